@@ -1,0 +1,1 @@
+// The translation unit that owns lpbench's precompiled torch header (see LpbenchCompileOptions).

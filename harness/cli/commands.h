@@ -1,0 +1,23 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+// Each subcommand lives in its own file: it binds its flags onto a typed struct and, once the
+// command line is parsed, runs. Library code throws InputError for bad input; main exits.
+namespace lpbench::cli {
+
+// What runs once parsing succeeded; returns the process's exit code.
+using Action = std::function<int()>;
+
+// `command_line` is the whole invocation, as the store records it.
+void add_run_command(CLI::App& app, Action& action, const std::string& command_line);
+void add_report_command(CLI::App& app, Action& action);
+void add_list_command(CLI::App& app, Action& action);
+
+// Parses argv and runs the chosen subcommand; returns the exit code (2 for a bad command line).
+int run_cli(int argc, char** argv);
+
+}  // namespace lpbench::cli

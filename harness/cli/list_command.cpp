@@ -1,0 +1,85 @@
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <memory>
+
+#include "harness/cli/commands.h"
+#include "harness/store/store.h"
+#include "kernels/recipe.h"
+#include "reports/run_list.h"
+#include "reports/text_table.h"
+#include "workloads/levels/workload.h"
+#include "workloads/models/model_config.h"
+
+namespace lpbench::cli {
+
+namespace {
+
+struct ListOptions {
+  std::string what;
+  std::string db = "lpbench.db";
+};
+
+std::string recipe_table() {
+  reports::TextTable table({{"recipe"}, {"GEMMs"}, {"kept in BF16"}, {"what it is"}});
+  for (const kernels::Recipe& recipe : kernels::named_recipes()) {
+    std::string kept;
+    for (const kernels::KeepRule& rule : recipe.keep_bf16)
+      kept += (kept.empty() ? "" : ", ") + rule.pattern;
+    table.add_row(
+        {recipe.name, kernels::describe(recipe.gemms), kept.empty() ? "—" : kept, recipe.summary});
+  }
+  return table.markdown();
+}
+
+std::string model_table() {
+  using Align = reports::TextTable::Align;
+  reports::TextTable table({{"model"},
+                            {"layers", Align::right},
+                            {"hidden", Align::right},
+                            {"ffn", Align::right},
+                            {"heads (kv)", Align::right},
+                            {"vocab", Align::right},
+                            {"parameters", Align::right},
+                            {"GFLOP/token", Align::right}});
+  for (const std::string& name : workloads::builtin_model_names()) {
+    const workloads::ModelConfig& m = workloads::builtin_model(name);
+    table.add_row({m.name, std::to_string(m.num_layers), std::to_string(m.hidden_size),
+                   std::to_string(m.intermediate_size),
+                   fmt::format("{} ({})", m.num_heads, m.num_kv_heads),
+                   std::to_string(m.vocab_size),
+                   fmt::format("{:.2f} M", static_cast<double>(m.parameter_count()) / 1e6),
+                   fmt::format("{:.4f}", m.flops_per_token(m.default_seq_len) / 1e9)});
+  }
+  return table.markdown() + "\nGFLOP/token at the model's default sequence length.\n";
+}
+
+int execute(const ListOptions& options) {
+  if (options.what == "runs") {
+    const store::Store store = store::Store::open(options.db, store::Store::Mode::read);
+    fmt::print("{}", reports::render_run_list(store));
+  } else if (options.what == "recipes") {
+    fmt::print("{}", recipe_table());
+  } else if (options.what == "models") {
+    fmt::print("{}", model_table());
+  } else {
+    fmt::print("levels: {}\n", fmt::join(workloads::level_names(), ", "));
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_list_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<ListOptions>();
+  CLI::App* list =
+      app.add_subcommand("list", "List runs in the database, or recipes, models, levels");
+  list->add_option("what", options->what, "runs, recipes, models or levels")
+      ->required()
+      ->check(CLI::IsMember({"runs", "recipes", "models", "levels"}));
+  list->add_option("--db", options->db, "SQLite database to read (for runs)")
+      ->capture_default_str();
+  list->callback([&action, options] { action = [options] { return execute(*options); }; });
+}
+
+}  // namespace lpbench::cli

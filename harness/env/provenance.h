@@ -1,0 +1,26 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <c10/core/Device.h>
+
+namespace lpbench::env {
+
+// Where and with what a run was measured; stored with every run.
+struct Provenance {
+  std::string host;
+  std::string git_commit;
+  bool git_dirty = false;
+  std::string lpbench_version;
+  std::string build_type;
+  std::string torch_version;
+  std::optional<std::string> cpu_name;
+  std::optional<std::string> gpu_name;        // of the run's device, when it is a GPU
+  std::optional<std::string> driver_version;  // the NVIDIA driver, through NVML
+  std::optional<std::string> cuda_version;    // the CUDA runtime torch was built with
+};
+
+Provenance collect_provenance(const c10::Device& device);
+
+}  // namespace lpbench::env

@@ -1,0 +1,105 @@
+#include "harness/store/migrations.h"
+
+#include <fmt/format.h>
+
+#include "harness/store/sqlite.h"
+
+namespace lpbench::store {
+
+namespace {
+
+// Version 1: sweeps, runs with provenance, per-step rows, and what each run quantized.
+constexpr std::string_view kSchemaV1 = R"sql(
+CREATE TABLE sweeps (
+  id               INTEGER PRIMARY KEY,
+  started_at       TEXT NOT NULL,          -- ISO 8601, UTC
+  command_line     TEXT NOT NULL,
+  host             TEXT NOT NULL,
+  lpbench_version  TEXT NOT NULL
+);
+
+CREATE TABLE runs (
+  id               INTEGER PRIMARY KEY,
+  sweep_id         INTEGER NOT NULL REFERENCES sweeps(id),
+  workload         TEXT NOT NULL,          -- '<level>:<model>'
+  recipe           TEXT NOT NULL,
+  device           TEXT NOT NULL,          -- 'cpu', 'cuda:0'
+  int8_backend     TEXT,                   -- where INT8 products ran ('cpu-exact' is an emulation); NULL: none
+  config_json      TEXT NOT NULL,          -- the resolved configuration of this run
+  status           TEXT NOT NULL CHECK (status IN
+                     ('running', 'ok', 'diverged', 'oom', 'failed', 'interrupted')),
+  error            TEXT,
+  started_at       TEXT NOT NULL,
+  finished_at      TEXT,
+  host             TEXT NOT NULL,
+  pid              INTEGER NOT NULL,
+  process_start    TEXT NOT NULL,          -- boot id and start time, to tell a live run from a reused pid
+  git_commit       TEXT NOT NULL,
+  git_dirty        INTEGER NOT NULL,
+  cpu_name         TEXT,
+  gpu_name         TEXT,
+  driver_version   TEXT,
+  cuda_version     TEXT,
+  torch_version    TEXT NOT NULL,
+  lpbench_version  TEXT NOT NULL,
+  build_type       TEXT,
+  tokens_per_step  INTEGER NOT NULL
+);
+CREATE INDEX runs_by_sweep ON runs(sweep_id);
+
+CREATE TABLE steps (
+  run_id             INTEGER NOT NULL REFERENCES runs(id),
+  step               INTEGER NOT NULL,     -- 0-based optimizer step
+  warmup             INTEGER NOT NULL,     -- 1: excluded from timing statistics
+  loss               REAL,                 -- NULL: the loss was NaN
+  step_ms            REAL NOT NULL,
+  tokens             INTEGER NOT NULL,
+  lr                 REAL NOT NULL,
+  grad_norm          REAL,                 -- before clipping; NULL: NaN
+  peak_mem_gib       REAL,                 -- NULL where the device reports no allocator figures
+  peak_reserved_gib  REAL,
+  PRIMARY KEY (run_id, step)
+) WITHOUT ROWID;
+
+CREATE TABLE run_modules (
+  run_id     INTEGER NOT NULL REFERENCES runs(id),
+  module     TEXT NOT NULL,
+  kind       TEXT NOT NULL,                -- 'linear', 'embedding'
+  quantized  INTEGER NOT NULL,
+  gemms      TEXT NOT NULL,                -- 'fprop=int8/tensor dgrad=... wgrad=...'
+  reason     TEXT NOT NULL,
+  UNIQUE (run_id, module)
+);
+)sql";
+
+}  // namespace
+
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> list{
+      {1, "sweeps, runs, steps, run_modules", kSchemaV1},
+  };
+  return list;
+}
+
+int latest_schema_version() {
+  return migrations().back().version;
+}
+
+int read_schema_version(const Connection& connection) {
+  Statement statement(connection, "PRAGMA user_version");
+  statement.step();
+  return static_cast<int>(statement.column_int(0));
+}
+
+void migrate(Connection& connection) {
+  for (const Migration& migration : migrations()) {
+    Transaction transaction(connection);
+    // Re-read inside the write lock: another process may have migrated meanwhile.
+    if (read_schema_version(connection) >= migration.version) continue;
+    connection.exec(migration.sql);
+    connection.exec(fmt::format("PRAGMA user_version = {}", migration.version));
+    transaction.commit();
+  }
+}
+
+}  // namespace lpbench::store

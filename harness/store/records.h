@@ -1,0 +1,68 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "harness/env/provenance.h"
+
+// The rows of the store, as typed values. Names carry units where they have one.
+namespace lpbench::store {
+
+// running → ok | diverged | oom | failed; a run left `running` by a process that is gone is
+// interrupted.
+enum class RunStatus { running, ok, diverged, oom, failed, interrupted };
+
+std::string_view to_string(RunStatus status);
+RunStatus parse_run_status(std::string_view text);  // throws StoreError for an unknown value
+
+struct SweepRecord {
+  int64_t id = 0;
+  std::string started_at;
+  std::string command_line;
+  std::string host;
+  std::string lpbench_version;
+};
+
+struct RunRecord {
+  int64_t id = 0;
+  int64_t sweep_id = 0;
+  std::string workload;
+  std::string recipe;
+  std::string device;
+  std::optional<std::string> int8_backend;
+  std::string config_json;
+  RunStatus status = RunStatus::running;
+  std::optional<std::string> error;
+  std::string started_at;
+  std::optional<std::string> finished_at;
+  int64_t pid = 0;
+  std::string process_start;
+  env::Provenance provenance;
+  int64_t tokens_per_step = 0;
+};
+
+struct StepRecord {
+  int64_t run_id = 0;
+  int64_t step = 0;
+  bool warmup = false;
+  double loss = 0.0;  // NaN is stored as NULL and read back as NaN
+  double step_ms = 0.0;
+  int64_t tokens = 0;
+  double lr = 0.0;
+  double grad_norm = 0.0;
+  std::optional<double> peak_mem_gib;
+  std::optional<double> peak_reserved_gib;
+};
+
+struct ModuleRecord {
+  int64_t run_id = 0;
+  std::string module;
+  std::string kind;
+  bool quantized = false;
+  std::string gemms;
+  std::string reason;
+};
+
+}  // namespace lpbench::store

@@ -1,0 +1,385 @@
+#include "harness/store/store.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "harness/env/process.h"
+#include "harness/env/time_stamp.h"
+#include "harness/errors.h"
+#include "harness/store/migrations.h"
+
+namespace lpbench::store {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kBusyTimeoutMs = 10000;
+constexpr std::string_view kSqliteHeader{"SQLite format 3\0", 16};
+
+bool has_sqlite_header(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char header[16] = {};
+  in.read(header, sizeof(header));
+  return in.gcount() == static_cast<std::streamsize>(sizeof(header)) &&
+         std::string_view(header, sizeof(header)) == kSqliteHeader;
+}
+
+// Everything that can be said about a path without opening it as a database.
+void check_path(const fs::path& path, Store::Mode mode) {
+  if (path.empty()) throw InputError("no database path given; pass --db FILE");
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (fs::exists(status)) {
+    if (!fs::is_regular_file(status)) {
+      throw InputError(
+          fmt::format("'{}' is not a regular file; give a database file to --db", path.string()));
+    }
+    if (fs::file_size(path, ec) > 0 && !has_sqlite_header(path)) {
+      throw InputError(fmt::format(
+          "'{}' is not a SQLite database (it lacks the SQLite header); give another --db path",
+          path.string()));
+    }
+    if (mode == Store::Mode::write && access(path.c_str(), W_OK) != 0) {
+      throw InputError(
+          fmt::format("cannot write database '{}': permission denied; check its "
+                      "permissions or give another --db path",
+                      path.string()));
+    }
+    return;
+  }
+  if (mode == Store::Mode::read) {
+    throw InputError(
+        fmt::format("no database at '{}'; run `lpbench run` first or give --db", path.string()));
+  }
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (!fs::is_directory(dir, ec)) {
+    throw InputError(fmt::format("cannot create database '{}': directory '{}' does not exist",
+                                 path.string(), dir.string()));
+  }
+  if (access(dir.c_str(), W_OK) != 0) {
+    throw InputError(fmt::format("cannot create database '{}': directory '{}' is not writable",
+                                 path.string(), dir.string()));
+  }
+}
+
+void refuse_newer_schema(const Connection& connection, int version) {
+  if (version > latest_schema_version()) {
+    throw InputError(fmt::format(
+        "database '{}' has schema version {}, newer than this lpbench understands ({}); use a "
+        "newer lpbench or give another --db path",
+        connection.path(), version, latest_schema_version()));
+  }
+}
+
+void configure(Connection& connection, bool writable) {
+  sqlite3_busy_timeout(connection.handle(), kBusyTimeoutMs);
+  connection.exec("PRAGMA foreign_keys = ON");
+  if (writable) {
+    connection.exec("PRAGMA journal_mode = WAL");
+    // In WAL mode NORMAL loses no committed transaction on a process crash (only, at worst, the
+    // last ones on a power cut), and keeps one commit per step cheap.
+    connection.exec("PRAGMA synchronous = NORMAL");
+  }
+}
+
+double nan_if_null(const std::optional<double>& value) {
+  return value.value_or(NAN);
+}
+
+constexpr std::string_view kRunColumns =
+    "id, sweep_id, workload, recipe, device, int8_backend, config_json, status, error, "
+    "started_at, finished_at, host, pid, process_start, git_commit, git_dirty, cpu_name, "
+    "gpu_name, driver_version, cuda_version, torch_version, lpbench_version, build_type, "
+    "tokens_per_step";
+
+RunRecord read_run(const Statement& s) {
+  RunRecord r;
+  r.id = s.column_int(0);
+  r.sweep_id = s.column_int(1);
+  r.workload = s.column_text(2);
+  r.recipe = s.column_text(3);
+  r.device = s.column_text(4);
+  r.int8_backend = s.column_optional_text(5);
+  r.config_json = s.column_text(6);
+  r.status = parse_run_status(s.column_text(7));
+  r.error = s.column_optional_text(8);
+  r.started_at = s.column_text(9);
+  r.finished_at = s.column_optional_text(10);
+  r.provenance.host = s.column_text(11);
+  r.pid = s.column_int(12);
+  r.process_start = s.column_text(13);
+  r.provenance.git_commit = s.column_text(14);
+  r.provenance.git_dirty = s.column_int(15) != 0;
+  r.provenance.cpu_name = s.column_optional_text(16);
+  r.provenance.gpu_name = s.column_optional_text(17);
+  r.provenance.driver_version = s.column_optional_text(18);
+  r.provenance.cuda_version = s.column_optional_text(19);
+  r.provenance.torch_version = s.column_text(20);
+  r.provenance.lpbench_version = s.column_text(21);
+  r.provenance.build_type = s.column_text(22);
+  r.tokens_per_step = s.column_int(23);
+  return r;
+}
+
+bool process_gone(const RunRecord& run, const std::string& this_host) {
+  return run.status == RunStatus::running && run.provenance.host == this_host &&
+         !env::is_alive({run.pid, run.process_start});
+}
+
+}  // namespace
+
+std::string_view to_string(RunStatus status) {
+  switch (status) {
+    case RunStatus::running:
+      return "running";
+    case RunStatus::ok:
+      return "ok";
+    case RunStatus::diverged:
+      return "diverged";
+    case RunStatus::oom:
+      return "oom";
+    case RunStatus::failed:
+      return "failed";
+    case RunStatus::interrupted:
+      return "interrupted";
+  }
+  return "?";
+}
+
+RunStatus parse_run_status(std::string_view text) {
+  for (RunStatus s : {RunStatus::running, RunStatus::ok, RunStatus::diverged, RunStatus::oom,
+                      RunStatus::failed, RunStatus::interrupted}) {
+    if (to_string(s) == text) return s;
+  }
+  throw StoreError(fmt::format("unknown run status '{}' in the database", text));
+}
+
+Store Store::open(const std::filesystem::path& path, Mode mode) {
+  check_path(path, mode);
+  const bool read_only_possible = mode == Mode::read;
+  const int flags =
+      read_only_possible ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  Connection connection(path.string(), flags);
+  sqlite3_busy_timeout(connection.handle(), kBusyTimeoutMs);
+  // Read the version before anything could write: a newer database stays byte for byte as it is.
+  const int version = read_schema_version(connection);
+  refuse_newer_schema(connection, version);
+
+  if (mode == Mode::read) {
+    if (version == latest_schema_version()) {
+      configure(connection, /*writable=*/false);
+      return Store(std::move(connection));
+    }
+    // An older schema is migrated in place, which needs write access.
+    check_path(path, Mode::write);
+    connection = Connection(path.string(), SQLITE_OPEN_READWRITE);
+  }
+  configure(connection, /*writable=*/true);
+  migrate(connection);
+  Store store(std::move(connection));
+  if (mode == Mode::write) store.mark_interrupted_runs();
+  return store;
+}
+
+int Store::schema_version() const {
+  return read_schema_version(connection_);
+}
+
+int64_t Store::add_sweep(const SweepRecord& sweep) {
+  Transaction transaction(connection_);
+  Statement(connection_,
+            "INSERT INTO sweeps (started_at, command_line, host, lpbench_version) "
+            "VALUES (?, ?, ?, ?)")
+      .bind(1, sweep.started_at)
+      .bind(2, sweep.command_line)
+      .bind(3, sweep.host)
+      .bind(4, sweep.lpbench_version)
+      .run();
+  const int64_t id = connection_.last_insert_rowid();
+  transaction.commit();
+  return id;
+}
+
+int64_t Store::add_run(const RunRecord& r) {
+  Transaction transaction(connection_);
+  const env::Provenance& p = r.provenance;
+  Statement(connection_, fmt::format("INSERT INTO runs ({}) VALUES (NULL, ?, ?, ?, ?, ?, ?, "
+                                     "'running', NULL, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                                     "?, ?)",
+                                     kRunColumns))
+      .bind(1, r.sweep_id)
+      .bind(2, r.workload)
+      .bind(3, r.recipe)
+      .bind(4, r.device)
+      .bind(5, r.int8_backend)
+      .bind(6, r.config_json)
+      .bind(7, r.started_at)
+      .bind(8, p.host)
+      .bind(9, r.pid)
+      .bind(10, r.process_start)
+      .bind(11, p.git_commit)
+      .bind(12, static_cast<int64_t>(p.git_dirty))
+      .bind(13, p.cpu_name)
+      .bind(14, p.gpu_name)
+      .bind(15, p.driver_version)
+      .bind(16, p.cuda_version)
+      .bind(17, p.torch_version)
+      .bind(18, p.lpbench_version)
+      .bind(19, p.build_type)
+      .bind(20, r.tokens_per_step)
+      .run();
+  const int64_t id = connection_.last_insert_rowid();
+  transaction.commit();
+  return id;
+}
+
+void Store::add_modules(int64_t run_id, const std::vector<ModuleRecord>& modules) {
+  Transaction transaction(connection_);
+  Statement insert(connection_,
+                   "INSERT INTO run_modules (run_id, module, kind, quantized, gemms, reason) "
+                   "VALUES (?, ?, ?, ?, ?, ?)");
+  for (const ModuleRecord& m : modules) {
+    insert.bind(1, run_id)
+        .bind(2, m.module)
+        .bind(3, m.kind)
+        .bind(4, static_cast<int64_t>(m.quantized))
+        .bind(5, m.gemms)
+        .bind(6, m.reason)
+        .run();
+  }
+  transaction.commit();
+}
+
+void Store::add_step(const StepRecord& s) {
+  Transaction transaction(connection_);
+  Statement(connection_,
+            "INSERT INTO steps (run_id, step, warmup, loss, step_ms, tokens, lr, grad_norm, "
+            "peak_mem_gib, peak_reserved_gib) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+      .bind(1, s.run_id)
+      .bind(2, s.step)
+      .bind(3, static_cast<int64_t>(s.warmup))
+      .bind(4, s.loss)
+      .bind(5, s.step_ms)
+      .bind(6, s.tokens)
+      .bind(7, s.lr)
+      .bind(8, s.grad_norm)
+      .bind(9, s.peak_mem_gib)
+      .bind(10, s.peak_reserved_gib)
+      .run();
+  transaction.commit();
+}
+
+void Store::finish_run(int64_t run_id, RunStatus status, const std::optional<std::string>& error) {
+  Transaction transaction(connection_);
+  Statement(connection_, "UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?")
+      .bind(1, to_string(status))
+      .bind(2, error)
+      .bind(3, env::utc_now_iso8601())
+      .bind(4, run_id)
+      .run();
+  transaction.commit();
+}
+
+int Store::mark_interrupted_runs() {
+  const std::string host = env::host_name();
+  std::vector<int64_t> gone;
+  {
+    Statement query(
+        connection_,
+        fmt::format("SELECT {} FROM runs WHERE status = 'running' AND host = ?", kRunColumns));
+    query.bind(1, host);
+    while (query.step()) {
+      RunRecord run = read_run(query);
+      if (process_gone(run, host)) gone.push_back(run.id);
+    }
+  }
+  for (int64_t id : gone) {
+    finish_run(id, RunStatus::interrupted,
+               std::string("the process running it ended without recording an outcome"));
+  }
+  return static_cast<int>(gone.size());
+}
+
+std::vector<SweepRecord> Store::sweeps() const {
+  std::vector<SweepRecord> out;
+  Statement query(connection_,
+                  "SELECT id, started_at, command_line, host, lpbench_version FROM sweeps "
+                  "ORDER BY id");
+  while (query.step()) {
+    out.push_back({query.column_int(0), query.column_text(1), query.column_text(2),
+                   query.column_text(3), query.column_text(4)});
+  }
+  return out;
+}
+
+std::optional<SweepRecord> Store::sweep(int64_t id) const {
+  Statement query(connection_,
+                  "SELECT id, started_at, command_line, host, lpbench_version FROM sweeps "
+                  "WHERE id = ?");
+  query.bind(1, id);
+  if (!query.step()) return std::nullopt;
+  return SweepRecord{query.column_int(0), query.column_text(1), query.column_text(2),
+                     query.column_text(3), query.column_text(4)};
+}
+
+std::vector<RunRecord> Store::runs(std::optional<int64_t> sweep_id) const {
+  const std::string host = env::host_name();
+  std::vector<RunRecord> out;
+  Statement query(connection_,
+                  fmt::format("SELECT {} FROM runs WHERE ?1 IS NULL OR sweep_id = ?1 ORDER BY id",
+                              kRunColumns));
+  if (sweep_id) {
+    query.bind(1, *sweep_id);
+  } else {
+    query.bind_null(1);
+  }
+  while (query.step()) {
+    RunRecord run = read_run(query);
+    if (process_gone(run, host)) run.status = RunStatus::interrupted;
+    out.push_back(std::move(run));
+  }
+  return out;
+}
+
+std::vector<StepRecord> Store::steps(int64_t run_id) const {
+  std::vector<StepRecord> out;
+  Statement query(connection_,
+                  "SELECT step, warmup, loss, step_ms, tokens, lr, grad_norm, peak_mem_gib, "
+                  "peak_reserved_gib FROM steps WHERE run_id = ? ORDER BY step");
+  query.bind(1, run_id);
+  while (query.step()) {
+    StepRecord s;
+    s.run_id = run_id;
+    s.step = query.column_int(0);
+    s.warmup = query.column_int(1) != 0;
+    s.loss = nan_if_null(query.column_optional_double(2));
+    s.step_ms = query.column_double(3);
+    s.tokens = query.column_int(4);
+    s.lr = query.column_double(5);
+    s.grad_norm = nan_if_null(query.column_optional_double(6));
+    s.peak_mem_gib = query.column_optional_double(7);
+    s.peak_reserved_gib = query.column_optional_double(8);
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<ModuleRecord> Store::modules(int64_t run_id) const {
+  std::vector<ModuleRecord> out;
+  Statement query(connection_,
+                  "SELECT module, kind, quantized, gemms, reason FROM run_modules "
+                  "WHERE run_id = ? ORDER BY rowid");
+  query.bind(1, run_id);
+  while (query.step()) {
+    out.push_back({run_id, query.column_text(0), query.column_text(1), query.column_int(2) != 0,
+                   query.column_text(3), query.column_text(4)});
+  }
+  return out;
+}
+
+}  // namespace lpbench::store

@@ -1,0 +1,50 @@
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "harness/store/records.h"
+#include "harness/store/sqlite.h"
+
+namespace lpbench::store {
+
+// The lpbench database: the only code that speaks SQL. Every write is one BEGIN IMMEDIATE
+// transaction, so a crash keeps every row written before it, and several processes can share a
+// database (WAL, busy timeout).
+class Store {
+ public:
+  enum class Mode {
+    write,  // create if missing, migrate, and mark the runs of dead processes interrupted
+    read,   // the file must exist; opened read-only unless its schema needs migrating
+  };
+
+  // Checks the path before touching anything: a file that is not a SQLite database, a schema
+  // newer than this lpbench, or a path that cannot be written is an InputError, and the file is
+  // left as it was.
+  static Store open(const std::filesystem::path& path, Mode mode);
+
+  int schema_version() const;
+
+  int64_t add_sweep(const SweepRecord& sweep);
+  int64_t add_run(const RunRecord& run);  // status running; returns the run's id
+  void add_modules(int64_t run_id, const std::vector<ModuleRecord>& modules);
+  void add_step(const StepRecord& step);
+  void finish_run(int64_t run_id, RunStatus status, const std::optional<std::string>& error);
+  // Marks `running` runs of this host whose process is gone as interrupted; returns how many.
+  int mark_interrupted_runs();
+
+  std::vector<SweepRecord> sweeps() const;
+  std::optional<SweepRecord> sweep(int64_t id) const;
+  // Runs in id order (all, or one sweep's). A `running` run of this host whose process is gone
+  // reads as interrupted even where nobody has written that yet.
+  std::vector<RunRecord> runs(std::optional<int64_t> sweep_id = std::nullopt) const;
+  std::vector<StepRecord> steps(int64_t run_id) const;
+  std::vector<ModuleRecord> modules(int64_t run_id) const;
+
+ private:
+  explicit Store(Connection connection) : connection_(std::move(connection)) {}
+  Connection connection_;
+};
+
+}  // namespace lpbench::store

@@ -1,0 +1,12 @@
+#pragma once
+
+#include <string>
+
+#include "harness/store/store.h"
+
+namespace lpbench::reports {
+
+// One line per run: id, sweep, workload, recipe, device, status, steps, start, error.
+std::string render_run_list(const store::Store& store);
+
+}  // namespace lpbench::reports

@@ -1,0 +1,74 @@
+#include "reports/run_summary.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lpbench::reports {
+
+std::string_view to_string(SpeedVerdict verdict) {
+  switch (verdict) {
+    case SpeedVerdict::faster:
+      return "faster";
+    case SpeedVerdict::slower:
+      return "slower";
+    case SpeedVerdict::same:
+      return "same";
+  }
+  return "?";
+}
+
+std::optional<double> final_loss(const std::vector<store::StepRecord>& steps, double share) {
+  if (steps.empty()) return std::nullopt;
+  const auto count = std::max<size_t>(
+      1, static_cast<size_t>(std::ceil(share * static_cast<double>(steps.size()))));
+  double sum = 0.0;
+  for (size_t i = steps.size() - count; i < steps.size(); ++i)
+    sum += steps[i].loss;
+  return sum / static_cast<double>(count);
+}
+
+RunSummary summarize_run(const store::RunRecord& run, const std::vector<store::StepRecord>& steps) {
+  RunSummary s;
+  s.run = run;
+  s.steps_recorded = static_cast<int64_t>(steps.size());
+  std::vector<double> times;
+  for (const store::StepRecord& step : steps) {
+    if (step.warmup) continue;
+    times.push_back(step.step_ms);
+    if (step.peak_mem_gib)
+      s.peak_mem_gib = std::max(s.peak_mem_gib.value_or(0.0), *step.peak_mem_gib);
+  }
+  s.step_ms = timing::summarize(times);
+  if (s.step_ms.count > 0 && s.step_ms.median > 0.0) {
+    s.tokens_per_s = static_cast<double>(run.tokens_per_step) / (s.step_ms.median / 1000.0);
+  }
+  s.final_loss = final_loss(steps, kFinalLossShare);
+  return s;
+}
+
+SpeedVerdict compare_spread(const timing::Summary& candidate, const timing::Summary& baseline) {
+  if (candidate.p90 < baseline.p10) return SpeedVerdict::faster;
+  if (candidate.p10 > baseline.p90) return SpeedVerdict::slower;
+  return SpeedVerdict::same;
+}
+
+void compare_with_bf16(std::vector<RunSummary>& runs) {
+  for (RunSummary& candidate : runs) {
+    const auto baseline = std::find_if(runs.begin(), runs.end(), [&](const RunSummary& b) {
+      return b.run.recipe == "bf16" && b.run.workload == candidate.run.workload &&
+             b.run.sweep_id == candidate.run.sweep_id;
+    });
+    if (baseline == runs.end()) continue;
+    if (candidate.step_ms.count > 0 && baseline->step_ms.count > 0) {
+      candidate.speedup = baseline->step_ms.median / candidate.step_ms.median;
+      candidate.verdict = compare_spread(candidate.step_ms, baseline->step_ms);
+    }
+    if (candidate.final_loss && baseline->final_loss && std::isfinite(*baseline->final_loss) &&
+        *baseline->final_loss != 0.0) {
+      candidate.loss_gap_pct =
+          100.0 * (*candidate.final_loss - *baseline->final_loss) / *baseline->final_loss;
+    }
+  }
+}
+
+}  // namespace lpbench::reports

@@ -1,0 +1,125 @@
+// Every bad input: one line on stderr naming the problem, exit code 2, and the database that was
+// already there unchanged, byte for byte.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+
+#include "harness/store/migrations.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+
+namespace lpbench {
+namespace {
+
+using testing::read_file;
+using testing::run_process;
+using testing::TempDir;
+
+struct BadInput {
+  std::string name;
+  std::vector<std::string> args;  // after the binary
+  std::string expected;           // part of the one-line message
+};
+
+class CliBadInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = (dir_ / "existing.db").string();
+    // A real database with a sweep in it, made by lpbench itself.
+    const auto made = run_process({LPBENCH_BINARY, "run", "--steps", "2", "--device", "cpu",
+                                   "--seq-len", "8", "--recipes", "bf16", "--db", db_});
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+  }
+
+  void expect_rejected(const BadInput& input, const std::string& watched) {
+    const std::string before = read_file(watched);
+    std::vector<std::string> argv{LPBENCH_BINARY};
+    argv.insert(argv.end(), input.args.begin(), input.args.end());
+    const testing::ProcessResult result = run_process(argv);
+    EXPECT_EQ(result.exit_code, 2) << input.name << ": " << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1)
+        << input.name << ": " << result.err;
+    EXPECT_EQ(result.err.rfind("lpbench: error: ", 0), 0U) << input.name << ": " << result.err;
+    EXPECT_NE(result.err.find(input.expected), std::string::npos)
+        << input.name << ": " << result.err;
+    EXPECT_EQ(read_file(watched), before) << input.name << " changed " << watched;
+  }
+
+  TempDir dir_;
+  std::string db_;
+};
+
+TEST_F(CliBadInput, RunArgumentsAreCheckedBeforeTheDatabaseIsTouched) {
+  const std::vector<BadInput> inputs{
+      {"unknown model", {"run", "--workload", "model:llama9", "--db", db_}, "valid models: tiny"},
+      {"unknown level", {"run", "--workload", "kernel:tiny", "--db", db_}, "valid levels: model"},
+      {"malformed workload", {"run", "--workload", "tiny", "--db", db_}, "<level>:<model>"},
+      {"unknown recipe",
+       {"run", "--recipes", "bf16,int4", "--db", db_},
+       "valid recipes: bf16, int8-tensor"},
+      {"zero steps", {"run", "--steps", "0", "--db", db_}, "--steps must be between"},
+      {"negative steps", {"run", "--steps", "-3", "--db", db_}, "--steps"},
+      {"overflowing steps", {"run", "--steps", "99999999999999", "--db", db_}, "--steps"},
+      {"steps not a number", {"run", "--steps", "many", "--db", db_}, "--steps"},
+      {"unknown flag", {"run", "--fast", "--db", db_}, "--fast"},
+      {"unknown device", {"run", "--device", "tpu", "--db", db_}, "unknown --device"},
+  };
+  for (const BadInput& input : inputs)
+    expect_rejected(input, db_);
+}
+
+TEST_F(CliBadInput, DatabasePathsThatCannotBeUsed) {
+  const auto notes = dir_ / "notes.txt";
+  testing::write_file(notes, "not a database\n");
+  expect_rejected({"not sqlite",
+                   {"run", "--device", "cpu", "--steps", "1", "--db", notes.string()},
+                   "is not a SQLite database"},
+                  notes.string());
+  expect_rejected(
+      {"report on not sqlite", {"report", "--db", notes.string()}, "is not a SQLite database"},
+      notes.string());
+  expect_rejected(
+      {"missing directory",
+       {"run", "--device", "cpu", "--steps", "1", "--db", (dir_ / "no-such-dir" / "x.db").string()},
+       "does not exist"},
+      db_);
+  expect_rejected({"unwritable location",
+                   {"run", "--device", "cpu", "--steps", "1", "--db", "/proc/lpbench-test.db"},
+                   "/proc/lpbench-test.db"},
+                  db_);
+  expect_rejected({"report on a missing file",
+                   {"report", "--db", (dir_ / "absent.db").string()},
+                   "no database at"},
+                  db_);
+  expect_rejected(
+      {"report of an unknown sweep", {"report", "--db", db_, "--sweep", "99"}, "no sweep 99"}, db_);
+}
+
+TEST_F(CliBadInput, ANewerSchemaIsRefusedAndLeftUntouched) {
+  sqlite3* handle = nullptr;
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &handle), SQLITE_OK);
+  const std::string pragma =
+      "PRAGMA user_version = " + std::to_string(store::latest_schema_version() + 1);
+  ASSERT_EQ(sqlite3_exec(handle, pragma.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(handle, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(handle);
+  expect_rejected({"newer schema, run",
+                   {"run", "--device", "cpu", "--steps", "1", "--db", db_},
+                   "newer than this lpbench"},
+                  db_);
+  expect_rejected({"newer schema, report", {"report", "--db", db_}, "newer than this lpbench"},
+                  db_);
+}
+
+TEST(CliHelp, HelpAndVersionExitZero) {
+  EXPECT_EQ(run_process({LPBENCH_BINARY, "--help"}).exit_code, 0);
+  EXPECT_EQ(run_process({LPBENCH_BINARY, "run", "--help"}).exit_code, 0);
+  const auto version = run_process({LPBENCH_BINARY, "--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_FALSE(version.out.empty());
+}
+
+}  // namespace
+}  // namespace lpbench

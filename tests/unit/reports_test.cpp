@@ -1,0 +1,106 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "harness/env/process.h"
+#include "harness/store/store.h"
+#include "reports/run_summary.h"
+#include "reports/sweep_report.h"
+#include "reports/text_table.h"
+#include "tests/support/temp_dir.h"
+
+namespace lpbench::reports {
+namespace {
+
+timing::Summary spread(double p10, double median, double p90) {
+  timing::Summary s;
+  s.count = 10;
+  s.p10 = p10;
+  s.median = median;
+  s.p90 = p90;
+  return s;
+}
+
+TEST(CompareSpread, ClaimsADifferenceOnlyBeyondTheSpread) {
+  const timing::Summary base = spread(9.0, 10.0, 11.0);
+  EXPECT_EQ(compare_spread(spread(7.0, 8.0, 8.9), base), SpeedVerdict::faster);
+  EXPECT_EQ(compare_spread(spread(11.1, 12.0, 13.0), base), SpeedVerdict::slower);
+  EXPECT_EQ(compare_spread(spread(8.0, 9.5, 10.0), base), SpeedVerdict::same);
+}
+
+std::vector<store::StepRecord> losses(std::initializer_list<double> values) {
+  std::vector<store::StepRecord> steps;
+  int64_t i = 0;
+  for (double v : values) {
+    store::StepRecord s;
+    s.step = i++;
+    s.loss = v;
+    steps.push_back(s);
+  }
+  return steps;
+}
+
+TEST(FinalLoss, AveragesTheLastTenthAndKeepsNonFiniteVisible) {
+  EXPECT_DOUBLE_EQ(
+      *final_loss(losses({9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 2, 4}), 0.1), 3.0);
+  EXPECT_DOUBLE_EQ(*final_loss(losses({5, 4}), 0.1), 4.0);  // at least one step
+  EXPECT_TRUE(std::isnan(*final_loss(losses({5, NAN}), 0.1)));
+  EXPECT_FALSE(final_loss({}, 0.1).has_value());
+}
+
+TEST(TextTable, PadsColumnsAndAlignsNumbersRight) {
+  TextTable table({{"name"}, {"ms", TextTable::Align::right}});
+  table.add_row({"bf16", "1.5"});
+  table.add_row({"int8-tensor", "12.25"});
+  EXPECT_EQ(table.markdown(),
+            "| name        |    ms |\n"
+            "| :---------- | ----: |\n"
+            "| bf16        |   1.5 |\n"
+            "| int8-tensor | 12.25 |\n");
+  EXPECT_THROW(table.add_row({"only one cell"}), std::invalid_argument);
+}
+
+// A sweep with known step times and losses, through the store, into the rendered table.
+TEST(SweepReport, ShowsTheStoredNumbersWithSpeedupAndLossGap) {
+  lpbench::testing::TempDir dir;
+  store::Store store = store::Store::open(dir / "r.db", store::Store::Mode::write);
+  const int64_t sweep = store.add_sweep({0, "2026-11-22T00:00:00.000Z", "lpbench run", "h", "0"});
+  const env::ProcessIdentity self = env::current_process();
+  auto add_run = [&](const std::string& recipe, double ms, double loss) {
+    store::RunRecord r;
+    r.sweep_id = sweep;
+    r.workload = "model:tiny";
+    r.recipe = recipe;
+    r.device = "cpu";
+    if (recipe != "bf16") r.int8_backend = "cpu-exact";
+    r.config_json = "{}";
+    r.started_at = "2026-11-22T00:00:00.000Z";
+    r.pid = self.pid;
+    r.process_start = self.start;
+    r.provenance.host = env::host_name();
+    r.provenance.git_commit = "abc";
+    r.provenance.torch_version = "2.11.0";
+    r.provenance.lpbench_version = "0";
+    r.tokens_per_step = 1000;
+    const int64_t id = store.add_run(r);
+    for (int64_t step = 0; step < 20; ++step) {
+      // Two warm-up steps far off, then a tight spread around `ms`.
+      const double t = step < 2 ? 100 * ms : ms + 0.01 * static_cast<double>(step % 3);
+      store.add_step({id, step, step < 2, loss, t, 1000, 1e-3, 1.0, std::nullopt, std::nullopt});
+    }
+    store.finish_run(id, store::RunStatus::ok, std::nullopt);
+  };
+  add_run("bf16", 10.0, 2.0);
+  add_run("int8-tensor", 8.0, 2.02);
+
+  const std::string text = render_sweep_markdown(build_sweep_report(store, *store.sweep(sweep)));
+  EXPECT_NE(text.find("10.01 (10.00–10.02)"), std::string::npos) << text;  // warm-up left out
+  EXPECT_NE(text.find("1.25× faster"), std::string::npos) << text;
+  EXPECT_NE(text.find("+1.00 %"), std::string::npos) << text;
+  EXPECT_NE(text.find("99900"), std::string::npos) << text;  // tokens/s of bf16: 1000 / 10.01 ms
+  EXPECT_NE(text.find("cpu †"), std::string::npos) << text;
+  EXPECT_NE(text.find("emulated"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace lpbench::reports

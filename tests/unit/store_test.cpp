@@ -1,0 +1,200 @@
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <cmath>
+
+#include "harness/env/process.h"
+#include "harness/errors.h"
+#include "harness/store/migrations.h"
+#include "harness/store/store.h"
+#include "tests/support/temp_dir.h"
+
+namespace lpbench::store {
+namespace {
+
+using lpbench::testing::read_file;
+using lpbench::testing::TempDir;
+using lpbench::testing::write_file;
+
+RunRecord sample_run(int64_t sweep_id, const env::ProcessIdentity& process) {
+  RunRecord r;
+  r.sweep_id = sweep_id;
+  r.workload = "model:tiny";
+  r.recipe = "int8-tensor";
+  r.device = "cpu";
+  r.int8_backend = "cpu-exact";
+  r.config_json = R"({"seed":0})";
+  r.started_at = "2026-11-22T00:00:00.000Z";
+  r.pid = process.pid;
+  r.process_start = process.start;
+  r.provenance.host = env::host_name();
+  r.provenance.git_commit = "abc";
+  r.provenance.torch_version = "2.11.0";
+  r.provenance.lpbench_version = "0.1.0";
+  r.provenance.build_type = "Release";
+  r.tokens_per_step = 512;
+  return r;
+}
+
+int64_t new_sweep(Store& store) {
+  return store.add_sweep({0, "2026-11-22T00:00:00.000Z", "lpbench run", "host", "0.1.0"});
+}
+
+// Sets user_version directly, as a future lpbench would.
+void set_user_version(const std::filesystem::path& path, int version) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, ("PRAGMA user_version = " + std::to_string(version)).c_str(), nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+}
+
+TEST(Store, CreatesTheSchemaThroughMigrationsAndReopens) {
+  TempDir dir;
+  const auto path = dir / "new.db";
+  {
+    Store store = Store::open(path, Store::Mode::write);
+    EXPECT_EQ(store.schema_version(), latest_schema_version());
+    EXPECT_TRUE(store.sweeps().empty());
+    new_sweep(store);
+  }
+  Store again = Store::open(path, Store::Mode::write);
+  EXPECT_EQ(again.schema_version(), latest_schema_version());
+  EXPECT_EQ(again.sweeps().size(), 1U);
+  Store reader = Store::open(path, Store::Mode::read);
+  EXPECT_EQ(reader.sweeps().size(), 1U);
+}
+
+TEST(Store, RecordsRunsStepsAndModulesAsTypedRows) {
+  TempDir dir;
+  Store store = Store::open(dir / "rows.db", Store::Mode::write);
+  const int64_t sweep = new_sweep(store);
+  const int64_t run = store.add_run(sample_run(sweep, env::current_process()));
+  store.add_modules(run,
+                    {{run, "output", "linear", false, "fprop=bf16 dgrad=bf16 wgrad=bf16", "kept"},
+                     {run, "layers.0.mlp.down", "linear", true, "int8", "quantized"}});
+  store.add_step({run, 0, true, 6.2, 12.5, 512, 1e-4, 3.0, std::nullopt, std::nullopt});
+  store.add_step({run, 1, false, NAN, 11.0, 512, 2e-4, INFINITY, 1.5, 2.0});
+
+  const std::vector<RunRecord> runs = store.runs(sweep);
+  ASSERT_EQ(runs.size(), 1U);
+  EXPECT_EQ(runs[0].status, RunStatus::running);
+  EXPECT_EQ(runs[0].int8_backend, "cpu-exact");
+  EXPECT_EQ(runs[0].provenance.git_commit, "abc");
+  EXPECT_FALSE(runs[0].provenance.gpu_name.has_value());
+
+  const std::vector<StepRecord> steps = store.steps(run);
+  ASSERT_EQ(steps.size(), 2U);
+  EXPECT_TRUE(steps[0].warmup);
+  EXPECT_DOUBLE_EQ(steps[0].loss, 6.2);
+  EXPECT_FALSE(steps[0].peak_mem_gib.has_value());
+  EXPECT_TRUE(std::isnan(steps[1].loss));  // NaN is stored as NULL and read back as NaN
+  EXPECT_TRUE(std::isinf(steps[1].grad_norm));
+  EXPECT_DOUBLE_EQ(*steps[1].peak_mem_gib, 1.5);
+
+  const std::vector<ModuleRecord> modules = store.modules(run);
+  ASSERT_EQ(modules.size(), 2U);
+  EXPECT_EQ(modules[0].module, "output");  // in the order the model declared them
+  EXPECT_TRUE(modules[1].quantized);
+}
+
+TEST(Store, StatusTransitionsAreRecordedWithTheError) {
+  TempDir dir;
+  Store store = Store::open(dir / "status.db", Store::Mode::write);
+  const int64_t sweep = new_sweep(store);
+  for (RunStatus status : {RunStatus::ok, RunStatus::diverged, RunStatus::oom, RunStatus::failed}) {
+    const int64_t run = store.add_run(sample_run(sweep, env::current_process()));
+    const std::optional<std::string> error =
+        status == RunStatus::ok ? std::nullopt : std::optional<std::string>("why");
+    store.finish_run(run, status, error);
+    const RunRecord stored = store.runs(sweep).back();
+    EXPECT_EQ(stored.status, status);
+    EXPECT_EQ(stored.error, error);
+    EXPECT_TRUE(stored.finished_at.has_value());
+  }
+}
+
+TEST(Store, ARunWhoseProcessIsGoneReadsAsInterruptedAndIsMarkedSoOnWrite) {
+  TempDir dir;
+  const auto path = dir / "interrupted.db";
+  int64_t live = 0;
+  int64_t dead = 0;
+  {
+    Store store = Store::open(path, Store::Mode::write);
+    const int64_t sweep = new_sweep(store);
+    live = store.add_run(sample_run(sweep, env::current_process()));
+    // This pid, but another start time: the process that wrote the run is gone (pid reused).
+    env::ProcessIdentity gone = env::current_process();
+    gone.start += "0";
+    dead = store.add_run(sample_run(sweep, gone));
+  }
+  EXPECT_TRUE(env::is_alive(env::current_process()));
+  {
+    Store reader = Store::open(path, Store::Mode::read);
+    const auto runs = reader.runs();
+    EXPECT_EQ(runs[0].status, RunStatus::running);
+    EXPECT_EQ(runs[1].status, RunStatus::interrupted);  // shown so, not yet written
+  }
+  Store writer = Store::open(path, Store::Mode::write);  // the next write-open records it
+  const auto runs = writer.runs();
+  EXPECT_EQ(runs[0].id, live);
+  EXPECT_EQ(runs[0].status, RunStatus::running);
+  EXPECT_EQ(runs[1].id, dead);
+  EXPECT_EQ(runs[1].status, RunStatus::interrupted);
+  EXPECT_TRUE(runs[1].error.has_value());
+  EXPECT_EQ(writer.mark_interrupted_runs(), 0);
+}
+
+TEST(Store, RefusesANewerSchemaAndLeavesTheFileUntouched) {
+  TempDir dir;
+  const auto path = dir / "newer.db";
+  { Store::open(path, Store::Mode::write); }
+  set_user_version(path, latest_schema_version() + 1);
+  const std::string before = read_file(path);
+  for (Store::Mode mode : {Store::Mode::write, Store::Mode::read}) {
+    try {
+      Store::open(path, mode);
+      FAIL() << "opened a newer schema";
+    } catch (const InputError& error) {
+      EXPECT_NE(std::string(error.what()).find("newer than this lpbench"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(read_file(path), before);
+  // A reader of a WAL database may leave an empty log beside it, never a written one.
+  EXPECT_EQ(read_file(dir / "newer.db-wal"), "");
+}
+
+TEST(Store, RefusesAFileThatIsNotADatabase) {
+  TempDir dir;
+  const auto path = dir / "notes.txt";
+  write_file(path, "these are my notes, not a database\n");
+  EXPECT_THROW(Store::open(path, Store::Mode::write), InputError);
+  EXPECT_THROW(Store::open(path, Store::Mode::read), InputError);
+  EXPECT_EQ(read_file(path), "these are my notes, not a database\n");
+}
+
+TEST(Store, RefusesPathsItCannotUse) {
+  TempDir dir;
+  EXPECT_THROW(Store::open(dir / "missing-dir" / "x.db", Store::Mode::write), InputError);
+  EXPECT_THROW(Store::open(dir / "absent.db", Store::Mode::read), InputError);
+  EXPECT_THROW(Store::open(dir.path(), Store::Mode::write), InputError);  // a directory
+  EXPECT_THROW(Store::open("", Store::Mode::write), InputError);
+}
+
+TEST(Store, AnEmptyFileIsANewDatabase) {
+  TempDir dir;
+  const auto path = dir / "empty.db";
+  write_file(path, "");
+  Store store = Store::open(path, Store::Mode::write);
+  EXPECT_EQ(store.schema_version(), latest_schema_version());
+}
+
+TEST(Migrations, AreNumberedOneUpWithoutGaps) {
+  int expected = 1;
+  for (const Migration& m : migrations())
+    EXPECT_EQ(m.version, expected++);
+}
+
+}  // namespace
+}  // namespace lpbench::store

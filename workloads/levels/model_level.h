@@ -1,0 +1,35 @@
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "workloads/data/token_source.h"
+#include "workloads/levels/workload.h"
+#include "workloads/models/decoder.h"
+
+namespace lpbench::workloads {
+
+// The whole model: embedding to loss, with the optimizer step.
+class ModelLevel final : public Workload {
+ public:
+  ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
+             const TrainingOptions& options, const torch::Device& device);
+
+  StepOutput step(int64_t index) override;
+  int64_t tokens_per_step() const override { return options_.micro_batch * options_.seq_len; }
+  const std::vector<kernels::ModuleDecision>& modules() const override {
+    return decoder_->decisions();
+  }
+  std::string data_description() const override { return data_->describe(); }
+
+ private:
+  ModelConfig model_;
+  TrainingOptions options_;
+  torch::Device device_;
+  Decoder decoder_{nullptr};
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<TokenSource> data_;
+};
+
+}  // namespace lpbench::workloads

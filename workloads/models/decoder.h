@@ -1,0 +1,112 @@
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/recipe.h"
+#include "workloads/models/model_config.h"
+
+// A Llama-style decoder: RMSNorm, rotary embeddings, grouped-query causal attention, a SwiGLU
+// MLP, and a tied or untied output layer. Parameters are FP32 master weights; every product
+// runs on BF16 copies of them, through the recipe the module was built under.
+namespace lpbench::workloads {
+
+// Decides, module by module, what a recipe does, and keeps the decisions for the store.
+class PrecisionPlan {
+ public:
+  explicit PrecisionPlan(const kernels::Recipe& recipe) : recipe_(recipe) {}
+  kernels::LinearGemms linear(const std::string& module);
+  void embedding(const std::string& module);
+  const std::vector<kernels::ModuleDecision>& decisions() const { return decisions_; }
+
+ private:
+  const kernels::Recipe& recipe_;
+  std::vector<kernels::ModuleDecision> decisions_;
+};
+
+class RecipeLinearImpl : public torch::nn::Module {
+ public:
+  RecipeLinearImpl(int64_t in_features, int64_t out_features, kernels::LinearGemms gemms,
+                   double init_std);
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  torch::Tensor weight_;  // [out, in], FP32
+  kernels::LinearGemms gemms_;
+};
+TORCH_MODULE(RecipeLinear);
+
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(int64_t dim, double eps);
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  torch::Tensor weight_;
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  AttentionImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+ private:
+  int64_t heads_, kv_heads_, head_dim_;
+  RecipeLinear qkv_{nullptr}, out_{nullptr};
+};
+TORCH_MODULE(Attention);
+
+class MlpImpl : public torch::nn::Module {
+ public:
+  MlpImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan);
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  int64_t intermediate_;
+  RecipeLinear gate_up_{nullptr}, down_{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  DecoderLayerImpl(const ModelConfig& config, int64_t index, PrecisionPlan& plan);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+ private:
+  RMSNorm attention_norm_{nullptr}, mlp_norm_{nullptr};
+  Attention attention_{nullptr};
+  Mlp mlp_{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+class DecoderImpl : public torch::nn::Module {
+ public:
+  DecoderImpl(const ModelConfig& config, const kernels::Recipe& recipe, int64_t max_seq_len);
+  // tokens [B, T] (int64) → logits [B, T, vocab] (BF16)
+  torch::Tensor forward(const torch::Tensor& tokens);
+  const std::vector<kernels::ModuleDecision>& decisions() const { return decisions_; }
+
+ private:
+  ModelConfig config_;
+  torch::Tensor embedding_;  // [vocab, hidden], FP32
+  std::vector<DecoderLayer> layers_;
+  RMSNorm final_norm_{nullptr};
+  RecipeLinear output_{nullptr};      // absent when tied
+  kernels::LinearGemms tied_output_;  // the tied output layer's GEMMs
+  torch::Tensor rope_cos_, rope_sin_;
+  std::vector<kernels::ModuleDecision> decisions_;
+};
+TORCH_MODULE(Decoder);
+
+// cos and sin tables [max_seq_len, head_dim/2] (FP32) of the rotary embedding.
+std::pair<torch::Tensor, torch::Tensor> rope_tables(int64_t max_seq_len, int64_t head_dim,
+                                                    double theta);
+// Rotates x [B, T, heads, head_dim] by position (the rotate-half convention of Llama).
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
+                         const torch::Tensor& sin);
+
+}  // namespace lpbench::workloads

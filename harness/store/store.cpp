@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
 
+#include "harness/env/files.h"
 #include "harness/env/process.h"
 #include "harness/env/time_stamp.h"
 #include "harness/errors.h"
@@ -16,12 +16,10 @@ namespace lpbench::store {
 
 namespace {
 
-namespace fs = std::filesystem;
-
 constexpr int kBusyTimeoutMs = 10000;
 constexpr std::string_view kSqliteHeader{"SQLite format 3\0", 16};
 
-bool has_sqlite_header(const fs::path& path) {
+bool has_sqlite_header(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char header[16] = {};
   in.read(header, sizeof(header));
@@ -30,40 +28,39 @@ bool has_sqlite_header(const fs::path& path) {
 }
 
 // Everything that can be said about a path without opening it as a database.
-void check_path(const fs::path& path, Store::Mode mode) {
+void check_path(const std::string& path, Store::Mode mode) {
   if (path.empty()) throw InputError("no database path given; pass --db FILE");
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (fs::exists(status)) {
-    if (!fs::is_regular_file(status)) {
+  const env::FileInfo file = env::file_info(path);
+  if (file.exists) {
+    if (!file.regular) {
       throw InputError(
-          fmt::format("'{}' is not a regular file; give a database file to --db", path.string()));
+          fmt::format("'{}' is not a regular file; give a database file to --db", path));
     }
-    if (fs::file_size(path, ec) > 0 && !has_sqlite_header(path)) {
+    if (file.size > 0 && !has_sqlite_header(path)) {
       throw InputError(fmt::format(
           "'{}' is not a SQLite database (it lacks the SQLite header); give another --db path",
-          path.string()));
+          path));
     }
-    if (mode == Store::Mode::write && access(path.c_str(), W_OK) != 0) {
+    if (mode == Store::Mode::write && !env::writable(path)) {
       throw InputError(
           fmt::format("cannot write database '{}': permission denied; check its "
                       "permissions or give another --db path",
-                      path.string()));
+                      path));
     }
     return;
   }
   if (mode == Store::Mode::read) {
     throw InputError(
-        fmt::format("no database at '{}'; run `lpbench run` first or give --db", path.string()));
+        fmt::format("no database at '{}'; run `lpbench run` first or give --db", path));
   }
-  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  if (!fs::is_directory(dir, ec)) {
-    throw InputError(fmt::format("cannot create database '{}': directory '{}' does not exist",
-                                 path.string(), dir.string()));
+  const std::string dir = env::parent_directory(path);
+  if (!env::file_info(dir).directory) {
+    throw InputError(
+        fmt::format("cannot create database '{}': directory '{}' does not exist", path, dir));
   }
-  if (access(dir.c_str(), W_OK) != 0) {
-    throw InputError(fmt::format("cannot create database '{}': directory '{}' is not writable",
-                                 path.string(), dir.string()));
+  if (!env::writable(dir)) {
+    throw InputError(
+        fmt::format("cannot create database '{}': directory '{}' is not writable", path, dir));
   }
 }
 
@@ -159,12 +156,12 @@ RunStatus parse_run_status(std::string_view text) {
   throw StoreError(fmt::format("unknown run status '{}' in the database", text));
 }
 
-Store Store::open(const std::filesystem::path& path, Mode mode) {
+Store Store::open(const std::string& path, Mode mode) {
   check_path(path, mode);
   const bool read_only_possible = mode == Mode::read;
   const int flags =
       read_only_possible ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  Connection connection(path.string(), flags);
+  Connection connection(path, flags);
   sqlite3_busy_timeout(connection.handle(), kBusyTimeoutMs);
   // Read the version before anything could write: a newer database stays byte for byte as it is.
   const int version = read_schema_version(connection);
@@ -177,7 +174,7 @@ Store Store::open(const std::filesystem::path& path, Mode mode) {
     }
     // An older schema is migrated in place, which needs write access.
     check_path(path, Mode::write);
-    connection = Connection(path.string(), SQLITE_OPEN_READWRITE);
+    connection = Connection(path, SQLITE_OPEN_READWRITE);
   }
   configure(connection, /*writable=*/true);
   migrate(connection);

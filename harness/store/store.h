@@ -1,7 +1,7 @@
 #pragma once
 
-#include <filesystem>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "harness/store/records.h"
@@ -22,7 +22,7 @@ class Store {
   // Checks the path before touching anything: a file that is not a SQLite database, a schema
   // newer than this lpbench, or a path that cannot be written is an InputError, and the file is
   // left as it was.
-  static Store open(const std::filesystem::path& path, Mode mode);
+  static Store open(const std::string& path, Mode mode);
 
   int schema_version() const;
 

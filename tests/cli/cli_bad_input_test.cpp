@@ -25,7 +25,7 @@ struct BadInput {
 class CliBadInput : public ::testing::Test {
  protected:
   void SetUp() override {
-    db_ = (dir_ / "existing.db").string();
+    db_ = dir_ / "existing.db";
     // A real database with a sweep in it, made by lpbench itself.
     const auto made = run_process({LPBENCH_BINARY, "run", "--steps", "2", "--device", "cpu",
                                    "--seq-len", "8", "--recipes", "bf16", "--db", db_});
@@ -73,25 +73,21 @@ TEST_F(CliBadInput, DatabasePathsThatCannotBeUsed) {
   const auto notes = dir_ / "notes.txt";
   testing::write_file(notes, "not a database\n");
   expect_rejected({"not sqlite",
-                   {"run", "--device", "cpu", "--steps", "1", "--db", notes.string()},
+                   {"run", "--device", "cpu", "--steps", "1", "--db", notes},
                    "is not a SQLite database"},
-                  notes.string());
-  expect_rejected(
-      {"report on not sqlite", {"report", "--db", notes.string()}, "is not a SQLite database"},
-      notes.string());
-  expect_rejected(
-      {"missing directory",
-       {"run", "--device", "cpu", "--steps", "1", "--db", (dir_ / "no-such-dir" / "x.db").string()},
-       "does not exist"},
-      db_);
+                  notes);
+  expect_rejected({"report on not sqlite", {"report", "--db", notes}, "is not a SQLite database"},
+                  notes);
+  expect_rejected({"missing directory",
+                   {"run", "--device", "cpu", "--steps", "1", "--db", dir_ / "no-such-dir/x.db"},
+                   "does not exist"},
+                  db_);
   expect_rejected({"unwritable location",
                    {"run", "--device", "cpu", "--steps", "1", "--db", "/proc/lpbench-test.db"},
                    "/proc/lpbench-test.db"},
                   db_);
-  expect_rejected({"report on a missing file",
-                   {"report", "--db", (dir_ / "absent.db").string()},
-                   "no database at"},
-                  db_);
+  expect_rejected(
+      {"report on a missing file", {"report", "--db", dir_ / "absent.db"}, "no database at"}, db_);
   expect_rejected(
       {"report of an unknown sweep", {"report", "--db", db_, "--sweep", "99"}, "no sweep 99"}, db_);
 }

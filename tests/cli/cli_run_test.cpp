@@ -26,7 +26,7 @@ double mean_loss(const std::vector<store::StepRecord>& steps, size_t first, size
 // loss over the last 20 steps is within 2 % of BF16's.
 TEST(CliRun, Bf16AndInt8TrainTinyAlikeAndTheReportComparesThem) {
   TempDir dir;
-  const std::string db = (dir / "demo.db").string();
+  const std::string db = dir / "demo.db";
   const testing::ProcessResult run = run_process({LPBENCH_BINARY, "run", "--workload", "model:tiny",
                                                   "--recipes", "bf16,int8-tensor", "--steps", "200",
                                                   "--seed", "0", "--device", "cpu", "--db", db});
@@ -66,14 +66,14 @@ TEST(CliRun, Bf16AndInt8TrainTinyAlikeAndTheReportComparesThem) {
 
 TEST(CliRun, SigtermStopsAfterTheCurrentStepAndKeepsEveryFinishedStep) {
   TempDir dir;
-  const std::string db = (dir / "stop.db").string();
+  const std::string db = dir / "stop.db";
   const pid_t pid = testing::spawn({LPBENCH_BINARY, "run", "--steps", "100000", "--device", "cpu",
                                     "--seq-len", "16", "--db", db},
                                    dir / "out", dir / "err");
   // Wait until both recipes have recorded a few steps.
   for (int i = 0; i < 600; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (!std::filesystem::exists(db)) continue;
+    if (!testing::exists(db)) continue;
     const store::Store store = store::Store::open(db, store::Store::Mode::read);
     const auto runs = store.runs();
     if (runs.size() == 2 && store.steps(runs[1].id).size() >= 3) break;

@@ -4,7 +4,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,8 +19,8 @@ struct ProcessResult {
 };
 
 // Starts argv[0] with its stdout and stderr sent to files; returns the child's pid.
-inline pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& out,
-                   const std::filesystem::path& err) {
+inline pid_t spawn(const std::vector<std::string>& argv, const std::string& out,
+                   const std::string& err) {
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {

@@ -41,7 +41,7 @@ int64_t new_sweep(Store& store) {
 }
 
 // Sets user_version directly, as a future lpbench would.
-void set_user_version(const std::filesystem::path& path, int version) {
+void set_user_version(const std::string& path, int version) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db, ("PRAGMA user_version = " + std::to_string(version)).c_str(), nullptr,
@@ -176,7 +176,7 @@ TEST(Store, RefusesAFileThatIsNotADatabase) {
 
 TEST(Store, RefusesPathsItCannotUse) {
   TempDir dir;
-  EXPECT_THROW(Store::open(dir / "missing-dir" / "x.db", Store::Mode::write), InputError);
+  EXPECT_THROW(Store::open(dir / "missing-dir/x.db", Store::Mode::write), InputError);
   EXPECT_THROW(Store::open(dir / "absent.db", Store::Mode::read), InputError);
   EXPECT_THROW(Store::open(dir.path(), Store::Mode::write), InputError);  // a directory
   EXPECT_THROW(Store::open("", Store::Mode::write), InputError);

@@ -117,6 +117,11 @@ class Sweep {
     record.process_start = self.start;
     record.provenance = provenance;
     record.tokens_per_step = run_.training.micro_batch * run_.training.seq_len;
+    record.level = std::string(workloads::to_string(run_.workload.level));
+    record.model = run_.model.name;
+    record.layers_run = run_.model.num_layers;
+    record.layers_published = run_.model.num_layers;
+    record.data = run_.config.data;
     active.run_id = store_.add_run(record);
 
     const int64_t before = memory_.allocated_bytes();

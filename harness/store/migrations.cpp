@@ -72,11 +72,45 @@ CREATE TABLE run_modules (
 );
 )sql";
 
+// Version 2: what a run measured (level, model, depth run and published, data, the memory plan's
+// estimate), sweep labels for series such as nightly runs, validation losses, and run events.
+constexpr std::string_view kSchemaV2 = R"sql(
+ALTER TABLE sweeps ADD COLUMN label TEXT;                -- e.g. 'nightly'; NULL: an ad-hoc sweep
+
+ALTER TABLE runs ADD COLUMN level TEXT;                  -- 'gemm', 'linear', 'layer', 'model'
+ALTER TABLE runs ADD COLUMN model TEXT;
+ALTER TABLE runs ADD COLUMN layers_run INTEGER;          -- the depth measured
+ALTER TABLE runs ADD COLUMN layers_published INTEGER;    -- the model's published depth
+ALTER TABLE runs ADD COLUMN data TEXT;                   -- where the tokens came from
+ALTER TABLE runs ADD COLUMN memory_estimate_gib REAL;    -- the memory plan, beside the measured peak
+UPDATE runs SET level = substr(workload, 1, instr(workload, ':') - 1),
+                model = substr(workload, instr(workload, ':') + 1);
+
+CREATE TABLE eval_steps (
+  run_id    INTEGER NOT NULL REFERENCES runs(id),
+  step      INTEGER NOT NULL,     -- the training step after which the model was evaluated
+  val_loss  REAL,                 -- NULL: NaN
+  tokens    INTEGER NOT NULL,     -- validation tokens evaluated
+  PRIMARY KEY (run_id, step)
+) WITHOUT ROWID;
+
+CREATE TABLE run_events (
+  id       INTEGER PRIMARY KEY,
+  run_id   INTEGER NOT NULL REFERENCES runs(id),
+  step     INTEGER,               -- NULL: not tied to a step
+  kind     TEXT NOT NULL,         -- 'loss_spike', 'grad_norm_growth', 'non_finite', ...
+  detail   TEXT NOT NULL,
+  at       TEXT NOT NULL          -- ISO 8601, UTC
+);
+CREATE INDEX run_events_by_run ON run_events(run_id);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> list{
       {1, "sweeps, runs, steps, run_modules", kSchemaV1},
+      {2, "run level, model and depth, sweep labels, eval_steps, run_events", kSchemaV2},
   };
   return list;
 }

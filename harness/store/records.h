@@ -23,6 +23,7 @@ struct SweepRecord {
   std::string command_line;
   std::string host;
   std::string lpbench_version;
+  std::optional<std::string> label;  // e.g. "nightly"
 };
 
 struct RunRecord {
@@ -41,6 +42,14 @@ struct RunRecord {
   std::string process_start;
   env::Provenance provenance;
   int64_t tokens_per_step = 0;
+  // What was measured: the level and model of `workload`, the depth run and the published one
+  // (a pruned run is never mistaken for the full model), the data, the memory plan's estimate.
+  std::string level;
+  std::string model;
+  std::optional<int64_t> layers_run;
+  std::optional<int64_t> layers_published;
+  std::optional<std::string> data;
+  std::optional<double> memory_estimate_gib;
 };
 
 struct StepRecord {
@@ -54,6 +63,22 @@ struct StepRecord {
   double grad_norm = 0.0;
   std::optional<double> peak_mem_gib;
   std::optional<double> peak_reserved_gib;
+};
+
+struct EvalRecord {
+  int64_t run_id = 0;
+  int64_t step = 0;
+  double val_loss = 0.0;  // NaN is stored as NULL and read back as NaN
+  int64_t tokens = 0;
+};
+
+struct EventRecord {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  std::optional<int64_t> step;
+  std::string kind;
+  std::string detail;
+  std::string at;
 };
 
 struct ModuleRecord {

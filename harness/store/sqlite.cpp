@@ -112,6 +112,10 @@ Statement& Statement::bind(int index, std::optional<double> value) {
   return value ? bind(index, *value) : bind_null(index);
 }
 
+Statement& Statement::bind(int index, std::optional<int64_t> value) {
+  return value ? bind(index, *value) : bind_null(index);
+}
+
 Statement& Statement::bind(int index, const std::optional<std::string>& value) {
   return value ? bind(index, std::string_view(*value)) : bind_null(index);
 }

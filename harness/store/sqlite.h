@@ -58,6 +58,7 @@ class Statement {
     return bind(index, std::string_view(value));
   }
   Statement& bind(int index, std::optional<double> value);
+  Statement& bind(int index, std::optional<int64_t> value);
   Statement& bind(int index, const std::optional<std::string>& value);
   Statement& bind_null(int index);
 

@@ -92,7 +92,12 @@ constexpr std::string_view kRunColumns =
     "id, sweep_id, workload, recipe, device, int8_backend, config_json, status, error, "
     "started_at, finished_at, host, pid, process_start, git_commit, git_dirty, cpu_name, "
     "gpu_name, driver_version, cuda_version, torch_version, lpbench_version, build_type, "
-    "tokens_per_step";
+    "tokens_per_step, level, model, layers_run, layers_published, data, memory_estimate_gib";
+
+std::optional<int64_t> optional_int(const Statement& s, int index) {
+  if (s.column_is_null(index)) return std::nullopt;
+  return s.column_int(index);
+}
 
 RunRecord read_run(const Statement& s) {
   RunRecord r;
@@ -120,7 +125,21 @@ RunRecord read_run(const Statement& s) {
   r.provenance.lpbench_version = s.column_text(21);
   r.provenance.build_type = s.column_text(22);
   r.tokens_per_step = s.column_int(23);
+  r.level = s.column_optional_text(24).value_or("");
+  r.model = s.column_optional_text(25).value_or("");
+  r.layers_run = optional_int(s, 26);
+  r.layers_published = optional_int(s, 27);
+  r.data = s.column_optional_text(28);
+  r.memory_estimate_gib = s.column_optional_double(29);
   return r;
+}
+
+constexpr std::string_view kSweepColumns =
+    "id, started_at, command_line, host, lpbench_version, label";
+
+SweepRecord read_sweep(const Statement& s) {
+  return {s.column_int(0),  s.column_text(1), s.column_text(2),
+          s.column_text(3), s.column_text(4), s.column_optional_text(5)};
 }
 
 bool process_gone(const RunRecord& run, const std::string& this_host) {
@@ -190,12 +209,13 @@ int Store::schema_version() const {
 int64_t Store::add_sweep(const SweepRecord& sweep) {
   Transaction transaction(connection_);
   Statement(connection_,
-            "INSERT INTO sweeps (started_at, command_line, host, lpbench_version) "
-            "VALUES (?, ?, ?, ?)")
+            "INSERT INTO sweeps (started_at, command_line, host, lpbench_version, label) "
+            "VALUES (?, ?, ?, ?, ?)")
       .bind(1, sweep.started_at)
       .bind(2, sweep.command_line)
       .bind(3, sweep.host)
       .bind(4, sweep.lpbench_version)
+      .bind(5, sweep.label)
       .run();
   const int64_t id = connection_.last_insert_rowid();
   transaction.commit();
@@ -207,7 +227,7 @@ int64_t Store::add_run(const RunRecord& r) {
   const env::Provenance& p = r.provenance;
   Statement(connection_, fmt::format("INSERT INTO runs ({}) VALUES (NULL, ?, ?, ?, ?, ?, ?, "
                                      "'running', NULL, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                                     "?, ?)",
+                                     "?, ?, ?, ?, ?, ?, ?, ?)",
                                      kRunColumns))
       .bind(1, r.sweep_id)
       .bind(2, r.workload)
@@ -229,6 +249,12 @@ int64_t Store::add_run(const RunRecord& r) {
       .bind(18, p.lpbench_version)
       .bind(19, p.build_type)
       .bind(20, r.tokens_per_step)
+      .bind(21, r.level)
+      .bind(22, r.model)
+      .bind(23, r.layers_run)
+      .bind(24, r.layers_published)
+      .bind(25, r.data)
+      .bind(26, r.memory_estimate_gib)
       .run();
   const int64_t id = connection_.last_insert_rowid();
   transaction.commit();
@@ -271,6 +297,33 @@ void Store::add_step(const StepRecord& s) {
   transaction.commit();
 }
 
+void Store::add_eval(const EvalRecord& e) {
+  Transaction transaction(connection_);
+  Statement(connection_,
+            "INSERT INTO eval_steps (run_id, step, val_loss, tokens) VALUES (?, ?, ?, ?)")
+      .bind(1, e.run_id)
+      .bind(2, e.step)
+      .bind(3, e.val_loss)
+      .bind(4, e.tokens)
+      .run();
+  transaction.commit();
+}
+
+int64_t Store::add_event(const EventRecord& e) {
+  Transaction transaction(connection_);
+  Statement(connection_,
+            "INSERT INTO run_events (run_id, step, kind, detail, at) VALUES (?, ?, ?, ?, ?)")
+      .bind(1, e.run_id)
+      .bind(2, e.step)
+      .bind(3, e.kind)
+      .bind(4, e.detail)
+      .bind(5, e.at.empty() ? env::utc_now_iso8601() : e.at)
+      .run();
+  const int64_t id = connection_.last_insert_rowid();
+  transaction.commit();
+  return id;
+}
+
 void Store::finish_run(int64_t run_id, RunStatus status, const std::optional<std::string>& error) {
   Transaction transaction(connection_);
   Statement(connection_, "UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?")
@@ -304,24 +357,17 @@ int Store::mark_interrupted_runs() {
 
 std::vector<SweepRecord> Store::sweeps() const {
   std::vector<SweepRecord> out;
-  Statement query(connection_,
-                  "SELECT id, started_at, command_line, host, lpbench_version FROM sweeps "
-                  "ORDER BY id");
-  while (query.step()) {
-    out.push_back({query.column_int(0), query.column_text(1), query.column_text(2),
-                   query.column_text(3), query.column_text(4)});
-  }
+  Statement query(connection_, fmt::format("SELECT {} FROM sweeps ORDER BY id", kSweepColumns));
+  while (query.step())
+    out.push_back(read_sweep(query));
   return out;
 }
 
 std::optional<SweepRecord> Store::sweep(int64_t id) const {
-  Statement query(connection_,
-                  "SELECT id, started_at, command_line, host, lpbench_version FROM sweeps "
-                  "WHERE id = ?");
+  Statement query(connection_, fmt::format("SELECT {} FROM sweeps WHERE id = ?", kSweepColumns));
   query.bind(1, id);
   if (!query.step()) return std::nullopt;
-  return SweepRecord{query.column_int(0), query.column_text(1), query.column_text(2),
-                     query.column_text(3), query.column_text(4)};
+  return read_sweep(query);
 }
 
 std::vector<RunRecord> Store::runs(std::optional<int64_t> sweep_id) const {
@@ -362,6 +408,30 @@ std::vector<StepRecord> Store::steps(int64_t run_id) const {
     s.peak_mem_gib = query.column_optional_double(7);
     s.peak_reserved_gib = query.column_optional_double(8);
     out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<EvalRecord> Store::evals(int64_t run_id) const {
+  std::vector<EvalRecord> out;
+  Statement query(connection_,
+                  "SELECT step, val_loss, tokens FROM eval_steps WHERE run_id = ? ORDER BY step");
+  query.bind(1, run_id);
+  while (query.step()) {
+    out.push_back({run_id, query.column_int(0), nan_if_null(query.column_optional_double(1)),
+                   query.column_int(2)});
+  }
+  return out;
+}
+
+std::vector<EventRecord> Store::events(int64_t run_id) const {
+  std::vector<EventRecord> out;
+  Statement query(connection_,
+                  "SELECT id, step, kind, detail, at FROM run_events WHERE run_id = ? ORDER BY id");
+  query.bind(1, run_id);
+  while (query.step()) {
+    out.push_back({query.column_int(0), run_id, optional_int(query, 1), query.column_text(2),
+                   query.column_text(3), query.column_text(4)});
   }
   return out;
 }

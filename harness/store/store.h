@@ -30,6 +30,8 @@ class Store {
   int64_t add_run(const RunRecord& run);  // status running; returns the run's id
   void add_modules(int64_t run_id, const std::vector<ModuleRecord>& modules);
   void add_step(const StepRecord& step);
+  void add_eval(const EvalRecord& eval);
+  int64_t add_event(const EventRecord& event);  // `at` is filled in when empty
   void finish_run(int64_t run_id, RunStatus status, const std::optional<std::string>& error);
   // Marks `running` runs of this host whose process is gone as interrupted; returns how many.
   int mark_interrupted_runs();
@@ -41,6 +43,8 @@ class Store {
   std::vector<RunRecord> runs(std::optional<int64_t> sweep_id = std::nullopt) const;
   std::vector<StepRecord> steps(int64_t run_id) const;
   std::vector<ModuleRecord> modules(int64_t run_id) const;
+  std::vector<EvalRecord> evals(int64_t run_id) const;
+  std::vector<EventRecord> events(int64_t run_id) const;
 
  private:
   explicit Store(Connection connection) : connection_(std::move(connection)) {}

@@ -198,3 +198,72 @@ TEST(Migrations, AreNumberedOneUpWithoutGaps) {
 
 }  // namespace
 }  // namespace lpbench::store
+
+namespace lpbench::store {
+namespace {
+
+TEST(Store, KeepsEvalLossesEventsAndWhatARunMeasured) {
+  lpbench::testing::TempDir dir;
+  Store store = Store::open(dir / "v2.db", Store::Mode::write);
+  SweepRecord sweep{0, "2026-11-22T00:00:00.000Z", "lpbench run", "host", "0.1.0", "nightly"};
+  const int64_t sweep_id = store.add_sweep(sweep);
+  EXPECT_EQ(store.sweep(sweep_id)->label, "nightly");
+  RunRecord r = sample_run(sweep_id, env::current_process());
+  r.level = "model";
+  r.model = "llama2-7b";
+  r.layers_run = 2;
+  r.layers_published = 32;
+  r.data = "synthetic";
+  r.memory_estimate_gib = 12.5;
+  const int64_t run = store.add_run(r);
+  store.add_eval({run, 100, 2.5, 4096});
+  store.add_eval({run, 200, NAN, 4096});
+  store.add_event({0, run, 150, "loss_spike", "loss 9.1 > 3 × median 2.6", ""});
+  store.add_event({0, run, std::nullopt, "note", "not tied to a step", "2026-01-01T00:00:00Z"});
+
+  const RunRecord back = store.runs(sweep_id).at(0);
+  EXPECT_EQ(back.level, "model");
+  EXPECT_EQ(back.model, "llama2-7b");
+  EXPECT_EQ(back.layers_run, 2);
+  EXPECT_EQ(back.layers_published, 32);
+  EXPECT_EQ(back.memory_estimate_gib, 12.5);
+  const auto evals = store.evals(run);
+  ASSERT_EQ(evals.size(), 2U);
+  EXPECT_DOUBLE_EQ(evals[0].val_loss, 2.5);
+  EXPECT_TRUE(std::isnan(evals[1].val_loss));
+  const auto events = store.events(run);
+  ASSERT_EQ(events.size(), 2U);
+  EXPECT_EQ(events[0].step, 150);
+  EXPECT_EQ(events[0].kind, "loss_spike");
+  EXPECT_FALSE(events[0].at.empty());
+  EXPECT_FALSE(events[1].step.has_value());
+}
+
+// A version-1 database, as the first lpbench wrote it, is migrated and its runs keep their data.
+TEST(Migrations, UpgradeAVersionOneDatabaseInPlace) {
+  lpbench::testing::TempDir dir;
+  const std::string path = dir / "v1.db";
+  {
+    Connection c(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    c.exec("BEGIN");
+    c.exec(migrations().at(0).sql);
+    c.exec("PRAGMA user_version = 1");
+    c.exec(
+        "INSERT INTO sweeps VALUES (1, 't', 'lpbench run', 'h', '0.1.0');"
+        "INSERT INTO runs (id, sweep_id, workload, recipe, device, config_json, status, "
+        "started_at, host, pid, process_start, git_commit, git_dirty, torch_version, "
+        "lpbench_version, tokens_per_step) VALUES (1, 1, 'model:tiny', 'bf16', 'cpu', '{}', "
+        "'ok', 't', 'h', 1, 's', 'c', 0, '2.11.0', '0.1.0', 512)");
+    c.exec("COMMIT");
+  }
+  Store store = Store::open(path, Store::Mode::read);  // an older schema is migrated on open
+  EXPECT_EQ(store.schema_version(), latest_schema_version());
+  const RunRecord run = store.runs().at(0);
+  EXPECT_EQ(run.level, "model");
+  EXPECT_EQ(run.model, "tiny");
+  EXPECT_EQ(run.status, RunStatus::ok);
+  EXPECT_FALSE(store.sweeps().at(0).label.has_value());
+}
+
+}  // namespace
+}  // namespace lpbench::store

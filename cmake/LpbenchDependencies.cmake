@@ -65,6 +65,7 @@ if(LPBENCH_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
 find_package(benchmark REQUIRED)
+find_package(SentencePiece REQUIRED)
 
 # torch ships fmt headers (v12) in its include directory; they shadow the system fmt (v9) in any
 # file that also sees torch's includes. Header-only fmt links nothing, so whichever headers a

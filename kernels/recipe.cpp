@@ -20,6 +20,18 @@ std::vector<KeepRule> hierarchical_precision() {
   };
 }
 
+// Routing decisions are discrete: a quantization error that flips an expert choice costs far
+// more than it saves, so the router stays BF16 under every recipe (seed paper, Mixtral).
+KeepRule router_rule() {
+  return {"*.router", "the MoE router stays BF16 under every recipe"};
+}
+
+std::vector<KeepRule> hierarchical_precision_with_router() {
+  std::vector<KeepRule> rules = hierarchical_precision();
+  rules.push_back(router_rule());
+  return rules;
+}
+
 std::vector<Recipe> build_named_recipes() {
   return {
       Recipe{"bf16",
@@ -29,7 +41,8 @@ std::vector<Recipe> build_named_recipes() {
       Recipe{"int8-tensor",
              "dynamic per-tensor INT8 for activations, weights and output gradients; "
              "INT8xINT8->INT32 for fprop, dgrad and wgrad; dequantized to BF16",
-             LinearGemms{kInt8Tensor, kInt8Tensor, kInt8Tensor}, hierarchical_precision()},
+             LinearGemms{kInt8Tensor, kInt8Tensor, kInt8Tensor},
+             hierarchical_precision_with_router()},
   };
 }
 

@@ -42,7 +42,8 @@ RunSummary summarize_run(const store::RunRecord& run, const std::vector<store::S
   if (s.step_ms.count > 0 && s.step_ms.median > 0.0) {
     s.tokens_per_s = static_cast<double>(run.tokens_per_step) / (s.step_ms.median / 1000.0);
   }
-  s.final_loss = final_loss(steps, kFinalLossShare);
+  // Only the model level trains on a loss; the others have none to report.
+  if (run.level == "model") s.final_loss = final_loss(steps, kFinalLossShare);
   return s;
 }
 

@@ -27,6 +27,16 @@ std::string device_cell(const store::RunRecord& run) {
   return cell;
 }
 
+// The workload, and its depth wherever it is not the published one: a pruned model is never to be
+// read as the full one.
+std::string workload_cell(const store::RunRecord& run) {
+  if (run.layers_run && run.layers_published && *run.layers_run != *run.layers_published) {
+    return fmt::format("{} ({} of {} layers)", run.workload, *run.layers_run,
+                       *run.layers_published);
+  }
+  return run.workload;
+}
+
 std::string status_cell(const RunSummary& s) {
   std::string cell(store::to_string(s.run.status));
   return cell;
@@ -86,7 +96,7 @@ std::string render_sweep_markdown(const SweepReport& report) {
   for (const RunSummary& s : report.runs) {
     any_emulated = any_emulated || int8_emulated(s.run);
     any_cpu = any_cpu || s.run.device == "cpu";
-    table.add_row({std::to_string(s.run.id), s.run.workload, s.run.recipe, device_cell(s.run),
+    table.add_row({std::to_string(s.run.id), workload_cell(s.run), s.run.recipe, device_cell(s.run),
                    status_cell(s), std::to_string(s.steps_recorded), step_ms_cell(s.step_ms),
                    or_dash(s.tokens_per_s, "{:.0f}"), or_dash(s.peak_mem_gib, "{:.3f}"),
                    speedup_cell(s), loss_cell(s.final_loss), loss_gap_cell(s)});

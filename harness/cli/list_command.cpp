@@ -35,23 +35,36 @@ std::string recipe_table() {
 std::string model_table() {
   using Align = reports::TextTable::Align;
   reports::TextTable table({{"model"},
+                            {"family"},
                             {"layers", Align::right},
                             {"hidden", Align::right},
                             {"ffn", Align::right},
                             {"heads (kv)", Align::right},
+                            {"head dim", Align::right},
+                            {"experts", Align::right},
                             {"vocab", Align::right},
                             {"parameters", Align::right},
-                            {"GFLOP/token", Align::right}});
+                            {"active", Align::right},
+                            {"GFLOP/token", Align::right},
+                            {"seq", Align::right}});
   for (const std::string& name : workloads::builtin_model_names()) {
     const workloads::ModelConfig& m = workloads::builtin_model(name);
-    table.add_row({m.name, std::to_string(m.num_layers), std::to_string(m.hidden_size),
+    const std::string layers = m.num_layers == m.published_layers
+                                   ? std::to_string(m.num_layers)
+                                   : fmt::format("{} of {}", m.num_layers, m.published_layers);
+    table.add_row({m.name, m.family, layers, std::to_string(m.hidden_size),
                    std::to_string(m.intermediate_size),
-                   fmt::format("{} ({})", m.num_heads, m.num_kv_heads),
+                   fmt::format("{} ({})", m.num_heads, m.num_kv_heads), std::to_string(m.head_dim),
+                   m.is_moe() ? fmt::format("{} top-{}", m.num_experts, m.experts_per_token) : "—",
                    std::to_string(m.vocab_size),
-                   fmt::format("{:.2f} M", static_cast<double>(m.parameter_count()) / 1e6),
-                   fmt::format("{:.4f}", m.flops_per_token(m.default_seq_len) / 1e9)});
+                   fmt::format("{:.3f} B", static_cast<double>(m.parameter_count()) / 1e9),
+                   fmt::format("{:.3f} B", static_cast<double>(m.parameter_count(true)) / 1e9),
+                   fmt::format("{:.2f}", m.flops_per_token(m.default_seq_len) / 1e9),
+                   std::to_string(m.default_seq_len)});
   }
-  return table.markdown() + "\nGFLOP/token at the model's default sequence length.\n";
+  return table.markdown() +
+         "\nParameters at the depth built; GFLOP/token (6·N_active + 12·L·H·Q·T, attention "
+         "counted causal-free) at the sequence length in the last column.\n";
 }
 
 int execute(const ListOptions& options) {

@@ -30,14 +30,21 @@ int execute(const config::RunConfig& config, const std::string& command_line) {
 void add_run_command(CLI::App& app, Action& action, const std::string& command_line) {
   auto config = std::make_shared<config::RunConfig>();
   CLI::App* run = app.add_subcommand(
-      "run", "Train a workload under several recipes and record every step in the database");
-  run->add_option("--workload", config->workload, "<level>:<model>, for example model:tiny")
+      "run", "Train workloads under several recipes and record every step in the database");
+  run->add_option("--workload", config->workloads,
+                  "Comma-separated <level>:<model>[:<part>] or gemm:<M>x<N>x<K>; levels: gemm, "
+                  "linear, layer, model")
+      ->delimiter(',')
       ->capture_default_str();
   run->add_option("--recipes", config->recipes,
                   "Comma-separated recipes, for example bf16,int8-tensor")
       ->delimiter(',')
       ->capture_default_str();
-  run->add_option("--steps", config->steps, "Optimizer steps per recipe")->capture_default_str();
+  run->add_option("--model", config->model,
+                  "Replace each workload's model: a built-in name or a Hugging Face config.json");
+  run->add_option("--layers", config->layers,
+                  "Model level: build this many layers at full width (default: all)");
+  run->add_option("--steps", config->steps, "Steps per recipe")->capture_default_str();
   run->add_option("--warmup-steps", config->warmup_steps,
                   "Steps left out of the timing statistics (default: min(10, steps/10))");
   run->add_option("--seed", config->seed, "Seed of the initial weights and the data")
@@ -46,10 +53,24 @@ void add_run_command(CLI::App& app, Action& action, const std::string& command_l
                   "Sequences per step (default: the model's)");
   run->add_option("--seq-len", config->seq_len, "Tokens per sequence (default: the model's)");
   run->add_option("--lr", config->lr, "Peak learning rate (default: the model's)");
-  run->add_option("--data", config->data, "Token source: synthetic")->capture_default_str();
+  run->add_flag("--activation-checkpointing", config->activation_checkpointing,
+                "Model level: recompute each layer's activations in backward");
+  run->add_option("--data", config->data,
+                  "Tokens: synthetic, a directory made by `lpbench data prepare`, or a token file")
+      ->capture_default_str();
+  run->add_option("--token-dtype", config->token_dtype, "Of a bare token file: uint16 or uint32")
+      ->capture_default_str();
+  run->add_option("--eval-every", config->eval_every,
+                  "Validation loss every N steps (model level; default steps/10; 0: never)");
+  run->add_option("--eval-batches", config->eval_batches, "Validation batches per evaluation")
+      ->capture_default_str();
+  run->add_option("--metrics-every", config->metrics_every,
+                  "Per-step figures such as expert loads every N steps (0: never)")
+      ->capture_default_str();
   run->add_option("--device", config->device, "auto, cpu, cuda or cuda:<index>")
       ->capture_default_str();
   run->add_option("--db", config->db, "SQLite database to record into")->capture_default_str();
+  run->add_option("--label", config->label, "Label the sweep (for example nightly)");
   run->add_flag("!--no-interleave", config->interleave,
                 "Run the recipes one after another instead of step by step in turn");
   run->callback([&action, config, command_line] {

@@ -6,9 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <functional>
 #include <set>
 
+#include "harness/env/device_memory.h"
 #include "harness/errors.h"
+#include "workloads/models/hf_config.h"
 
 namespace lpbench::config {
 
@@ -53,23 +56,139 @@ torch::Device resolve_device(const std::string& text) {
       fmt::format("unknown --device '{}'; valid: auto, cpu, cuda, cuda:<index>", text));
 }
 
+// The largest value in [1, upper] for which `fits` holds (it is monotone), or 0.
+int64_t largest_fitting(int64_t upper, const std::function<bool(int64_t)>& fits) {
+  int64_t lo = 0;
+  int64_t hi = upper;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+double largest_estimate(const ResolvedWorkload& w, const ResolvedRun& run) {
+  double worst = 0.0;
+  for (const kernels::Recipe& recipe : run.recipes) {
+    worst = std::max(worst,
+                     workloads::estimate_memory(w.spec, w.model, recipe, w.training).total_gib());
+  }
+  return worst;
+}
+
+// Refuses a workload that cannot fit, saying by how much and what would; turns interleaving off
+// where only one recipe at a time fits.
+void plan_memory(ResolvedWorkload& w, const ResolvedRun& run) {
+  const double budget = run.device_memory_gib;
+  size_t worst = 0;
+  double persistent = 0.0;
+  double peak_step = 0.0;
+  for (size_t i = 0; i < run.recipes.size(); ++i) {
+    w.memory.push_back(workloads::estimate_memory(w.spec, w.model, run.recipes[i], w.training));
+    const workloads::MemoryEstimate& e = w.memory.back();
+    if (e.total_gib() > w.memory[worst].total_gib()) worst = i;
+    persistent += e.weights_gib + e.gradients_gib + e.optimizer_gib;
+    peak_step = std::max(peak_step, e.weight_copies_gib + e.activations_gib + e.transient_gib);
+  }
+  const workloads::MemoryEstimate& e = w.memory[worst];
+  if (e.total_gib() > budget) {
+    std::string advice;
+    if (w.spec.level == workloads::Level::model) {
+      ResolvedWorkload trial = w;
+      const int64_t layers = largest_fitting(w.model.num_layers, [&](int64_t n) {
+        trial.model = w.model.with_layers(n);
+        return largest_estimate(trial, run) <= budget;
+      });
+      advice += layers > 0 ? fmt::format("the largest --layers that fits is {}; ", layers)
+                           : std::string("no depth fits at this size; ");
+    }
+    ResolvedWorkload trial = w;
+    const int64_t batch = largest_fitting(w.training.micro_batch, [&](int64_t b) {
+      trial.training.micro_batch = b;
+      return largest_estimate(trial, run) <= budget;
+    });
+    advice += batch > 0 ? fmt::format("the largest --micro-batch that fits is {}", batch)
+                        : std::string("no micro-batch fits at this sequence length");
+    throw InputError(fmt::format("{} under {} needs about {} but {} has {:.1f} GiB; {}",
+                                 w.spec.text(), run.recipes[worst].name, e.describe(),
+                                 run.device.str(), budget, advice));
+  }
+  if (w.interleave && run.recipes.size() > 1 && persistent + peak_step > budget) {
+    w.interleave = false;
+    w.interleave_note = fmt::format(
+        "recipes run one after another: interleaved, their weights and optimizer states "
+        "together ({:.1f} GiB) and one step's peak ({:.1f} GiB) exceed {:.1f} GiB",
+        persistent, peak_step, budget);
+  }
+}
+
+ResolvedWorkload resolve_workload(const std::string& text, const RunConfig& config) {
+  ResolvedWorkload w;
+  try {
+    w.spec = workloads::parse_workload(text);
+    if (!config.model.empty() && !w.spec.shape) w.spec.model = config.model;
+    if (!w.spec.shape) {
+      workloads::ImportedModel imported = workloads::resolve_model(w.spec.model);
+      w.model = imported.config;
+      w.model_notes = imported.notes;
+    } else {
+      w.model = workloads::builtin_model("tiny");  // sizes only; a bare GEMM has no model
+      w.model.name = "none";
+    }
+  } catch (const std::invalid_argument& error) {
+    throw InputError(error.what());
+  }
+  if (config.layers > 0 && w.spec.level == workloads::Level::model) {
+    check_range("--layers", config.layers, 1, w.model.published_layers);
+    w.model = w.model.with_layers(config.layers);
+  }
+
+  workloads::TrainingOptions& t = w.training;
+  t.micro_batch = config.micro_batch > 0 ? config.micro_batch : w.model.default_micro_batch;
+  t.seq_len = config.seq_len > 0 ? config.seq_len : w.model.default_seq_len;
+  if (t.micro_batch * t.seq_len > kMaxSize) {
+    throw InputError(fmt::format("--micro-batch × --seq-len = {} tokens per step exceeds {}",
+                                 t.micro_batch * t.seq_len, kMaxSize));
+  }
+  t.seed = config.seed;
+  t.total_steps = config.steps;
+  t.lr = config.lr > 0.0 ? config.lr : w.model.default_lr;
+  t.lr_warmup_steps = std::max<int64_t>(1, config.steps / 10);
+  t.activation_checkpointing = config.activation_checkpointing;
+  t.eval_batches = config.eval_batches;
+  try {
+    t.data = workloads::parse_data_spec(config.data, config.token_dtype);
+  } catch (const std::invalid_argument& error) {
+    throw InputError(error.what());
+  }
+  if (t.data.vocab_size) {
+    if (w.model.vocab_follows_data) {
+      w.model.vocab_size = *t.data.vocab_size;
+    } else if (*t.data.vocab_size > w.model.vocab_size) {
+      throw InputError(fmt::format(
+          "--data '{}' has a vocabulary of {}, larger than {}'s {}; prepare it with --vocab {} or "
+          "fewer",
+          config.data, *t.data.vocab_size, w.model.name, w.model.vocab_size, w.model.vocab_size));
+    }
+  }
+  if (t.data.kind != workloads::DataSpec::Kind::synthetic &&
+      w.spec.level != workloads::Level::model) {
+    throw InputError(
+        fmt::format("--data applies to the model level; {} uses random tensors", w.spec.text()));
+  }
+  w.interleave = config.interleave;
+  return w;
+}
+
 }  // namespace
 
 ResolvedRun resolve(const RunConfig& config) {
   ResolvedRun run;
   run.config = config;
-  try {
-    run.workload = workloads::parse_workload(config.workload);
-  } catch (const std::invalid_argument& error) {
-    throw InputError(error.what());
-  }
-  try {
-    run.model = workloads::builtin_model(run.workload.model);
-  } catch (const std::out_of_range&) {
-    throw InputError(fmt::format("unknown model '{}' in workload '{}'; valid models: {}",
-                                 run.workload.model, config.workload,
-                                 fmt::join(workloads::builtin_model_names(), ", ")));
-  }
 
   if (config.recipes.empty()) {
     throw InputError(fmt::format("no recipe given; pass --recipes with some of: {}",
@@ -94,31 +213,39 @@ ResolvedRun resolve(const RunConfig& config) {
   check_range("--warmup-steps", run.timing_warmup_steps, 0, config.steps - 1);
   check_range("--micro-batch", config.micro_batch, 0, kMaxSize);
   check_range("--seq-len", config.seq_len, 0, kMaxSize);
+  check_range("--layers", config.layers, 0, 1 << 16);
+  check_range("--eval-batches", config.eval_batches, 1, 1 << 16);
+  check_range("--eval-every", config.eval_every, -1, kMaxSteps);
+  check_range("--metrics-every", config.metrics_every, 0, kMaxSteps);
+  run.eval_every =
+      config.eval_every >= 0 ? config.eval_every : std::max<int64_t>(1, config.steps / 10);
   if (!std::isfinite(config.lr) || config.lr < 0.0) {
     throw InputError(fmt::format("--lr must be a positive number, got {}", config.lr));
   }
+  if (config.workloads.empty()) throw InputError("no workload given; pass --workload");
 
-  workloads::TrainingOptions& t = run.training;
-  t.micro_batch = config.micro_batch > 0 ? config.micro_batch : run.model.default_micro_batch;
-  t.seq_len = config.seq_len > 0 ? config.seq_len : run.model.default_seq_len;
-  if (t.micro_batch * t.seq_len > kMaxSize) {
-    throw InputError(fmt::format("--micro-batch × --seq-len = {} tokens per step exceeds {}",
-                                 t.micro_batch * t.seq_len, kMaxSize));
+  for (const std::string& text : config.workloads) {
+    run.workloads.push_back(resolve_workload(text, config));
   }
-  if (config.data != "synthetic") {
-    throw InputError(fmt::format("unknown --data '{}'; valid: synthetic", config.data));
+  const bool any_model_level = std::any_of(
+      run.workloads.begin(), run.workloads.end(),
+      [](const ResolvedWorkload& w) { return w.spec.level == workloads::Level::model; });
+  if (config.layers > 0 && !any_model_level) {
+    throw InputError("--layers applies to model-level workloads, and none is given");
   }
-  t.seed = config.seed;
-  t.total_steps = config.steps;
-  t.lr = config.lr > 0.0 ? config.lr : run.model.default_lr;
-  t.lr_warmup_steps = std::max<int64_t>(1, config.steps / 10);
   run.device = resolve_device(config.device);
+  run.device_memory_gib = env::usable_memory_gib(run.device);
+  for (ResolvedWorkload& w : run.workloads)
+    plan_memory(w, run);
   return run;
 }
 
-nlohmann::json run_config_json(const ResolvedRun& run, const kernels::Recipe& recipe) {
-  const workloads::ModelConfig& m = run.model;
-  const workloads::TrainingOptions& t = run.training;
+nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w,
+                               size_t recipe_index) {
+  const kernels::Recipe& recipe = run.recipes.at(recipe_index);
+  const workloads::ModelConfig& m = w.model;
+  const workloads::TrainingOptions& t = w.training;
+  const workloads::MemoryEstimate& memory = w.memory.at(recipe_index);
   nlohmann::json recipe_json{
       {"name", recipe.name},
       {"fprop", kernels::describe(recipe.gemms.fprop)},
@@ -129,23 +256,32 @@ nlohmann::json run_config_json(const ResolvedRun& run, const kernels::Recipe& re
   for (const kernels::KeepRule& rule : recipe.keep_bf16) {
     recipe_json["keep_bf16"].push_back({{"pattern", rule.pattern}, {"reason", rule.reason}});
   }
-  return {
-      {"workload", run.workload.text()},
+  nlohmann::json model_json{{"name", m.name},
+                            {"family", m.family},
+                            {"vocab_size", m.vocab_size},
+                            {"hidden_size", m.hidden_size},
+                            {"intermediate_size", m.intermediate_size},
+                            {"num_layers", m.num_layers},
+                            {"published_layers", m.published_layers},
+                            {"num_heads", m.num_heads},
+                            {"num_kv_heads", m.num_kv_heads},
+                            {"head_dim", m.head_dim},
+                            {"rope_theta", m.rope_theta},
+                            {"rope_scaling", m.rope_scaling.type},
+                            {"norm_eps", m.norm_eps},
+                            {"tie_embeddings", m.tie_embeddings},
+                            {"qk_norm", m.qk_norm},
+                            {"num_experts", m.num_experts},
+                            {"experts_per_token", m.experts_per_token},
+                            {"parameters", m.parameter_count()},
+                            {"active_parameters", m.parameter_count(true)},
+                            {"flops_per_token", m.flops_per_token(t.seq_len)}};
+  if (!w.model_notes.empty()) model_json["not_modeled"] = w.model_notes;
+  nlohmann::json json{
+      {"workload", w.spec.text()},
+      {"level", std::string(workloads::to_string(w.spec.level))},
       {"recipe", recipe_json},
-      {"model",
-       {{"name", m.name},
-        {"vocab_size", m.vocab_size},
-        {"hidden_size", m.hidden_size},
-        {"intermediate_size", m.intermediate_size},
-        {"num_layers", m.num_layers},
-        {"num_heads", m.num_heads},
-        {"num_kv_heads", m.num_kv_heads},
-        {"head_dim", m.head_dim},
-        {"rope_theta", m.rope_theta},
-        {"norm_eps", m.norm_eps},
-        {"tie_embeddings", m.tie_embeddings},
-        {"parameters", m.parameter_count()},
-        {"flops_per_token", m.flops_per_token(t.seq_len)}}},
+      {"model", model_json},
       {"training",
        {{"micro_batch", t.micro_batch},
         {"seq_len", t.seq_len},
@@ -158,43 +294,73 @@ nlohmann::json run_config_json(const ResolvedRun& run, const kernels::Recipe& re
         {"min_lr_ratio", t.min_lr_ratio},
         {"weight_decay", t.weight_decay},
         {"betas", {t.beta1, t.beta2}},
-        {"grad_clip", t.grad_clip}}},
-      {"data", run.config.data},
+        {"grad_clip", t.grad_clip},
+        {"activation_checkpointing", t.activation_checkpointing},
+        {"eval_every", run.eval_every},
+        {"eval_batches", t.eval_batches}}},
+      {"data", t.data.text()},
+      {"memory_plan",
+       {{"total_gib", memory.total_gib()},
+        {"weights_gib", memory.weights_gib},
+        {"gradients_gib", memory.gradients_gib},
+        {"optimizer_gib", memory.optimizer_gib},
+        {"weight_copies_gib", memory.weight_copies_gib},
+        {"activations_gib", memory.activations_gib},
+        {"temporaries_gib", memory.transient_gib},
+        {"device_gib", run.device_memory_gib}}},
       {"timing_warmup_steps", run.timing_warmup_steps},
       {"device", run.device.str()},
-      {"interleave", run.config.interleave},
+      {"interleave", w.interleave},
   };
+  if (!w.interleave_note.empty()) json["interleave_note"] = w.interleave_note;
+  return json;
 }
 
 void to_json(nlohmann::json& json, const RunConfig& c) {
-  json = {{"workload", c.workload},
+  json = {{"workloads", c.workloads},
           {"recipes", c.recipes},
+          {"model", c.model},
+          {"layers", c.layers},
           {"steps", c.steps},
           {"warmup_steps", c.warmup_steps},
           {"seed", c.seed},
           {"micro_batch", c.micro_batch},
           {"seq_len", c.seq_len},
           {"lr", c.lr},
+          {"activation_checkpointing", c.activation_checkpointing},
           {"data", c.data},
+          {"token_dtype", c.token_dtype},
+          {"eval_every", c.eval_every},
+          {"eval_batches", c.eval_batches},
+          {"metrics_every", c.metrics_every},
           {"device", c.device},
           {"db", c.db},
+          {"label", c.label},
           {"interleave", c.interleave}};
 }
 
 void from_json(const nlohmann::json& json, RunConfig& c) {
-  const RunConfig defaults;
-  c.workload = json.value("workload", defaults.workload);
-  c.recipes = json.value("recipes", defaults.recipes);
-  c.steps = json.value("steps", defaults.steps);
-  c.warmup_steps = json.value("warmup_steps", defaults.warmup_steps);
-  c.seed = json.value("seed", defaults.seed);
-  c.micro_batch = json.value("micro_batch", defaults.micro_batch);
-  c.seq_len = json.value("seq_len", defaults.seq_len);
-  c.lr = json.value("lr", defaults.lr);
-  c.data = json.value("data", defaults.data);
-  c.device = json.value("device", defaults.device);
-  c.db = json.value("db", defaults.db);
-  c.interleave = json.value("interleave", defaults.interleave);
+  const RunConfig d;
+  c.workloads = json.value("workloads", d.workloads);
+  c.recipes = json.value("recipes", d.recipes);
+  c.model = json.value("model", d.model);
+  c.layers = json.value("layers", d.layers);
+  c.steps = json.value("steps", d.steps);
+  c.warmup_steps = json.value("warmup_steps", d.warmup_steps);
+  c.seed = json.value("seed", d.seed);
+  c.micro_batch = json.value("micro_batch", d.micro_batch);
+  c.seq_len = json.value("seq_len", d.seq_len);
+  c.lr = json.value("lr", d.lr);
+  c.activation_checkpointing = json.value("activation_checkpointing", d.activation_checkpointing);
+  c.data = json.value("data", d.data);
+  c.token_dtype = json.value("token_dtype", d.token_dtype);
+  c.eval_every = json.value("eval_every", d.eval_every);
+  c.eval_batches = json.value("eval_batches", d.eval_batches);
+  c.metrics_every = json.value("metrics_every", d.metrics_every);
+  c.device = json.value("device", d.device);
+  c.db = json.value("db", d.db);
+  c.label = json.value("label", d.label);
+  c.interleave = json.value("interleave", d.interleave);
 }
 
 }  // namespace lpbench::config

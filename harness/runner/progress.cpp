@@ -7,14 +7,22 @@ namespace lpbench::runner {
 
 Progress::Progress(std::vector<std::string> recipes, int64_t total_steps, std::FILE* out)
     : recipes_(std::move(recipes)),
-      loss_(recipes_.size(), 0.0),
+      loss_(recipes_.size()),
       step_ms_(recipes_.size(), 0.0),
       done_(recipes_.size(), 0),
       total_steps_(total_steps),
       out_(out),
       terminal_(isatty(fileno(out)) != 0) {}
 
-void Progress::step(size_t recipe, int64_t step, double loss, double step_ms) {
+namespace {
+
+std::string loss_text(const std::optional<double>& loss) {
+  return loss ? fmt::format(" loss {:.4f}", *loss) : std::string();
+}
+
+}  // namespace
+
+void Progress::step(size_t recipe, int64_t step, std::optional<double> loss, double step_ms) {
   loss_[recipe] = loss;
   step_ms_[recipe] = step_ms;
   done_[recipe] = step + 1;
@@ -25,8 +33,8 @@ void Progress::step(size_t recipe, int64_t step, double loss, double step_ms) {
   // Plain output (a log): each recipe's line at every tenth of the run.
   const int64_t every = std::max<int64_t>(1, total_steps_ / 10);
   if (done_[recipe] % every == 0 || done_[recipe] == total_steps_) {
-    fmt::print(out_, "{}: step {}/{} loss {:.4f} {:.1f} ms\n", recipes_[recipe], done_[recipe],
-               total_steps_, loss, step_ms);
+    fmt::print(out_, "{}: step {}/{}{} {:.1f} ms\n", recipes_[recipe], done_[recipe], total_steps_,
+               loss_text(loss), step_ms);
     std::fflush(out_);
   }
 }
@@ -34,8 +42,8 @@ void Progress::step(size_t recipe, int64_t step, double loss, double step_ms) {
 void Progress::print_line(bool final_line) {
   std::string line;
   for (size_t i = 0; i < recipes_.size(); ++i) {
-    line += fmt::format("{}{}: step {}/{} loss {:.4f} {:.1f} ms", i ? " | " : "", recipes_[i],
-                        done_[i], total_steps_, loss_[i], step_ms_[i]);
+    line += fmt::format("{}{}: step {}/{}{} {:.1f} ms", i ? " | " : "", recipes_[i], done_[i],
+                        total_steps_, loss_text(loss_[i]), step_ms_[i]);
   }
   if (terminal_ && !final_line) {
     fmt::print(out_, "\r\033[K{}", line);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,8 @@ namespace lpbench::runner {
 class Progress {
  public:
   Progress(std::vector<std::string> recipes, int64_t total_steps, std::FILE* out = stderr);
-  void step(size_t recipe, int64_t step, double loss, double step_ms);
+  // `loss`: none for levels without one.
+  void step(size_t recipe, int64_t step, std::optional<double> loss, double step_ms);
   void message(const std::string& text);
   void finish();
 
@@ -20,7 +22,8 @@ class Progress {
   void print_line(bool final_line);
 
   std::vector<std::string> recipes_;
-  std::vector<double> loss_, step_ms_;
+  std::vector<std::optional<double>> loss_;
+  std::vector<double> step_ms_;
   std::vector<int64_t> done_;
   int64_t total_steps_;
   std::FILE* out_;

@@ -23,7 +23,7 @@ namespace {
 
 using store::RunStatus;
 
-// One recipe's run while the sweep is under way.
+// One recipe's run of one workload while the sweep is under way.
 struct ActiveRun {
   const kernels::Recipe* recipe = nullptr;
   size_t index = 0;
@@ -54,104 +54,131 @@ std::vector<store::ModuleRecord> module_records(const workloads::Workload& workl
   return records;
 }
 
+bool every(int64_t step, int64_t period, int64_t total) {
+  return period > 0 && ((step + 1) % period == 0 || step + 1 == total);
+}
+
 class Sweep {
  public:
   Sweep(const config::ResolvedRun& run, store::Store& store)
       : run_(run), store_(store), memory_(run.device), timer_(run.device) {}
 
   SweepOutcome execute(const std::string& command_line) {
-    const env::Provenance provenance = env::collect_provenance(run_.device);
-    const int64_t sweep_id = store_.add_sweep(
-        {0, env::utc_now_iso8601(), command_line, provenance.host, provenance.lpbench_version});
+    provenance_ = env::collect_provenance(run_.device);
+    store::SweepRecord sweep{0,
+                             env::utc_now_iso8601(),
+                             command_line,
+                             provenance_.host,
+                             provenance_.lpbench_version,
+                             std::nullopt};
+    if (!run_.config.label.empty()) sweep.label = run_.config.label;
+    outcome_.sweep_id = store_.add_sweep(sweep);
+    for (const config::ResolvedWorkload& workload : run_.workloads) {
+      if (StopSignal::requested()) break;
+      run_workload(workload);
+    }
+    return outcome_;
+  }
+
+ private:
+  void run_workload(const config::ResolvedWorkload& w) {
     std::vector<std::string> names;
     for (const kernels::Recipe& recipe : run_.recipes)
       names.push_back(recipe.name);
     progress_ = std::make_unique<Progress>(names, run_.config.steps);
+    progress_->message(fmt::format("{}: {}", w.spec.text(), w.model.name));
+    if (!w.interleave_note.empty()) progress_->message(w.interleave_note);
 
-    for (size_t i = 0; i < run_.recipes.size(); ++i) {
-      runs_.push_back(start_run(sweep_id, run_.recipes[i], i, provenance));
-    }
-    if (run_.config.interleave) {
-      train_interleaved();
+    runs_.clear();
+    for (size_t i = 0; i < run_.recipes.size(); ++i)
+      runs_.push_back(start_run(w, i));
+    const int64_t steps = run_.config.steps;
+    if (w.interleave) {
+      // Step by step across recipes, reversing the order every other step so that neither
+      // recipe always runs first after the other.
+      std::vector<size_t> order(runs_.size());
+      std::iota(order.begin(), order.end(), 0);
+      for (int64_t step = 0; step < steps && !StopSignal::requested(); ++step) {
+        for (size_t i : order) {
+          if (keep_going(runs_[i])) train_step(runs_[i], step);
+        }
+        std::reverse(order.begin(), order.end());
+      }
     } else {
       for (ActiveRun& active : runs_) {
-        for (int64_t step = 0; step < run_.config.steps && keep_going(active); ++step) {
+        for (int64_t step = 0; step < steps && keep_going(active); ++step)
           train_step(active, step);
-        }
+        // Done with this recipe: free its memory before the next one builds.
+        if (active.status == RunStatus::running) finish(active);
       }
     }
     progress_->finish();
-
-    SweepOutcome outcome{sweep_id, {}};
     for (ActiveRun& active : runs_) {
-      if (active.status == RunStatus::running) {
-        if (StopSignal::requested()) {
-          end_run(active, RunStatus::interrupted,
-                  fmt::format("stopped by signal {}; every finished step is kept",
-                              StopSignal::signal_number()));
-        } else {
-          end_run(active, RunStatus::ok, std::nullopt);
-        }
-      }
-      outcome.runs.push_back({active.run_id, active.recipe->name, active.status, active.error});
+      if (active.status == RunStatus::running) finish(active);
+      outcome_.runs.push_back({active.run_id, active.recipe->name, active.status, active.error});
     }
-    return outcome;
   }
 
- private:
-  ActiveRun start_run(int64_t sweep_id, const kernels::Recipe& recipe, size_t index,
-                      const env::Provenance& provenance) {
+  void finish(ActiveRun& active) {
+    if (StopSignal::requested()) {
+      end_run(active, RunStatus::interrupted,
+              fmt::format("stopped by signal {}; every finished step is kept",
+                          StopSignal::signal_number()));
+    } else {
+      end_run(active, RunStatus::ok, std::nullopt);
+    }
+  }
+
+  ActiveRun start_run(const config::ResolvedWorkload& w, size_t index) {
+    const kernels::Recipe& recipe = run_.recipes[index];
     ActiveRun active;
     active.recipe = &recipe;
     active.index = index;
-    const env::ProcessIdentity self = env::current_process();
-    store::RunRecord record;
-    record.sweep_id = sweep_id;
-    record.workload = run_.workload.text();
-    record.recipe = recipe.name;
-    record.device = run_.device.str();
-    if (recipe.gemms.any_quantized()) record.int8_backend = kernels::int8_gemm_backend(run_.device);
-    record.config_json = config::run_config_json(run_, recipe).dump();
-    record.started_at = env::utc_now_iso8601();
-    record.pid = self.pid;
-    record.process_start = self.start;
-    record.provenance = provenance;
-    record.tokens_per_step = run_.training.micro_batch * run_.training.seq_len;
-    record.level = std::string(workloads::to_string(run_.workload.level));
-    record.model = run_.model.name;
-    record.layers_run = run_.model.num_layers;
-    record.layers_published = run_.model.num_layers;
-    record.data = run_.config.data;
-    active.run_id = store_.add_run(record);
+    nlohmann::json config = config::run_config_json(run_, w, index);
 
+    // Build first, so that the run records what was built; a failure is recorded all the same.
+    std::optional<std::pair<RunStatus, std::string>> failure;
     const int64_t before = memory_.allocated_bytes();
     try {
       // The same seed for every recipe: same initial weights, same batches.
-      active.workload =
-          workloads::make_workload(run_.workload, run_.model, recipe, run_.training, run_.device);
+      active.workload = workloads::make_workload(w.spec, w.model, recipe, w.training, run_.device);
       active.resident_bytes = memory_.allocated_bytes() - before;
+      config["shapes"] = active.workload->shape_description();
+      config["flops_per_step"] = active.workload->flops_per_step();
+      config["data"] = active.workload->data_description();
     } catch (const c10::OutOfMemoryError& error) {
-      end_run(active, RunStatus::oom, "building the workload: " + error_text(error));
-      return active;
+      failure = {RunStatus::oom, "building the workload: " + error_text(error)};
     } catch (const std::exception& error) {
-      end_run(active, RunStatus::failed, "building the workload: " + error_text(error));
-      return active;
+      failure = {RunStatus::failed, "building the workload: " + error_text(error)};
     }
-    store_.add_modules(active.run_id, module_records(*active.workload));
-    return active;
-  }
 
-  // Step by step across recipes, reversing the order every other step so that neither recipe
-  // always runs first after the other.
-  void train_interleaved() {
-    std::vector<size_t> order(runs_.size());
-    std::iota(order.begin(), order.end(), 0);
-    for (int64_t step = 0; step < run_.config.steps && !StopSignal::requested(); ++step) {
-      for (size_t i : order) {
-        if (keep_going(runs_[i])) train_step(runs_[i], step);
-      }
-      std::reverse(order.begin(), order.end());
+    const env::ProcessIdentity self = env::current_process();
+    store::RunRecord record;
+    record.sweep_id = outcome_.sweep_id;
+    record.workload = w.spec.text();
+    record.recipe = recipe.name;
+    record.device = run_.device.str();
+    if (recipe.gemms.any_quantized()) record.int8_backend = kernels::int8_gemm_backend(run_.device);
+    record.config_json = config.dump();
+    record.started_at = env::utc_now_iso8601();
+    record.pid = self.pid;
+    record.process_start = self.start;
+    record.provenance = provenance_;
+    record.tokens_per_step = w.training.micro_batch * w.training.seq_len;
+    record.level = std::string(workloads::to_string(w.spec.level));
+    record.model = w.model.name;
+    record.layers_run = w.model.num_layers;
+    record.layers_published = w.model.published_layers;
+    record.data = config["data"].get<std::string>();
+    record.memory_estimate_gib = w.memory.at(index).total_gib();
+    active.run_id = store_.add_run(record);
+
+    if (failure) {
+      end_run(active, failure->first, failure->second);
+    } else {
+      store_.add_modules(active.run_id, module_records(*active.workload));
     }
+    return active;
   }
 
   static bool keep_going(const ActiveRun& active) {
@@ -163,10 +190,12 @@ class Sweep {
     memory_.reset_peaks();
     workloads::StepOutput out;
     double step_ms = 0.0;
+    bool finite = true;
     try {
       timer_.start();
       out = active.workload->step(step);
       step_ms = timer_.stop_ms();
+      finite = active.workload->last_step_finite();
     } catch (const c10::OutOfMemoryError& error) {
       end_run(active, RunStatus::oom, fmt::format("step {}: {}", step, error_text(error)));
       return;
@@ -175,9 +204,15 @@ class Sweep {
       return;
     }
 
-    store::StepRecord record{active.run_id, step,          step < run_.timing_warmup_steps,
-                             out.loss,      step_ms,       out.tokens,
-                             out.lr,        out.grad_norm, std::nullopt,
+    store::StepRecord record{active.run_id,
+                             step,
+                             step < run_.timing_warmup_steps,
+                             out.loss.value_or(NAN),
+                             step_ms,
+                             out.tokens,
+                             out.lr,
+                             out.grad_norm.value_or(NAN),
+                             std::nullopt,
                              std::nullopt};
     if (memory_.available()) {
       record.peak_mem_gib =
@@ -188,11 +223,39 @@ class Sweep {
     store_.add_step(record);
     progress_->step(active.index, step, out.loss, step_ms);
 
-    if (!std::isfinite(out.loss) || !std::isfinite(out.grad_norm)) {
+    if (out.loss && (!std::isfinite(*out.loss) || !std::isfinite(out.grad_norm.value_or(0.0)))) {
       end_run(active, RunStatus::diverged,
               fmt::format("non-finite {} at step {} (loss {}, gradient norm {})",
-                          std::isfinite(out.loss) ? "gradient norm" : "loss", step, out.loss,
-                          out.grad_norm));
+                          std::isfinite(*out.loss) ? "gradient norm" : "loss", step, *out.loss,
+                          out.grad_norm.value_or(NAN)));
+      return;
+    }
+    if (!finite) {
+      end_run(active, RunStatus::diverged, fmt::format("non-finite outputs at step {}", step));
+      return;
+    }
+    record_extras(active, step);
+  }
+
+  // Sampled figures and validation, outside the timed step.
+  void record_extras(ActiveRun& active, int64_t step) {
+    const int64_t total = run_.config.steps;
+    try {
+      if (every(step, run_.config.metrics_every, total)) {
+        std::vector<store::MetricRecord> metrics;
+        for (const auto& [name, value] : active.workload->step_metrics()) {
+          metrics.push_back({active.run_id, step, name, value});
+        }
+        store_.add_metrics(metrics);
+      }
+      if (every(step, run_.eval_every, total)) {
+        if (auto eval = active.workload->evaluate()) {
+          store_.add_eval({active.run_id, step, eval->loss, eval->tokens});
+        }
+      }
+    } catch (const c10::OutOfMemoryError& error) {
+      end_run(active, RunStatus::oom,
+              fmt::format("evaluating after step {}: {}", step, error_text(error)));
     }
   }
 
@@ -212,8 +275,10 @@ class Sweep {
   store::Store& store_;
   DeviceMemory memory_;
   timing::StepTimer timer_;
+  env::Provenance provenance_;
   std::unique_ptr<Progress> progress_;
   std::vector<ActiveRun> runs_;
+  SweepOutcome outcome_;
   StopSignal stop_signal_;
 };
 

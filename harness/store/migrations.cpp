@@ -105,12 +105,25 @@ CREATE TABLE run_events (
 CREATE INDEX run_events_by_run ON run_events(run_id);
 )sql";
 
+// Version 3: named per-step figures a workload reports (for example each expert's share of the
+// tokens), sampled every few steps.
+constexpr std::string_view kSchemaV3 = R"sql(
+CREATE TABLE step_metrics (
+  run_id  INTEGER NOT NULL REFERENCES runs(id),
+  step    INTEGER NOT NULL,
+  name    TEXT NOT NULL,          -- e.g. 'moe.layers.0.expert.3.share'
+  value   REAL,                   -- NULL: NaN
+  PRIMARY KEY (run_id, step, name)
+) WITHOUT ROWID;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> list{
       {1, "sweeps, runs, steps, run_modules", kSchemaV1},
       {2, "run level, model and depth, sweep labels, eval_steps, run_events", kSchemaV2},
+      {3, "step_metrics", kSchemaV3},
   };
   return list;
 }

@@ -81,6 +81,13 @@ struct EventRecord {
   std::string at;
 };
 
+struct MetricRecord {
+  int64_t run_id = 0;
+  int64_t step = 0;
+  std::string name;
+  double value = 0.0;
+};
+
 struct ModuleRecord {
   int64_t run_id = 0;
   std::string module;

@@ -324,6 +324,17 @@ int64_t Store::add_event(const EventRecord& e) {
   return id;
 }
 
+void Store::add_metrics(const std::vector<MetricRecord>& metrics) {
+  if (metrics.empty()) return;
+  Transaction transaction(connection_);
+  Statement insert(connection_,
+                   "INSERT INTO step_metrics (run_id, step, name, value) VALUES (?, ?, ?, ?)");
+  for (const MetricRecord& m : metrics) {
+    insert.bind(1, m.run_id).bind(2, m.step).bind(3, m.name).bind(4, m.value).run();
+  }
+  transaction.commit();
+}
+
 void Store::finish_run(int64_t run_id, RunStatus status, const std::optional<std::string>& error) {
   Transaction transaction(connection_);
   Statement(connection_, "UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?")
@@ -432,6 +443,19 @@ std::vector<EventRecord> Store::events(int64_t run_id) const {
   while (query.step()) {
     out.push_back({query.column_int(0), run_id, optional_int(query, 1), query.column_text(2),
                    query.column_text(3), query.column_text(4)});
+  }
+  return out;
+}
+
+std::vector<MetricRecord> Store::metrics(int64_t run_id, const std::string& prefix) const {
+  std::vector<MetricRecord> out;
+  Statement query(connection_,
+                  "SELECT step, name, value FROM step_metrics WHERE run_id = ? AND "
+                  "substr(name, 1, length(?2)) = ?2 ORDER BY step, name");
+  query.bind(1, run_id).bind(2, prefix);
+  while (query.step()) {
+    out.push_back({run_id, query.column_int(0), query.column_text(1),
+                   nan_if_null(query.column_optional_double(2))});
   }
   return out;
 }

@@ -31,7 +31,8 @@ class Store {
   void add_modules(int64_t run_id, const std::vector<ModuleRecord>& modules);
   void add_step(const StepRecord& step);
   void add_eval(const EvalRecord& eval);
-  int64_t add_event(const EventRecord& event);  // `at` is filled in when empty
+  int64_t add_event(const EventRecord& event);                 // `at` is filled in when empty
+  void add_metrics(const std::vector<MetricRecord>& metrics);  // one transaction
   void finish_run(int64_t run_id, RunStatus status, const std::optional<std::string>& error);
   // Marks `running` runs of this host whose process is gone as interrupted; returns how many.
   int mark_interrupted_runs();
@@ -45,6 +46,8 @@ class Store {
   std::vector<ModuleRecord> modules(int64_t run_id) const;
   std::vector<EvalRecord> evals(int64_t run_id) const;
   std::vector<EventRecord> events(int64_t run_id) const;
+  // A run's metrics, all, or those whose name starts with `prefix`, by step then name.
+  std::vector<MetricRecord> metrics(int64_t run_id, const std::string& prefix = "") const;
 
  private:
   explicit Store(Connection connection) : connection_(std::move(connection)) {}

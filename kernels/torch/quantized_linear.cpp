@@ -2,7 +2,7 @@
 
 #include <torch/autograd.h>
 
-#include "kernels/torch/int8_ops.h"
+#include "kernels/torch/gemm.h"
 
 namespace lpbench::kernels {
 
@@ -10,12 +10,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-void check_supported(const GemmSpec& spec) {
-  TORCH_CHECK(
-      !spec.quantized() || (spec.format == NumberFormat::int8 && spec.scaling == Scaling::tensor),
-      "quantized_linear: unsupported GEMM spec ", describe(spec));
-}
 
 // GemmSpecs travel through the autograd context as integers.
 int64_t encode(const GemmSpec& spec) {
@@ -25,30 +19,10 @@ GemmSpec decode(int64_t code) {
   return {static_cast<NumberFormat>(code / 16), static_cast<Scaling>(code % 16)};
 }
 
-// One operand as a GEMM wants it: BF16, or INT8 with its scale.
-struct Operand {
-  at::Tensor values;
-  at::Tensor scale;  // undefined for BF16
-  Int8Tensor int8() const { return {values, scale}; }
-};
+using Operand = GemmOperand;
 
 Operand prepare(const at::Tensor& t, const GemmSpec& spec) {
-  if (!spec.quantized()) return {t, {}};
-  Int8Tensor q = quantize_int8_tensorwise(t);
-  return {q.values, q.scale};
-}
-
-// C = A·Bᵀ under `spec`; `a` and `b` already prepared for it. Tensorwise scales are unchanged by
-// transposition, so a transposed INT8 operand is just its transposed values.
-at::Tensor gemm_nt(const Operand& a, const Operand& b, const GemmSpec& spec,
-                   at::ScalarType out_dtype) {
-  if (spec.quantized()) return int8_gemm_dequantize(a.int8(), b.int8(), out_dtype);
-  return at::mm(a.values, b.values.t());
-}
-
-// A transposed view; the INT8 GEMM makes its operands K-contiguous, the BF16 one needs no copy.
-Operand transposed(const Operand& op) {
-  return {op.values.t(), op.scale};
+  return prepare_operand(t, spec);
 }
 
 class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinearFunction> {
@@ -113,8 +87,6 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
 }  // namespace
 
 at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms) {
-  for (GemmKind kind : kGemmKinds)
-    check_supported(gemms[kind]);
   return QuantizedLinearFunction::apply(x, w, gemms);
 }
 

@@ -52,8 +52,17 @@ class CliBadInput : public ::testing::Test {
 
 TEST_F(CliBadInput, RunArgumentsAreCheckedBeforeTheDatabaseIsTouched) {
   const std::vector<BadInput> inputs{
-      {"unknown model", {"run", "--workload", "model:llama9", "--db", db_}, "valid models: tiny"},
-      {"unknown level", {"run", "--workload", "kernel:tiny", "--db", db_}, "valid levels: model"},
+      {"unknown model",
+       {"run", "--workload", "model:llama9", "--db", db_},
+       "valid models: llama2-7b"},
+      {"unknown level",
+       {"run", "--workload", "kernel:tiny", "--db", db_},
+       "valid levels: gemm, linear, layer, model"},
+      {"too deep", {"run", "--layers", "40", "--db", db_}, "--layers must be between 1 and 4"},
+      {"missing config.json",
+       {"run", "--model", "no/such/config.json", "--db", db_},
+       "cannot read model config"},
+      {"missing data", {"run", "--data", "no-such-corpus", "--db", db_}, "no such file"},
       {"malformed workload", {"run", "--workload", "tiny", "--db", db_}, "<level>:<model>"},
       {"unknown recipe",
        {"run", "--recipes", "bf16,int4", "--db", db_},

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <fstream>
 #include <numeric>
 #include <thread>
 
@@ -88,6 +89,81 @@ TEST(CliRun, SigtermStopsAfterTheCurrentStepAndKeepsEveryFinishedStep) {
     EXPECT_NE(r.error->find("signal 15"), std::string::npos) << *r.error;
     EXPECT_GE(store.steps(r.id).size(), 3U);
   }
+}
+
+}  // namespace
+}  // namespace lpbench
+
+namespace lpbench {
+namespace {
+
+// Every level in one sweep, a pruned model among them, on prepared text data: what the report
+// shows for each, and what the store keeps.
+TEST(CliRun, EveryLevelInOneSweepOnPreparedText) {
+  testing::TempDir dir;
+  {
+    std::ofstream text(dir / "text.txt");
+    for (int i = 0; i < 400; ++i) {
+      text << "Low precision training of language model number " << i
+           << " keeps its loss close to the baseline.\n";
+    }
+  }
+  const auto prepare =
+      testing::run_process({LPBENCH_BINARY, "data", "prepare", "--text", dir / "text.txt",
+                            "--vocab", "300", "--out", dir / "corpus"});
+  ASSERT_EQ(prepare.exit_code, 0) << prepare.err;
+  EXPECT_NE(prepare.out.find("vocabulary 300"), std::string::npos) << prepare.out;
+
+  const std::string db = dir / "levels.db";
+  const auto run = testing::run_process(
+      {LPBENCH_BINARY,  "run",
+       "--workload",    "gemm:tiny:down,linear:tiny:qkv,layer:tiny-moe,model:tiny",
+       "--layers",      "2",
+       "--steps",       "4",
+       "--seq-len",     "16",
+       "--micro-batch", "2",
+       "--eval-every",  "2",
+       "--device",      "cpu",
+       "--data",        dir / "corpus",
+       "--db",          db});
+  // --data applies to the model level only: refused for the others, with one line.
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("--data applies to the model level"), std::string::npos) << run.err;
+
+  const auto levels = testing::run_process(
+      {LPBENCH_BINARY, "run", "--workload", "gemm:tiny:down,linear:tiny:qkv,layer:tiny-moe",
+       "--steps", "4", "--seq-len", "16", "--micro-batch", "2", "--device", "cpu", "--db", db});
+  ASSERT_EQ(levels.exit_code, 0) << levels.err;
+  const auto model = testing::run_process(
+      {LPBENCH_BINARY, "run", "--workload", "model:tiny", "--layers",      "2",
+       "--steps",      "4",   "--seq-len",  "16",         "--micro-batch", "2",
+       "--eval-every", "2",   "--device",   "cpu",        "--data",        dir / "corpus",
+       "--db",         db});
+  ASSERT_EQ(model.exit_code, 0) << model.err;
+
+  const store::Store store = store::Store::open(db, store::Store::Mode::read);
+  const auto runs = store.runs();
+  ASSERT_EQ(runs.size(), 8U);
+  const store::RunRecord& pruned = runs.back();
+  EXPECT_EQ(pruned.level, "model");
+  EXPECT_EQ(pruned.layers_run, 2);
+  EXPECT_EQ(pruned.layers_published, 4);
+  EXPECT_NE(pruned.data->find("corpus/tokens.bin"), std::string::npos) << *pruned.data;
+  EXPECT_EQ(store.evals(pruned.id).size(), 2U);  // after steps 2 and 4
+  EXPECT_GT(*pruned.memory_estimate_gib, 0.0);
+  // The MoE layer recorded each expert's share of the tokens, summing to one.
+  const auto shares = store.metrics(runs[4].id, "moe.");
+  ASSERT_FALSE(shares.empty());
+  double first_step_sum = 0.0;
+  for (const auto& m : shares) {
+    if (m.step == shares.front().step) first_step_sum += m.value;
+  }
+  EXPECT_NEAR(first_step_sum, 1.0, 1e-9);
+
+  const auto report = testing::run_process({LPBENCH_BINARY, "report", "--db", db});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("model:tiny (2 of 4 layers)"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("gemm:tiny:down"), std::string::npos) << report.out;
 }
 
 }  // namespace

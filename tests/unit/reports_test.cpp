@@ -71,6 +71,7 @@ TEST(SweepReport, ShowsTheStoredNumbersWithSpeedupAndLossGap) {
     r.sweep_id = sweep;
     r.workload = "model:tiny";
     r.recipe = recipe;
+    r.level = "model";
     r.device = "cpu";
     if (recipe != "bf16") r.int8_backend = "cpu-exact";
     r.config_json = "{}";

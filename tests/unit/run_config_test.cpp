@@ -25,23 +25,46 @@ RunConfig cpu_config() {
 
 TEST(Resolve, FillsTheModelsDefaults) {
   const ResolvedRun run = resolve(cpu_config());
-  EXPECT_EQ(run.model.name, "tiny");
+  ASSERT_EQ(run.workloads.size(), 1U);
+  const ResolvedWorkload& w = run.workloads[0];
+  EXPECT_EQ(w.model.name, "tiny");
   EXPECT_EQ(run.recipes.size(), 2U);
-  EXPECT_EQ(run.training.micro_batch, run.model.default_micro_batch);
-  EXPECT_EQ(run.training.seq_len, run.model.default_seq_len);
-  EXPECT_DOUBLE_EQ(run.training.lr, run.model.default_lr);
+  EXPECT_EQ(w.training.micro_batch, w.model.default_micro_batch);
+  EXPECT_EQ(w.training.seq_len, w.model.default_seq_len);
+  EXPECT_DOUBLE_EQ(w.training.lr, w.model.default_lr);
+  EXPECT_EQ(w.memory.size(), 2U);
+  EXPECT_TRUE(w.interleave);
+  EXPECT_EQ(run.eval_every, 20);
   EXPECT_EQ(run.timing_warmup_steps, 10);
   EXPECT_TRUE(run.device.is_cpu());
 }
 
 TEST(Resolve, NamesTheProblemAndTheValidChoices) {
   RunConfig c = cpu_config();
-  c.workload = "model:gpt-9";
+  c.workloads = {"model:gpt-9"};
   EXPECT_NE(error_of(c).find("unknown model 'gpt-9'"), std::string::npos);
-  EXPECT_NE(error_of(c).find("valid models: tiny"), std::string::npos);
+  EXPECT_NE(error_of(c).find("valid models: llama2-7b, llama2-13b"), std::string::npos);
   c = cpu_config();
-  c.workload = "planet:tiny";
-  EXPECT_NE(error_of(c).find("valid levels: model"), std::string::npos);
+  c.workloads = {"planet:tiny"};
+  EXPECT_NE(error_of(c).find("valid levels: gemm, linear, layer, model"), std::string::npos);
+  c = cpu_config();
+  c.layers = 3;
+  c.workloads = {"layer:tiny"};
+  EXPECT_NE(error_of(c).find("--layers applies to model-level workloads"), std::string::npos);
+  c.workloads = {"layer:llama2-7b", "model:llama2-7b"};  // applies to the model level only
+  c.seq_len = 128;
+  c.layers = 2;
+  const ResolvedRun both = resolve(c);
+  EXPECT_EQ(both.workloads[0].model.num_layers, 32);
+  EXPECT_EQ(both.workloads[1].model.num_layers, 2);
+  EXPECT_EQ(both.workloads[1].model.published_layers, 32);
+  c = cpu_config();
+  c.layers = 9;
+  EXPECT_NE(error_of(c).find("--layers must be between 1 and 4"), std::string::npos);
+  c = cpu_config();
+  c.workloads = {"layer:tiny"};
+  c.data = "/dev/null";
+  EXPECT_NE(error_of(c).find("--data applies to the model level"), std::string::npos);
   c = cpu_config();
   c.recipes = {"bf16", "int3"};
   EXPECT_NE(error_of(c).find("valid recipes: bf16, int8-tensor"), std::string::npos);
@@ -56,7 +79,7 @@ TEST(Resolve, NamesTheProblemAndTheValidChoices) {
   EXPECT_NE(error_of(c).find("unknown --device"), std::string::npos);
   c = cpu_config();
   c.data = "wikipedia";
-  EXPECT_NE(error_of(c).find("unknown --data"), std::string::npos);
+  EXPECT_NE(error_of(c).find("--data 'wikipedia': no such file"), std::string::npos);
 }
 
 TEST(Resolve, RejectsAbsurdSizes) {
@@ -85,20 +108,71 @@ TEST(RunConfigJson, RoundTripsAndRecordsTheResolvedRun) {
   c.steps = 42;
   c.recipes = {"int8-tensor"};
   c.interleave = false;
+  c.workloads = {"model:tiny", "layer:tiny"};
   const nlohmann::json json = c;
   const RunConfig back = json.get<RunConfig>();
   EXPECT_EQ(back.steps, 42);
   EXPECT_EQ(back.recipes, c.recipes);
+  EXPECT_EQ(back.workloads, c.workloads);
   EXPECT_FALSE(back.interleave);
 
   const ResolvedRun run = resolve(c);
-  const nlohmann::json recorded = run_config_json(run, run.recipes[0]);
+  const nlohmann::json recorded = run_config_json(run, run.workloads[0], 0);
   EXPECT_EQ(recorded["recipe"]["name"], "int8-tensor");
   EXPECT_EQ(recorded["recipe"]["wgrad"], "int8/tensor");
-  EXPECT_EQ(recorded["recipe"]["keep_bf16"].size(), 2U);
-  EXPECT_EQ(recorded["model"]["hidden_size"], run.model.hidden_size);
+  EXPECT_EQ(recorded["recipe"]["keep_bf16"].size(), 3U);  // embedding, output, router
+  EXPECT_EQ(recorded["model"]["hidden_size"], run.workloads[0].model.hidden_size);
   EXPECT_EQ(recorded["training"]["steps"], 42);
   EXPECT_EQ(recorded["device"], "cpu");
+  EXPECT_GT(recorded["memory_plan"]["total_gib"].get<double>(), 0.0);
+  EXPECT_EQ(recorded["model"]["published_layers"], 4);
+}
+
+TEST(MemoryPlan, RefusesWhatCannotFitAndItsSuggestionFits) {
+  RunConfig c = cpu_config();
+  c.workloads = {"model:llama2-13b"};
+  c.recipes = {"bf16"};
+  c.seq_len = 512;
+  const ResolvedRun small = resolve(cpu_config());
+  if (small.device_memory_gib > 200) GTEST_SKIP() << "this machine could hold Llama2-13B";
+  const std::string error = error_of(c);
+  EXPECT_NE(error.find("model:llama2-13b under bf16 needs about"), std::string::npos) << error;
+  EXPECT_NE(error.find("GiB (weights"), std::string::npos) << error;
+  const std::string marker = "the largest --layers that fits is ";
+  const size_t at = error.find(marker);
+  ASSERT_NE(at, std::string::npos) << error;
+  const int64_t layers = std::stoll(error.substr(at + marker.size()));
+  ASSERT_GT(layers, 0);
+  c.layers = layers;
+  const ResolvedRun fits = resolve(c);  // the suggestion fits
+  EXPECT_LE(fits.workloads[0].memory[0].total_gib(), fits.device_memory_gib);
+  c.layers = layers + 1;
+  EXPECT_NE(error_of(c).find("needs about"), std::string::npos);  // and is the largest
+}
+
+TEST(MemoryPlan, FollowsWhatTheRecipeSaves) {
+  const workloads::ModelConfig& m = workloads::builtin_model("llama2-7b");
+  workloads::TrainingOptions o;
+  o.micro_batch = 1;
+  o.seq_len = 4096;
+  const auto spec = workloads::parse_workload("layer:llama2-7b");
+  const auto bf16 = workloads::estimate_memory(spec, m, kernels::recipe_by_name("bf16"), o);
+  const auto int8 = workloads::estimate_memory(spec, m, kernels::recipe_by_name("int8-tensor"), o);
+  EXPECT_LT(int8.activations_gib, bf16.activations_gib);  // INT8 inputs saved for backward
+  EXPECT_LT(int8.weight_copies_gib, bf16.weight_copies_gib);
+  EXPECT_DOUBLE_EQ(int8.weights_gib, bf16.weights_gib);
+  o.micro_batch = 2;
+  EXPECT_GT(workloads::estimate_memory(spec, m, kernels::recipe_by_name("bf16"), o).activations_gib,
+            1.9 * bf16.activations_gib);
+  const auto model_spec = workloads::parse_workload("model:llama2-7b");
+  workloads::TrainingOptions ckpt = o;
+  ckpt.activation_checkpointing = true;
+  EXPECT_LT(
+      workloads::estimate_memory(model_spec, m.with_layers(4), kernels::recipe_by_name("bf16"),
+                                 ckpt)
+          .activations_gib,
+      workloads::estimate_memory(model_spec, m.with_layers(4), kernels::recipe_by_name("bf16"), o)
+          .activations_gib);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "workloads/levels/workload.h"
 #include "workloads/models/decoder.h"
 #include "workloads/models/model_config.h"
+#include "workloads/models/rope.h"
 
 namespace lpbench::workloads {
 namespace {
@@ -58,14 +59,24 @@ TEST(WorkloadSpec, ParsesLevelAndModelAndNamesWhatIsWrong) {
   EXPECT_EQ(spec.level, Level::model);
   EXPECT_EQ(spec.model, "tiny");
   EXPECT_EQ(spec.text(), "model:tiny");
-  for (const char* bad : {"tiny", "model:", ":tiny", ""}) {
+  const WorkloadSpec shape = parse_workload("gemm:4096x8192x1024");
+  ASSERT_TRUE(shape.shape.has_value());
+  EXPECT_EQ(shape.shape->n, 8192);
+  EXPECT_EQ(shape.text(), "gemm:4096x8192x1024");
+  const WorkloadSpec linear = parse_workload("linear:llama2-7b");
+  EXPECT_EQ(linear.part, "gate_up");  // the default part
+  const WorkloadSpec path = parse_workload("gemm:configs/my model.json:down");
+  EXPECT_EQ(path.model, "configs/my model.json");
+  EXPECT_EQ(path.part, "down");
+  for (const char* bad : {"tiny", "model:", ":tiny", "", "layer:tiny:qkv", "gemm::out"}) {
     EXPECT_THROW(parse_workload(bad), std::invalid_argument) << bad;
   }
   try {
     parse_workload("galaxy:tiny");
     FAIL();
   } catch (const std::invalid_argument& error) {
-    EXPECT_NE(std::string(error.what()).find("valid levels: model"), std::string::npos);
+    EXPECT_NE(std::string(error.what()).find("valid levels: gemm, linear, layer, model"),
+              std::string::npos);
   }
 }
 
@@ -139,7 +150,9 @@ TEST(Decoder, ForwardGivesBf16LogitsThatDependOnlyOnThePast) {
 }
 
 TEST(Rope, RotationKeepsNormsAndPositionZeroIsIdentity) {
-  auto [cos, sin] = rope_tables(8, 16, 10000.0);
+  ModelConfig config = builtin_model("tiny");
+  config.head_dim = 16;
+  auto [cos, sin] = rope_tables(config, 8);
   torch::manual_seed(1);
   const at::Tensor x = torch::randn({1, 8, 2, 16});
   const at::Tensor r = apply_rope(x, cos, sin);
@@ -158,13 +171,20 @@ TEST(ModelLevel, TrainingStepsLowerTheLossOnSyntheticTokens) {
   auto workload = make_workload(parse_workload("model:tiny"), builtin_model("tiny"),
                                 kernels::recipe_by_name("int8-tensor"), o, torch::kCPU);
   const StepOutput first = workload->step(0);
-  EXPECT_NEAR(first.loss, std::log(512.0), 0.3);  // an untrained model is near-uniform
+  ASSERT_TRUE(first.loss.has_value());
+  EXPECT_NEAR(*first.loss, std::log(512.0), 0.3);  // an untrained model is near-uniform
   StepOutput last;
-  for (int64_t i = 1; i < o.total_steps; ++i)
+  for (int64_t i = 1; i < o.total_steps; ++i) {
     last = workload->step(i);
-  EXPECT_LT(last.loss, first.loss - 2.0);
+  }
+  EXPECT_LT(*last.loss, *first.loss - 2.0);
   EXPECT_EQ(last.tokens, 8 * 32);
-  EXPECT_TRUE(std::isfinite(last.grad_norm));
+  EXPECT_TRUE(std::isfinite(*last.grad_norm));
+  // Validation on held-out batches of the same chain: close to the training loss.
+  const auto eval = workload->evaluate();
+  ASSERT_TRUE(eval.has_value());
+  EXPECT_NEAR(eval->loss, *last.loss, 0.5);
+  EXPECT_EQ(eval->tokens, o.eval_batches * 8 * 32);
 }
 
 }  // namespace

@@ -36,9 +36,19 @@ SyntheticTokens::SyntheticTokens(int64_t vocab_size, uint64_t seed)
 }
 
 at::Tensor SyntheticTokens::batch(int64_t step, int64_t batch, int64_t seq_len) const {
+  return sample(mix(seed_ ^ mix(static_cast<uint64_t>(step) + 1)), batch, seq_len);
+}
+
+at::Tensor SyntheticTokens::validation_batch(int64_t index, int64_t batch, int64_t seq_len) const {
+  constexpr uint64_t kValidationStream = 0x76616c6964617465ULL;  // "validate"
+  return sample(mix(seed_ ^ kValidationStream ^ mix(static_cast<uint64_t>(index) + 1)), batch,
+                seq_len);
+}
+
+at::Tensor SyntheticTokens::sample(uint64_t stream_seed, int64_t batch, int64_t seq_len) const {
   at::Tensor tokens = at::empty({batch, seq_len + 1}, at::kLong);
   auto out = tokens.accessor<int64_t, 2>();
-  std::mt19937_64 rng(mix(seed_ ^ mix(static_cast<uint64_t>(step) + 1)));
+  std::mt19937_64 rng(stream_seed);
   for (int64_t b = 0; b < batch; ++b) {
     int64_t current = static_cast<int64_t>(rng() % vocab_size_);
     out[b][0] = current;

@@ -14,6 +14,8 @@ class SyntheticTokens final : public TokenSource {
  public:
   SyntheticTokens(int64_t vocab_size, uint64_t seed);
   at::Tensor batch(int64_t step, int64_t batch, int64_t seq_len) const override;
+  // Drawn from the same chain with another stream of random numbers.
+  at::Tensor validation_batch(int64_t index, int64_t batch, int64_t seq_len) const override;
   int64_t vocab_size() const override { return vocab_size_; }
   std::string describe() const override;
 
@@ -23,6 +25,8 @@ class SyntheticTokens final : public TokenSource {
   int64_t vocab_size_;
   uint64_t seed_;
   std::vector<int64_t> successors_;  // [vocab, 4]
+
+  at::Tensor sample(uint64_t stream_seed, int64_t batch, int64_t seq_len) const;
 };
 
 }  // namespace lpbench::workloads

@@ -10,7 +10,7 @@
 
 namespace lpbench::workloads {
 
-// The whole model: embedding to loss, with the optimizer step.
+// The whole model: embedding to loss, with the optimizer step, at the config's depth.
 class ModelLevel final : public Workload {
  public:
   ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
@@ -18,12 +18,18 @@ class ModelLevel final : public Workload {
 
   StepOutput step(int64_t index) override;
   int64_t tokens_per_step() const override { return options_.micro_batch * options_.seq_len; }
+  double flops_per_step() const override;
   const std::vector<kernels::ModuleDecision>& modules() const override {
     return decoder_->decisions();
   }
   std::string data_description() const override { return data_->describe(); }
+  std::optional<EvalOutput> evaluate() override;
+  std::vector<StepMetric> step_metrics() const override;
+  std::string shape_description() const override;
 
  private:
+  torch::Tensor loss_of(const torch::Tensor& tokens);
+
   ModelConfig model_;
   TrainingOptions options_;
   torch::Device device_;

@@ -3,16 +3,58 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <charconv>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
 
+#include "workloads/levels/gemm_level.h"
+#include "workloads/levels/layer_level.h"
+#include "workloads/levels/linear_level.h"
 #include "workloads/levels/model_level.h"
 
 namespace lpbench::workloads {
 
+namespace {
+
+constexpr std::array<Level, 4> kLevels{Level::gemm, Level::linear, Level::layer, Level::model};
+
+std::optional<int64_t> parse_positive(std::string_view text) {
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value <= 0) return std::nullopt;
+  return value;
+}
+
+// "MxNxK" → a shape, or nothing when the text is not one.
+std::optional<GemmShape> parse_shape(std::string_view text) {
+  const size_t first = text.find('x');
+  const size_t second = first == std::string_view::npos ? first : text.find('x', first + 1);
+  if (second == std::string_view::npos) return std::nullopt;
+  const auto m = parse_positive(text.substr(0, first));
+  const auto n = parse_positive(text.substr(first + 1, second - first - 1));
+  const auto k = parse_positive(text.substr(second + 1));
+  if (!m || !n || !k) return std::nullopt;
+  return GemmShape{*m, *n, *k};
+}
+
+bool is_part(std::string_view text) {
+  for (const std::string& part : linear_part_names()) {
+    if (part == text) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string_view to_string(Level level) {
   switch (level) {
+    case Level::gemm:
+      return "gemm";
+    case Level::linear:
+      return "linear";
+    case Level::layer:
+      return "layer";
     case Level::model:
       return "model";
   }
@@ -20,29 +62,86 @@ std::string_view to_string(Level level) {
 }
 
 std::vector<std::string> level_names() {
-  return {std::string(to_string(Level::model))};
+  std::vector<std::string> names;
+  for (Level level : kLevels)
+    names.emplace_back(to_string(level));
+  return names;
+}
+
+std::vector<std::string> linear_part_names() {
+  return {"qkv", "out", "gate_up", "down", "output"};
 }
 
 std::string WorkloadSpec::text() const {
-  return fmt::format("{}:{}", to_string(level), model);
+  if (shape) return fmt::format("gemm:{}x{}x{}", shape->m, shape->n, shape->k);
+  std::string text = fmt::format("{}:{}", to_string(level), model);
+  if (!part.empty()) text += ":" + part;
+  return text;
 }
 
 WorkloadSpec parse_workload(std::string_view text) {
   const size_t colon = text.find(':');
   if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size()) {
     throw std::invalid_argument(fmt::format(
-        "workload '{}' is not of the form <level>:<model> (for example model:tiny)", text));
+        "workload '{}' is not of the form <level>:<model>[:<part>] (for example model:tiny)",
+        text));
   }
-  const std::string_view level = text.substr(0, colon);
+  const std::string_view level_text = text.substr(0, colon);
+  std::string_view rest = text.substr(colon + 1);
   WorkloadSpec spec;
-  spec.model = std::string(text.substr(colon + 1));
-  if (level == "model") {
-    spec.level = Level::model;
-  } else {
-    throw std::invalid_argument(fmt::format("unknown level '{}' in workload '{}'; valid levels: {}",
-                                            level, text, fmt::join(level_names(), ", ")));
+  bool known = false;
+  for (Level level : kLevels) {
+    if (to_string(level) == level_text) {
+      spec.level = level;
+      known = true;
+    }
   }
+  if (!known) {
+    throw std::invalid_argument(fmt::format("unknown level '{}' in workload '{}'; valid levels: {}",
+                                            level_text, text, fmt::join(level_names(), ", ")));
+  }
+  if (spec.level == Level::gemm) {
+    if (auto shape = parse_shape(rest)) {
+      spec.shape = shape;
+      return spec;
+    }
+  }
+  const size_t last = rest.rfind(':');
+  if (last != std::string_view::npos && is_part(rest.substr(last + 1))) {
+    spec.part = std::string(rest.substr(last + 1));
+    rest = rest.substr(0, last);
+    if (spec.level != Level::gemm && spec.level != Level::linear) {
+      throw std::invalid_argument(fmt::format(
+          "workload '{}': only the gemm and linear levels take a part (:{})", text, spec.part));
+    }
+  }
+  if (rest.empty()) {
+    throw std::invalid_argument(fmt::format("workload '{}' names no model", text));
+  }
+  spec.model = std::string(rest);
+  if (spec.level == Level::linear && spec.part.empty()) spec.part = "gate_up";
   return spec;
+}
+
+std::vector<LinearShape> linear_shapes(const ModelConfig& c) {
+  const int64_t q = c.num_heads * c.head_dim;
+  const int64_t kv = c.num_kv_heads * c.head_dim;
+  return {{"qkv", c.hidden_size, q + 2 * kv},
+          {"out", q, c.hidden_size},
+          {"gate_up", c.hidden_size, 2 * c.intermediate_size},
+          {"down", c.intermediate_size, c.hidden_size},
+          {"output", c.hidden_size, c.vocab_size}};
+}
+
+std::vector<std::pair<kernels::GemmKind, GemmShape>> training_gemms(const LinearShape& linear,
+                                                                    int64_t tokens) {
+  const int64_t in = linear.in_features;
+  const int64_t out = linear.out_features;
+  return {
+      {kernels::GemmKind::fprop, {tokens, out, in}},  // Y[T,out] = X[T,in]·W[out,in]ᵀ
+      {kernels::GemmKind::dgrad, {tokens, in, out}},  // dX[T,in] = dY[T,out]·(Wᵀ)ᵀ
+      {kernels::GemmKind::wgrad, {out, in, tokens}},  // dW[out,in] = dYᵀ[out,T]·(Xᵀ)ᵀ
+  };
 }
 
 double learning_rate_at(int64_t step, const TrainingOptions& o) {
@@ -61,6 +160,12 @@ std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec, const ModelCon
                                         const TrainingOptions& options,
                                         const torch::Device& device) {
   switch (spec.level) {
+    case Level::gemm:
+      return std::make_unique<GemmLevel>(spec, model, recipe, options, device);
+    case Level::linear:
+      return std::make_unique<LinearLevel>(spec, model, recipe, options, device);
+    case Level::layer:
+      return std::make_unique<LayerLevel>(model, recipe, options, device);
     case Level::model:
       return std::make_unique<ModelLevel>(model, recipe, options, device);
   }

@@ -3,22 +3,38 @@
 #include <torch/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/recipe.h"
+#include "workloads/data/data_source.h"
 #include "workloads/models/model_config.h"
 
 namespace lpbench::workloads {
 
 // How much of a model one measurement covers.
-enum class Level { model };
+enum class Level {
+  gemm,    // matrix products alone, operands already in the GEMM's format
+  linear,  // one linear layer, forward and backward, quantization included
+  layer,   // one decoder layer, forward and backward
+  model,   // embedding to loss with the optimizer step
+};
 
-// "<level>:<model>", for example "model:tiny".
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;  // C[m,n] = A[m,k]·B[n,k]ᵀ
+};
+
+// "<level>:<model>[:<part>]" or "gemm:<M>x<N>x<K>". The model is a built-in name or a path to a
+// Hugging Face config.json; the part names one linear layer (qkv, out, gate_up, down, output)
+// for the gemm and linear levels.
 struct WorkloadSpec {
   Level level = Level::model;
   std::string model;
+  std::string part;
+  std::optional<GemmShape> shape;
   std::string text() const;
 };
 
@@ -27,8 +43,21 @@ WorkloadSpec parse_workload(std::string_view text);
 std::vector<std::string> level_names();
 std::string_view to_string(Level level);
 
+// A linear layer of a decoder layer (or the output layer), as the gemm and linear levels use it.
+struct LinearShape {
+  std::string part;  // qkv, out, gate_up, down, output
+  int64_t in_features = 0;
+  int64_t out_features = 0;
+};
+std::vector<LinearShape> linear_shapes(const ModelConfig& config);
+std::vector<std::string> linear_part_names();
+
+// The GEMMs of one linear layer at `tokens` tokens, as (kind, shape) in the TN layout.
+std::vector<std::pair<kernels::GemmKind, GemmShape>> training_gemms(const LinearShape& linear,
+                                                                    int64_t tokens);
+
 // The training side of a workload: sizes, seed and the optimizer's fixed schedule (AdamW, linear
-// warm-up then cosine decay to min_lr_ratio·lr, gradient clipping).
+// warm-up then cosine decay to min_lr_ratio·lr, gradient clipping), and evaluation.
 struct TrainingOptions {
   int64_t micro_batch = 0;
   int64_t seq_len = 0;
@@ -41,28 +70,51 @@ struct TrainingOptions {
   double beta1 = 0.9;
   double beta2 = 0.95;
   double grad_clip = 1.0;
+  bool activation_checkpointing = false;
+  int64_t eval_batches = 4;  // validation batches per evaluation
+  DataSpec data;
 };
 
 // The learning rate at `step` (0-based) under the options' schedule.
 double learning_rate_at(int64_t step, const TrainingOptions& options);
 
 struct StepOutput {
-  double loss = 0.0;
-  double grad_norm = 0.0;  // before clipping
+  std::optional<double> loss;       // the training loss (model level)
+  std::optional<double> grad_norm;  // before clipping (model level)
   double lr = 0.0;
   int64_t tokens = 0;
 };
 
-// One workload under one recipe, ready to train step by step.
+struct EvalOutput {
+  double loss = 0.0;
+  int64_t tokens = 0;
+};
+
+// A named figure a workload reports about a step, such as one expert's share of the tokens.
+using StepMetric = std::pair<std::string, double>;
+
+// One workload under one recipe, ready to train (or run) step by step.
 class Workload {
  public:
   virtual ~Workload() = default;
-  // One training step: forward, backward and optimizer. Returns when the loss is known.
+  // One step. Returns when the step's work is queued (or, with a loss, done).
   virtual StepOutput step(int64_t index) = 0;
   virtual int64_t tokens_per_step() const = 0;
+  // Model FLOPs of one step (MEASURE.md's convention for the model level; 2·m·n·k summed over
+  // the products otherwise).
+  virtual double flops_per_step() const = 0;
   // What the recipe did to each module, for the store.
   virtual const std::vector<kernels::ModuleDecision>& modules() const = 0;
-  virtual std::string data_description() const = 0;
+  virtual std::string data_description() const { return "random tensors"; }
+  // Validation loss after the current step, for levels that have one.
+  virtual std::optional<EvalOutput> evaluate() { return std::nullopt; }
+  // Figures about the last step (for example the load of each expert).
+  virtual std::vector<StepMetric> step_metrics() const { return {}; }
+  // Whether the last step's outputs are finite, for levels without a loss. The runner asks after
+  // the step's time is taken, so the check is not timed.
+  virtual bool last_step_finite() const { return true; }
+  // Shapes and sizes measured, for the store.
+  virtual std::string shape_description() const = 0;
 };
 
 std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec, const ModelConfig& model,

@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "kernels/torch/quantized_linear.h"
+#include "workloads/models/checkpoint.h"
+#include "workloads/models/rope.h"
 
 namespace lpbench::workloads {
 
@@ -10,6 +12,11 @@ namespace {
 
 constexpr double kInitStd = 0.02;
 constexpr auto kCompute = torch::kBFloat16;
+
+// Residual projections start smaller, by depth (GPT-2's scheme), so the stream stays O(1).
+double residual_std(const ModelConfig& config) {
+  return kInitStd / std::sqrt(2.0 * static_cast<double>(config.num_layers));
+}
 
 }  // namespace
 
@@ -44,37 +51,18 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   return (normed * weight_).to(x.scalar_type());
 }
 
-std::pair<torch::Tensor, torch::Tensor> rope_tables(int64_t max_seq_len, int64_t head_dim,
-                                                    double theta) {
-  torch::Tensor exponents = torch::arange(0, head_dim, 2, torch::kDouble) / head_dim;
-  torch::Tensor inv_freq = torch::pow(theta, -exponents);
-  torch::Tensor angles = torch::outer(torch::arange(max_seq_len, torch::kDouble), inv_freq);
-  return {angles.cos().to(torch::kFloat), angles.sin().to(torch::kFloat)};
-}
-
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
-                         const torch::Tensor& sin) {
-  const int64_t seq = x.size(1);
-  const int64_t half = x.size(-1) / 2;
-  // [T, D/2] → [1, T, 1, D/2] to broadcast over batch and heads.
-  torch::Tensor c = cos.narrow(0, 0, seq).unsqueeze(0).unsqueeze(2);
-  torch::Tensor s = sin.narrow(0, 0, seq).unsqueeze(0).unsqueeze(2);
-  torch::Tensor xf = x.to(torch::kFloat);
-  torch::Tensor x1 = xf.narrow(-1, 0, half);
-  torch::Tensor x2 = xf.narrow(-1, half, half);
-  return torch::cat({x1 * c - x2 * s, x2 * c + x1 * s}, -1).to(x.scalar_type());
-}
-
 AttentionImpl::AttentionImpl(const ModelConfig& config, const std::string& prefix,
                              PrecisionPlan& plan)
     : heads_(config.num_heads), kv_heads_(config.num_kv_heads), head_dim_(config.head_dim) {
   const int64_t qkv_width = (heads_ + 2 * kv_heads_) * head_dim_;
-  // Residual projections start smaller, by depth (GPT-2's scheme), so the stream stays O(1).
-  const double out_std = kInitStd / std::sqrt(2.0 * static_cast<double>(config.num_layers));
   qkv_ = register_module(
       "qkv", RecipeLinear(config.hidden_size, qkv_width, plan.linear(prefix + ".qkv"), kInitStd));
   out_ = register_module("out", RecipeLinear(heads_ * head_dim_, config.hidden_size,
-                                             plan.linear(prefix + ".out"), out_std));
+                                             plan.linear(prefix + ".out"), residual_std(config)));
+  if (config.qk_norm) {
+    q_norm_ = register_module("q_norm", RMSNorm(head_dim_, config.norm_eps));
+    k_norm_ = register_module("k_norm", RMSNorm(head_dim_, config.norm_eps));
+  }
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
@@ -87,6 +75,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
                         .view({batch, seq, kv_heads_, head_dim_});
   torch::Tensor v = qkv.narrow(-1, (heads_ + kv_heads_) * head_dim_, kv_heads_ * head_dim_)
                         .view({batch, seq, kv_heads_, head_dim_});
+  if (q_norm_) {
+    q = q_norm_(q);
+    k = k_norm_(k);
+  }
   q = apply_rope(q, cos, sin).transpose(1, 2);
   k = apply_rope(k, cos, sin).transpose(1, 2);
   v = v.transpose(1, 2);
@@ -98,12 +90,12 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
 
 MlpImpl::MlpImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan)
     : intermediate_(config.intermediate_size) {
-  const double out_std = kInitStd / std::sqrt(2.0 * static_cast<double>(config.num_layers));
   // Gate and up projections fused into one GEMM, as Megatron's linear_fc1 does.
   gate_up_ = register_module("gate_up", RecipeLinear(config.hidden_size, 2 * intermediate_,
                                                      plan.linear(prefix + ".gate_up"), kInitStd));
-  down_ = register_module("down", RecipeLinear(intermediate_, config.hidden_size,
-                                               plan.linear(prefix + ".down"), out_std));
+  down_ =
+      register_module("down", RecipeLinear(intermediate_, config.hidden_size,
+                                           plan.linear(prefix + ".down"), residual_std(config)));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
@@ -113,18 +105,66 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   return down_(torch::silu(gate) * up);
 }
 
+MoeImpl::MoeImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan)
+    : top_k_(config.experts_per_token) {
+  router_ = register_module("router", RecipeLinear(config.hidden_size, config.num_experts,
+                                                   plan.linear(prefix + ".router"), kInitStd));
+  for (int64_t e = 0; e < config.num_experts; ++e) {
+    // torch module names may not hold dots; the recorded module name does.
+    experts_.push_back(
+        register_module("expert_" + std::to_string(e),
+                        Mlp(config, prefix + ".experts." + std::to_string(e), plan)));
+  }
+  last_load_ = torch::zeros({config.num_experts}, torch::kLong);
+}
+
+torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
+  const int64_t hidden = x.size(-1);
+  const int64_t experts = static_cast<int64_t>(experts_.size());
+  torch::Tensor tokens = x.reshape({-1, hidden});
+  torch::Tensor probs = torch::softmax(router_(tokens).to(torch::kFloat), -1);
+  auto [weights, chosen] = probs.topk(top_k_, -1);  // [N, k]
+  weights = weights / weights.sum(-1, /*keepdim=*/true);
+
+  // Group the N·k assignments by expert: one sort, and one copy of the counts to the host.
+  torch::Tensor flat = chosen.reshape({-1});
+  torch::Tensor order = torch::argsort(flat, /*stable=*/true);
+  torch::Tensor token_of = torch::div(order, top_k_, "floor");
+  torch::Tensor weight_of = weights.reshape({-1}).index_select(0, order);
+  last_load_ = torch::bincount(flat, {}, experts).to(torch::kCPU);
+  const auto counts = last_load_.accessor<int64_t, 1>();
+
+  torch::Tensor out = torch::zeros_like(tokens);
+  int64_t offset = 0;
+  for (int64_t e = 0; e < experts; ++e) {
+    const int64_t count = counts[e];
+    if (count == 0) continue;
+    torch::Tensor rows = token_of.narrow(0, offset, count);
+    torch::Tensor y = experts_[e]->forward(tokens.index_select(0, rows));
+    torch::Tensor w = weight_of.narrow(0, offset, count).unsqueeze(1).to(y.scalar_type());
+    out.index_add_(0, rows, y * w);
+    offset += count;
+  }
+  return out.view_as(x);
+}
+
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config, int64_t index, PrecisionPlan& plan) {
   const std::string prefix = "layers." + std::to_string(index);
   attention_norm_ = register_module("attention_norm", RMSNorm(config.hidden_size, config.norm_eps));
   attention_ = register_module("attention", Attention(config, prefix + ".attention", plan));
   mlp_norm_ = register_module("mlp_norm", RMSNorm(config.hidden_size, config.norm_eps));
-  mlp_ = register_module("mlp", Mlp(config, prefix + ".mlp", plan));
+  if (config.is_moe()) {
+    moe_ = register_module("moe", Moe(config, prefix + ".moe", plan));
+  } else {
+    mlp_ = register_module("mlp", Mlp(config, prefix + ".mlp", plan));
+  }
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                         const torch::Tensor& sin) {
   torch::Tensor h = x + attention_(attention_norm_(x), cos, sin);
-  return h + mlp_(mlp_norm_(h));
+  torch::Tensor normed = mlp_norm_(h);
+  return h + (moe_ ? moe_(normed) : mlp_(normed));
 }
 
 DecoderImpl::DecoderImpl(const ModelConfig& config, const kernels::Recipe& recipe,
@@ -146,7 +186,7 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, const kernels::Recipe& recip
     output_ = register_module("output", RecipeLinear(config.hidden_size, config.vocab_size,
                                                      plan.linear("output"), kInitStd));
   }
-  auto [cos, sin] = rope_tables(max_seq_len, config.head_dim, config.rope_theta);
+  auto [cos, sin] = rope_tables(config, max_seq_len);
   rope_cos_ = register_buffer("rope_cos", cos);
   rope_sin_ = register_buffer("rope_sin", sin);
   decisions_ = plan.decisions();
@@ -154,8 +194,17 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, const kernels::Recipe& recip
 
 torch::Tensor DecoderImpl::forward(const torch::Tensor& tokens) {
   torch::Tensor h = torch::embedding(embedding_.to(kCompute), tokens);
-  for (DecoderLayer& layer : layers_)
-    h = layer(h, rope_cos_, rope_sin_);
+  for (DecoderLayer& layer : layers_) {
+    if (checkpointing_ && is_training()) {
+      DecoderLayerImpl* impl = layer.get();
+      const torch::Tensor cos = rope_cos_;
+      const torch::Tensor sin = rope_sin_;
+      h = checkpointed(
+          [impl, cos, sin](const torch::Tensor& x) { return impl->forward(x, cos, sin); }, h);
+    } else {
+      h = layer(h, rope_cos_, rope_sin_);
+    }
+  }
   h = final_norm_(h);
   if (output_) return output_(h);
   return kernels::quantized_linear(h, embedding_.to(kCompute), tied_output_);

@@ -8,8 +8,9 @@
 #include "kernels/recipe.h"
 #include "workloads/models/model_config.h"
 
-// A Llama-style decoder: RMSNorm, rotary embeddings, grouped-query causal attention, a SwiGLU
-// MLP, and a tied or untied output layer. Parameters are FP32 master weights; every product
+// A Llama-style decoder: RMSNorm, rotary embeddings, grouped-query causal attention (with
+// Qwen3's query/key norms where the config asks), a SwiGLU MLP or a top-k mixture of SwiGLU
+// experts, and a tied or untied output layer. Parameters are FP32 master weights; every product
 // runs on BF16 copies of them, through the recipe the module was built under.
 namespace lpbench::workloads {
 
@@ -31,6 +32,8 @@ class RecipeLinearImpl : public torch::nn::Module {
   RecipeLinearImpl(int64_t in_features, int64_t out_features, kernels::LinearGemms gemms,
                    double init_std);
   torch::Tensor forward(const torch::Tensor& x);
+  const torch::Tensor& weight() const { return weight_; }
+  const kernels::LinearGemms& gemms() const { return gemms_; }
 
  private:
   torch::Tensor weight_;  // [out, in], FP32
@@ -57,6 +60,7 @@ class AttentionImpl : public torch::nn::Module {
  private:
   int64_t heads_, kv_heads_, head_dim_;
   RecipeLinear qkv_{nullptr}, out_{nullptr};
+  RMSNorm q_norm_{nullptr}, k_norm_{nullptr};  // Qwen3 only
 };
 TORCH_MODULE(Attention);
 
@@ -71,15 +75,35 @@ class MlpImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Mlp);
 
+// Top-k routing over SwiGLU experts (Mixtral): softmax over the router's logits, the k largest
+// renormalized to sum to one, each token's output the weighted sum of its experts' outputs.
+class MoeImpl : public torch::nn::Module {
+ public:
+  MoeImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan);
+  torch::Tensor forward(const torch::Tensor& x);
+  // Token-to-expert assignments of the last forward, per expert ([experts], int64, CPU).
+  const torch::Tensor& last_load() const { return last_load_; }
+
+ private:
+  int64_t top_k_;
+  RecipeLinear router_{nullptr};
+  std::vector<Mlp> experts_;
+  torch::Tensor last_load_;
+};
+TORCH_MODULE(Moe);
+
 class DecoderLayerImpl : public torch::nn::Module {
  public:
   DecoderLayerImpl(const ModelConfig& config, int64_t index, PrecisionPlan& plan);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  // The MoE block, or nullptr for a dense layer.
+  const Moe& moe() const { return moe_; }
 
  private:
   RMSNorm attention_norm_{nullptr}, mlp_norm_{nullptr};
   Attention attention_{nullptr};
   Mlp mlp_{nullptr};
+  Moe moe_{nullptr};
 };
 TORCH_MODULE(DecoderLayer);
 
@@ -88,7 +112,10 @@ class DecoderImpl : public torch::nn::Module {
   DecoderImpl(const ModelConfig& config, const kernels::Recipe& recipe, int64_t max_seq_len);
   // tokens [B, T] (int64) → logits [B, T, vocab] (BF16)
   torch::Tensor forward(const torch::Tensor& tokens);
+  // Keep only each layer's input between forward and backward; recompute the rest.
+  void set_activation_checkpointing(bool enabled) { checkpointing_ = enabled; }
   const std::vector<kernels::ModuleDecision>& decisions() const { return decisions_; }
+  const std::vector<DecoderLayer>& layers() const { return layers_; }
 
  private:
   ModelConfig config_;
@@ -99,14 +126,8 @@ class DecoderImpl : public torch::nn::Module {
   kernels::LinearGemms tied_output_;  // the tied output layer's GEMMs
   torch::Tensor rope_cos_, rope_sin_;
   std::vector<kernels::ModuleDecision> decisions_;
+  bool checkpointing_ = false;
 };
 TORCH_MODULE(Decoder);
-
-// cos and sin tables [max_seq_len, head_dim/2] (FP32) of the rotary embedding.
-std::pair<torch::Tensor, torch::Tensor> rope_tables(int64_t max_seq_len, int64_t head_dim,
-                                                    double theta);
-// Rotates x [B, T, heads, head_dim] by position (the rotate-half convention of Llama).
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
-                         const torch::Tensor& sin);
 
 }  // namespace lpbench::workloads

@@ -4,59 +4,45 @@
 
 #include <stdexcept>
 
+#include "workloads/models/model_zoo.h"
+
 namespace lpbench::workloads {
 
-namespace {
-
-std::vector<ModelConfig> build_builtin_models() {
-  std::vector<ModelConfig> models;
-  // A few million parameters: trains in seconds on two CPU cores, for tests and the demo.
-  ModelConfig tiny;
-  tiny.name = "tiny";
-  tiny.vocab_size = 512;
-  tiny.hidden_size = 256;
-  tiny.intermediate_size = 704;
-  tiny.num_layers = 4;
-  tiny.num_heads = 8;
-  tiny.num_kv_heads = 4;
-  tiny.head_dim = 32;
-  tiny.default_micro_batch = 8;
-  tiny.default_seq_len = 64;
-  tiny.default_lr = 3e-3;
-  models.push_back(tiny);
-  return models;
-}
-
-const std::vector<ModelConfig>& builtin_models() {
-  static const std::vector<ModelConfig> models = build_builtin_models();
-  return models;
-}
-
-}  // namespace
-
-int64_t ModelConfig::matmul_parameter_count() const {
+int64_t ModelConfig::matmul_parameter_count(bool active) const {
   const int64_t qkv = hidden_size * (num_heads + 2 * num_kv_heads) * head_dim;
   const int64_t attn_out = num_heads * head_dim * hidden_size;
-  const int64_t mlp = 3 * hidden_size * intermediate_size;
+  const int64_t expert = 3 * hidden_size * intermediate_size;
+  int64_t mlp = expert;
+  if (is_moe()) {
+    const int64_t router = hidden_size * num_experts;
+    mlp = (active ? experts_per_token : num_experts) * expert + router;
+  }
   const int64_t output = vocab_size * hidden_size;
   return num_layers * (qkv + attn_out + mlp) + output;
 }
 
-int64_t ModelConfig::parameter_count() const {
-  const int64_t norms = num_layers * 2 * hidden_size + hidden_size;
+int64_t ModelConfig::parameter_count(bool active) const {
+  const int64_t layer_norms = 2 * hidden_size + (qk_norm ? 2 * head_dim : 0);
+  const int64_t norms = num_layers * layer_norms + hidden_size;
   const int64_t embedding = vocab_size * hidden_size;
-  const int64_t untied = tie_embeddings ? 0 : embedding;
-  // matmul_parameter_count counts the output layer; a tied one shares the embedding's weights.
-  return matmul_parameter_count() - vocab_size * hidden_size + untied + embedding + norms;
+  // matmul_parameter_count counts the output layer; a tied one is the embedding itself.
+  const int64_t untied_output = tie_embeddings ? 0 : embedding;
+  return matmul_parameter_count(active) - embedding + untied_output + embedding + norms;
 }
 
 double ModelConfig::flops_per_token(int64_t seq_len) const {
-  return 6.0 * static_cast<double>(matmul_parameter_count()) +
+  return 6.0 * static_cast<double>(matmul_parameter_count(/*active=*/true)) +
          12.0 * static_cast<double>(num_layers * num_heads * head_dim * seq_len);
 }
 
+ModelConfig ModelConfig::with_layers(int64_t layers) const {
+  ModelConfig copy = *this;
+  copy.num_layers = layers;
+  return copy;
+}
+
 const ModelConfig& builtin_model(std::string_view name) {
-  for (const ModelConfig& model : builtin_models()) {
+  for (const ModelConfig& model : model_zoo()) {
     if (model.name == name) return model;
   }
   throw std::out_of_range(fmt::format("unknown model '{}'", name));
@@ -64,7 +50,7 @@ const ModelConfig& builtin_model(std::string_view name) {
 
 std::vector<std::string> builtin_model_names() {
   std::vector<std::string> names;
-  for (const ModelConfig& model : builtin_models())
+  for (const ModelConfig& model : model_zoo())
     names.push_back(model.name);
   return names;
 }
@@ -81,6 +67,17 @@ std::string check_model_config(const ModelConfig& c) {
   if (c.head_dim % 2 != 0) {
     return fmt::format("model '{}': rotary embeddings need an even head dimension, got {}", c.name,
                        c.head_dim);
+  }
+  if (c.is_moe() && (c.experts_per_token <= 0 || c.experts_per_token > c.num_experts)) {
+    return fmt::format("model '{}': {} experts per token out of {} experts", c.name,
+                       c.experts_per_token, c.num_experts);
+  }
+  if (!(c.norm_eps > 0.0) || !(c.rope_theta > 0.0)) {
+    return fmt::format("model '{}': norm epsilon and RoPE base must be positive", c.name);
+  }
+  if (!c.rope_scaling.type.empty() && c.rope_scaling.type != "llama3") {
+    return fmt::format("model '{}': unsupported rope scaling '{}' (supported: llama3)", c.name,
+                       c.rope_scaling.type);
   }
   return {};
 }

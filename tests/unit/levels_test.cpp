@@ -1,0 +1,158 @@
+// Every level runs on the CPU at tiny size under bf16 and int8-tensor; MoE routing.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "kernels/recipe.h"
+#include "workloads/levels/workload.h"
+#include "workloads/models/decoder.h"
+
+namespace lpbench::workloads {
+namespace {
+
+TrainingOptions small_options() {
+  TrainingOptions o;
+  o.micro_batch = 2;
+  o.seq_len = 16;
+  o.seed = 3;
+  o.total_steps = 4;
+  o.lr = 1e-3;
+  o.lr_warmup_steps = 1;
+  return o;
+}
+
+struct LevelCase {
+  const char* workload;
+  const char* recipe;
+};
+
+void PrintTo(const LevelCase& c, std::ostream* os) {
+  *os << c.workload << " " << c.recipe;
+}
+
+class EveryLevel : public ::testing::TestWithParam<LevelCase> {};
+
+TEST_P(EveryLevel, RunsStepsWithFiniteOutputs) {
+  const LevelCase c = GetParam();
+  const WorkloadSpec spec = parse_workload(c.workload);
+  const ModelConfig& model = builtin_model(spec.shape ? "tiny" : spec.model);
+  const TrainingOptions o = small_options();
+  auto workload = make_workload(spec, model, kernels::recipe_by_name(c.recipe), o, torch::kCPU);
+  for (int64_t step = 0; step < o.total_steps; ++step) {
+    const StepOutput out = workload->step(step);
+    EXPECT_TRUE(workload->last_step_finite()) << c.workload << " " << c.recipe;
+    EXPECT_EQ(out.loss.has_value(), spec.level == Level::model);
+    if (out.loss) {
+      EXPECT_TRUE(std::isfinite(*out.loss));
+    }
+  }
+  EXPECT_GT(workload->flops_per_step(), 0.0);
+  EXPECT_FALSE(workload->modules().empty());
+  EXPECT_FALSE(workload->shape_description().empty());
+  const bool int8 = std::string(c.recipe) == "int8-tensor";
+  bool any_quantized = false;
+  for (const auto& d : workload->modules())
+    any_quantized = any_quantized || d.quantized;
+  EXPECT_EQ(any_quantized, int8);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Tiny, EveryLevel,
+    ::testing::Values(LevelCase{"gemm:tiny", "bf16"}, LevelCase{"gemm:tiny", "int8-tensor"},
+                      LevelCase{"gemm:64x48x32", "int8-tensor"},
+                      LevelCase{"linear:tiny:qkv", "bf16"},
+                      LevelCase{"linear:tiny:down", "int8-tensor"}, LevelCase{"layer:tiny", "bf16"},
+                      LevelCase{"layer:tiny", "int8-tensor"},
+                      LevelCase{"layer:tiny-moe", "int8-tensor"},
+                      LevelCase{"model:tiny", "int8-tensor"}, LevelCase{"model:tiny-moe", "bf16"}),
+    [](const auto& test_info) {
+      std::string name = std::string(test_info.param.workload) + "_" + test_info.param.recipe;
+      for (char& c : name)
+        c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
+
+TEST(GemmLevel, ModelSetCoversEveryLinearAsFpropDgradAndWgrad) {
+  const WorkloadSpec spec = parse_workload("gemm:tiny");
+  const TrainingOptions o = small_options();
+  auto workload =
+      make_workload(spec, builtin_model("tiny"), kernels::recipe_by_name("bf16"), o, torch::kCPU);
+  const std::string shapes = workload->shape_description();
+  for (const char* part : {"qkv", "out", "gate_up", "down", "output"}) {
+    for (const char* kind : {"fprop", "dgrad", "wgrad"}) {
+      EXPECT_NE(shapes.find(std::string(part) + "." + kind), std::string::npos) << shapes;
+    }
+  }
+  // FLOPs: 3 GEMMs × 2·tokens·in·out for each linear.
+  double expected = 0.0;
+  for (const LinearShape& l : linear_shapes(builtin_model("tiny"))) {
+    expected += 6.0 * 32 * static_cast<double>(l.in_features * l.out_features);
+  }
+  EXPECT_DOUBLE_EQ(workload->flops_per_step(), expected);
+  EXPECT_EQ(training_gemms({"x", 8, 4}, 2)[2].second.k, 2);  // wgrad reduces over tokens
+}
+
+TEST(Moe, RoutesEachTokenToItsTopTwoExpertsAndRecordsTheLoad) {
+  ModelConfig config = builtin_model("tiny-moe");
+  torch::manual_seed(0);
+  PrecisionPlan plan(kernels::recipe_by_name("int8-tensor"));
+  Moe moe(config, "layers.0.moe", plan);
+  const torch::Tensor x = torch::randn({3, 10, config.hidden_size}).to(torch::kBFloat16);
+  const torch::Tensor y = moe->forward(x);
+  EXPECT_EQ(y.sizes(), x.sizes());
+  // Every token is assigned to exactly two experts.
+  EXPECT_EQ(moe->last_load().sum().item<int64_t>(), 2 * 30);
+  EXPECT_EQ(moe->last_load().size(0), config.num_experts);
+  // The router stays BF16 while the experts are quantized, and both are recorded.
+  bool router_seen = false;
+  for (const auto& d : plan.decisions()) {
+    if (d.module == "layers.0.moe.router") {
+      router_seen = true;
+      EXPECT_FALSE(d.quantized);
+      EXPECT_NE(d.reason.find("router"), std::string::npos);
+    } else {
+      EXPECT_TRUE(d.quantized) << d.module;
+    }
+  }
+  EXPECT_TRUE(router_seen);
+}
+
+TEST(Moe, OutputIsTheWeightedSumOfTheChosenExperts) {
+  // With two experts and top-2 routing every token goes to both: y = p0·E0(x) + p1·E1(x).
+  ModelConfig config = builtin_model("tiny-moe");
+  config.num_experts = 2;
+  torch::manual_seed(1);
+  PrecisionPlan plan(kernels::recipe_by_name("bf16"));
+  Moe moe(config, "layers.0.moe", plan);
+  const torch::Tensor x = torch::randn({1, 4, config.hidden_size}).to(torch::kBFloat16);
+  const torch::Tensor y = moe->forward(x).to(torch::kFloat);
+  auto children = moe->named_children();
+  auto router = children["router"]->as<RecipeLinearImpl>();
+  auto e0 = children["expert_0"]->as<MlpImpl>();
+  auto e1 = children["expert_1"]->as<MlpImpl>();
+  const torch::Tensor tokens = x.reshape({-1, config.hidden_size});
+  const torch::Tensor p = torch::softmax(router->forward(tokens).to(torch::kFloat), -1);
+  const torch::Tensor expected = p.narrow(1, 0, 1) * e0->forward(tokens).to(torch::kFloat) +
+                                 p.narrow(1, 1, 1) * e1->forward(tokens).to(torch::kFloat);
+  EXPECT_TRUE(torch::allclose(y.reshape({-1, config.hidden_size}), expected, 2e-2, 2e-3));
+}
+
+TEST(ActivationCheckpointing, GivesTheSameGradients) {
+  const ModelConfig& config = builtin_model("tiny");
+  const torch::Tensor tokens = torch::randint(0, config.vocab_size, {2, 16}, torch::kLong);
+  std::vector<torch::Tensor> grads[2];
+  for (int checkpointing = 0; checkpointing < 2; ++checkpointing) {
+    torch::manual_seed(5);
+    Decoder decoder(config, kernels::recipe_by_name("int8-tensor"), 16);
+    decoder->set_activation_checkpointing(checkpointing == 1);
+    decoder->forward(tokens).to(torch::kFloat).pow(2).mean().backward();
+    for (const auto& p : decoder->parameters())
+      grads[checkpointing].push_back(p.grad().clone());
+  }
+  ASSERT_EQ(grads[0].size(), grads[1].size());
+  for (size_t i = 0; i < grads[0].size(); ++i) {
+    EXPECT_TRUE(torch::equal(grads[0][i], grads[1][i])) << "parameter " << i;
+  }
+}
+
+}  // namespace
+}  // namespace lpbench::workloads

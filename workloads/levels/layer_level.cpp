@@ -1,0 +1,74 @@
+#include "workloads/levels/layer_level.h"
+
+#include <fmt/format.h>
+
+#include "workloads/models/rope.h"
+
+namespace lpbench::workloads {
+
+std::vector<StepMetric> expert_load_metrics(const std::string& layer, const torch::Tensor& load) {
+  std::vector<StepMetric> metrics;
+  const double total = static_cast<double>(load.sum().item<int64_t>());
+  if (total <= 0) return metrics;
+  for (int64_t e = 0; e < load.size(0); ++e) {
+    metrics.emplace_back(fmt::format("moe.{}.expert.{}.share", layer, e),
+                         static_cast<double>(load[e].item<int64_t>()) / total);
+  }
+  return metrics;
+}
+
+LayerLevel::LayerLevel(const ModelConfig& model, const kernels::Recipe& recipe,
+                       const TrainingOptions& options, const torch::Device& device)
+    : model_(model), options_(options) {
+  torch::manual_seed(options.seed);
+  PrecisionPlan plan(recipe);
+  layer_ = DecoderLayer(model, 0, plan);
+  layer_->to(device);
+  decisions_ = plan.decisions();
+  auto [cos, sin] = rope_tables(model, options.seq_len);
+  cos_ = cos.to(device);
+  sin_ = sin.to(device);
+  const auto bf16 = torch::dtype(torch::kBFloat16).device(device);
+  const std::vector<int64_t> shape{options.micro_batch, options.seq_len, model.hidden_size};
+  x_ = torch::randn(shape, bf16).requires_grad_(true);
+  grad_y_ = torch::randn(shape, bf16);
+}
+
+StepOutput LayerLevel::step(int64_t /*index*/) {
+  x_.mutable_grad() = torch::Tensor();
+  layer_->zero_grad(/*set_to_none=*/true);
+  y_ = layer_->forward(x_, cos_, sin_);
+  y_.backward(grad_y_);
+  return {std::nullopt, std::nullopt, 0.0, tokens_per_step()};
+}
+
+int64_t LayerLevel::tokens_per_step() const {
+  return options_.micro_batch * options_.seq_len;
+}
+
+double LayerLevel::flops_per_step() const {
+  // One layer of the model, by the model convention: 6·N_matmul(active) + 12·H·Q·T per token.
+  ModelConfig one = model_.with_layers(1);
+  const double output_params = static_cast<double>(one.vocab_size * one.hidden_size);
+  const double per_token =
+      6.0 * (static_cast<double>(one.matmul_parameter_count(true)) - output_params) +
+      12.0 * static_cast<double>(one.num_heads * one.head_dim * options_.seq_len);
+  return per_token * static_cast<double>(tokens_per_step());
+}
+
+std::vector<StepMetric> LayerLevel::step_metrics() const {
+  if (!layer_->moe()) return {};
+  return expert_load_metrics("layers.0", layer_->moe()->last_load());
+}
+
+bool LayerLevel::last_step_finite() const {
+  return torch::isfinite(y_).all().item<bool>() && torch::isfinite(x_.grad()).all().item<bool>();
+}
+
+std::string LayerLevel::shape_description() const {
+  return fmt::format("one {} layer of {}: {} × {} tokens, hidden {}",
+                     model_.is_moe() ? "MoE" : "dense", model_.name, options_.micro_batch,
+                     options_.seq_len, model_.hidden_size);
+}
+
+}  // namespace lpbench::workloads

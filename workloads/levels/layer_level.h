@@ -1,0 +1,34 @@
+#pragma once
+
+#include "workloads/levels/workload.h"
+#include "workloads/models/decoder.h"
+
+namespace lpbench::workloads {
+
+// One decoder layer of a model at full width (dense, or mixture of experts), forward and
+// backward on a micro-batch × sequence-length input.
+class LayerLevel final : public Workload {
+ public:
+  LayerLevel(const ModelConfig& model, const kernels::Recipe& recipe,
+             const TrainingOptions& options, const torch::Device& device);
+
+  StepOutput step(int64_t index) override;
+  int64_t tokens_per_step() const override;
+  double flops_per_step() const override;
+  const std::vector<kernels::ModuleDecision>& modules() const override { return decisions_; }
+  std::vector<StepMetric> step_metrics() const override;
+  bool last_step_finite() const override;
+  std::string shape_description() const override;
+
+ private:
+  ModelConfig model_;
+  TrainingOptions options_;
+  DecoderLayer layer_{nullptr};
+  torch::Tensor cos_, sin_, x_, grad_y_, y_;
+  std::vector<kernels::ModuleDecision> decisions_;
+};
+
+// The load of each expert of a layer's MoE block as metrics "moe.<layer>.expert.<e>.share".
+std::vector<StepMetric> expert_load_metrics(const std::string& layer, const torch::Tensor& load);
+
+}  // namespace lpbench::workloads

@@ -1,0 +1,177 @@
+#include "workloads/levels/memory_plan.h"
+
+#include <fmt/format.h>
+
+namespace lpbench::workloads {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// cuBLAS workspaces, the CUDA context's share of the allocator, fragmentation.
+constexpr double kOverheadGiB = 0.5;
+
+double gib(double bytes) {
+  return bytes / kGiB;
+}
+
+// Bytes per element in which a GEMM keeps an operand for backward.
+double saved_bytes(const kernels::GemmSpec& spec) {
+  return spec.quantized() ? 1.0 : 2.0;
+}
+
+const kernels::LinearGemms& gemms_of(const kernels::Recipe& recipe, const std::string& module) {
+  static const kernels::LinearGemms bf16 = kernels::LinearGemms::all_bf16();
+  return kernels::decide(recipe, module, kernels::ModuleKind::linear).quantized ? recipe.gemms
+                                                                                : bf16;
+}
+
+// Parameters of one decoder layer's linear layers, and the bytes of their saved weight copies.
+struct LayerWeights {
+  double params = 0.0;
+  double copy_bytes = 0.0;
+};
+
+LayerWeights layer_weights(const ModelConfig& m, const kernels::Recipe& recipe) {
+  LayerWeights w;
+  auto add = [&](const std::string& module, double params) {
+    w.params += params;
+    w.copy_bytes += params * saved_bytes(gemms_of(recipe, module).dgrad);
+  };
+  const double h = static_cast<double>(m.hidden_size);
+  const double q = static_cast<double>(m.num_heads * m.head_dim);
+  const double kv = static_cast<double>(m.num_kv_heads * m.head_dim);
+  const double f = static_cast<double>(m.intermediate_size);
+  add("layers.0.attention.qkv", h * (q + 2 * kv));
+  add("layers.0.attention.out", q * h);
+  const double experts = m.is_moe() ? static_cast<double>(m.num_experts) : 1.0;
+  add(m.is_moe() ? "layers.0.moe.experts.0.gate_up" : "layers.0.mlp.gate_up", experts * 2 * f * h);
+  add(m.is_moe() ? "layers.0.moe.experts.0.down" : "layers.0.mlp.down", experts * f * h);
+  if (m.is_moe()) add("layers.0.moe.router", h * static_cast<double>(m.num_experts));
+  w.params += 2 * h + (m.qk_norm ? 2.0 * static_cast<double>(m.head_dim) : 0.0);
+  return w;
+}
+
+}  // namespace
+
+double MemoryEstimate::total_gib() const {
+  return weights_gib + gradients_gib + optimizer_gib + weight_copies_gib + activations_gib +
+         transient_gib;
+}
+
+std::string MemoryEstimate::describe() const {
+  return fmt::format(
+      "{:.2f} GiB (weights {:.2f}, gradients {:.2f}, optimizer {:.2f}, weight copies {:.2f}, "
+      "activations {:.2f}, temporaries {:.2f})",
+      total_gib(), weights_gib, gradients_gib, optimizer_gib, weight_copies_gib, activations_gib,
+      transient_gib);
+}
+
+double activation_bytes_per_token(const ModelConfig& m, const kernels::Recipe& recipe) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double q = static_cast<double>(m.num_heads * m.head_dim);
+  const double kv = static_cast<double>(m.num_kv_heads * m.head_dim);
+  const double f = static_cast<double>(m.intermediate_size);
+  const double s_qkv = saved_bytes(gemms_of(recipe, "layers.0.attention.qkv").wgrad);
+  const double s_out = saved_bytes(gemms_of(recipe, "layers.0.attention.out").wgrad);
+  // Two RMSNorms keep FP32 copies of their input and normalized output (8h each).
+  double bytes = 16 * h;
+  // Attention: the qkv input; the qkv output (V is a view of it, saved by attention); rotary
+  // embeddings keep an FP32 copy and a BF16 result of q and k; attention's output; the output
+  // projection's input.
+  bytes += s_qkv * h + 2 * (q + 2 * kv) + 6 * (q + kv) + 2 * q + s_out * q;
+  if (m.qk_norm) bytes += 8 * (q + kv);
+  // SwiGLU: the gate_up input, its output (gate and up are views), silu's output, the down input.
+  const std::string mlp = m.is_moe() ? "layers.0.moe.experts.0" : "layers.0.mlp";
+  const double s_gu = saved_bytes(gemms_of(recipe, mlp + ".gate_up").wgrad);
+  const double s_down = saved_bytes(gemms_of(recipe, mlp + ".down").wgrad);
+  const double swiglu = s_gu * h + 4 * f + 2 * f + s_down * f;
+  if (m.is_moe()) {
+    // Each token's hidden state goes to k experts, whose weighted outputs are kept for the sum;
+    // the router keeps its BF16 input and FP32 probabilities.
+    const double k = static_cast<double>(m.experts_per_token);
+    bytes += k * (swiglu + 2 * h) + 2 * h + 8 * static_cast<double>(m.num_experts);
+  } else {
+    bytes += swiglu;
+  }
+  return bytes;
+}
+
+MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
+                               const kernels::Recipe& recipe, const TrainingOptions& o) {
+  MemoryEstimate e;
+  const double tokens = static_cast<double>(o.micro_batch * o.seq_len);
+  const double h = static_cast<double>(m.hidden_size);
+  const double v = static_cast<double>(m.vocab_size);
+  e.transient_gib = kOverheadGiB;
+
+  switch (spec.level) {
+    case Level::gemm: {
+      double bytes = 0.0;
+      double largest_output = 0.0;
+      auto add = [&](const kernels::GemmSpec& gemm, const GemmShape& s) {
+        const double mn = static_cast<double>(s.m) * static_cast<double>(s.n);
+        bytes += saved_bytes(gemm) * static_cast<double>(s.k) *
+                 (static_cast<double>(s.m) + static_cast<double>(s.n));
+        // The INT32 accumulator and the BF16 result of the product being computed.
+        largest_output = std::max(largest_output, mn * (gemm.quantized() ? 6.0 : 2.0));
+      };
+      if (spec.shape) {
+        add(recipe.gemms.fprop, *spec.shape);
+      } else {
+        for (const LinearShape& linear : linear_shapes(m)) {
+          if (!spec.part.empty() && linear.part != spec.part) continue;
+          for (const auto& [kind, shape] : training_gemms(linear, o.micro_batch * o.seq_len)) {
+            add(recipe.gemms[kind], shape);
+          }
+        }
+      }
+      e.activations_gib = gib(bytes);
+      e.transient_gib += gib(largest_output);
+      return e;
+    }
+    case Level::linear: {
+      for (const LinearShape& linear : linear_shapes(m)) {
+        if (linear.part != spec.part) continue;
+        const double in = static_cast<double>(linear.in_features);
+        const double out = static_cast<double>(linear.out_features);
+        e.weights_gib = gib(4 * in * out);
+        e.gradients_gib = gib(4 * in * out);
+        e.weight_copies_gib = gib(saved_bytes(recipe.gemms.dgrad) * in * out);
+        // Input, its gradient, the upstream gradient and the output (BF16), and the saved input.
+        e.activations_gib = gib(
+            tokens * (2 * in + 2 * in + 2 * out + 2 * out + saved_bytes(recipe.gemms.wgrad) * in));
+      }
+      return e;
+    }
+    case Level::layer: {
+      const LayerWeights w = layer_weights(m, recipe);
+      e.weights_gib = gib(4 * w.params);
+      e.gradients_gib = gib(4 * w.params);
+      e.weight_copies_gib = gib(w.copy_bytes);
+      // Saved activations, plus the input, its gradient, the output and the upstream gradient.
+      e.activations_gib = gib(tokens * (activation_bytes_per_token(m, recipe) + 8 * h));
+      return e;
+    }
+    case Level::model: {
+      const double params = static_cast<double>(m.parameter_count());
+      e.weights_gib = gib(4 * params);
+      e.gradients_gib = gib(4 * params);
+      e.optimizer_gib = gib(8 * params);
+      const LayerWeights w = layer_weights(m, recipe);
+      const double output_copy = v * h * saved_bytes(gemms_of(recipe, "output").dgrad);
+      e.weight_copies_gib = gib(static_cast<double>(m.num_layers) * w.copy_bytes + output_copy);
+      const double per_layer = activation_bytes_per_token(m, recipe);
+      const double layers = static_cast<double>(m.num_layers);
+      const double saved =
+          o.activation_checkpointing ? layers * 2 * h + per_layer : layers * per_layer;
+      // Final norm (8h) and the output layer's input (2h).
+      e.activations_gib = gib(tokens * (saved + 10 * h));
+      // Logits in BF16, their FP32 copy and the log-softmax kept for backward.
+      e.transient_gib += gib(tokens * 10 * v);
+      return e;
+    }
+  }
+  return e;
+}
+
+}  // namespace lpbench::workloads

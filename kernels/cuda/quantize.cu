@@ -1,0 +1,788 @@
+// Dynamic scaled quantization (INT8, FP8 E4M3/E5M2) of BF16/FP32 matrices, with an optional fused
+// transpose, bit for bit as kernels/reference/quantize.cpp defines it.
+//
+// Three paths, chosen by plan() from the block shape in output coordinates:
+//   tile    one pass: an output tile of 128×128 through shared memory holds whole blocks (block
+//           sides powers of two, at most 128, the columns at least 4; a side spanning its whole
+//           dimension of at most 128 counts as 128). {1,128}, {128,128}, {32,32} go here.
+//   rows    one pass: rowwise without transpose, one CTA per row, the row held in registers.
+//   general two passes for everything else (tensorwise, rowwise of Xᵀ, odd block shapes):
+//           block amaxes into the workspace (atomicMax on the float bits), scales and inverse
+//           scales per block, then the tile kernel reading the inverse scales.
+//
+// Amax is carried as the bits of |x| (sign cleared) compared as unsigned integers: for
+// non-negative floats the order is the same, and every NaN (sign cleared) compares above +Inf,
+// so a NaN anywhere in a block makes its amax NaN without a separate flag.
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <string>
+
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/quantize.cuh"
+
+namespace lpbench::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kTile = 128;            // output tile side of the tile kernel
+constexpr int kAmaxRowsPerCta = 128;  // rows one CTA of the amax kernel reduces
+constexpr int kRowCache = 8;          // 16-byte vectors per thread the rows kernel keeps
+constexpr uint32_t kInfBits = 0x7f800000u;
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+bool is_pow2(int64_t v) {
+  return v > 0 && (v & (v - 1)) == 0;
+}
+
+class NvtxRange {
+ public:
+  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
+  ~NvtxRange() { nvtxRangePop(); }
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Device helpers
+// ---------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ uint32_t abs_bits(float v) {
+  return __float_as_uint(v) & 0x7fffffffu;
+}
+
+__device__ __forceinline__ float load_elem(const __nv_bfloat16* p) {
+  return __uint_as_float(static_cast<uint32_t>(__ldg(reinterpret_cast<const uint16_t*>(p))) << 16);
+}
+__device__ __forceinline__ float load_elem(const float* p) {
+  return __ldg(p);
+}
+
+// The 16-byte vector of InT as floats.
+template <typename InT>
+struct Vec;
+template <>
+struct Vec<__nv_bfloat16> {
+  static constexpr int kSize = 8;
+  __device__ __forceinline__ static void unpack(const uint4& v, float* f) {
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      f[2 * i] = __uint_as_float(w[i] << 16);
+      f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+  }
+};
+template <>
+struct Vec<float> {
+  static constexpr int kSize = 4;
+  __device__ __forceinline__ static void unpack(const uint4& v, float* f) {
+    f[0] = __uint_as_float(v.x);
+    f[1] = __uint_as_float(v.y);
+    f[2] = __uint_as_float(v.z);
+    f[3] = __uint_as_float(v.w);
+  }
+};
+
+__device__ __forceinline__ uint4 load_vec(const void* p) {
+  return __ldg(reinterpret_cast<const uint4*>(p));
+}
+
+// Per block: scale = amax / fmax and the inverse fmax / amax, IEEE FP32 divisions; amax 0 gives
+// 1 and 1; a non-finite amax gives the non-finite scale and a NaN inverse, which quantize_one
+// turns into a 0 value.
+__device__ __forceinline__ void scale_of(uint32_t amax_bits, float fmax, float* scale, float* inv) {
+  const float amax = __uint_as_float(amax_bits);
+  if (amax_bits == 0) {
+    *scale = 1.0f;
+    *inv = 1.0f;
+  } else if (amax_bits >= kInfBits) {
+    *scale = __fdiv_rn(amax, fmax);
+    *inv = __int_as_float(0x7fffffff);
+  } else {
+    *scale = __fdiv_rn(amax, fmax);
+    *inv = __fdiv_rn(fmax, amax);
+  }
+}
+
+// x · inv, the value that is rounded to the format. A NaN product only comes from a block with a
+// non-finite amax, whose values are all 0.
+__device__ __forceinline__ float scaled(float x, float inv) {
+  const float q = __fmul_rn(x, inv);
+  return q != q ? 0.0f : q;
+}
+
+// The same where one inverse serves several values: `nonfinite` (inv is NaN) tested once.
+__device__ __forceinline__ float scaled(float x, float inv, bool nonfinite) {
+  return nonfinite ? 0.0f : __fmul_rn(x, inv);
+}
+
+__device__ __forceinline__ uint32_t to_int8(float q) {
+  const int v = min(max(__float2int_rn(q), -127), 127);  // half to even, then the symmetric clamp
+  return static_cast<uint32_t>(v) & 0xffu;
+}
+
+// Two values to two format bytes (the first in the low byte). For FP8 the reference clamps to
+// ±fmax, then rounds to nearest even; the saturating conversion is the same function (a finite
+// value that would round past fmax becomes fmax either way), so it needs no separate clamp.
+__device__ __forceinline__ uint32_t pack2(float a, float b, DType fmt) {
+  if (fmt == DType::int8) return to_int8(a) | (to_int8(b) << 8);
+  return __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE,
+                                  fmt == DType::fp8_e4m3 ? __NV_E4M3 : __NV_E5M2);
+}
+
+__device__ __forceinline__ uint8_t pack1(float a, DType fmt) {
+  return static_cast<uint8_t>(pack2(a, 0.0f, fmt) & 0xffu);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tile kernel: one 128×128 output tile per CTA
+// ---------------------------------------------------------------------------------------------
+
+struct TileParams {
+  const void* x;
+  int64_t ld;
+  int64_t in_rows, in_cols;
+  bool transpose;
+  bool vec_in;         // 16-byte input loads (aligned base and leading dimension)
+  bool vec_out;        // 4-byte output stores (aligned base, C % 4 == 0)
+  int64_t rows, cols;  // of the output
+  DType fmt;
+  float fmax;
+  uint8_t* values;
+  float* scales;
+  int64_t nbc;  // scale columns of the whole output
+  // Fused (in-tile amax): the block, powers of two dividing the tile, and their log2.
+  int br, bc;
+  int br_log2, bc_log2;
+  // Apply (amax from the general path): inverse scales per block and the real block shape.
+  const float* inv;
+  int64_t gbr, gbc;
+};
+
+// The tile in input orientation, FP32, 128 rows of 32 four-float chunks; a row's chunks are
+// XOR-swizzled by (row / 4) % 8 so that both the row-wise reads (8 lanes, 8 chunks of one row)
+// and the transposing reads (8 lanes, one chunk of rows 4l..4l+3) hit distinct bank groups.
+__device__ __forceinline__ int swz(int i, int j) {
+  return i * kTile + ((((j >> 2) ^ (i >> 2)) & 7) | ((j >> 2) & ~7)) * 4 + (j & 3);
+}
+
+template <typename InT>
+__device__ __forceinline__ void load_tile(const TileParams& p, float* tile, int64_t ir0,
+                                          int64_t ic0) {
+  constexpr int V = Vec<InT>::kSize;
+  constexpr int kVecPerRow = kTile / V;
+  constexpr int kIters = kTile * kVecPerRow / kThreads;  // 8 (bf16) or 16 (fp32)
+  constexpr int kBatch = 4;
+  const InT* x = static_cast<const InT*>(p.x);
+#pragma unroll
+  for (int b0 = 0; b0 < kIters; b0 += kBatch) {
+    uint4 raw[kBatch];
+    bool full[kBatch];
+#pragma unroll
+    for (int it = 0; it < kBatch; ++it) {
+      const int v = (b0 + it) * kThreads + static_cast<int>(threadIdx.x);
+      const int i = v / kVecPerRow;
+      const int j = (v % kVecPerRow) * V;
+      const int64_t gi = ir0 + i;
+      const int64_t gj = ic0 + j;
+      full[it] = p.vec_in && gi < p.in_rows && gj + V <= p.in_cols;
+      raw[it] = full[it] ? load_vec(x + gi * p.ld + gj) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int it = 0; it < kBatch; ++it) {
+      const int v = (b0 + it) * kThreads + static_cast<int>(threadIdx.x);
+      const int i = v / kVecPerRow;
+      const int m = v % kVecPerRow;
+      const int64_t gi = ir0 + i;
+      const int64_t gj = ic0 + m * V;
+      float f[V];
+      if (full[it]) {
+        Vec<InT>::unpack(raw[it], f);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          f[e] = (gi < p.in_rows && gj + e < p.in_cols) ? load_elem(x + gi * p.ld + gj + e) : 0.0f;
+        }
+      }
+      if constexpr (V == 8) {
+        // Two chunks per thread: lanes 4..7 of each 8 store their odd chunk first, so that each
+        // store instruction's 8 lanes hit 8 distinct bank groups.
+        const bool odd_first = (m >> 2) & 1;
+        const float4 lo = make_float4(f[0], f[1], f[2], f[3]);
+        const float4 hi = make_float4(f[4], f[5], f[6], f[7]);
+        *reinterpret_cast<float4*>(&tile[swz(i, m * 8 + (odd_first ? 4 : 0))]) =
+            odd_first ? hi : lo;
+        *reinterpret_cast<float4*>(&tile[swz(i, m * 8 + (odd_first ? 0 : 4))]) =
+            odd_first ? lo : hi;
+      } else {
+        *reinterpret_cast<float4*>(&tile[swz(i, m * 4)]) = make_float4(f[0], f[1], f[2], f[3]);
+      }
+    }
+  }
+}
+
+// The 4×4 output micro-tile of this thread in pass `pass`: output rows r..r+3 (r = pass·32 +
+// warp·4), columns 4·lane..4·lane+3, as v[row][col].
+__device__ __forceinline__ void read_micro(const float* tile, bool transpose, int r, int lane,
+                                           float (&v)[4][4]) {
+  if (!transpose) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const float4 t = *reinterpret_cast<const float4*>(&tile[swz(r + q, 4 * lane)]);
+      v[q][0] = t.x;
+      v[q][1] = t.y;
+      v[q][2] = t.z;
+      v[q][3] = t.w;
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float4 t = *reinterpret_cast<const float4*>(&tile[swz(4 * lane + e, r)]);
+      v[0][e] = t.x;
+      v[1][e] = t.y;
+      v[2][e] = t.z;
+      v[3][e] = t.w;
+    }
+  }
+}
+
+__device__ __forceinline__ void store4(const TileParams& p, int64_t gr, int64_t gc,
+                                       const float (&q)[4]) {
+  if (gr >= p.rows) return;
+  uint8_t* out = p.values + gr * p.cols + gc;
+  if (p.vec_out && gc + 4 <= p.cols) {
+    *reinterpret_cast<uint32_t*>(out) = pack2(q[0], q[1], p.fmt) | (pack2(q[2], q[3], p.fmt) << 16);
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (gc + e < p.cols) out[e] = pack1(q[e], p.fmt);
+    }
+  }
+}
+
+// kFused: block amaxes computed in the tile (p.br × p.bc blocks). Otherwise the inverse scales
+// come from p.inv (the general path's second pass).
+template <typename InT, bool kFused>
+__global__ void __launch_bounds__(kThreads, 3) quantize_tile_kernel(const TileParams p) {
+  extern __shared__ __align__(16) float smem[];
+  float* tile = smem;                                                        // [128][128]
+  uint32_t* block_amax = reinterpret_cast<uint32_t*>(smem + kTile * kTile);  // [128/br][128/bc]
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int nbc_tile = kTile >> p.bc_log2;
+  const int nblocks_tile = (kTile >> p.br_log2) * nbc_tile;
+
+  if constexpr (kFused) {
+    for (int b = static_cast<int>(threadIdx.x); b < nblocks_tile; b += kThreads)
+      block_amax[b] = 0;
+  }
+  load_tile<InT>(p, tile, p.transpose ? c0 : r0, p.transpose ? r0 : c0);
+  __syncthreads();
+
+  if constexpr (kFused) {
+    const int lanes_per_block = p.bc / 4;  // 1..32
+    const int row_step = p.br < 4 ? p.br : 4;
+#pragma unroll 1
+    for (int pass = 0; pass < kTile / 32; ++pass) {
+      const int r = pass * 32 + warp * 4;
+      float v[4][4];
+      read_micro(tile, p.transpose, r, lane, v);
+      uint32_t m[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        m[q] = max(max(abs_bits(v[q][0]), abs_bits(v[q][1])),
+                   max(abs_bits(v[q][2]), abs_bits(v[q][3])));
+      }
+      for (int off = 1; off < lanes_per_block; off <<= 1) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          m[q] = max(m[q], __shfl_xor_sync(0xffffffffu, m[q], off));
+      }
+      if (p.br >= 2) {
+        m[0] = max(m[0], m[1]);
+        m[2] = max(m[2], m[3]);
+      }
+      if (p.br >= 4) m[0] = max(m[0], m[2]);
+      if ((lane & (lanes_per_block - 1)) == 0) {
+        const int cb = (4 * lane) >> p.bc_log2;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          if (q % row_step == 0)
+            atomicMax(&block_amax[((r + q) >> p.br_log2) * nbc_tile + cb], m[q]);
+        }
+      }
+    }
+    __syncthreads();
+    // Scales of the tile's blocks (those inside the matrix), inverse scales in place.
+    for (int b = static_cast<int>(threadIdx.x); b < nblocks_tile; b += kThreads) {
+      const int rb = b / nbc_tile;
+      const int cb = b % nbc_tile;
+      float scale;
+      float inv;
+      scale_of(block_amax[b], p.fmax, &scale, &inv);
+      if (r0 + static_cast<int64_t>(rb) * p.br < p.rows &&
+          c0 + static_cast<int64_t>(cb) * p.bc < p.cols) {
+        p.scales[(r0 / p.br + rb) * p.nbc + c0 / p.bc + cb] = scale;
+      }
+      block_amax[b] = __float_as_uint(inv);
+    }
+    __syncthreads();
+  }
+
+  // Column blocks of this thread's four output columns (apply mode), fixed across passes.
+  int64_t cblock[4] = {0, 0, 0, 0};
+  if constexpr (!kFused) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int64_t gc = c0 + 4 * lane + e;
+      cblock[e] =
+          static_cast<uint32_t>(gc < p.cols ? gc : p.cols - 1) / static_cast<uint32_t>(p.gbc);
+    }
+  }
+#pragma unroll 1
+  for (int pass = 0; pass < kTile / 32; ++pass) {
+    const int r = pass * 32 + warp * 4;
+    float v[4][4];
+    read_micro(tile, p.transpose, r, lane, v);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int64_t gr = r0 + r + q;
+      float out[4];
+      if constexpr (kFused) {
+        const float inv = __uint_as_float(
+            block_amax[((r + q) >> p.br_log2) * nbc_tile + ((4 * lane) >> p.bc_log2)]);
+        const bool nonfinite = inv != inv;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          out[e] = scaled(v[q][e], inv, nonfinite);
+      } else {
+        const int64_t rowbase =
+            static_cast<int64_t>(static_cast<uint32_t>(gr < p.rows ? gr : p.rows - 1) /
+                                 static_cast<uint32_t>(p.gbr)) *
+            p.nbc;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          out[e] = scaled(v[q][e], __ldg(p.inv + rowbase + cblock[e]));
+      }
+      store4(p, gr, c0 + 4 * lane, out);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rows kernel: rowwise without transpose, one CTA per row
+// ---------------------------------------------------------------------------------------------
+
+struct RowParams {
+  const void* x;
+  int64_t ld;
+  int64_t cols;
+  bool vec;  // 16-byte loads and V-byte stores: aligned bases, ld and cols multiples of V
+  DType fmt;
+  float fmax;
+  uint8_t* values;
+  float* scales;
+};
+
+template <typename InT>
+__device__ __forceinline__ void store_vec(uint8_t* out, const float* q, DType fmt) {
+  if constexpr (Vec<InT>::kSize == 8) {
+    *reinterpret_cast<uint2*>(out) =
+        make_uint2(pack2(q[0], q[1], fmt) | (pack2(q[2], q[3], fmt) << 16),
+                   pack2(q[4], q[5], fmt) | (pack2(q[6], q[7], fmt) << 16));
+  } else {
+    *reinterpret_cast<uint32_t*>(out) = pack2(q[0], q[1], fmt) | (pack2(q[2], q[3], fmt) << 16);
+  }
+}
+
+template <typename InT>
+__global__ void __launch_bounds__(kThreads) quantize_rows_kernel(const RowParams p) {
+  constexpr int V = Vec<InT>::kSize;
+  __shared__ uint32_t warp_amax[kThreads / 32];
+  __shared__ float row_inv;
+  const int64_t row = blockIdx.x;
+  const InT* x = static_cast<const InT*>(p.x) + row * p.ld;
+  uint8_t* out = p.values + row * p.cols;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t nvec = p.vec ? p.cols / V : 0;
+
+  // Pass 1: amax, keeping the first kRowCache vectors of each thread in registers.
+  uint4 cache[kRowCache];
+  uint32_t amax = 0;
+#pragma unroll
+  for (int u = 0; u < kRowCache; ++u) {
+    const int64_t idx = tid + static_cast<int64_t>(u) * kThreads;
+    if (idx < nvec) cache[u] = load_vec(x + idx * V);
+  }
+#pragma unroll
+  for (int u = 0; u < kRowCache; ++u) {
+    const int64_t idx = tid + static_cast<int64_t>(u) * kThreads;
+    if (idx < nvec) {
+      float f[V];
+      Vec<InT>::unpack(cache[u], f);
+#pragma unroll
+      for (int e = 0; e < V; ++e)
+        amax = max(amax, abs_bits(f[e]));
+    }
+  }
+  for (int64_t idx = tid + static_cast<int64_t>(kRowCache) * kThreads; idx < nvec;
+       idx += kThreads) {
+    float f[V];
+    Vec<InT>::unpack(load_vec(x + idx * V), f);
+#pragma unroll
+    for (int e = 0; e < V; ++e)
+      amax = max(amax, abs_bits(f[e]));
+  }
+  for (int64_t j = nvec * V + tid; j < p.cols; j += kThreads)
+    amax = max(amax, abs_bits(load_elem(x + j)));
+
+  amax = __reduce_max_sync(0xffffffffu, amax);
+  if ((tid & 31) == 0) warp_amax[tid >> 5] = amax;
+  __syncthreads();
+  if (tid < 32) {
+    uint32_t a = tid < kThreads / 32 ? warp_amax[tid] : 0;
+    a = __reduce_max_sync(0xffffffffu, a);
+    if (tid == 0) {
+      float scale;
+      float inv;
+      scale_of(a, p.fmax, &scale, &inv);
+      p.scales[row] = scale;
+      row_inv = inv;
+    }
+  }
+  __syncthreads();
+  const float inv = row_inv;
+  const bool nonfinite = inv != inv;
+
+  // Pass 2: quantize; vectors past the cache are read again (from L2: this CTA just read them).
+#pragma unroll
+  for (int u = 0; u < kRowCache; ++u) {
+    const int64_t idx = tid + static_cast<int64_t>(u) * kThreads;
+    if (idx < nvec) {
+      float f[V];
+      Vec<InT>::unpack(cache[u], f);
+#pragma unroll
+      for (int e = 0; e < V; ++e)
+        f[e] = scaled(f[e], inv, nonfinite);
+      store_vec<InT>(out + idx * V, f, p.fmt);
+    }
+  }
+  for (int64_t idx = tid + static_cast<int64_t>(kRowCache) * kThreads; idx < nvec;
+       idx += kThreads) {
+    float f[V];
+    Vec<InT>::unpack(load_vec(x + idx * V), f);
+#pragma unroll
+    for (int e = 0; e < V; ++e)
+      f[e] = scaled(f[e], inv, nonfinite);
+    store_vec<InT>(out + idx * V, f, p.fmt);
+  }
+  for (int64_t j = nvec * V + tid; j < p.cols; j += kThreads) {
+    out[j] = pack1(scaled(load_elem(x + j), inv, nonfinite), p.fmt);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// General path: block amax into the workspace, then scales and inverse scales
+// ---------------------------------------------------------------------------------------------
+
+struct AmaxParams {
+  const void* x;
+  int64_t ld;
+  int64_t in_rows, in_cols;
+  bool vec;
+  int64_t ibr, ibc;  // the block in input coordinates
+  bool transpose;
+  int64_t nbc;     // scale columns of the output
+  int64_t strips;  // strips of 32·V input columns
+  int64_t chunks;  // CTAs per block row
+  uint32_t* amax;  // [blocks] in output coordinates, zeroed
+};
+
+// One CTA: a strip of 32·V input columns × up to kAmaxRowsPerCta rows inside one block row. Each
+// thread keeps a running amax per column of its vector; the warps' maxima meet in shared memory,
+// then columns of one block are merged before the atomicMax.
+template <typename InT>
+__global__ void __launch_bounds__(kThreads) block_amax_kernel(const AmaxParams p) {
+  constexpr int V = Vec<InT>::kSize;
+  constexpr int W = 32 * V;
+  constexpr int kWarps = kThreads / 32;
+  constexpr int kUnroll = 4;
+  __shared__ uint32_t red[kWarps][W];
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int64_t strip = blockIdx.x % p.strips;
+  const int64_t rest = blockIdx.x / p.strips;
+  const int64_t brow = rest / p.chunks;
+  const int64_t chunk = rest % p.chunks;
+  const int64_t row_begin = brow * p.ibr + chunk * kAmaxRowsPerCta;
+  const int64_t row_end = min(min(brow * p.ibr + p.ibr, row_begin + kAmaxRowsPerCta), p.in_rows);
+  const int64_t j0 = strip * W + lane * V;
+  const InT* x = static_cast<const InT*>(p.x);
+  const bool full = p.vec && j0 + V <= p.in_cols;
+
+  uint32_t m[V];
+#pragma unroll
+  for (int e = 0; e < V; ++e)
+    m[e] = 0;
+  for (int64_t i = row_begin + warp; i < row_end; i += kWarps * kUnroll) {
+    uint4 raw[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t ii = i + u * kWarps;
+      raw[u] = (full && ii < row_end) ? load_vec(x + ii * p.ld + j0) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t ii = i + u * kWarps;
+      float f[V];
+      if (full) {
+        Vec<InT>::unpack(raw[u], f);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          f[e] = (ii < row_end && j0 + e < p.in_cols) ? load_elem(x + ii * p.ld + j0 + e) : 0.0f;
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < V; ++e)
+        m[e] = max(m[e], abs_bits(f[e]));
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < V; ++e)
+    red[warp][lane * V + e] = m[e];
+  __syncthreads();
+  if (row_begin >= row_end) return;
+  for (int t = static_cast<int>(threadIdx.x); t < W; t += kThreads) {
+    uint32_t a = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w)
+      a = max(a, red[w][t]);
+    const int64_t j = strip * W + t;
+    const bool valid = j < p.in_cols;
+    const int64_t bcol = valid ? j / p.ibc : -1;
+    // t < W is a whole number of warps, so the warp is converged here.
+    const int64_t bcol0 = __shfl_sync(0xffffffffu, bcol, 0);
+    const bool same = __all_sync(0xffffffffu, valid && bcol == bcol0);
+    const int64_t out_rb = p.transpose ? bcol : brow;
+    const int64_t out_cb = p.transpose ? brow : bcol;
+    if (same) {
+      a = __reduce_max_sync(0xffffffffu, a);
+      if ((t & 31) == 0 && a != 0) atomicMax(&p.amax[out_rb * p.nbc + out_cb], a);
+    } else if (valid && a != 0) {
+      atomicMax(&p.amax[out_rb * p.nbc + out_cb], a);
+    }
+  }
+}
+
+__global__ void finalize_scales_kernel(uint32_t* amax_inv, float* scales, int64_t blocks,
+                                       float fmax) {
+  for (int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; b < blocks;
+       b += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float scale;
+    float inv;
+    scale_of(amax_inv[b], fmax, &scale, &inv);
+    scales[b] = scale;
+    amax_inv[b] = __float_as_uint(inv);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side
+// ---------------------------------------------------------------------------------------------
+
+enum class Path { tile, rows, general };
+
+struct Plan {
+  int64_t rows = 0, cols = 0;  // output
+  int64_t br = 0, bc = 0;      // real block, clamped to the output like the reference
+  int64_t nbr = 0, nbc = 0;    // scale grid
+  Path path = Path::general;
+  int tile_br = 0, tile_bc = 0;  // tile path: the block as the tile sees it
+};
+
+Plan plan(const QuantizeArgs& a) {
+  Plan p;
+  p.rows = a.transpose ? a.cols : a.rows;
+  p.cols = a.transpose ? a.rows : a.cols;
+  p.br = a.block_rows > 0 ? std::min(a.block_rows, p.rows) : p.rows;
+  p.bc = a.block_cols > 0 ? std::min(a.block_cols, p.cols) : p.cols;
+  p.nbr = ceil_div(p.rows, p.br);
+  p.nbc = ceil_div(p.cols, p.bc);
+  // A block side spanning a whole dimension that fits in the tile spans the tile: the padding
+  // beyond the matrix is zero and changes no amax.
+  const int64_t tbr = (p.br == p.rows && p.rows <= kTile) ? kTile : p.br;
+  const int64_t tbc = (p.bc == p.cols && p.cols <= kTile) ? kTile : p.bc;
+  if (is_pow2(tbr) && tbr <= kTile && is_pow2(tbc) && tbc >= 4 && tbc <= kTile) {
+    p.path = Path::tile;
+    p.tile_br = static_cast<int>(tbr);
+    p.tile_bc = static_cast<int>(tbc);
+  } else if (!a.transpose && p.br == 1 && p.bc == p.cols) {
+    p.path = Path::rows;
+  } else {
+    p.path = Path::general;
+  }
+  return p;
+}
+
+// The shape checks; quantize() also checks the pointers.
+void validate_shape(const QuantizeArgs& a) {
+  LPBENCH_CUDA_REQUIRE(a.x_type == DType::bf16 || a.x_type == DType::fp32,
+                       std::string("x must be bf16 or fp32, got ") + dtype_name(a.x_type));
+  LPBENCH_CUDA_REQUIRE(a.rows > 0 && a.cols > 0, "rows and cols must be positive, got " +
+                                                     std::to_string(a.rows) + "x" +
+                                                     std::to_string(a.cols));
+  LPBENCH_CUDA_REQUIRE(a.ld >= a.cols,
+                       "ld " + std::to_string(a.ld) + " is below cols " + std::to_string(a.cols));
+  LPBENCH_CUDA_REQUIRE(
+      a.out_type == DType::int8 || a.out_type == DType::fp8_e4m3 || a.out_type == DType::fp8_e5m2,
+      std::string("out_type must be int8, fp8_e4m3 or fp8_e5m2, got ") + dtype_name(a.out_type));
+  LPBENCH_CUDA_REQUIRE(a.block_rows >= 0 && a.block_cols >= 0,
+                       "block sides must be >= 0 (0: the whole dimension)");
+  // Block indices are divided in 32 bits, and the tile grid has at most 65535 rows of tiles.
+  LPBENCH_CUDA_REQUIRE(a.rows < (int64_t{1} << 31) && a.cols < (int64_t{1} << 31) &&
+                           ceil_div(a.transpose ? a.cols : a.rows, kTile) <= 65535,
+                       "the matrix is too large");
+}
+
+void validate(const QuantizeArgs& a) {
+  validate_shape(a);
+  LPBENCH_CUDA_REQUIRE(a.x != nullptr, "x is null");
+  LPBENCH_CUDA_REQUIRE(a.values != nullptr && a.scales != nullptr, "values or scales is null");
+}
+
+template <bool kFused>
+void launch_tile(const TileParams& tp, DType x_type, int64_t rows, int64_t cols,
+                 cudaStream_t stream) {
+  const size_t smem = sizeof(float) * kTile * kTile +
+                      (kFused ? sizeof(uint32_t) * (kTile / tp.br) * (kTile / tp.bc) : 0);
+  const dim3 grid(static_cast<unsigned>(ceil_div(cols, kTile)),
+                  static_cast<unsigned>(ceil_div(rows, kTile)));
+  if (x_type == DType::bf16) {
+    const auto kernel = quantize_tile_kernel<__nv_bfloat16, kFused>;
+    LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(smem)));
+    kernel<<<grid, kThreads, smem, stream>>>(tp);
+  } else {
+    const auto kernel = quantize_tile_kernel<float, kFused>;
+    LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(smem)));
+    kernel<<<grid, kThreads, smem, stream>>>(tp);
+  }
+  LPBENCH_CUDA_CHECK_LAUNCH();
+}
+
+bool aligned(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+}  // namespace
+
+size_t quantize_workspace_bytes(const QuantizeArgs& args) {
+  validate_shape(args);
+  const Plan p = plan(args);
+  return p.path == Path::general ? static_cast<size_t>(p.nbr * p.nbc) * sizeof(uint32_t) : 0;
+}
+
+void quantize(const QuantizeArgs& args, cudaStream_t stream) {
+  validate(args);
+  const Plan p = plan(args);
+  NvtxRange range("lpbench::cuda::quantize");
+  const size_t elem = args.x_type == DType::bf16 ? 2 : 4;
+  const int64_t vec_elems = static_cast<int64_t>(16 / elem);
+  const bool vec_in = aligned(args.x, 16) && (args.ld * static_cast<int64_t>(elem)) % 16 == 0;
+  const float fmax = format_max(args.out_type);
+  auto* values = static_cast<uint8_t*>(args.values);
+
+  if (p.path == Path::rows) {
+    const RowParams rp{
+        args.x,        args.ld,
+        p.cols,        vec_in && p.cols % vec_elems == 0 && aligned(values, 16 / elem),
+        args.out_type, fmax,
+        values,        args.scales};
+    if (args.x_type == DType::bf16) {
+      quantize_rows_kernel<__nv_bfloat16>
+          <<<static_cast<unsigned>(p.rows), kThreads, 0, stream>>>(rp);
+    } else {
+      quantize_rows_kernel<float><<<static_cast<unsigned>(p.rows), kThreads, 0, stream>>>(rp);
+    }
+    LPBENCH_CUDA_CHECK_LAUNCH();
+    return;
+  }
+
+  TileParams tp{};
+  tp.x = args.x;
+  tp.ld = args.ld;
+  tp.in_rows = args.rows;
+  tp.in_cols = args.cols;
+  tp.transpose = args.transpose;
+  tp.vec_in = vec_in;
+  tp.vec_out = aligned(values, 4) && p.cols % 4 == 0;
+  tp.rows = p.rows;
+  tp.cols = p.cols;
+  tp.fmt = args.out_type;
+  tp.fmax = fmax;
+  tp.values = values;
+  tp.scales = args.scales;
+  tp.nbc = p.nbc;
+
+  if (p.path == Path::tile) {
+    tp.br = p.tile_br;
+    tp.bc = p.tile_bc;
+    tp.br_log2 = __builtin_ctz(static_cast<unsigned>(p.tile_br));
+    tp.bc_log2 = __builtin_ctz(static_cast<unsigned>(p.tile_bc));
+    launch_tile<true>(tp, args.x_type, p.rows, p.cols, stream);
+    return;
+  }
+
+  LPBENCH_CUDA_REQUIRE(args.workspace != nullptr,
+                       "this block shape needs a workspace of quantize_workspace_bytes() bytes");
+  const int64_t blocks = p.nbr * p.nbc;
+  auto* amax = static_cast<uint32_t*>(args.workspace);
+  LPBENCH_CUDA_CHECK(
+      cudaMemsetAsync(amax, 0, static_cast<size_t>(blocks) * sizeof(uint32_t), stream));
+
+  AmaxParams ap{};
+  ap.x = args.x;
+  ap.ld = args.ld;
+  ap.in_rows = args.rows;
+  ap.in_cols = args.cols;
+  ap.vec = vec_in;
+  ap.ibr = args.transpose ? p.bc : p.br;
+  ap.ibc = args.transpose ? p.br : p.bc;
+  ap.transpose = args.transpose;
+  ap.nbc = p.nbc;
+  ap.strips = ceil_div(args.cols, 32 * vec_elems);
+  ap.chunks = ceil_div(std::min(ap.ibr, args.rows), kAmaxRowsPerCta);
+  ap.amax = amax;
+  const int64_t ctas = ap.strips * ceil_div(args.rows, ap.ibr) * ap.chunks;
+  LPBENCH_CUDA_REQUIRE(ctas <= 0x7fffffff, "too many blocks for the amax grid");
+  if (args.x_type == DType::bf16) {
+    block_amax_kernel<__nv_bfloat16><<<static_cast<unsigned>(ctas), kThreads, 0, stream>>>(ap);
+  } else {
+    block_amax_kernel<float><<<static_cast<unsigned>(ctas), kThreads, 0, stream>>>(ap);
+  }
+  LPBENCH_CUDA_CHECK_LAUNCH();
+
+  const int64_t fin_ctas = std::min<int64_t>(ceil_div(blocks, kThreads), 4096);
+  finalize_scales_kernel<<<static_cast<unsigned>(fin_ctas), kThreads, 0, stream>>>(
+      amax, args.scales, blocks, fmax);
+  LPBENCH_CUDA_CHECK_LAUNCH();
+
+  tp.br = tp.bc = kTile;  // unused by the apply kernel, but keeps the tile's bookkeeping valid
+  tp.br_log2 = tp.bc_log2 = 7;
+  tp.inv = reinterpret_cast<const float*>(amax);
+  tp.gbr = p.br;
+  tp.gbc = p.bc;
+  launch_tile<false>(tp, args.x_type, p.rows, p.cols, stream);
+}
+
+}  // namespace lpbench::cuda

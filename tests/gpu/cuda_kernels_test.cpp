@@ -1,0 +1,619 @@
+// lpbench's CUDA kernels (kernels/cuda) against the reference (kernels/reference), bit for bit:
+// INT8 and FP8 values as bytes, scales as FP32 bit patterns (NaN scales by isnan), INT8 GEMM
+// outputs as BF16/FP32 bit patterns. Shapes: every linear layer of the seed models (fprop, dgrad
+// and wgrad at 4096 tokens, a few at 16384), and edge sizes off the kernels' tiles and vectors.
+//
+// The reference runs on the GPU for speed (plain torch ops), with one known difference from its
+// CPU run: ATen's CUDA division by a CPU scalar multiplies by the reciprocal, so `amax / fmax`
+// there differs from the IEEE quotient in the last bit for some amaxes (seen on an H100: 4% of
+// random values for 127, 55% for 448 and 57344; `fmax / amax` matched). The expected scales are
+// therefore computed on the CPU from the block amaxes, and GpuReferenceValuesMatchTheCpuReference
+// holds the GPU run's values to the CPU run.
+//
+// Without a CUDA device the GPU tests skip; the argument checks run everywhere.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/cuda/quantize.cuh"
+#include "kernels/cuda/scaled_gemm.cuh"
+#include "kernels/reference/int8_gemm.h"
+#include "kernels/reference/quantize.h"
+#include "kernels/reference/scaled_gemm.h"
+#include "workloads/levels/workload.h"
+#include "workloads/models/model_config.h"
+
+namespace lpbench::cuda {
+namespace {
+
+namespace ref = kernels::reference;
+using kernels::NumberFormat;
+
+const std::vector<std::string> kSeedModels = {"llama2-7b", "llama2-13b",  "qwen3-4b",
+                                              "qwen3-8b",  "llama3.1-8b", "mixtral-8x7b-8l"};
+constexpr int64_t kTokens = 4096;
+constexpr DType kFormats[] = {DType::int8, DType::fp8_e4m3, DType::fp8_e5m2};
+
+NumberFormat number_format(DType t) {
+  return t == DType::int8
+             ? NumberFormat::int8
+             : (t == DType::fp8_e4m3 ? NumberFormat::fp8_e4m3 : NumberFormat::fp8_e5m2);
+}
+
+at::ScalarType torch_type(DType t) {
+  return t == DType::bf16 ? at::kBFloat16 : at::kFloat;
+}
+
+DType dtype_of(const at::Tensor& x) {
+  return x.scalar_type() == at::kBFloat16 ? DType::bf16 : DType::fp32;
+}
+
+class GpuKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) {
+      GTEST_SKIP() << "no CUDA device: the CUDA kernels are checked on a GPU machine";
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Comparison
+// ---------------------------------------------------------------------------------------------
+
+// Bitwise equality of two same-shaped tensors of one element size, with the first mismatch.
+::testing::AssertionResult same_bits(const at::Tensor& expected, const at::Tensor& actual) {
+  if (expected.sizes() != actual.sizes()) {
+    return ::testing::AssertionFailure()
+           << "shape " << actual.sizes() << ", expected " << expected.sizes();
+  }
+  const at::ScalarType bits = expected.element_size() == 1
+                                  ? at::kByte
+                                  : (expected.element_size() == 2 ? at::kShort : at::kInt);
+  const at::Tensor e = expected.contiguous().view(bits).to(actual.device());
+  const at::Tensor a = actual.contiguous().view(bits);
+  const at::Tensor diff = e.ne(a);
+  const int64_t count = diff.sum().item<int64_t>();
+  if (count == 0) return ::testing::AssertionSuccess();
+  const int64_t first = diff.flatten().nonzero()[0].item<int64_t>();
+  const int64_t cols = expected.dim() > 1 ? expected.size(-1) : 1;
+  return ::testing::AssertionFailure()
+         << count << " of " << expected.numel() << " differ; first at [" << first / cols << ", "
+         << first % cols << "]: got bits " << a.flatten()[first].item<int64_t>() << " ("
+         << actual.flatten()[first].to(at::kFloat).item<float>() << "), expected bits "
+         << e.flatten()[first].item<int64_t>() << " ("
+         << expected.flatten()[first].to(at::kFloat).item<float>() << ")";
+}
+
+// FP32 scales: the same bits, except that a NaN matches any NaN.
+::testing::AssertionResult same_scales(const at::Tensor& expected, const at::Tensor& actual) {
+  const at::Tensor e = expected.to(at::kCPU);
+  const at::Tensor a = actual.to(at::kCPU);
+  if (e.sizes() != a.sizes()) {
+    return ::testing::AssertionFailure() << "scales " << a.sizes() << ", expected " << e.sizes();
+  }
+  if (!torch::equal(e.isnan(), a.isnan())) {
+    return ::testing::AssertionFailure()
+           << "NaN scales differ: got " << a.isnan().sum().item<int64_t>() << ", expected "
+           << e.isnan().sum().item<int64_t>();
+  }
+  return same_bits(torch::where(e.isnan(), torch::zeros_like(e), e),
+                   torch::where(a.isnan(), torch::zeros_like(a), a));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantize
+// ---------------------------------------------------------------------------------------------
+
+struct QuantCase {
+  bool transpose = false;
+  DType out = DType::int8;
+  int64_t br = 0, bc = 0;  // output coordinates, 0: the whole dimension
+};
+
+std::string describe(const at::Tensor& x, const QuantCase& c) {
+  return std::string(dtype_name(dtype_of(x))) + " [" + std::to_string(x.size(0)) + "x" +
+         std::to_string(x.size(1)) + ", ld " + std::to_string(x.stride(0)) + "]" +
+         (c.transpose ? "ᵀ" : "") + " -> " + dtype_name(c.out) + " blocks {" +
+         std::to_string(c.br) + "," + std::to_string(c.bc) + "}";
+}
+
+struct KernelQuant {
+  at::Tensor values;  // uint8 [R, C]
+  at::Tensor scales;  // fp32
+};
+
+KernelQuant run_quantize(const at::Tensor& x, const QuantCase& c) {
+  const int64_t rows = x.size(0);
+  const int64_t cols = x.size(1);
+  const int64_t out_rows = c.transpose ? cols : rows;
+  const int64_t out_cols = c.transpose ? rows : cols;
+  const int64_t br = c.br > 0 ? std::min(c.br, out_rows) : out_rows;
+  const int64_t bc = c.bc > 0 ? std::min(c.bc, out_cols) : out_cols;
+  const auto cuda = x.options();
+  // Poison: bytes the kernel never writes (INT8 is symmetric, so never -128; FP8 values are
+  // never NaN, 0x7f in both formats) and negative scales.
+  KernelQuant k{
+      torch::full({out_rows, out_cols}, c.out == DType::int8 ? 0x80 : 0x7f, cuda.dtype(at::kByte)),
+      torch::full({(out_rows + br - 1) / br, (out_cols + bc - 1) / bc}, -1.0F,
+                  cuda.dtype(at::kFloat))};
+  QuantizeArgs args;
+  args.x = x.data_ptr();
+  args.x_type = dtype_of(x);
+  args.rows = rows;
+  args.cols = cols;
+  args.ld = x.stride(0);
+  args.transpose = c.transpose;
+  args.out_type = c.out;
+  args.block_rows = c.br;
+  args.block_cols = c.bc;
+  args.values = k.values.data_ptr();
+  args.scales = k.scales.data_ptr<float>();
+  const size_t ws_bytes = quantize_workspace_bytes(args);
+  const at::Tensor ws =
+      torch::full({static_cast<int64_t>(ws_bytes) + 16}, 0xff, cuda.dtype(at::kByte));
+  args.workspace = ws_bytes > 0 ? ws.data_ptr() : nullptr;
+  quantize(args, nullptr);
+  return k;
+}
+
+// The reference's values (computed on the GPU) and scales (on the CPU, from the block amaxes:
+// quantizing each amax as its own 1×1 block gives exactly the reference's amax / fmax).
+KernelQuant expected_quantize(const at::Tensor& x, const QuantCase& c) {
+  const at::Tensor src = c.transpose ? x.t().contiguous() : x;
+  const NumberFormat fmt = number_format(c.out);
+  const ref::Quantized q = ref::quantize(src, {fmt, c.br, c.bc});
+  const at::Tensor amax = ref::block_absmax(src, c.br, c.bc).to(at::kCPU);
+  return {q.values.view(at::kByte), ref::quantize(amax, {fmt, 1, 1}).scales};
+}
+
+void check_quantize(const at::Tensor& x, const QuantCase& c) {
+  SCOPED_TRACE(describe(x, c));
+  const KernelQuant want = expected_quantize(x, c);
+  const KernelQuant got = run_quantize(x, c);
+  EXPECT_TRUE(same_scales(want.scales, got.scales)) << "scales";
+  EXPECT_TRUE(same_bits(want.values, got.values)) << "values";
+}
+
+// Random values whose magnitude varies by row and by column (outlier channels), so that blocks
+// have different scales; `ld` > cols leaves a gap after each row.
+at::Tensor random_matrix(int64_t rows, int64_t cols, DType type, int64_t ld = 0) {
+  const auto opts = torch::TensorOptions().device(torch::kCUDA);
+  const at::Tensor v = torch::randn({rows, cols}, opts) *
+                       torch::exp(torch::randn({rows, 1}, opts)) *
+                       torch::exp(2 * torch::randn({1, cols}, opts));
+  if (ld <= cols) return v.to(torch_type(type));
+  at::Tensor storage = torch::full({rows, ld}, std::numeric_limits<float>::quiet_NaN(),
+                                   opts.dtype(torch_type(type)));
+  at::Tensor view = storage.narrow(1, 0, cols);
+  view.copy_(v);
+  return view;
+}
+
+const std::vector<std::pair<int64_t, int64_t>> kGranularities = {
+    {0, 0}, {1, 0}, {1, 128}, {128, 128}, {32, 32}};
+
+TEST_F(GpuKernels, QuantizeEveryLinearShapeOfTheSeedModels) {
+  // X [T, in] (fprop A; Xᵀ is wgrad's B), W [out, in] (fprop B; Wᵀ is dgrad's B), dY [T, out]
+  // (dgrad A; dYᵀ is wgrad's A), each in the granularities its GEMMs use, formats in turn.
+  std::set<std::pair<int64_t, int64_t>> seen;
+  int64_t seed = 0;
+  for (const std::string& name : kSeedModels) {
+    for (const workloads::LinearShape& l :
+         workloads::linear_shapes(workloads::builtin_model(name))) {
+      SCOPED_TRACE(name + " " + l.part);
+      if (!seen.insert({l.in_features, l.out_features}).second) continue;
+      auto fmt = [&] { return kFormats[seed % 3]; };
+      torch::manual_seed(++seed);
+      const at::Tensor x = random_matrix(kTokens, l.in_features, DType::bf16);
+      for (auto [br, bc] : std::vector<std::pair<int64_t, int64_t>>{{1, 0}, {1, 128}, {0, 0}}) {
+        check_quantize(x, {false, fmt(), br, bc});
+        check_quantize(x, {true, fmt(), br, bc});
+        ++seed;
+      }
+      torch::manual_seed(++seed);
+      const at::Tensor w =
+          random_matrix(l.out_features, l.in_features, seed % 2 ? DType::fp32 : DType::bf16);
+      for (auto [br, bc] : std::vector<std::pair<int64_t, int64_t>>{{128, 128}, {1, 0}}) {
+        check_quantize(w, {false, fmt(), br, bc});
+        check_quantize(w, {true, fmt(), br, bc});
+        ++seed;
+      }
+      torch::manual_seed(++seed);
+      const at::Tensor dy = random_matrix(kTokens, l.out_features, DType::bf16);
+      check_quantize(dy, {false, fmt(), 1, 128});
+      check_quantize(dy, {true, fmt(), 1, 128});
+    }
+  }
+}
+
+TEST_F(GpuKernels, QuantizeAtSixteenThousandTokens) {
+  torch::manual_seed(100);
+  const at::Tensor x = random_matrix(16384, 4096, DType::bf16);
+  check_quantize(x, {false, DType::fp8_e4m3, 1, 128});
+  check_quantize(x, {true, DType::int8, 1, 128});
+  check_quantize(x, {true, DType::int8, 1, 0});
+  check_quantize(x, {false, DType::fp8_e5m2, 0, 0});
+}
+
+TEST_F(GpuKernels, QuantizeEdgeShapesEveryGranularityFormatAndLayout) {
+  // Sizes off the 128 tile and the 16-byte vectors; leading dimensions that break alignment;
+  // block shapes that take each path (tile, rows, general), odd ones included.
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {
+      {1, 1}, {1, 300}, {17, 130}, {128, 128}, {129, 127}, {130, 17}, {255, 257}, {300, 1}};
+  std::vector<std::pair<int64_t, int64_t>> blocks = kGranularities;
+  blocks.insert(blocks.end(), {{2, 4}, {64, 1}, {1, 256}, {3, 5}, {0, 1}, {128, 0}, {16, 64}});
+  int64_t seed = 1000;
+  for (auto [rows, cols] : shapes) {
+    for (DType type : {DType::bf16, DType::fp32}) {
+      for (int64_t ld : {cols, cols + 3, cols + 8}) {
+        torch::manual_seed(++seed);
+        const at::Tensor x = random_matrix(rows, cols, type, ld);
+        for (auto [br, bc] : blocks) {
+          for (bool transpose : {false, true}) {
+            check_quantize(x, {transpose, kFormats[seed++ % 3], br, bc});
+          }
+        }
+      }
+    }
+  }
+}
+
+// Zeros, NaN, Inf, -0 and values placed exactly half way between two representable values.
+TEST_F(GpuKernels, QuantizeSpecialValuesAndTies) {
+  const auto opts = torch::TensorOptions().device(torch::kCUDA);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<std::pair<int64_t, int64_t>> blocks = kGranularities;
+  blocks.insert(blocks.end(), {{3, 5}, {0, 1}});
+  int64_t seed = 5000;
+  for (DType type : {DType::bf16, DType::fp32}) {
+    for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{200, 260}, {384, 512}}) {
+      torch::manual_seed(++seed);
+      // A zero region (amax 0: scale 1), -0 entries, a NaN and an Inf in different blocks.
+      at::Tensor x = torch::randn({rows, cols}, opts);
+      x.narrow(0, 0, 40).narrow(1, 0, 140).zero_();
+      x.narrow(0, 0, 40).narrow(1, 0, 140).select(1, 7).fill_(-0.0F);
+      x.narrow(0, 150, 5).narrow(1, 200, 5).fill_(-0.0F);
+      x.index_put_({170, 3}, nan);
+      x.index_put_({60, 250}, -inf);
+      x = x.to(torch_type(type));
+      for (auto [br, bc] : blocks) {
+        for (bool transpose : {false, true}) {
+          for (DType out : kFormats)
+            check_quantize(x, {transpose, out, br, bc});
+        }
+      }
+      // Only an Inf (tensorwise: an Inf scale) and all zeros.
+      at::Tensor only_inf = torch::randn({rows, cols}, opts);
+      only_inf.index_put_({rows - 1, cols - 1}, inf);
+      const at::Tensor zeros = torch::zeros({rows, cols}, opts);
+      for (const at::Tensor& t : {only_inf.to(torch_type(type)), zeros.to(torch_type(type))}) {
+        for (auto [br, bc] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {1, 0}, {128, 128}}) {
+          for (bool transpose : {false, true}) {
+            for (DType out : kFormats)
+              check_quantize(t, {transpose, out, br, bc});
+          }
+        }
+      }
+    }
+    // Ties: every block's amax is the format's largest value, so inv is exactly 1 and x reaches
+    // the rounding unchanged; the grid puts many values half way (INT8 at .5, FP8 at half a
+    // step, subnormals included).
+    for (DType out : kFormats) {
+      const auto fmax = static_cast<double>(format_max(out));
+      for (auto [br, bc] :
+           std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {1, 0}, {1, 128}, {32, 32}}) {
+        torch::manual_seed(++seed);
+        const int64_t rows = 96;
+        const int64_t cols = 256;
+        // Half the smallest subnormal step of each FP8 format (2⁻⁹ for E4M3, 2⁻¹⁶ for E5M2).
+        const double step =
+            out == DType::int8 ? 0.5 : std::ldexp(1.0, out == DType::fp8_e4m3 ? -10 : -17);
+        at::Tensor x = torch::randint(-1024, 1025, {rows, cols}, opts) * step;
+        // Larger values in a quarter of the rows, to reach every binade.
+        x.narrow(0, 0, rows / 4).mul_(torch::exp2(torch::randint(0, 14, {rows / 4, cols}, opts)));
+        x = x.clamp(-fmax, fmax);
+        x.slice(0, 0, rows, br > 0 ? br : rows).slice(1, 0, cols, bc > 0 ? bc : cols).fill_(fmax);
+        x = x.to(torch_type(type));
+        check_quantize(x, {false, out, br, bc});
+        check_quantize(x.t().contiguous(), {true, out, br, bc});
+      }
+    }
+  }
+}
+
+// The GPU run of the reference is the oracle above; here it is held to the CPU run (the
+// definition), values bit for bit.
+TEST_F(GpuKernels, GpuReferenceValuesMatchTheCpuReference) {
+  torch::manual_seed(7);
+  const at::Tensor x = random_matrix(300, 520, DType::bf16);
+  for (auto [br, bc] : kGranularities) {
+    for (DType out : kFormats) {
+      const ref::QuantSpec spec{number_format(out), br, bc};
+      const ref::Quantized gpu = ref::quantize(x, spec);
+      const ref::Quantized cpu = ref::quantize(x.cpu(), spec);
+      EXPECT_TRUE(same_bits(cpu.values.view(at::kByte), gpu.values.view(at::kByte)))
+          << dtype_name(out) << " {" << br << "," << bc << "}";
+      // And the shortcut for the scales is the CPU reference itself.
+      EXPECT_TRUE(same_scales(cpu.scales, expected_quantize(x, {false, out, br, bc}).scales));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scaled GEMM
+// ---------------------------------------------------------------------------------------------
+
+enum class Mode { tensor, row, block };
+
+const char* mode_name(Mode m) {
+  return m == Mode::tensor ? "tensor" : (m == Mode::row ? "row" : "block");
+}
+
+struct GemmCase {
+  int64_t m = 0, n = 0, k = 0;
+  Mode mode = Mode::tensor;
+  int64_t b_block_rows = 128;  // block mode: 128 (weights), 1 (activations), or any other
+  DType c_type = DType::bf16;
+  bool bias = false;
+};
+
+std::string describe(const GemmCase& g) {
+  return std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) + " " +
+         mode_name(g.mode) +
+         (g.mode == Mode::block ? "(b " + std::to_string(g.b_block_rows) + ")" : "") + " -> " +
+         dtype_name(g.c_type) + (g.bias ? " +bias" : "");
+}
+
+struct GemmOperands {
+  ref::Quantized a, b;
+  at::Tensor bias;  // [N] fp32 or undefined
+  ScaledGemmArgs args;
+};
+
+// Random INT8 operands (the whole range, -128 included) and positive scales spread over several
+// binades, in the layout of the case's mode.
+GemmOperands make_operands(const GemmCase& g) {
+  const auto opts = torch::TensorOptions().device(torch::kCUDA);
+  const int64_t kblock = g.mode == Mode::block ? 128 : 0;
+  const int64_t kb = g.mode == Mode::block ? (g.k + 127) / 128 : 1;
+  const int64_t abr = g.mode == Mode::tensor ? 0 : 1;
+  const int64_t bbr = g.mode == Mode::tensor ? 0 : (g.mode == Mode::row ? 1 : g.b_block_rows);
+  auto scales = [&](int64_t rows, int64_t br) {
+    const int64_t n = br == 0 ? 1 : (rows + br - 1) / br;
+    return torch::exp(torch::randn({n, kb}, opts)) * 1e-3;
+  };
+  GemmOperands o{{torch::randint(-128, 128, {g.m, g.k}, opts.dtype(at::kChar)),
+                  scales(g.m, abr),
+                  {NumberFormat::int8, abr, kblock}},
+                 {torch::randint(-128, 128, {g.n, g.k}, opts.dtype(at::kChar)),
+                  scales(g.n, bbr),
+                  {NumberFormat::int8, bbr, kblock}},
+                 g.bias ? torch::randn({g.n}, opts) : at::Tensor(),
+                 {}};
+  ScaledGemmArgs& a = o.args;
+  a.a = o.a.values.data_ptr();
+  a.b = o.b.values.data_ptr();
+  a.ab_type = DType::int8;
+  a.m = g.m;
+  a.n = g.n;
+  a.k = g.k;
+  a.a_scales = o.a.scales.data_ptr<float>();
+  a.a_block_rows = abr;
+  a.b_scales = o.b.scales.data_ptr<float>();
+  a.b_block_rows = bbr;
+  a.kblock = kblock;
+  a.bias = g.bias ? o.bias.data_ptr<float>() : nullptr;
+  a.c_type = g.c_type;
+  return o;
+}
+
+at::Tensor poisoned_output(const GemmCase& g) {
+  return torch::full({g.m, g.n}, std::numeric_limits<float>::quiet_NaN(),
+                     torch::TensorOptions().device(torch::kCUDA).dtype(torch_type(g.c_type)));
+}
+
+void check_gemm(const GemmCase& g) {
+  SCOPED_TRACE(describe(g));
+  GemmOperands o = make_operands(g);
+  at::Tensor c = poisoned_output(g);
+  o.args.c = c.data_ptr();
+  scaled_gemm_mma(o.args, nullptr);
+  const at::Tensor want = ref::scaled_gemm(o.a, o.b, torch_type(g.c_type), o.bias);
+  EXPECT_TRUE(same_bits(want, c));
+}
+
+void check_dequantize(const GemmCase& g) {
+  SCOPED_TRACE("dequantize_int32 " + describe(g));
+  GemmOperands o = make_operands(g);
+  const at::Tensor acc = ref::int8_gemm(o.a.values, o.b.values).contiguous();
+  at::Tensor c = poisoned_output(g);
+  o.args.c = c.data_ptr();
+  dequantize_int32(acc.data_ptr<int32_t>(), o.args, nullptr);
+  EXPECT_TRUE(same_bits(ref::scaled_gemm(o.a, o.b, torch_type(g.c_type), o.bias), c));
+}
+
+// The distinct training GEMMs (fprop, dgrad, wgrad) of the seed models' linear layers.
+std::vector<std::tuple<std::string, kernels::GemmKind, workloads::GemmShape>> model_gemms(
+    int64_t tokens) {
+  std::vector<std::tuple<std::string, kernels::GemmKind, workloads::GemmShape>> out;
+  std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
+  for (const std::string& name : kSeedModels) {
+    for (const workloads::LinearShape& l :
+         workloads::linear_shapes(workloads::builtin_model(name))) {
+      for (const auto& [kind, s] : workloads::training_gemms(l, tokens)) {
+        if (seen.insert({s.m, s.n, s.k}).second) out.emplace_back(name + " " + l.part, kind, s);
+      }
+    }
+  }
+  return out;
+}
+
+TEST_F(GpuKernels, ScaledGemmEveryTrainingGemmOfTheSeedModels) {
+  // Each distinct GEMM in block mode (B's scales 128×128 for the weights of fprop and dgrad,
+  // 1×128 for the activations of wgrad) and in tensor or row mode in turn, outputs and bias in
+  // turn.
+  int64_t i = 0;
+  for (const auto& [what, kind, s] : model_gemms(kTokens)) {
+    SCOPED_TRACE(what + " " + std::string(kernels::to_string(kind)));
+    torch::manual_seed(++i);
+    const int64_t bbr = kind == kernels::GemmKind::wgrad ? 1 : 128;
+    const DType c_type = i % 2 ? DType::bf16 : DType::fp32;
+    check_gemm({s.m, s.n, s.k, Mode::block, bbr, c_type, i % 3 == 0});
+    // Without K blocks, INT32 over all of K is exact only up to kInt8GemmMaxK: the output
+    // layer's dgrad (K = a vocabulary) needs blocks.
+    if (s.k <= ref::kInt8GemmMaxK) {
+      check_gemm({s.m, s.n, s.k, i % 2 ? Mode::row : Mode::tensor, 0, c_type, i % 3 == 1});
+    }
+  }
+}
+
+TEST_F(GpuKernels, ScaledGemmAtSixteenThousandTokens) {
+  // A sample: llama3.1-8b's gate_up fprop and down wgrad (K = 16384 tokens).
+  torch::manual_seed(200);
+  check_gemm({16384, 28672, 4096, Mode::block, 128, DType::bf16, false});
+  check_gemm({4096, 14336, 16384, Mode::block, 1, DType::fp32, false});
+  check_gemm({4096, 14336, 16384, Mode::row, 0, DType::bf16, true});
+}
+
+TEST_F(GpuKernels, ScaledGemmEdgeShapes) {
+  // M and N off the 128 tile (1, 17, odd N that forbids paired stores), K from one mma step to
+  // just past the 3-stage pipeline, every mode, both outputs, with and without bias.
+  int64_t i = 0;
+  for (int64_t m : {1, 17, 128, 129, 300}) {
+    for (int64_t n : {1, 8, 127, 130, 256}) {
+      for (int64_t k : {16, 144, 128, 400, 528}) {
+        for (Mode mode : {Mode::tensor, Mode::row, Mode::block}) {
+          torch::manual_seed(++i);
+          // Block mode's B scales: 128×128 and 32-row blocks and one for all rows (one scale per
+          // warp's columns), and 1×128 (one per column).
+          const int64_t b_block_rows = std::array<int64_t, 4>{128, 1, 32, 0}[i % 4];
+          check_gemm({m, n, k, mode, b_block_rows, i % 2 ? DType::bf16 : DType::fp32, i % 3 == 0});
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuKernels, ScaledGemmLongKWithoutBlocksStaysExact) {
+  // INT32 over all of K, scaled once: K near the overflow bound of 2³¹ / 127².
+  torch::manual_seed(300);
+  check_gemm({64, 96, 133136, Mode::tensor, 0, DType::fp32, false});
+  check_gemm({130, 72, 20000, Mode::row, 0, DType::bf16, true});
+}
+
+TEST_F(GpuKernels, DequantizeInt32) {
+  int64_t i = 0;
+  for (auto [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {4096, 4096, 4096}, {4096, 11008, 4096}, {17, 130, 144}, {1, 1, 16}, {33, 1027, 64}}) {
+    for (Mode mode : {Mode::tensor, Mode::row}) {
+      for (DType c_type : {DType::bf16, DType::fp32}) {
+        torch::manual_seed(++i);
+        check_dequantize({m, n, k, mode, 0, c_type, i % 2 == 0});
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Argument checks: no GPU needed (the launchers check before any CUDA call)
+// ---------------------------------------------------------------------------------------------
+
+QuantizeArgs valid_quantize_args() {
+  static char fake[16];
+  QuantizeArgs a;
+  a.x = fake;
+  a.rows = 256;
+  a.cols = 512;
+  a.ld = 512;
+  a.block_rows = 1;
+  a.block_cols = 128;
+  a.values = fake;
+  a.scales = reinterpret_cast<float*>(fake);
+  return a;
+}
+
+TEST(GpuKernelArgs, QuantizeRejectsInconsistentArguments) {
+  auto with = [](auto change) {
+    QuantizeArgs a = valid_quantize_args();
+    change(a);
+    return a;
+  };
+  EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.x = nullptr; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.ld = 100; }), nullptr), std::invalid_argument);
+  EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.rows = 0; }), nullptr), std::invalid_argument);
+  EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.x_type = DType::int8; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.out_type = DType::bf16; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.block_cols = -1; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.scales = nullptr; }), nullptr),
+               std::invalid_argument);
+  // Tensorwise needs the workspace.
+  EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.block_rows = a.block_cols = 0; }), nullptr),
+               std::invalid_argument);
+}
+
+TEST(GpuKernelArgs, QuantizeWorkspaceIsOneWordPerBlockOnlyForTwoPassGranularities) {
+  QuantizeArgs a = valid_quantize_args();      // 256 × 512
+  EXPECT_EQ(quantize_workspace_bytes(a), 0U);  // {1,128}: one pass
+  a.block_rows = a.block_cols = 128;
+  EXPECT_EQ(quantize_workspace_bytes(a), 0U);
+  a.block_rows = 1;
+  a.block_cols = 0;
+  EXPECT_EQ(quantize_workspace_bytes(a), 0U);  // rowwise: one CTA per row
+  a.transpose = true;
+  EXPECT_EQ(quantize_workspace_bytes(a), 512U * 4);  // rowwise of Xᵀ: one amax per column of X
+  a.block_rows = a.block_cols = 0;
+  EXPECT_EQ(quantize_workspace_bytes(a), 4U);  // tensorwise
+}
+
+TEST(GpuKernelArgs, ScaledGemmRejectsInconsistentArguments) {
+  alignas(16) static char fake[16];
+  auto with = [&](auto change) {
+    ScaledGemmArgs a;
+    a.a = a.b = fake;
+    a.m = a.n = 256;
+    a.k = 512;
+    a.a_scales = a.b_scales = reinterpret_cast<const float*>(fake);
+    a.c = fake;
+    change(a);
+    return a;
+  };
+  EXPECT_THROW(scaled_gemm_mma(with([](ScaledGemmArgs& a) { a.k = 40; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(scaled_gemm_mma(with([](ScaledGemmArgs& a) { a.kblock = 64; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(scaled_gemm_mma(with([](ScaledGemmArgs& a) { a.k = 133152; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(scaled_gemm_mma(with([&](ScaledGemmArgs& a) { a.a = fake + 1; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(
+      scaled_gemm_mma(with([](ScaledGemmArgs& a) { a.ab_type = DType::fp8_e4m3; }), nullptr),
+      std::invalid_argument);
+  EXPECT_THROW(scaled_gemm_mma(with([](ScaledGemmArgs& a) { a.c_type = DType::int32; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(scaled_gemm_mma(with([](ScaledGemmArgs& a) { a.b_scales = nullptr; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(scaled_gemm_mma(with([](ScaledGemmArgs& a) { a.m = 0; }), nullptr),
+               std::invalid_argument);
+  const auto acc = reinterpret_cast<const int32_t*>(fake);
+  EXPECT_THROW(dequantize_int32(acc, with([](ScaledGemmArgs& a) { a.kblock = 128; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(dequantize_int32(nullptr, with([](ScaledGemmArgs&) {}), nullptr),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace lpbench::cuda

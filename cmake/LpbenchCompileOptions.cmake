@@ -12,6 +12,10 @@ endif()
 if(LPBENCH_HAVE_CUDA)
   target_compile_definitions(lpbench_options INTERFACE LPBENCH_HAVE_CUDA=1)
 endif()
+# The glue from torch tensors to lpbench's CUDA kernels needs both.
+if(LPBENCH_HAVE_CUDA AND LPBENCH_TORCH_CUDA)
+  target_compile_definitions(lpbench_options INTERFACE LPBENCH_CUDA_GLUE=1)
+endif()
 
 # The torch wheel's libtorch.so exports its own copy of std::filesystem (statically linked from
 # its build toolchain), and some of it crashes against the system's libstdc++ (seen: remove_all

@@ -1,14 +1,34 @@
 #include "kernels/recipe.h"
 
+#include <fmt/ranges.h>
 #include <fnmatch.h>
 
+#include <charconv>
+#include <cmath>
 #include <stdexcept>
 
 namespace lpbench::kernels {
 
 namespace {
 
-constexpr GemmSpec kInt8Tensor{NumberFormat::int8, Scaling::tensor};
+constexpr double kDefaultOutlierRatio = 4.0;
+
+GemmSpec spec(NumberFormat lhs, NumberFormat rhs, Scaling scaling) {
+  return {lhs, rhs, scaling, scaling == Scaling::fallback ? kDefaultOutlierRatio : 0.0};
+}
+
+LinearGemms int8(Scaling scaling) {
+  const GemmSpec s = spec(NumberFormat::int8, NumberFormat::int8, scaling);
+  return {s, s, s};
+}
+
+// FP8 as Transformer Engine does it: E4M3 for weights and activations, E5M2 for the gradients,
+// whose range matters more than their precision.
+LinearGemms fp8(Scaling scaling) {
+  return {spec(NumberFormat::fp8_e4m3, NumberFormat::fp8_e4m3, scaling),
+          spec(NumberFormat::fp8_e5m2, NumberFormat::fp8_e4m3, scaling),
+          spec(NumberFormat::fp8_e5m2, NumberFormat::fp8_e4m3, scaling)};
+}
 
 // The seed paper's hierarchical precision: the embedding and the output layer see the widest
 // value ranges and feed the loss directly, so they stay in BF16 while the decoder layers' linear
@@ -17,36 +37,54 @@ std::vector<KeepRule> hierarchical_precision() {
   return {
       {"embedding", "hierarchical precision: the token embedding stays BF16 (seed paper)"},
       {"output", "hierarchical precision: the output layer stays BF16 (seed paper)"},
+      router_rule(),
   };
-}
-
-// Routing decisions are discrete: a quantization error that flips an expert choice costs far
-// more than it saves, so the router stays BF16 under every recipe (seed paper, Mixtral).
-KeepRule router_rule() {
-  return {"*.router", "the MoE router stays BF16 under every recipe"};
-}
-
-std::vector<KeepRule> hierarchical_precision_with_router() {
-  std::vector<KeepRule> rules = hierarchical_precision();
-  rules.push_back(router_rule());
-  return rules;
 }
 
 std::vector<Recipe> build_named_recipes() {
+  const std::vector<KeepRule> keep = hierarchical_precision();
   return {
-      Recipe{"bf16",
-             "every GEMM in BF16 with FP32 accumulation (the baseline)",
-             LinearGemms::all_bf16(),
-             {}},
-      Recipe{"int8-tensor",
-             "dynamic per-tensor INT8 for activations, weights and output gradients; "
-             "INT8xINT8->INT32 for fprop, dgrad and wgrad; dequantized to BF16",
-             LinearGemms{kInt8Tensor, kInt8Tensor, kInt8Tensor},
-             hierarchical_precision_with_router()},
+      {"bf16",
+       "every GEMM in BF16 with FP32 accumulation (the baseline)",
+       LinearGemms::all_bf16(),
+       {}},
+      {"int8-tensor",
+       "dynamic per-tensor INT8 for activations, weights and output gradients; INT32 "
+       "accumulation; dequantized to BF16 (the seed paper)",
+       int8(Scaling::tensor), keep},
+      {"int8-row", "INT8 with a scale per token (activations, gradients) and per channel (weights)",
+       int8(Scaling::row), keep},
+      {"int8-block",
+       "INT8 with 1×128 blocks for activations and gradients, 128×128 for weights; INT32 per "
+       "K block, FP32 across blocks",
+       int8(Scaling::block), keep},
+      {"int8-fallback",
+       "int8-block, with outlier blocks of the left operand (amax > 4 × the median block amax) "
+       "computed to ~16 bits by a second INT8 product of the residual",
+       int8(Scaling::fallback), keep},
+      {"fp8-tensor", "FP8 E4M3 forward, E5M2 gradients, per-tensor current scaling",
+       fp8(Scaling::tensor), keep},
+      {"fp8-row", "FP8 E4M3/E5M2 with a scale per row along K", fp8(Scaling::row), keep},
+      {"fp8-block", "FP8 E4M3/E5M2 with 1×128 and 128×128 blocks (DeepSeek-V3's scheme)",
+       fp8(Scaling::block), keep},
   };
 }
 
+GemmKind gemm_kind(std::string_view text, std::string_view recipe) {
+  for (GemmKind kind : kGemmKinds) {
+    if (to_string(kind) == text) return kind;
+  }
+  throw std::invalid_argument(
+      fmt::format("recipe '{}': unknown GEMM '{}'; valid: fprop, dgrad, wgrad", recipe, text));
+}
+
 }  // namespace
+
+// Routing decisions are discrete: a quantization error that flips an expert choice costs far
+// more than it saves, so the router stays BF16 under every recipe.
+KeepRule router_rule() {
+  return {"*.router", "the MoE router stays BF16 under every recipe"};
+}
 
 const GemmSpec& LinearGemms::operator[](GemmKind kind) const {
   switch (kind) {
@@ -58,6 +96,10 @@ const GemmSpec& LinearGemms::operator[](GemmKind kind) const {
       return wgrad;
   }
   throw std::logic_error("unknown GemmKind");
+}
+
+GemmSpec& LinearGemms::operator[](GemmKind kind) {
+  return const_cast<GemmSpec&>(static_cast<const LinearGemms&>(*this)[kind]);
 }
 
 ModuleDecision decide(const Recipe& recipe, std::string_view module, ModuleKind kind) {
@@ -103,12 +145,67 @@ std::vector<std::string> recipe_names() {
   return names;
 }
 
+Recipe parse_recipe(std::string_view text) {
+  const size_t colon = text.find(':');
+  const std::string_view base = text.substr(0, colon);
+  const Recipe* named = nullptr;
+  for (const Recipe& recipe : named_recipes()) {
+    if (recipe.name == base) named = &recipe;
+  }
+  if (named == nullptr) {
+    throw std::invalid_argument(fmt::format("unknown recipe '{}'; valid recipes: {}", base,
+                                            fmt::join(recipe_names(), ", ")));
+  }
+  Recipe recipe = *named;
+  recipe.name = std::string(text);
+  if (colon == std::string_view::npos) return recipe;
+
+  std::string_view rest = text.substr(colon + 1);
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const size_t eq = item.find('=');
+    const std::string_view key = item.substr(0, eq);
+    const std::string_view value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
+    if (key == "quantize-all" && eq == std::string_view::npos) {
+      recipe.keep_bf16 = {router_rule()};
+    } else if (key == "ratio") {
+      double ratio = 0.0;
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), ratio);
+      if (error != std::errc() || end != value.data() + value.size() || !(ratio > 1.0) ||
+          !std::isfinite(ratio)) {
+        throw std::invalid_argument(
+            fmt::format("recipe '{}': ratio must be a number above 1, got '{}'", text, value));
+      }
+      if (recipe.gemms.fprop.scaling != Scaling::fallback) {
+        throw std::invalid_argument(
+            fmt::format("recipe '{}': ratio applies to int8-fallback only", text));
+      }
+      for (GemmKind kind : kGemmKinds)
+        recipe.gemms[kind].outlier_ratio = ratio;
+    } else if (eq != std::string_view::npos && value == "bf16") {
+      recipe.gemms[gemm_kind(key, text)] = GemmSpec{};
+    } else {
+      throw std::invalid_argument(fmt::format(
+          "recipe '{}': unknown modifier '{}'; valid: fprop=bf16, dgrad=bf16, wgrad=bf16, "
+          "ratio=<r>, quantize-all",
+          text, item));
+    }
+  }
+  return recipe;
+}
+
 std::string_view to_string(NumberFormat format) {
   switch (format) {
     case NumberFormat::bf16:
       return "bf16";
     case NumberFormat::int8:
       return "int8";
+    case NumberFormat::fp8_e4m3:
+      return "e4m3";
+    case NumberFormat::fp8_e5m2:
+      return "e5m2";
   }
   return "?";
 }
@@ -119,6 +216,12 @@ std::string_view to_string(Scaling scaling) {
       return "none";
     case Scaling::tensor:
       return "tensor";
+    case Scaling::row:
+      return "row";
+    case Scaling::block:
+      return "block";
+    case Scaling::fallback:
+      return "fallback";
   }
   return "?";
 }
@@ -146,8 +249,14 @@ std::string_view to_string(ModuleKind kind) {
 }
 
 std::string describe(const GemmSpec& spec) {
-  if (!spec.quantized()) return std::string(to_string(spec.format));
-  return fmt::format("{}/{}", to_string(spec.format), to_string(spec.scaling));
+  if (!spec.quantized()) return std::string(to_string(spec.lhs));
+  const std::string formats = spec.lhs == spec.rhs
+                                  ? std::string(to_string(spec.lhs))
+                                  : fmt::format("{}×{}", to_string(spec.lhs), to_string(spec.rhs));
+  if (spec.scaling == Scaling::fallback) {
+    return fmt::format("{}/fallback({:g})", formats, spec.outlier_ratio);
+  }
+  return fmt::format("{}/{}", formats, to_string(spec.scaling));
 }
 
 std::string describe(const LinearGemms& gemms) {

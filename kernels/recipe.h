@@ -9,23 +9,35 @@
 
 namespace lpbench::kernels {
 
-// Number format of both operands of one GEMM. BF16 products accumulate in FP32; INT8 products
-// accumulate exactly in INT32 and are dequantized to BF16.
-enum class NumberFormat { bf16, int8 };
+// Number format of a GEMM operand. BF16 products accumulate in FP32; INT8 products accumulate
+// exactly in INT32; FP8 (E4M3 for weights and activations, E5M2 for gradients) in FP32.
+enum class NumberFormat { bf16, int8, fp8_e4m3, fp8_e5m2 };
 
-// How a quantized operand's scale is shared: one per tensor (the seed paper's scheme).
-enum class Scaling { none, tensor };
+// How a quantized operand's scales are shared:
+//   tensor   one scale per operand (the seed paper's scheme);
+//   row      one per row along K: per token for activations and gradients, per channel for weights;
+//   block    1×128 for the left operand (activations, gradients), 128×128 for weights, 1×128 for
+//            the activation on the right of wgrad;
+//   fallback block, plus a second INT8 product of the quantization residual for the left
+//            operand's outlier blocks, which brings them to about 16-bit precision.
+enum class Scaling { none, tensor, row, block, fallback };
 
 // The three GEMMs of a linear layer Y = X·Wᵀ.
 enum class GemmKind { fprop, dgrad, wgrad };
 inline constexpr std::array<GemmKind, 3> kGemmKinds{GemmKind::fprop, GemmKind::dgrad,
                                                     GemmKind::wgrad};
 
+// How one GEMM C = A·Bᵀ is computed. A (lhs) is X in fprop and dY in dgrad and wgrad; B (rhs) is
+// W in fprop and dgrad and X in wgrad.
 struct GemmSpec {
-  NumberFormat format = NumberFormat::bf16;
+  NumberFormat lhs = NumberFormat::bf16;
+  NumberFormat rhs = NumberFormat::bf16;
   Scaling scaling = Scaling::none;
+  // fallback: a left-operand block whose amax exceeds outlier_ratio × the median block amax of
+  // its tensor is an outlier block.
+  double outlier_ratio = 0.0;
 
-  bool quantized() const { return format != NumberFormat::bf16; }
+  bool quantized() const { return lhs != NumberFormat::bf16; }
   friend bool operator==(const GemmSpec&, const GemmSpec&) = default;
 };
 
@@ -34,6 +46,7 @@ struct LinearGemms {
   GemmSpec fprop, dgrad, wgrad;
 
   const GemmSpec& operator[](GemmKind kind) const;
+  GemmSpec& operator[](GemmKind kind);
   bool any_quantized() const { return fprop.quantized() || dgrad.quantized() || wgrad.quantized(); }
   static LinearGemms all_bf16() { return {}; }
   friend bool operator==(const LinearGemms&, const LinearGemms&) = default;
@@ -49,7 +62,7 @@ struct KeepRule {
 enum class ModuleKind { linear, embedding };
 
 struct Recipe {
-  std::string name;
+  std::string name;  // as given, modifiers included: "int8-tensor:wgrad=bf16"
   std::string summary;
   LinearGemms gemms;
   std::vector<KeepRule> keep_bf16;
@@ -66,16 +79,27 @@ struct ModuleDecision {
 
 ModuleDecision decide(const Recipe& recipe, std::string_view module, ModuleKind kind);
 
+// The rule every recipe carries: MoE routers stay BF16.
+KeepRule router_rule();
+
 // The named recipes. recipe_by_name throws std::out_of_range for an unknown name.
 const std::vector<Recipe>& named_recipes();
 const Recipe& recipe_by_name(std::string_view name);
 std::vector<std::string> recipe_names();
 
+// A named recipe, optionally with modifiers after a colon, comma-separated:
+//   <gemm>=bf16        keep that GEMM (fprop, dgrad or wgrad) in BF16, e.g. int8-tensor:wgrad=bf16
+//   ratio=<r>          the outlier ratio of int8-fallback (default 4)
+//   quantize-all       drop the keep rules (embedding and output layer quantized too; the router
+//                      stays BF16)
+// Throws std::invalid_argument naming what is wrong and the valid choices.
+Recipe parse_recipe(std::string_view text);
+
 std::string_view to_string(NumberFormat format);
 std::string_view to_string(Scaling scaling);
 std::string_view to_string(GemmKind kind);
 std::string_view to_string(ModuleKind kind);
-std::string describe(const GemmSpec& spec);      // "int8/tensor", "bf16"
+std::string describe(const GemmSpec& spec);      // "int8/tensor", "e5m2×e4m3/row", "bf16"
 std::string describe(const LinearGemms& gemms);  // "fprop=int8/tensor dgrad=... wgrad=..."
 
 }  // namespace lpbench::kernels

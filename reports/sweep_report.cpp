@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "reports/text_table.h"
+#include "reports/throughput.h"
 
 namespace lpbench::reports {
 
@@ -17,8 +18,10 @@ std::string or_dash(const std::optional<double>& value, std::string_view format)
   return fmt::format(fmt::runtime(format), *value);
 }
 
+// Quantized products computed by the CPU reference ("cpu-exact" in databases of lpbench 0.1).
 bool int8_emulated(const store::RunRecord& run) {
-  return run.int8_backend && *run.int8_backend == "cpu-exact";
+  return run.int8_backend &&
+         (*run.int8_backend == "cpu-reference" || *run.int8_backend == "cpu-exact");
 }
 
 std::string device_cell(const store::RunRecord& run) {
@@ -37,8 +40,10 @@ std::string workload_cell(const store::RunRecord& run) {
   return run.workload;
 }
 
+// A run whose GPU clock fell during its measured steps is marked, not silently averaged in.
 std::string status_cell(const RunSummary& s) {
   std::string cell(store::to_string(s.run.status));
+  if (s.run.clock_fell.value_or(false)) cell += " ‡";
   return cell;
 }
 
@@ -87,19 +92,32 @@ std::string render_sweep_markdown(const SweepReport& report) {
                    {"step_ms median (p10–p90)", Align::right},
                    {"tokens/s", Align::right},
                    {"peak_mem_gib", Align::right},
+                   {"TFLOP/s", Align::right},
+                   {"MFU", Align::right},
+                   {"roofline", Align::right},
                    {"speedup vs bf16", Align::right},
                    {"final loss", Align::right},
                    {"loss gap vs bf16", Align::right}});
   bool any_emulated = false;
   bool any_cpu = false;
+  bool any_clock_fell = false;
   std::vector<std::string> errors;
+  std::vector<std::string> throughput_notes;
   for (const RunSummary& s : report.runs) {
     any_emulated = any_emulated || int8_emulated(s.run);
     any_cpu = any_cpu || s.run.device == "cpu";
+    any_clock_fell = any_clock_fell || s.run.clock_fell.value_or(false);
+    const Throughput t = throughput(s);
+    if (!t.note.empty() && std::find(throughput_notes.begin(), throughput_notes.end(), t.note) ==
+                               throughput_notes.end()) {
+      throughput_notes.push_back(t.note);
+    }
     table.add_row({std::to_string(s.run.id), workload_cell(s.run), s.run.recipe, device_cell(s.run),
                    status_cell(s), std::to_string(s.steps_recorded), step_ms_cell(s.step_ms),
                    or_dash(s.tokens_per_s, "{:.0f}"), or_dash(s.peak_mem_gib, "{:.3f}"),
-                   speedup_cell(s), loss_cell(s.final_loss), loss_gap_cell(s)});
+                   or_dash(t.tflops, "{:.1f}"), or_dash(t.mfu_pct, "{:.1f} %"),
+                   or_dash(t.roofline_pct, "{:.1f} %"), speedup_cell(s), loss_cell(s.final_loss),
+                   loss_gap_cell(s)});
     if (s.run.error)
       errors.push_back(fmt::format("run {} ({}): {}", s.run.id, s.run.recipe, *s.run.error));
   }
@@ -120,10 +138,22 @@ std::string render_sweep_markdown(const SweepReport& report) {
         "- CPU runs are timed with the host clock and say nothing about GPU speed; peak "
         "memory is reported for GPUs only.\n";
   }
+  out +=
+      "- TFLOP/s: model FLOPs per step (6·N + 12·L·H·Q·T per token; per product for the gemm and "
+      "linear levels) over the median step; MFU on the BF16 basis (may exceed 50 % for INT8 and "
+      "FP8); roofline: each product at the peak of its own precision plus an estimate of the "
+      "other bytes over bandwidth, over the measured time.\n";
+  for (const std::string& note : throughput_notes)
+    out += "- " + note + ".\n";
+  if (any_clock_fell) {
+    out +=
+        "- ‡ the GPU's SM clock fell during the run's measured steps (see run_events, "
+        "device_samples): its times are flagged, not comparable as they are.\n";
+  }
   if (any_emulated) {
     out += fmt::format(
-        "- {} INT8 products computed exactly on the CPU: the GPU path's numerics, emulated; the "
-        "time is not a hardware figure.\n",
+        "- {} quantized products computed by the CPU reference: the GPU path's numerics (exact "
+        "for INT8), emulated; the time is not a hardware figure.\n",
         kEmulatedMark);
   }
   for (const std::string& error : errors)

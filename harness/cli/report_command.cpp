@@ -5,6 +5,7 @@
 #include "harness/cli/commands.h"
 #include "harness/errors.h"
 #include "harness/store/store.h"
+#include "reports/hotspots.h"
 #include "reports/sweep_report.h"
 
 namespace lpbench::cli {
@@ -36,8 +37,9 @@ int execute(const ReportOptions& options) {
     return 0;
   }
   for (size_t i = 0; i < sweeps.size(); ++i) {
-    fmt::print("{}{}", i ? "\n" : "",
-               reports::render_sweep_markdown(reports::build_sweep_report(store, sweeps[i])));
+    const reports::SweepReport report = reports::build_sweep_report(store, sweeps[i]);
+    fmt::print("{}{}{}", i ? "\n" : "", reports::render_sweep_markdown(report),
+               reports::render_hotspots(store, report));
   }
   return 0;
 }

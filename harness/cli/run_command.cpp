@@ -71,6 +71,15 @@ void add_run_command(CLI::App& app, Action& action, const std::string& command_l
       ->capture_default_str();
   run->add_option("--db", config->db, "SQLite database to record into")->capture_default_str();
   run->add_option("--label", config->label, "Label the sweep (for example nightly)");
+  run->add_flag("--regions", config->regions,
+                "Time the named regions (forward, gemm, quantize, ...) of every step with CUDA "
+                "events; `lpbench report` shows the hotspots");
+  run->add_option("--trace-step", config->trace_step,
+                  "Capture this step with torch's profiler into a Chrome/Perfetto trace beside "
+                  "the database");
+  run->add_option("--int8-gemm", config->int8_gemm,
+                  "GPU INT8 GEMM for tensor and row scales: cublaslt or lpbench (same results)")
+      ->capture_default_str();
   run->add_flag("!--no-interleave", config->interleave,
                 "Run the recipes one after another instead of step by step in turn");
   run->callback([&action, config, command_line] {

@@ -11,6 +11,7 @@
 
 #include "harness/env/device_memory.h"
 #include "harness/errors.h"
+#include "harness/timing/trace.h"
 #include "workloads/models/hf_config.h"
 
 namespace lpbench::config {
@@ -200,10 +201,9 @@ ResolvedRun resolve(const RunConfig& config) {
       throw InputError(fmt::format("recipe '{}' is given twice in --recipes", name));
     }
     try {
-      run.recipes.push_back(kernels::recipe_by_name(name));
-    } catch (const std::out_of_range&) {
-      throw InputError(fmt::format("unknown recipe '{}'; valid recipes: {}", name,
-                                   fmt::join(kernels::recipe_names(), ", ")));
+      run.recipes.push_back(kernels::parse_recipe(name));
+    } catch (const std::invalid_argument& error) {
+      throw InputError(error.what());
     }
   }
 
@@ -217,6 +217,14 @@ ResolvedRun resolve(const RunConfig& config) {
   check_range("--eval-batches", config.eval_batches, 1, 1 << 16);
   check_range("--eval-every", config.eval_every, -1, kMaxSteps);
   check_range("--metrics-every", config.metrics_every, 0, kMaxSteps);
+  check_range("--trace-step", config.trace_step, -1, config.steps - 1);
+  if (config.trace_step >= 0 && !timing::profiler_available()) {
+    throw InputError("--trace-step: this libtorch was built without its profiler (kineto)");
+  }
+  if (config.int8_gemm != "cublaslt" && config.int8_gemm != "lpbench") {
+    throw InputError(
+        fmt::format("unknown --int8-gemm '{}'; valid: cublaslt, lpbench", config.int8_gemm));
+  }
   run.eval_every =
       config.eval_every >= 0 ? config.eval_every : std::max<int64_t>(1, config.steps / 10);
   if (!std::isfinite(config.lr) || config.lr < 0.0) {
@@ -311,6 +319,8 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
       {"timing_warmup_steps", run.timing_warmup_steps},
       {"device", run.device.str()},
       {"interleave", w.interleave},
+      {"regions", run.config.regions},
+      {"int8_gemm", run.config.int8_gemm},
   };
   if (!w.interleave_note.empty()) json["interleave_note"] = w.interleave_note;
   return json;
@@ -336,6 +346,9 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"device", c.device},
           {"db", c.db},
           {"label", c.label},
+          {"regions", c.regions},
+          {"trace_step", c.trace_step},
+          {"int8_gemm", c.int8_gemm},
           {"interleave", c.interleave}};
 }
 
@@ -360,6 +373,9 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.device = json.value("device", d.device);
   c.db = json.value("db", d.db);
   c.label = json.value("label", d.label);
+  c.regions = json.value("regions", d.regions);
+  c.trace_step = json.value("trace_step", d.trace_step);
+  c.int8_gemm = json.value("int8_gemm", d.int8_gemm);
   c.interleave = json.value("interleave", d.interleave);
 }
 

@@ -36,7 +36,10 @@ struct RunConfig {
   int64_t metrics_every = 10;   // per-step figures (expert loads) every N steps; 0: never
   std::string device = "auto";  // auto, cpu, cuda, cuda:N
   std::string db = "lpbench.db";
-  std::string label;       // a sweep label, e.g. "nightly"
+  std::string label;                   // a sweep label, e.g. "nightly"
+  bool regions = false;                // time the named regions with CUDA events, per step
+  int64_t trace_step = -1;             // capture this step with torch's profiler; -1: none
+  std::string int8_gemm = "cublaslt";  // GPU INT8 GEMM for tensor/row scales: cublaslt, lpbench
   bool interleave = true;  // alternate recipes step by step, so machine drift hits all alike
 };
 

@@ -2,14 +2,28 @@
 
 #include <dlfcn.h>
 
+#include <utility>
+#include <vector>
+
 namespace lpbench::env {
 
 namespace {
 
-// The few NVML entry points used, declared here so that the build needs no nvml.h.
+// The few NVML entry points used, declared here so that the build needs no nvml.h. Values as
+// NVML's header defines them.
 using NvmlReturn = int;  // NVML_SUCCESS == 0
+using Device = void*;
+constexpr unsigned kClockSm = 1;
+constexpr unsigned kClockMem = 2;
+constexpr unsigned kTemperatureGpu = 0;
+
 using InitFn = NvmlReturn (*)();
 using DriverVersionFn = NvmlReturn (*)(char*, unsigned int);
+using HandleFn = NvmlReturn (*)(unsigned int, Device*);
+using ClockFn = NvmlReturn (*)(Device, unsigned int, unsigned int*);
+using TemperatureFn = NvmlReturn (*)(Device, unsigned int, unsigned int*);
+using PowerFn = NvmlReturn (*)(Device, unsigned int*);
+using ReasonsFn = NvmlReturn (*)(Device, unsigned long long*);
 
 template <typename Fn>
 Fn symbol(void* library, const char* name) {
@@ -17,6 +31,20 @@ Fn symbol(void* library, const char* name) {
 }
 
 }  // namespace
+
+std::string describe_throttle_reasons(uint64_t mask) {
+  // Bits of nvmlClocksEventReasons: those that lower clocks under load.
+  static const std::vector<std::pair<uint64_t, const char*>> reasons{
+      {0x4, "sw_power_cap"},         {0x8, "hw_slowdown"},
+      {0x10, "sync_boost"},          {0x20, "sw_thermal_slowdown"},
+      {0x40, "hw_thermal_slowdown"}, {0x80, "hw_power_brake_slowdown"},
+      {0x100, "display_clock"}};
+  std::string text;
+  for (const auto& [bit, name] : reasons) {
+    if ((mask & bit) != 0) text += (text.empty() ? "" : ", ") + std::string(name);
+  }
+  return text;
+}
 
 Nvml& Nvml::instance() {
   static Nvml nvml;
@@ -30,12 +58,54 @@ Nvml::Nvml() {
   available_ = init != nullptr && init() == 0;
 }
 
+void* Nvml::handle(int device) const {
+  if (!available_) return nullptr;
+  auto get = symbol<HandleFn>(library_, "nvmlDeviceGetHandleByIndex_v2");
+  Device d = nullptr;
+  if (get == nullptr || get(static_cast<unsigned>(device), &d) != 0) return nullptr;
+  return d;
+}
+
 std::optional<std::string> Nvml::driver_version() const {
   if (!available_) return std::nullopt;
   auto get = symbol<DriverVersionFn>(library_, "nvmlSystemGetDriverVersion");
   char buffer[96] = {};
   if (get == nullptr || get(buffer, sizeof(buffer)) != 0) return std::nullopt;
   return std::string(buffer);
+}
+
+std::optional<double> Nvml::max_sm_clock_mhz(int device) const {
+  Device d = handle(device);
+  auto get = symbol<ClockFn>(library_, "nvmlDeviceGetMaxClockInfo");
+  unsigned value = 0;
+  if (d == nullptr || get == nullptr || get(d, kClockSm, &value) != 0) return std::nullopt;
+  return value;
+}
+
+GpuSample Nvml::sample(int device) const {
+  GpuSample s;
+  Device d = handle(device);
+  if (d == nullptr) return s;
+  unsigned value = 0;
+  if (auto clock = symbol<ClockFn>(library_, "nvmlDeviceGetClockInfo")) {
+    if (clock(d, kClockSm, &value) == 0) s.sm_clock_mhz = value;
+    if (clock(d, kClockMem, &value) == 0) s.memory_clock_mhz = value;
+  }
+  if (auto temperature = symbol<TemperatureFn>(library_, "nvmlDeviceGetTemperature")) {
+    if (temperature(d, kTemperatureGpu, &value) == 0) s.temperature_c = value;
+  }
+  if (auto power = symbol<PowerFn>(library_, "nvmlDeviceGetPowerUsage")) {
+    if (power(d, &value) == 0) s.power_w = value / 1000.0;  // milliwatts
+  }
+  auto reasons = symbol<ReasonsFn>(library_, "nvmlDeviceGetCurrentClocksEventReasons");
+  if (reasons == nullptr)
+    reasons = symbol<ReasonsFn>(library_, "nvmlDeviceGetCurrentClocksThrottleReasons");
+  unsigned long long mask = 0;
+  if (reasons != nullptr && reasons(d, &mask) == 0) {
+    s.throttle_reasons = mask;
+    s.throttle_text = describe_throttle_reasons(mask);
+  }
+  return s;
 }
 
 }  // namespace lpbench::env

@@ -1,9 +1,21 @@
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
 namespace lpbench::env {
+
+// The GPU's state at one moment, as NVML reports it; fields NVML does not answer stay empty.
+struct GpuSample {
+  std::optional<double> sm_clock_mhz;
+  std::optional<double> memory_clock_mhz;
+  std::optional<double> temperature_c;
+  std::optional<double> power_w;
+  // NVML's clock event reasons (thermal or power slowdown, ...), as a bit mask and as words.
+  std::optional<uint64_t> throttle_reasons;
+  std::string throttle_text;
+};
 
 // NVML, loaded at run time (dlopen), so lpbench runs on machines without an NVIDIA driver:
 // there every query answers nothing.
@@ -12,11 +24,18 @@ class Nvml {
   static Nvml& instance();
   bool available() const { return available_; }
   std::optional<std::string> driver_version() const;
+  std::optional<double> max_sm_clock_mhz(int device) const;
+  GpuSample sample(int device) const;
 
  private:
   Nvml();
+  void* handle(int device) const;
   bool available_ = false;
   void* library_ = nullptr;
 };
+
+// The reasons NVML can give, in words: "sw_power_cap, hw_thermal_slowdown", or "" for none that
+// slow the clocks (idle and application-clock settings are left out).
+std::string describe_throttle_reasons(uint64_t mask);
 
 }  // namespace lpbench::env

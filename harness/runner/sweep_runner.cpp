@@ -9,13 +9,16 @@
 #include <memory>
 #include <numeric>
 
+#include "harness/env/nvml.h"
 #include "harness/env/process.h"
 #include "harness/env/time_stamp.h"
 #include "harness/runner/device_memory.h"
 #include "harness/runner/progress.h"
 #include "harness/runner/stop_signal.h"
 #include "harness/timing/step_timer.h"
-#include "kernels/torch/int8_ops.h"
+#include "harness/timing/trace.h"
+#include "kernels/profiling/range.h"
+#include "kernels/torch/scaled_gemm.h"
 
 namespace lpbench::runner {
 
@@ -35,7 +38,12 @@ struct ActiveRun {
   // Interleaved recipes share the allocator, so a run's peak is computed from this rather than
   // read off the allocator's process-wide peak.
   int64_t resident_bytes = 0;
+  std::optional<double> first_clock_mhz;
 };
+
+// A run whose SM clock at its end is below this share of the clock at its first measured step
+// is flagged: its later steps ran slower for a reason that is not the recipe.
+constexpr double kClockFallRatio = 0.95;
 
 // torch's messages carry a C++ backtrace; the store keeps the message.
 std::string error_text(const std::exception& error) {
@@ -65,6 +73,9 @@ class Sweep {
 
   SweepOutcome execute(const std::string& command_line) {
     provenance_ = env::collect_provenance(run_.device);
+    profiling::set_region_timing(run_.config.regions, run_.device);
+    kernels::set_int8_backend(run_.config.int8_gemm == "lpbench" ? kernels::Int8Backend::lpbench_mma
+                                                                 : kernels::Int8Backend::cublaslt);
     store::SweepRecord sweep{0,
                              env::utc_now_iso8601(),
                              command_line,
@@ -120,6 +131,7 @@ class Sweep {
   }
 
   void finish(ActiveRun& active) {
+    sample_device(active, "end", std::nullopt);
     if (StopSignal::requested()) {
       end_run(active, RunStatus::interrupted,
               fmt::format("stopped by signal {}; every finished step is kept",
@@ -145,6 +157,8 @@ class Sweep {
       active.resident_bytes = memory_.allocated_bytes() - before;
       config["shapes"] = active.workload->shape_description();
       config["flops_per_step"] = active.workload->flops_per_step();
+      const workloads::FlopCount gemm = active.workload->gemm_flops();
+      config["gemm_flops_per_step"] = {{"bf16", gemm.bf16}, {"int8", gemm.int8}, {"fp8", gemm.fp8}};
       config["data"] = active.workload->data_description();
     } catch (const c10::OutOfMemoryError& error) {
       failure = {RunStatus::oom, "building the workload: " + error_text(error)};
@@ -158,7 +172,9 @@ class Sweep {
     record.workload = w.spec.text();
     record.recipe = recipe.name;
     record.device = run_.device.str();
-    if (recipe.gemms.any_quantized()) record.int8_backend = kernels::int8_gemm_backend(run_.device);
+    if (recipe.gemms.any_quantized()) {
+      record.int8_backend = kernels::gemm_backends(recipe.gemms, run_.device);
+    }
     record.config_json = config.dump();
     record.started_at = env::utc_now_iso8601();
     record.pid = self.pid;
@@ -191,10 +207,17 @@ class Sweep {
     workloads::StepOutput out;
     double step_ms = 0.0;
     bool finite = true;
+    const bool traced = step == run_.config.trace_step;
     try {
+      std::optional<timing::TraceCapture> trace;
+      if (traced) trace.emplace(run_.device);
       timer_.start();
-      out = active.workload->step(step);
+      {
+        const profiling::Range range("step", active.recipe->name);
+        out = active.workload->step(step);
+      }
       step_ms = timer_.stop_ms();
+      if (trace) save_trace(active, step, *trace);
       finite = active.workload->last_step_finite();
     } catch (const c10::OutOfMemoryError& error) {
       end_run(active, RunStatus::oom, fmt::format("step {}: {}", step, error_text(error)));
@@ -204,16 +227,11 @@ class Sweep {
       return;
     }
 
-    store::StepRecord record{active.run_id,
-                             step,
-                             step < run_.timing_warmup_steps,
-                             out.loss.value_or(NAN),
-                             step_ms,
-                             out.tokens,
-                             out.lr,
-                             out.grad_norm.value_or(NAN),
-                             std::nullopt,
-                             std::nullopt};
+    // A traced step carries the profiler's overhead: it is kept, but out of the statistics.
+    const bool excluded = step < run_.timing_warmup_steps || traced;
+    store::StepRecord record{active.run_id, step,        excluded, out.loss.value_or(NAN),
+                             step_ms,       out.tokens,  out.lr,   out.grad_norm.value_or(NAN),
+                             std::nullopt,  std::nullopt};
     if (memory_.available()) {
       record.peak_mem_gib =
           to_gib(active.resident_bytes + (memory_.peak_allocated_bytes() - before));
@@ -221,6 +239,8 @@ class Sweep {
       active.resident_bytes += memory_.allocated_bytes() - before;
     }
     store_.add_step(record);
+    record_regions(active, step);
+    if (step == run_.timing_warmup_steps) sample_device(active, "first_measured", step);
     progress_->step(active.index, step, out.loss, step_ms);
 
     if (out.loss && (!std::isfinite(*out.loss) || !std::isfinite(out.grad_norm.value_or(0.0)))) {
@@ -256,6 +276,62 @@ class Sweep {
     } catch (const c10::OutOfMemoryError& error) {
       end_run(active, RunStatus::oom,
               fmt::format("evaluating after step {}: {}", step, error_text(error)));
+    }
+  }
+
+  void record_regions(const ActiveRun& active, int64_t step) {
+    if (!profiling::region_timing()) return;
+    std::vector<store::RegionRecord> rows;
+    for (const profiling::RegionTime& r : profiling::take_region_times()) {
+      rows.push_back({active.run_id, step, r.key, r.calls, r.total_ms});
+    }
+    store_.add_regions(rows);
+  }
+
+  void save_trace(const ActiveRun& active, int64_t step, timing::TraceCapture& trace) {
+    std::string base = run_.config.db;
+    if (base.size() > 3 && base.substr(base.size() - 3) == ".db") base.resize(base.size() - 3);
+    const std::string path = fmt::format("{}-run{}-step{}.trace.json", base, active.run_id, step);
+    trace.save(path);
+    store_.add_artifact({0, active.run_id, "trace", step, path,
+                         "torch profiler (kineto), Chrome/Perfetto JSON; this step is left out of "
+                         "the timing statistics"});
+    progress_->message(
+        fmt::format("{}: trace of step {} written to {}", active.recipe->name, step, path));
+  }
+
+  // The GPU's clocks at the first measured step and at the end: a run whose SM clock fell (or
+  // that NVML saw slowed by power or heat) is flagged, not averaged in quietly.
+  void sample_device(ActiveRun& active, const char* phase, std::optional<int64_t> step) {
+    if (!run_.device.is_cuda() || !env::Nvml::instance().available()) return;
+    const env::GpuSample s = env::Nvml::instance().sample(run_.device.index());
+    store::DeviceSampleRecord record;
+    record.run_id = active.run_id;
+    record.phase = phase;
+    record.step = step;
+    record.sm_clock_mhz = s.sm_clock_mhz;
+    record.memory_clock_mhz = s.memory_clock_mhz;
+    record.temperature_c = s.temperature_c;
+    record.power_w = s.power_w;
+    if (s.throttle_reasons) record.throttle_reasons = static_cast<int64_t>(*s.throttle_reasons);
+    record.throttle_text = s.throttle_text;
+    store_.add_device_sample(record);
+    if (std::string(phase) == "first_measured") {
+      active.first_clock_mhz = s.sm_clock_mhz;
+      return;
+    }
+    if (!active.first_clock_mhz || !s.sm_clock_mhz) return;
+    const bool fell =
+        *s.sm_clock_mhz < kClockFallRatio * *active.first_clock_mhz || !s.throttle_text.empty();
+    store_.set_clock_fell(active.run_id, fell);
+    if (fell) {
+      store_.add_event(
+          {0, active.run_id, std::nullopt, "clock_drop",
+           fmt::format("SM clock {:.0f} MHz at the first measured step, {:.0f} MHz at "
+                       "the end{}",
+                       *active.first_clock_mhz, *s.sm_clock_mhz,
+                       s.throttle_text.empty() ? "" : "; slowed by " + s.throttle_text),
+           ""});
     }
   }
 

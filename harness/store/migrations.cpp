@@ -117,6 +117,72 @@ CREATE TABLE step_metrics (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 4: measurement you can trust. Region timings per step, the GPU's clocks and
+// temperature at the first measured step and at the end of a run (and whether the clock fell),
+// artifacts such as profiler traces, and the kernel suite's results.
+constexpr std::string_view kSchemaV4 = R"sql(
+ALTER TABLE runs ADD COLUMN clock_fell INTEGER;   -- 1: the SM clock fell during the measured steps
+
+CREATE TABLE regions (
+  run_id    INTEGER NOT NULL REFERENCES runs(id),
+  step      INTEGER NOT NULL,
+  name      TEXT NOT NULL,        -- 'forward', 'gemm', 'quantize', ... (ranges nest)
+  calls     INTEGER NOT NULL,
+  total_ms  REAL NOT NULL,
+  PRIMARY KEY (run_id, step, name)
+) WITHOUT ROWID;
+
+CREATE TABLE device_samples (
+  run_id            INTEGER NOT NULL REFERENCES runs(id),
+  phase             TEXT NOT NULL CHECK (phase IN ('first_measured', 'end')),
+  step              INTEGER,
+  sm_clock_mhz      REAL,
+  memory_clock_mhz  REAL,
+  temperature_c     REAL,
+  power_w           REAL,
+  throttle_reasons  INTEGER,       -- NVML's clock event reasons bit mask
+  throttle_text     TEXT,
+  at                TEXT NOT NULL,
+  PRIMARY KEY (run_id, phase)
+) WITHOUT ROWID;
+
+CREATE TABLE run_artifacts (
+  id      INTEGER PRIMARY KEY,
+  run_id  INTEGER NOT NULL REFERENCES runs(id),
+  kind    TEXT NOT NULL,          -- 'trace'
+  step    INTEGER,
+  path    TEXT NOT NULL,
+  detail  TEXT
+);
+
+CREATE TABLE kernel_results (
+  id          INTEGER PRIMARY KEY,
+  sweep_id    INTEGER NOT NULL REFERENCES sweeps(id),
+  name        TEXT NOT NULL,      -- the benchmark's name
+  op          TEXT NOT NULL,      -- 'gemm', 'quantize'
+  model       TEXT,
+  part        TEXT,               -- qkv, out, gate_up, down, output
+  gemm        TEXT,               -- fprop, dgrad, wgrad
+  recipe      TEXT NOT NULL,
+  variant     TEXT NOT NULL,      -- 'prequantized', 'with_quantization'
+  backend     TEXT NOT NULL,
+  m           INTEGER,
+  n           INTEGER,
+  k           INTEGER,
+  status      TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'skipped')),
+  reason      TEXT,
+  samples     INTEGER,
+  median_ms   REAL,
+  p10_ms      REAL,
+  p90_ms      REAL,
+  tflops      REAL,               -- TFLOP/s (TOP/s for INT8) at the median
+  gb_s        REAL,               -- bytes read and written over the median time
+  gpu_name    TEXT,
+  config_json TEXT
+);
+CREATE INDEX kernel_results_by_sweep ON kernel_results(sweep_id);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -124,6 +190,7 @@ const std::vector<Migration>& migrations() {
       {1, "sweeps, runs, steps, run_modules", kSchemaV1},
       {2, "run level, model and depth, sweep labels, eval_steps, run_events", kSchemaV2},
       {3, "step_metrics", kSchemaV3},
+      {4, "regions, device_samples, run_artifacts, kernel_results, runs.clock_fell", kSchemaV4},
   };
   return list;
 }

@@ -50,6 +50,7 @@ struct RunRecord {
   std::optional<int64_t> layers_published;
   std::optional<std::string> data;
   std::optional<double> memory_estimate_gib;
+  std::optional<bool> clock_fell;  // measured steps ran at a lower SM clock at the end
 };
 
 struct StepRecord {
@@ -86,6 +87,54 @@ struct MetricRecord {
   int64_t step = 0;
   std::string name;
   double value = 0.0;
+};
+
+struct RegionRecord {
+  int64_t run_id = 0;
+  int64_t step = 0;
+  std::string name;
+  int64_t calls = 0;
+  double total_ms = 0.0;
+};
+
+struct DeviceSampleRecord {
+  int64_t run_id = 0;
+  std::string phase;  // first_measured, end
+  std::optional<int64_t> step;
+  std::optional<double> sm_clock_mhz;
+  std::optional<double> memory_clock_mhz;
+  std::optional<double> temperature_c;
+  std::optional<double> power_w;
+  std::optional<int64_t> throttle_reasons;
+  std::string throttle_text;
+  std::string at;
+};
+
+struct ArtifactRecord {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  std::string kind;
+  std::optional<int64_t> step;
+  std::string path;
+  std::optional<std::string> detail;
+};
+
+struct KernelResultRecord {
+  int64_t id = 0;
+  int64_t sweep_id = 0;
+  std::string name;
+  std::string op;
+  std::optional<std::string> model, part, gemm;
+  std::string recipe;
+  std::string variant;
+  std::string backend;
+  int64_t m = 0, n = 0, k = 0;
+  std::string status;  // ok, failed, skipped
+  std::optional<std::string> reason;
+  int64_t samples = 0;
+  std::optional<double> median_ms, p10_ms, p90_ms, tflops, gb_s;
+  std::optional<std::string> gpu_name;
+  std::string config_json;
 };
 
 struct ModuleRecord {

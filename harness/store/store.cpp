@@ -92,7 +92,8 @@ constexpr std::string_view kRunColumns =
     "id, sweep_id, workload, recipe, device, int8_backend, config_json, status, error, "
     "started_at, finished_at, host, pid, process_start, git_commit, git_dirty, cpu_name, "
     "gpu_name, driver_version, cuda_version, torch_version, lpbench_version, build_type, "
-    "tokens_per_step, level, model, layers_run, layers_published, data, memory_estimate_gib";
+    "tokens_per_step, level, model, layers_run, layers_published, data, memory_estimate_gib, "
+    "clock_fell";
 
 std::optional<int64_t> optional_int(const Statement& s, int index) {
   if (s.column_is_null(index)) return std::nullopt;
@@ -131,6 +132,7 @@ RunRecord read_run(const Statement& s) {
   r.layers_published = optional_int(s, 27);
   r.data = s.column_optional_text(28);
   r.memory_estimate_gib = s.column_optional_double(29);
+  if (!s.column_is_null(30)) r.clock_fell = s.column_int(30) != 0;
   return r;
 }
 
@@ -227,7 +229,7 @@ int64_t Store::add_run(const RunRecord& r) {
   const env::Provenance& p = r.provenance;
   Statement(connection_, fmt::format("INSERT INTO runs ({}) VALUES (NULL, ?, ?, ?, ?, ?, ?, "
                                      "'running', NULL, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                                     "?, ?, ?, ?, ?, ?, ?, ?)",
+                                     "?, ?, ?, ?, ?, ?, ?, ?, NULL)",
                                      kRunColumns))
       .bind(1, r.sweep_id)
       .bind(2, r.workload)
@@ -333,6 +335,102 @@ void Store::add_metrics(const std::vector<MetricRecord>& metrics) {
     insert.bind(1, m.run_id).bind(2, m.step).bind(3, m.name).bind(4, m.value).run();
   }
   transaction.commit();
+}
+
+void Store::add_regions(const std::vector<RegionRecord>& regions) {
+  if (regions.empty()) return;
+  Transaction transaction(connection_);
+  Statement insert(
+      connection_,
+      "INSERT INTO regions (run_id, step, name, calls, total_ms) VALUES (?, ?, ?, ?, ?)");
+  for (const RegionRecord& r : regions) {
+    insert.bind(1, r.run_id)
+        .bind(2, r.step)
+        .bind(3, r.name)
+        .bind(4, r.calls)
+        .bind(5, r.total_ms)
+        .run();
+  }
+  transaction.commit();
+}
+
+void Store::add_device_sample(const DeviceSampleRecord& d) {
+  Transaction transaction(connection_);
+  Statement(connection_,
+            "INSERT OR REPLACE INTO device_samples (run_id, phase, step, sm_clock_mhz, "
+            "memory_clock_mhz, temperature_c, power_w, throttle_reasons, throttle_text, at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+      .bind(1, d.run_id)
+      .bind(2, d.phase)
+      .bind(3, d.step)
+      .bind(4, d.sm_clock_mhz)
+      .bind(5, d.memory_clock_mhz)
+      .bind(6, d.temperature_c)
+      .bind(7, d.power_w)
+      .bind(8, d.throttle_reasons)
+      .bind(9, d.throttle_text)
+      .bind(10, d.at.empty() ? env::utc_now_iso8601() : d.at)
+      .run();
+  transaction.commit();
+}
+
+int64_t Store::add_artifact(const ArtifactRecord& a) {
+  Transaction transaction(connection_);
+  Statement(connection_,
+            "INSERT INTO run_artifacts (run_id, kind, step, path, detail) VALUES (?, ?, ?, ?, ?)")
+      .bind(1, a.run_id)
+      .bind(2, a.kind)
+      .bind(3, a.step)
+      .bind(4, a.path)
+      .bind(5, a.detail)
+      .run();
+  const int64_t id = connection_.last_insert_rowid();
+  transaction.commit();
+  return id;
+}
+
+void Store::set_clock_fell(int64_t run_id, bool fell) {
+  Transaction transaction(connection_);
+  Statement(connection_, "UPDATE runs SET clock_fell = ? WHERE id = ?")
+      .bind(1, static_cast<int64_t>(fell))
+      .bind(2, run_id)
+      .run();
+  transaction.commit();
+}
+
+int64_t Store::add_kernel_result(const KernelResultRecord& k) {
+  Transaction transaction(connection_);
+  Statement(connection_,
+            "INSERT INTO kernel_results (sweep_id, name, op, model, part, gemm, recipe, variant, "
+            "backend, m, n, k, status, reason, samples, median_ms, p10_ms, p90_ms, tflops, gb_s, "
+            "gpu_name, config_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?, ?, ?)")
+      .bind(1, k.sweep_id)
+      .bind(2, k.name)
+      .bind(3, k.op)
+      .bind(4, k.model)
+      .bind(5, k.part)
+      .bind(6, k.gemm)
+      .bind(7, k.recipe)
+      .bind(8, k.variant)
+      .bind(9, k.backend)
+      .bind(10, k.m)
+      .bind(11, k.n)
+      .bind(12, k.k)
+      .bind(13, k.status)
+      .bind(14, k.reason)
+      .bind(15, k.samples)
+      .bind(16, k.median_ms)
+      .bind(17, k.p10_ms)
+      .bind(18, k.p90_ms)
+      .bind(19, k.tflops)
+      .bind(20, k.gb_s)
+      .bind(21, k.gpu_name)
+      .bind(22, k.config_json)
+      .run();
+  const int64_t id = connection_.last_insert_rowid();
+  transaction.commit();
+  return id;
 }
 
 void Store::finish_run(int64_t run_id, RunStatus status, const std::optional<std::string>& error) {
@@ -456,6 +554,98 @@ std::vector<MetricRecord> Store::metrics(int64_t run_id, const std::string& pref
   while (query.step()) {
     out.push_back({run_id, query.column_int(0), query.column_text(1),
                    nan_if_null(query.column_optional_double(2))});
+  }
+  return out;
+}
+
+std::vector<RegionRecord> Store::regions(int64_t run_id) const {
+  std::vector<RegionRecord> out;
+  Statement query(connection_,
+                  "SELECT step, name, calls, total_ms FROM regions WHERE run_id = ? "
+                  "ORDER BY step, name");
+  query.bind(1, run_id);
+  while (query.step()) {
+    out.push_back({run_id, query.column_int(0), query.column_text(1), query.column_int(2),
+                   query.column_double(3)});
+  }
+  return out;
+}
+
+std::vector<DeviceSampleRecord> Store::device_samples(int64_t run_id) const {
+  std::vector<DeviceSampleRecord> out;
+  Statement query(connection_,
+                  "SELECT phase, step, sm_clock_mhz, memory_clock_mhz, temperature_c, power_w, "
+                  "throttle_reasons, throttle_text, at FROM device_samples WHERE run_id = ? "
+                  "ORDER BY phase DESC");
+  query.bind(1, run_id);
+  while (query.step()) {
+    DeviceSampleRecord d;
+    d.run_id = run_id;
+    d.phase = query.column_text(0);
+    d.step = optional_int(query, 1);
+    d.sm_clock_mhz = query.column_optional_double(2);
+    d.memory_clock_mhz = query.column_optional_double(3);
+    d.temperature_c = query.column_optional_double(4);
+    d.power_w = query.column_optional_double(5);
+    d.throttle_reasons = optional_int(query, 6);
+    d.throttle_text = query.column_optional_text(7).value_or("");
+    d.at = query.column_text(8);
+    out.push_back(d);
+  }
+  return out;
+}
+
+std::vector<ArtifactRecord> Store::artifacts(int64_t run_id) const {
+  std::vector<ArtifactRecord> out;
+  Statement query(connection_,
+                  "SELECT id, kind, step, path, detail FROM run_artifacts WHERE run_id = ? "
+                  "ORDER BY id");
+  query.bind(1, run_id);
+  while (query.step()) {
+    out.push_back({query.column_int(0), run_id, query.column_text(1), optional_int(query, 2),
+                   query.column_text(3), query.column_optional_text(4)});
+  }
+  return out;
+}
+
+std::vector<KernelResultRecord> Store::kernel_results(std::optional<int64_t> sweep_id) const {
+  std::vector<KernelResultRecord> out;
+  Statement query(connection_,
+                  "SELECT id, sweep_id, name, op, model, part, gemm, recipe, variant, backend, m, "
+                  "n, k, status, reason, samples, median_ms, p10_ms, p90_ms, tflops, gb_s, "
+                  "gpu_name, config_json FROM kernel_results WHERE ?1 IS NULL OR sweep_id = ?1 "
+                  "ORDER BY id");
+  if (sweep_id) {
+    query.bind(1, *sweep_id);
+  } else {
+    query.bind_null(1);
+  }
+  while (query.step()) {
+    KernelResultRecord k;
+    k.id = query.column_int(0);
+    k.sweep_id = query.column_int(1);
+    k.name = query.column_text(2);
+    k.op = query.column_text(3);
+    k.model = query.column_optional_text(4);
+    k.part = query.column_optional_text(5);
+    k.gemm = query.column_optional_text(6);
+    k.recipe = query.column_text(7);
+    k.variant = query.column_text(8);
+    k.backend = query.column_text(9);
+    k.m = query.column_int(10);
+    k.n = query.column_int(11);
+    k.k = query.column_int(12);
+    k.status = query.column_text(13);
+    k.reason = query.column_optional_text(14);
+    k.samples = query.column_int(15);
+    k.median_ms = query.column_optional_double(16);
+    k.p10_ms = query.column_optional_double(17);
+    k.p90_ms = query.column_optional_double(18);
+    k.tflops = query.column_optional_double(19);
+    k.gb_s = query.column_optional_double(20);
+    k.gpu_name = query.column_optional_text(21);
+    k.config_json = query.column_text(22);
+    out.push_back(std::move(k));
   }
   return out;
 }

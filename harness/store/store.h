@@ -33,6 +33,11 @@ class Store {
   void add_eval(const EvalRecord& eval);
   int64_t add_event(const EventRecord& event);                 // `at` is filled in when empty
   void add_metrics(const std::vector<MetricRecord>& metrics);  // one transaction
+  void add_regions(const std::vector<RegionRecord>& regions);  // one transaction
+  void add_device_sample(const DeviceSampleRecord& sample);
+  int64_t add_artifact(const ArtifactRecord& artifact);
+  void set_clock_fell(int64_t run_id, bool fell);
+  int64_t add_kernel_result(const KernelResultRecord& result);
   void finish_run(int64_t run_id, RunStatus status, const std::optional<std::string>& error);
   // Marks `running` runs of this host whose process is gone as interrupted; returns how many.
   int mark_interrupted_runs();
@@ -48,6 +53,11 @@ class Store {
   std::vector<EventRecord> events(int64_t run_id) const;
   // A run's metrics, all, or those whose name starts with `prefix`, by step then name.
   std::vector<MetricRecord> metrics(int64_t run_id, const std::string& prefix = "") const;
+  std::vector<RegionRecord> regions(int64_t run_id) const;
+  std::vector<DeviceSampleRecord> device_samples(int64_t run_id) const;
+  std::vector<ArtifactRecord> artifacts(int64_t run_id) const;
+  std::vector<KernelResultRecord> kernel_results(
+      std::optional<int64_t> sweep_id = std::nullopt) const;
 
  private:
   explicit Store(Connection connection) : connection_(std::move(connection)) {}

@@ -1,28 +1,93 @@
 #include "kernels/torch/gemm.h"
 
-#include "kernels/torch/int8_ops.h"
+#include "kernels/profiling/range.h"
+#include "kernels/torch/gemm_stats.h"
+#include "kernels/torch/quantize.h"
+#include "kernels/torch/scaled_gemm.h"
 
 namespace lpbench::kernels {
 
-GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec) {
-  TORCH_CHECK(
-      !spec.quantized() || (spec.format == NumberFormat::int8 && spec.scaling == Scaling::tensor),
-      "unsupported GEMM spec ", describe(spec));
-  if (!spec.quantized()) return {t, {}};
-  Int8Tensor q = quantize_int8_tensorwise(t);
-  return {q.values, q.scale};
+namespace {
+
+constexpr int64_t kBlock = 128;
+
+NumberFormat format_of(const GemmSpec& spec, Side side) {
+  return side == Side::lhs ? spec.lhs : spec.rhs;
 }
 
-GemmOperand transposed(const GemmOperand& op) {
-  return {op.values.t(), op.scale};
+// The residual product of int8-fallback: C += Q(R)·Bᵀ over the rows that hold outlier blocks,
+// where R = A − dequantize(Q(A)) in the outlier blocks and 0 elsewhere.
+void add_fallback_product(at::Tensor& c, const GemmOperand& a, const Quantized& qb,
+                          const GemmSpec& spec, GemmKind kind, const std::string& module) {
+  const Quantized& qa = *a.q;
+  // scale = amax / 127 per 1×128 block, so comparing scales compares amaxes.
+  const at::Tensor scales = qa.scales;
+  const at::Tensor threshold = scales.flatten().median() * spec.outlier_ratio;
+  const at::Tensor outliers = scales.gt(threshold);
+  const at::Tensor rows = outliers.any(1).nonzero().flatten();
+  const int64_t fallback = outliers.sum().item<int64_t>();
+  record_fallback(module, kind, fallback, scales.numel());
+  if (rows.numel() == 0) return;
+
+  const at::Tensor a_rows = a.bf16.index_select(0, rows).to(at::kFloat);
+  const Quantized qa_rows{qa.values.index_select(0, rows), qa.scales.index_select(0, rows),
+                          qa.spec};
+  const at::Tensor mask =
+      outliers.index_select(0, rows).repeat_interleave(kBlock, 1).narrow(1, 0, a_rows.size(1));
+  const at::Tensor residual =
+      at::where(mask, a_rows - reference::dequantize(qa_rows, at::kFloat), at::zeros_like(a_rows));
+  const Quantized qr = kernels::quantize(residual, qa.spec);
+  c.index_add_(0, rows, scaled_gemm(qr, qb, at::kFloat));
+}
+
+}  // namespace
+
+QuantSpec operand_spec(const GemmSpec& spec, GemmKind kind, Side side) {
+  const NumberFormat format = format_of(spec, side);
+  switch (spec.scaling) {
+    case Scaling::tensor:
+      return {format, 0, 0};
+    case Scaling::row:
+      return {format, 1, 0};
+    case Scaling::block:
+    case Scaling::fallback: {
+      const bool weight = side == Side::rhs && kind != GemmKind::wgrad;
+      return {format, weight ? kBlock : 1, kBlock};
+    }
+    case Scaling::none:
+      break;
+  }
+  TORCH_CHECK(false, "operand_spec: ", describe(spec), " is not quantized");
+}
+
+GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec, GemmKind kind, Side side,
+                            bool transpose) {
+  GemmOperand op;
+  if (!spec.quantized()) {
+    op.bf16 = transpose ? t.t() : t;
+    return op;
+  }
+  {
+    const profiling::Range range("quantize", to_string(kind));
+    op.q = kernels::quantize(t, operand_spec(spec, kind, side), transpose);
+  }
+  if (spec.scaling == Scaling::fallback && side == Side::lhs) op.bf16 = transpose ? t.t() : t;
+  return op;
 }
 
 at::Tensor gemm_nt(const GemmOperand& a, const GemmOperand& b, const GemmSpec& spec,
-                   at::ScalarType out_dtype) {
-  if (spec.quantized()) {
-    return int8_gemm_dequantize({a.values, a.scale}, {b.values, b.scale}, out_dtype);
+                   at::ScalarType out_dtype, GemmKind kind, const std::string& module) {
+  const profiling::Range range("gemm", to_string(kind));
+  if (!spec.quantized()) return at::mm(a.bf16, b.bf16.t());
+  TORCH_CHECK(a.q && b.q, "gemm_nt: a quantized GEMM needs quantized operands");
+  if (spec.scaling != Scaling::fallback) return scaled_gemm(*a.q, *b.q, out_dtype);
+  // Both products in FP32, added, then rounded once.
+  at::Tensor c = scaled_gemm(*a.q, *b.q, at::kFloat);
+  {
+    const profiling::Range fallback("fallback", module);
+    add_fallback_product(c, a, *b.q, spec, kind, module);
   }
-  return at::mm(a.values, b.values.t());
+  return c.to(out_dtype);
 }
 
 }  // namespace lpbench::kernels

@@ -2,27 +2,46 @@
 
 #include <ATen/ATen.h>
 
-#include "kernels/recipe.h"
+#include <optional>
+#include <string>
 
-// One GEMM of a recipe, from operands to BF16 result: the building block of the quantized
-// linear layer and of the gemm level.
+#include "kernels/recipe.h"
+#include "kernels/reference/quantize.h"
+
+// One GEMM of a recipe, from a source tensor to the product: which block shape each operand is
+// quantized with, the quantization, and the product itself (with int8-fallback's residual
+// product). The building block of the quantized linear layer and of the gemm level.
 namespace lpbench::kernels {
 
-// An operand in the format a GEMM spec wants: BF16 values, or INT8 values with their scale.
+using reference::Quantized;
+using reference::QuantSpec;
+
+// The left (A) or right (B) operand of C = A·Bᵀ.
+enum class Side { lhs, rhs };
+
+// How operand `side` of GEMM `kind` is quantized under `spec`, in the operand's own coordinates
+// ([rows, K]): tensorwise {0,0}; rowwise {1,0}; blockwise 1×128 for the left operand (X, dY),
+// 128×128 for the weight (the right operand of fprop and dgrad), 1×128 for the activation on the
+// right of wgrad.
+QuantSpec operand_spec(const GemmSpec& spec, GemmKind kind, Side side);
+
+// An operand in the format its GEMM wants: BF16 values, or quantized ones. The left operand of
+// an int8-fallback GEMM keeps its BF16 values too, for the residual.
 struct GemmOperand {
-  at::Tensor values;
-  at::Tensor scale;  // undefined for BF16
+  at::Tensor bf16;  // [rows, K], possibly a transposed view
+  std::optional<Quantized> q;
 };
 
-// Quantizes `t` when the spec is quantized; passes it through otherwise.
-GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec);
+// `t` is the operand's source: [rows, K] as it is, or [K, rows] with `transpose` (dgrad's Wᵀ,
+// wgrad's dYᵀ and Xᵀ). The transpose is fused into the quantization on the GPU.
+GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec, GemmKind kind, Side side,
+                            bool transpose);
 
-// A transposed view. Tensorwise scales do not change under transposition; the INT8 GEMM makes
-// its operands K-contiguous itself, the BF16 one needs no copy.
-GemmOperand transposed(const GemmOperand& op);
-
-// C[M,N] = A[M,K] · B[N,K]ᵀ under `spec`, as `out_dtype`.
+// C[M,N] = A·Bᵀ under `spec`, as `out_dtype`. For int8-fallback, left-operand blocks whose amax
+// exceeds outlier_ratio × the median block amax get a second INT8 product of their quantization
+// residual; how many did is recorded for `module` (see gemm_stats.h).
 at::Tensor gemm_nt(const GemmOperand& a, const GemmOperand& b, const GemmSpec& spec,
-                   at::ScalarType out_dtype);
+                   at::ScalarType out_dtype, GemmKind kind = GemmKind::fprop,
+                   const std::string& module = "");
 
 }  // namespace lpbench::kernels

@@ -2,6 +2,7 @@
 
 #include <torch/autograd.h>
 
+#include "kernels/profiling/range.h"
 #include "kernels/torch/gemm.h"
 
 namespace lpbench::kernels {
@@ -11,57 +12,124 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// GemmSpecs travel through the autograd context as integers.
-int64_t encode(const GemmSpec& spec) {
-  return static_cast<int64_t>(spec.format) * 16 + static_cast<int64_t>(spec.scaling);
+// GemmSpecs and QuantSpecs travel through the autograd context as integers.
+std::vector<int64_t> encode(const GemmSpec& s) {
+  return {static_cast<int64_t>(s.lhs), static_cast<int64_t>(s.rhs),
+          static_cast<int64_t>(s.scaling)};
 }
-GemmSpec decode(int64_t code) {
-  return {static_cast<NumberFormat>(code / 16), static_cast<Scaling>(code % 16)};
+GemmSpec decode(const std::vector<int64_t>& v, double ratio) {
+  return {static_cast<NumberFormat>(v.at(0)), static_cast<NumberFormat>(v.at(1)),
+          static_cast<Scaling>(v.at(2)), ratio};
 }
 
-using Operand = GemmOperand;
+// Quantizing once and transposing the result is exact when blocks map onto blocks: one scale
+// per tensor, or square blocks.
+bool transposable(const std::optional<Quantized>& q, const QuantSpec& wanted) {
+  return q && q->spec.format == wanted.format && wanted.block_rows == wanted.block_cols &&
+         q->spec.block_rows == wanted.block_rows && q->spec.block_cols == wanted.block_cols;
+}
 
-Operand prepare(const at::Tensor& t, const GemmSpec& spec) {
-  return prepare_operand(t, spec);
+GemmOperand transposed(const GemmOperand& op) {
+  GemmOperand t;
+  if (op.q) t.q = reference::transpose(*op.q);
+  if (op.bf16.defined()) t.bf16 = op.bf16.t();
+  return t;
+}
+
+// The right operand of a backward GEMM, from its source (W or X, transposed), reusing the
+// forward's quantization where that is exact.
+GemmOperand backward_rhs(const at::Tensor& source, const GemmOperand& forward, const GemmSpec& spec,
+                         GemmKind kind, const QuantSpec& forward_spec) {
+  if (spec.quantized()) {
+    const QuantSpec wanted = operand_spec(spec, kind, Side::rhs);
+    if (transposable(forward.q, wanted) && forward_spec.block_rows == wanted.block_rows) {
+      return transposed(forward);
+    }
+  }
+  return prepare_operand(source, spec, kind, Side::rhs, /*transpose=*/true);
+}
+
+void save_operand(const GemmOperand& op, std::vector<at::Tensor>& tensors,
+                  std::vector<int64_t>& spec) {
+  if (op.q) {
+    tensors.push_back(op.q->values);
+    tensors.push_back(op.q->scales);
+    spec.insert(spec.end(), {1, static_cast<int64_t>(op.q->spec.format), op.q->spec.block_rows,
+                             op.q->spec.block_cols});
+  } else {
+    tensors.push_back(op.bf16);
+    tensors.emplace_back();
+    spec.insert(spec.end(), {0, 0, 0, 0});
+  }
+}
+
+GemmOperand load_operand(const variable_list& tensors, size_t at, const std::vector<int64_t>& spec,
+                         size_t spec_at) {
+  GemmOperand op;
+  if (spec.at(spec_at) == 1) {
+    op.q = Quantized{tensors.at(at),
+                     tensors.at(at + 1),
+                     {static_cast<NumberFormat>(spec.at(spec_at + 1)), spec.at(spec_at + 2),
+                      spec.at(spec_at + 3)}};
+  } else {
+    op.bf16 = tensors.at(at);
+  }
+  return op;
 }
 
 class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinearFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
-                            const LinearGemms& gemms) {
+                            const LinearGemms& gemms, const std::string& module) {
+    const profiling::Range range("linear", module);
     const int64_t k = x.size(-1);
-    const int64_t n = w.size(0);
     TORCH_CHECK(w.dim() == 2 && w.size(1) == k, "quantized_linear: X is ", x.sizes(), " but W is ",
                 w.sizes());
-    at::Tensor x2 = x.reshape({-1, k});
+    const at::Tensor x2 = x.reshape({-1, k});
 
-    // Quantize each operand at most once per spec it is used under.
-    Operand x_f = prepare(x2, gemms.fprop);
-    Operand w_f = prepare(w, gemms.fprop);
-    at::Tensor y = gemm_nt(x_f, w_f, gemms.fprop, x.scalar_type());
+    const GemmOperand a = prepare_operand(x2, gemms.fprop, GemmKind::fprop, Side::lhs, false);
+    const GemmOperand b = prepare_operand(w, gemms.fprop, GemmKind::fprop, Side::rhs, false);
+    at::Tensor y = gemm_nt(a, b, gemms.fprop, x.scalar_type(), GemmKind::fprop, module);
 
-    // Keep what backward needs, in the format it will be used in.
-    Operand w_d = gemms.dgrad == gemms.fprop ? w_f : prepare(w, gemms.dgrad);
-    Operand x_w = gemms.wgrad == gemms.fprop ? x_f : prepare(x2, gemms.wgrad);
-    if (!x.requires_grad()) w_d = {};
-    if (!w.requires_grad()) x_w = {};
-    ctx->save_for_backward({w_d.values, w_d.scale, x_w.values, x_w.scale});
+    // What backward needs, in the format and layout it will use: dgrad's Wᵀ, wgrad's Xᵀ.
+    GemmOperand dgrad_rhs;
+    GemmOperand wgrad_rhs;
+    const QuantSpec no_spec{};
+    if (x.requires_grad()) {
+      dgrad_rhs = backward_rhs(w, b, gemms.dgrad, GemmKind::dgrad, b.q ? b.q->spec : no_spec);
+    }
+    if (w.requires_grad()) {
+      wgrad_rhs = backward_rhs(x2, a, gemms.wgrad, GemmKind::wgrad, a.q ? a.q->spec : no_spec);
+    }
+    std::vector<at::Tensor> tensors;
+    std::vector<int64_t> specs;
+    save_operand(dgrad_rhs, tensors, specs);
+    save_operand(wgrad_rhs, tensors, specs);
+    ctx->save_for_backward(tensors);
+    ctx->saved_data["specs"] = specs;
     ctx->saved_data["dgrad"] = encode(gemms.dgrad);
     ctx->saved_data["wgrad"] = encode(gemms.wgrad);
+    ctx->saved_data["ratio"] = gemms.dgrad.outlier_ratio;
     ctx->saved_data["x_sizes"] = x.sizes();
+    ctx->saved_data["module"] = module;
+    ctx->saved_data["need_x"] = x.requires_grad();
+    ctx->saved_data["need_w"] = w.requires_grad();
 
     std::vector<int64_t> out_sizes = x.sizes().vec();
-    out_sizes.back() = n;
+    out_sizes.back() = w.size(0);
     return y.view(out_sizes);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const std::string& name = ctx->saved_data["module"].toStringRef();
+    const profiling::Range range("linear backward", name);
     const variable_list saved = ctx->get_saved_variables();
-    const Operand w_d{saved[0], saved[1]};
-    const Operand x_w{saved[2], saved[3]};
-    const GemmSpec dgrad = decode(ctx->saved_data["dgrad"].toInt());
-    const GemmSpec wgrad = decode(ctx->saved_data["wgrad"].toInt());
+    const std::vector<int64_t> specs = ctx->saved_data["specs"].toIntVector();
+    const double ratio = ctx->saved_data["ratio"].toDouble();
+    const GemmSpec dgrad = decode(ctx->saved_data["dgrad"].toIntVector(), ratio);
+    const GemmSpec wgrad = decode(ctx->saved_data["wgrad"].toIntVector(), ratio);
     const std::vector<int64_t> x_sizes = ctx->saved_data["x_sizes"].toIntVector();
+    const std::string module = ctx->saved_data["module"].toStringRef();
 
     const at::Tensor& grad_y = grad_outputs[0];
     const at::Tensor g2 = grad_y.reshape({-1, grad_y.size(-1)}).contiguous();
@@ -69,25 +137,37 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
 
     at::Tensor grad_x;
     at::Tensor grad_w;
-    // dY is quantized once when both backward GEMMs share its spec.
-    const Operand g_d = w_d.values.defined() ? prepare(g2, dgrad) : Operand{};
-    if (w_d.values.defined()) {
-      // dX[M,K] = dY[M,N] · W[N,K] = dY · (Wᵀ)ᵀ
-      grad_x = gemm_nt(g_d, transposed(w_d), dgrad, dtype).view(x_sizes);
+    GemmOperand dgrad_lhs;
+    if (ctx->saved_data["need_x"].toBool()) {
+      // dX[M,K] = dY[M,N] · (Wᵀ[K,N])ᵀ
+      dgrad_lhs = prepare_operand(g2, dgrad, GemmKind::dgrad, Side::lhs, false);
+      grad_x = gemm_nt(dgrad_lhs, load_operand(saved, 0, specs, 0), dgrad, dtype, GemmKind::dgrad,
+                       module)
+                   .view(x_sizes);
     }
-    if (x_w.values.defined()) {
-      // dW[N,K] = dYᵀ[N,M] · X[M,K] = dYᵀ · (Xᵀ)ᵀ
-      const Operand g_w = (g_d.values.defined() && dgrad == wgrad) ? g_d : prepare(g2, wgrad);
-      grad_w = gemm_nt(transposed(g_w), transposed(x_w), wgrad, dtype);
+    if (ctx->saved_data["need_w"].toBool()) {
+      // dW[N,K] = dYᵀ[N,M] · (Xᵀ[K,M])ᵀ
+      GemmOperand lhs;
+      const QuantSpec wanted =
+          wgrad.quantized() ? operand_spec(wgrad, GemmKind::wgrad, Side::lhs) : QuantSpec{};
+      if (wgrad.quantized() && dgrad == wgrad && transposable(dgrad_lhs.q, wanted) &&
+          wgrad.scaling != Scaling::fallback) {
+        lhs = transposed(dgrad_lhs);
+      } else {
+        lhs = prepare_operand(g2, wgrad, GemmKind::wgrad, Side::lhs, /*transpose=*/true);
+      }
+      grad_w =
+          gemm_nt(lhs, load_operand(saved, 2, specs, 4), wgrad, dtype, GemmKind::wgrad, module);
     }
-    return {grad_x, grad_w, at::Tensor()};
+    return {grad_x, grad_w, at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
-at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms) {
-  return QuantizedLinearFunction::apply(x, w, gemms);
+at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms,
+                            const std::string& module) {
+  return QuantizedLinearFunction::apply(x, w, gemms, module);
 }
 
 }  // namespace lpbench::kernels

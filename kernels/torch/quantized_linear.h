@@ -2,14 +2,18 @@
 
 #include <ATen/ATen.h>
 
+#include <string>
+
 #include "kernels/recipe.h"
 
 namespace lpbench::kernels {
 
 // Y = X·Wᵀ for X[..., K] and W[N, K] (BF16), as a torch autograd function whose three GEMMs
-// (fprop, dgrad, wgrad) are computed as `gemms` says. A quantized operand is quantized once and
-// saved for backward as INT8 with its scale instead of BF16, as Jetfire does, so the memory the
-// layer holds between forward and backward falls with the recipe.
-at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms);
+// (fprop, dgrad, wgrad) are computed as `gemms` says. The operands backward needs are quantized
+// in forward, in the layout backward uses them in, and saved that way instead of in BF16 (as
+// Jetfire does): the memory a layer holds between forward and backward falls with the recipe.
+// `module` names the layer in the statistics the GEMMs report (int8-fallback's outlier blocks).
+at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms,
+                            const std::string& module = "");
 
 }  // namespace lpbench::kernels

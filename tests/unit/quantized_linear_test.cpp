@@ -1,16 +1,16 @@
-// The quantized linear layer against BF16 autograd and against its own exact definition.
+// The quantized linear layer under every recipe, against the exact layer and against its own
+// definition.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "kernels/recipe.h"
-#include "kernels/reference/int8_gemm.h"
-#include "kernels/reference/int8_quantize.h"
+#include "kernels/reference/quantize.h"
+#include "kernels/reference/scaled_gemm.h"
+#include "kernels/torch/gemm_stats.h"
 #include "kernels/torch/quantized_linear.h"
 
 namespace lpbench::kernels {
 namespace {
-
-constexpr GemmSpec kInt8{NumberFormat::int8, Scaling::tensor};
 
 double relative_error(const at::Tensor& value, const at::Tensor& reference) {
   const at::Tensor r = reference.to(at::kDouble);
@@ -41,7 +41,7 @@ Results run(const LinearCase& c, const LinearGemms& gemms) {
 }
 
 // The exact answer for the layer's inputs, in float64.
-Results reference(const LinearCase& c) {
+Results exact(const LinearCase& c) {
   const at::Tensor x = c.x.to(at::kDouble).reshape({-1, c.x.size(-1)});
   const at::Tensor w = c.w.to(at::kDouble);
   const at::Tensor g = c.grad_y.to(at::kDouble).reshape({-1, c.grad_y.size(-1)});
@@ -57,51 +57,118 @@ TEST(QuantizedLinear, Bf16SpecsMatchTorchAutogradExactly) {
   at::Tensor y = at::matmul(x, w.t());
   y.backward(c.grad_y);
   EXPECT_TRUE(torch::equal(ours.y, y.detach()));
-  EXPECT_TRUE(torch::allclose(ours.grad_x, x.grad(), 0, 0)) << "dgrad";
-  EXPECT_TRUE(torch::allclose(ours.grad_w, w.grad(), 0, 0)) << "wgrad";
+  EXPECT_TRUE(torch::equal(ours.grad_x, x.grad())) << "dgrad";
+  EXPECT_TRUE(torch::equal(ours.grad_w, w.grad())) << "wgrad";
 }
 
-TEST(QuantizedLinear, Int8ForwardIsExactlyItsDefinition) {
-  const LinearCase c = make_case(1);
-  const Results ours = run(c, {kInt8, kInt8, kInt8});
-  const auto qx = reference::quantize_int8_tensorwise(c.x.reshape({-1, c.x.size(-1)}));
-  const auto qw = reference::quantize_int8_tensorwise(c.w);
-  const at::Tensor acc = reference::int8_gemm_int64(qx.values, qw.values).to(at::kInt);
-  const at::Tensor y = reference::dequantize_int32(acc, qx.scale, qw.scale, at::kBFloat16);
-  EXPECT_TRUE(torch::equal(ours.y.reshape({-1, c.w.size(0)}), y));
+TEST(QuantizedLinear, EachGemmIsExactlyItsDefinition) {
+  // int8-block: fprop X (1×128) · W (128×128); dgrad dY (1×128) · Wᵀ (128×128, the transposed
+  // blocks of W); wgrad dYᵀ (1×128 along tokens) · Xᵀ (1×128 along tokens).
+  const LinearCase c = make_case(1, 256, 256, 256);
+  const LinearGemms gemms = recipe_by_name("int8-block").gemms;
+  const Results ours = run(c, gemms);
+  const at::Tensor x = c.x.reshape({-1, 256});
+  const at::Tensor g = c.grad_y.reshape({-1, 256});
+  using reference::quantize;
+  const auto qw = quantize(c.w, {NumberFormat::int8, 128, 128});
+  const at::Tensor y =
+      reference::scaled_gemm(quantize(x, {NumberFormat::int8, 1, 128}), qw, at::kBFloat16);
+  EXPECT_TRUE(torch::equal(ours.y.reshape({-1, 256}), y)) << "fprop";
+  const at::Tensor dx = reference::scaled_gemm(quantize(g, {NumberFormat::int8, 1, 128}),
+                                               reference::transpose(qw), at::kBFloat16);
+  EXPECT_TRUE(torch::equal(ours.grad_x.reshape({-1, 256}), dx)) << "dgrad";
+  const at::Tensor dw =
+      reference::scaled_gemm(quantize(g.t(), {NumberFormat::int8, 1, 128}),
+                             quantize(x.t(), {NumberFormat::int8, 1, 128}), at::kBFloat16);
+  EXPECT_TRUE(torch::equal(ours.grad_w, dw)) << "wgrad";
 }
 
-// Per-tensor INT8 of a Gaussian operand with n elements has a relative RMS error of about
-// sqrt(2·ln n) / (127·sqrt(12)) ≈ 1 % here; a product of two such operands about 1.5 %. BF16
-// alone is about 0.3 %. Bound: 3 %, twice the expected INT8 error.
-constexpr double kInt8RelativeBound = 0.03;
-constexpr double kBf16RelativeBound = 0.01;
+// Relative error bounds that follow the formats. Per-tensor INT8 of a Gaussian operand of n
+// elements has a relative RMS error near sqrt(2·ln n) / (127·sqrt(12)) ≈ 1 %, a product of two
+// about 1.5 %; rows and blocks only lower it. FP8 rounds each element to 3 (E4M3) or 2 (E5M2)
+// mantissa bits: about 3.6 % and 7.2 % RMS per element. Bounds: about twice the expected error.
+struct RecipeBound {
+  const char* recipe;
+  double fprop, backward;
+};
 
-TEST(QuantizedLinear, Int8ForwardAndGradientsTrackTheExactLayer) {
-  for (int64_t seed : {2, 3, 4}) {
-    const LinearCase c = make_case(seed);
-    const Results exact = reference(c);
-    const Results int8 = run(c, {kInt8, kInt8, kInt8});
+class EveryRecipe : public ::testing::TestWithParam<RecipeBound> {};
+
+void PrintTo(const RecipeBound& b, std::ostream* os) {
+  *os << b.recipe;
+}
+
+TEST_P(EveryRecipe, ForwardAndGradientsTrackTheExactLayer) {
+  const RecipeBound bound = GetParam();
+  for (int64_t seed : {2, 3}) {
+    const LinearCase c = make_case(seed, 256, 384, 256);
+    const Results truth = exact(c);
+    const Results ours = run(c, parse_recipe(bound.recipe).gemms);
     const Results bf16 = run(c, LinearGemms::all_bf16());
-    EXPECT_LT(relative_error(bf16.y, exact.y), kBf16RelativeBound);
-    EXPECT_LT(relative_error(int8.y, exact.y), kInt8RelativeBound) << "fprop, seed " << seed;
-    EXPECT_LT(relative_error(int8.grad_x, exact.grad_x), kInt8RelativeBound) << "dgrad";
-    EXPECT_LT(relative_error(int8.grad_w, exact.grad_w), kInt8RelativeBound) << "wgrad";
-    // And INT8 is really quantizing: its error is well above BF16's.
-    EXPECT_GT(relative_error(int8.y, exact.y), 2 * relative_error(bf16.y, exact.y));
+    EXPECT_LT(relative_error(ours.y, truth.y), bound.fprop) << "fprop";
+    EXPECT_LT(relative_error(ours.grad_x, truth.grad_x), bound.backward) << "dgrad";
+    EXPECT_LT(relative_error(ours.grad_w, truth.grad_w), bound.backward) << "wgrad";
+    // And it really quantizes: its error is well above BF16's.
+    EXPECT_GT(relative_error(ours.y, truth.y), 2 * relative_error(bf16.y, truth.y));
   }
 }
 
-TEST(QuantizedLinear, MixedSpecsQuantizeOnlyTheNamedGemms) {
+INSTANTIATE_TEST_SUITE_P(Recipes, EveryRecipe,
+                         ::testing::Values(RecipeBound{"int8-tensor", 0.03, 0.03},
+                                           RecipeBound{"int8-row", 0.03, 0.03},
+                                           RecipeBound{"int8-block", 0.03, 0.03},
+                                           RecipeBound{"int8-fallback", 0.03, 0.03},
+                                           RecipeBound{"fp8-tensor", 0.08, 0.15},
+                                           RecipeBound{"fp8-row", 0.08, 0.15},
+                                           RecipeBound{"fp8-block", 0.08, 0.15}),
+                         [](const auto& test_info) {
+                           std::string name = test_info.param.recipe;
+                           for (char& ch : name)
+                             ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return name;
+                         });
+
+TEST(QuantizedLinear, FallbackComputesOutlierBlocksToAboutSixteenBits) {
+  LinearCase c = make_case(4, 256, 384, 256);
+  // Two outlier channels, 64× the rest, in a few tokens: each crushes the other 127 values of its
+  // 1×128 block onto a 64× coarser INT8 grid. That is what the fallback is for.
+  at::Tensor x = c.x.to(torch::kFloat);
+  x.select(1, 5).select(-1, 130).mul_(64.0);
+  x.select(1, 77).select(-1, 7).mul_(64.0);
+  c.x = x.to(torch::kBFloat16);
+  // The activation side alone: the exact X against the quantized W both recipes use.
+  const at::Tensor x2 = c.x.reshape({-1, 384}).to(at::kDouble);
+  const at::Tensor w_used =
+      reference::dequantize(reference::quantize(c.w, {NumberFormat::int8, 128, 128}), at::kDouble);
+  const at::Tensor truth = at::mm(x2, w_used.t());
+  take_fallback_counts();
+  const at::Tensor fallback =
+      quantized_linear(c.x, c.w, recipe_by_name("int8-fallback").gemms, "probe")
+          .reshape({-1, 256})
+          .to(at::kFloat);
+  const at::Tensor block =
+      quantized_linear(c.x, c.w, recipe_by_name("int8-block").gemms).reshape({-1, 256});
+  for (int64_t row : {5, 128 + 5, 77, 128 + 77}) {
+    // bf16 output rounding (2⁻⁹ relative) is the floor; INT8 of a crushed block is far above it.
+    const double with = relative_error(fallback[row], truth[row]);
+    const double without = relative_error(block[row], truth[row]);
+    EXPECT_LT(with, 0.005) << "row " << row;
+    EXPECT_GT(without, 4 * with) << "row " << row;
+  }
+  const auto counts = take_fallback_counts();
+  ASSERT_EQ(counts.count("probe.fprop"), 1U);
+  EXPECT_EQ(counts.at("probe.fprop").fallback, 4);  // one block in each of the 4 tokens
+  EXPECT_EQ(counts.at("probe.fprop").blocks, 256 * 3);
+}
+
+TEST(QuantizedLinear, PerGemmOverridesQuantizeOnlyTheNamedGemms) {
   const LinearCase c = make_case(5);
   const Results bf16 = run(c, LinearGemms::all_bf16());
-  // wgrad in BF16, the rest INT8: dW is the BF16 one bit for bit, y and dX are not.
-  const Results mixed = run(c, {kInt8, kInt8, GemmSpec{}});
+  const Results mixed = run(c, parse_recipe("int8-tensor:wgrad=bf16").gemms);
   EXPECT_TRUE(torch::equal(mixed.grad_w, bf16.grad_w));
   EXPECT_FALSE(torch::equal(mixed.y, bf16.y));
   EXPECT_FALSE(torch::equal(mixed.grad_x, bf16.grad_x));
-  // fprop in BF16 only.
-  const Results fprop_bf16 = run(c, {GemmSpec{}, kInt8, kInt8});
+  const Results fprop_bf16 = run(c, parse_recipe("int8-row:fprop=bf16").gemms);
   EXPECT_TRUE(torch::equal(fprop_bf16.y, bf16.y));
   EXPECT_FALSE(torch::equal(fprop_bf16.grad_w, bf16.grad_w));
 }
@@ -109,7 +176,7 @@ TEST(QuantizedLinear, MixedSpecsQuantizeOnlyTheNamedGemms) {
 TEST(QuantizedLinear, NoGradientIsComputedForAnInputThatNeedsNone) {
   const LinearCase c = make_case(6);
   at::Tensor w = c.w.clone().requires_grad_(true);
-  at::Tensor y = quantized_linear(c.x, w, {kInt8, kInt8, kInt8});
+  at::Tensor y = quantized_linear(c.x, w, recipe_by_name("int8-tensor").gemms);
   y.backward(c.grad_y);
   EXPECT_TRUE(w.grad().defined());
   EXPECT_FALSE(c.x.grad().defined());

@@ -6,11 +6,14 @@ namespace lpbench::kernels {
 namespace {
 
 TEST(Recipe, NamedRecipesAreTheBaselineAndTheSeedScheme) {
-  EXPECT_EQ(recipe_names(), (std::vector<std::string>{"bf16", "int8-tensor"}));
+  EXPECT_EQ(recipe_names(),
+            (std::vector<std::string>{"bf16", "int8-tensor", "int8-row", "int8-block",
+                                      "int8-fallback", "fp8-tensor", "fp8-row", "fp8-block"}));
   EXPECT_FALSE(recipe_by_name("bf16").gemms.any_quantized());
   const Recipe& int8 = recipe_by_name("int8-tensor");
   for (GemmKind kind : kGemmKinds) {
-    EXPECT_EQ(int8.gemms[kind].format, NumberFormat::int8) << to_string(kind);
+    EXPECT_EQ(int8.gemms[kind].lhs, NumberFormat::int8) << to_string(kind);
+    EXPECT_EQ(int8.gemms[kind].rhs, NumberFormat::int8) << to_string(kind);
     EXPECT_EQ(int8.gemms[kind].scaling, Scaling::tensor) << to_string(kind);
   }
   EXPECT_THROW(recipe_by_name("int4"), std::out_of_range);
@@ -51,6 +54,46 @@ TEST(Recipe, DescriptionsAreReadable) {
   EXPECT_EQ(describe(recipe_by_name("int8-tensor").gemms),
             "fprop=int8/tensor dgrad=int8/tensor wgrad=int8/tensor");
   EXPECT_EQ(fmt::format("{}", GemmSpec{}), "bf16");
+}
+
+TEST(Recipe, Fp8UsesE4m3ForwardAndE5m2Gradients) {
+  const LinearGemms g = recipe_by_name("fp8-tensor").gemms;
+  EXPECT_EQ(g.fprop.lhs, NumberFormat::fp8_e4m3);
+  EXPECT_EQ(g.fprop.rhs, NumberFormat::fp8_e4m3);
+  EXPECT_EQ(g.dgrad.lhs, NumberFormat::fp8_e5m2);  // dY
+  EXPECT_EQ(g.dgrad.rhs, NumberFormat::fp8_e4m3);  // W
+  EXPECT_EQ(g.wgrad.lhs, NumberFormat::fp8_e5m2);  // dYᵀ
+  EXPECT_EQ(describe(g.dgrad), "e5m2×e4m3/tensor");
+}
+
+TEST(ParseRecipe, ModifiersOverrideGemmsRatioAndKeepRules) {
+  const Recipe wgrad = parse_recipe("int8-tensor:wgrad=bf16");
+  EXPECT_EQ(wgrad.name, "int8-tensor:wgrad=bf16");
+  EXPECT_FALSE(wgrad.gemms.wgrad.quantized());
+  EXPECT_TRUE(wgrad.gemms.dgrad.quantized());
+  const Recipe ratio = parse_recipe("int8-fallback:ratio=8,dgrad=bf16");
+  EXPECT_DOUBLE_EQ(ratio.gemms.fprop.outlier_ratio, 8.0);
+  EXPECT_FALSE(ratio.gemms.dgrad.quantized());
+  const Recipe all = parse_recipe("fp8-block:quantize-all");
+  EXPECT_TRUE(decide(all, "output", ModuleKind::linear).quantized);
+  EXPECT_FALSE(decide(all, "layers.0.moe.router", ModuleKind::linear).quantized);  // never
+  EXPECT_EQ(parse_recipe("int8-row").gemms, recipe_by_name("int8-row").gemms);
+}
+
+TEST(ParseRecipe, NamesWhatIsWrong) {
+  auto error_of = [](const char* text) {
+    try {
+      parse_recipe(text);
+    } catch (const std::invalid_argument& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of("int4").find("valid recipes: bf16, int8-tensor"), std::string::npos);
+  EXPECT_NE(error_of("int8-tensor:xgrad=bf16").find("unknown GEMM 'xgrad'"), std::string::npos);
+  EXPECT_NE(error_of("int8-tensor:ratio=4").find("int8-fallback only"), std::string::npos);
+  EXPECT_NE(error_of("int8-fallback:ratio=0.5").find("above 1"), std::string::npos);
+  EXPECT_NE(error_of("int8-tensor:fast").find("unknown modifier 'fast'"), std::string::npos);
 }
 
 }  // namespace

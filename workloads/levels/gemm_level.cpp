@@ -8,11 +8,12 @@ namespace lpbench::workloads {
 namespace {
 
 kernels::GemmOperand random_operand(int64_t rows, int64_t cols, double scale,
-                                    const kernels::GemmSpec& spec, const torch::Device& device) {
+                                    const kernels::GemmSpec& spec, kernels::GemmKind kind,
+                                    kernels::Side side, const torch::Device& device) {
   const torch::Tensor t =
       (torch::randn({rows, cols}, torch::dtype(torch::kFloat).device(device)) * scale)
           .to(torch::kBFloat16);
-  return kernels::prepare_operand(t, spec);
+  return kernels::prepare_operand(t, spec, kind, side, /*transpose=*/false);
 }
 
 }  // namespace
@@ -21,13 +22,16 @@ GemmLevel::GemmLevel(const WorkloadSpec& spec, const ModelConfig& model,
                      const kernels::Recipe& recipe, const TrainingOptions& options,
                      const torch::Device& device) {
   torch::manual_seed(options.seed);
-  auto add = [&](const std::string& name, const kernels::GemmSpec& gemm, const GemmShape& shape) {
-    products_.push_back({name, gemm, shape, random_operand(shape.m, shape.k, 1.0, gemm, device),
-                         random_operand(shape.n, shape.k, 0.05, gemm, device)});
+  auto add = [&](const std::string& name, const kernels::GemmSpec& gemm, kernels::GemmKind kind,
+                 const GemmShape& shape) {
+    products_.push_back(
+        {name, gemm, kind, shape,
+         random_operand(shape.m, shape.k, 1.0, gemm, kind, kernels::Side::lhs, device),
+         random_operand(shape.n, shape.k, 0.05, gemm, kind, kernels::Side::rhs, device)});
   };
   if (spec.shape) {
     tokens_ = spec.shape->m;
-    add(spec.text(), recipe.gemms.fprop, *spec.shape);
+    add(spec.text(), recipe.gemms.fprop, kernels::GemmKind::fprop, *spec.shape);
     decisions_.push_back({spec.text(),
                           kernels::ModuleKind::linear,
                           {recipe.gemms.fprop, recipe.gemms.fprop, recipe.gemms.fprop},
@@ -39,7 +43,8 @@ GemmLevel::GemmLevel(const WorkloadSpec& spec, const ModelConfig& model,
   for (const LinearShape& linear : linear_shapes(model)) {
     if (!spec.part.empty() && linear.part != spec.part) continue;
     for (const auto& [kind, shape] : training_gemms(linear, tokens_)) {
-      add(fmt::format("{}.{}", linear.part, kernels::to_string(kind)), recipe.gemms[kind], shape);
+      add(fmt::format("{}.{}", linear.part, kernels::to_string(kind)), recipe.gemms[kind], kind,
+          shape);
     }
     decisions_.push_back({linear.part, kernels::ModuleKind::linear, recipe.gemms,
                           recipe.gemms.any_quantized(),
@@ -64,6 +69,15 @@ double GemmLevel::flops_per_step() const {
              static_cast<double>(p.shape.k);
   }
   return flops;
+}
+
+FlopCount GemmLevel::gemm_flops() const {
+  FlopCount count;
+  for (const Product& p : products_) {
+    count.add(p.spec.lhs, 2.0 * static_cast<double>(p.shape.m) * static_cast<double>(p.shape.n) *
+                              static_cast<double>(p.shape.k));
+  }
+  return count;
 }
 
 std::string GemmLevel::shape_description() const {

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "kernels/torch/gemm.h"
+#include "workloads/levels/fallback_tally.h"
 #include "workloads/levels/workload.h"
 
 namespace lpbench::workloads {
@@ -20,14 +21,17 @@ class GemmLevel final : public Workload {
   StepOutput step(int64_t index) override;
   int64_t tokens_per_step() const override { return tokens_; }
   double flops_per_step() const override;
+  FlopCount gemm_flops() const override;
   const std::vector<kernels::ModuleDecision>& modules() const override { return decisions_; }
   bool last_step_finite() const override;
+  std::vector<StepMetric> step_metrics() override { return fallback_.take_metrics(); }
   std::string shape_description() const override;
 
  private:
   struct Product {
     std::string name;  // "gate_up.fprop", or the shape
     kernels::GemmSpec spec;
+    kernels::GemmKind kind;
     GemmShape shape;
     kernels::GemmOperand a, b;
   };
@@ -35,6 +39,7 @@ class GemmLevel final : public Workload {
   std::vector<kernels::ModuleDecision> decisions_;
   int64_t tokens_ = 0;
   torch::Tensor last_;
+  FallbackTally fallback_;
 };
 
 }  // namespace lpbench::workloads

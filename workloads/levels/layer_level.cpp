@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/profiling/range.h"
 #include "workloads/models/rope.h"
 
 namespace lpbench::workloads {
@@ -37,8 +38,15 @@ LayerLevel::LayerLevel(const ModelConfig& model, const kernels::Recipe& recipe,
 StepOutput LayerLevel::step(int64_t /*index*/) {
   x_.mutable_grad() = torch::Tensor();
   layer_->zero_grad(/*set_to_none=*/true);
-  y_ = layer_->forward(x_, cos_, sin_);
-  y_.backward(grad_y_);
+  {
+    const profiling::Range range("forward");
+    y_ = layer_->forward(x_, cos_, sin_);
+  }
+  {
+    const profiling::Range range("backward");
+    y_.backward(grad_y_);
+  }
+  fallback_.absorb();
   return {std::nullopt, std::nullopt, 0.0, tokens_per_step()};
 }
 
@@ -56,9 +64,18 @@ double LayerLevel::flops_per_step() const {
   return per_token * static_cast<double>(tokens_per_step());
 }
 
-std::vector<StepMetric> LayerLevel::step_metrics() const {
-  if (!layer_->moe()) return {};
-  return expert_load_metrics("layers.0", layer_->moe()->last_load());
+FlopCount LayerLevel::gemm_flops() const {
+  return decoder_flops(model_, decisions_, static_cast<double>(tokens_per_step()), options_.seq_len,
+                       1);
+}
+
+std::vector<StepMetric> LayerLevel::step_metrics() {
+  std::vector<StepMetric> metrics = fallback_.take_metrics();
+  if (layer_->moe()) {
+    auto loads = expert_load_metrics("layers.0", layer_->moe()->last_load());
+    metrics.insert(metrics.end(), loads.begin(), loads.end());
+  }
+  return metrics;
 }
 
 bool LayerLevel::last_step_finite() const {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "workloads/levels/fallback_tally.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/decoder.h"
 
@@ -15,8 +16,9 @@ class LayerLevel final : public Workload {
   StepOutput step(int64_t index) override;
   int64_t tokens_per_step() const override;
   double flops_per_step() const override;
+  FlopCount gemm_flops() const override;
   const std::vector<kernels::ModuleDecision>& modules() const override { return decisions_; }
-  std::vector<StepMetric> step_metrics() const override;
+  std::vector<StepMetric> step_metrics() override;
   bool last_step_finite() const override;
   std::string shape_description() const override;
 
@@ -26,6 +28,7 @@ class LayerLevel final : public Workload {
   DecoderLayer layer_{nullptr};
   torch::Tensor cos_, sin_, x_, grad_y_, y_;
   std::vector<kernels::ModuleDecision> decisions_;
+  FallbackTally fallback_;
 };
 
 // The load of each expert of a layer's MoE block as metrics "moe.<layer>.expert.<e>.share".

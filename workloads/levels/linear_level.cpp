@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "kernels/profiling/range.h"
+
 #include <stdexcept>
 
 namespace lpbench::workloads {
@@ -19,7 +21,7 @@ LinearLevel::LinearLevel(const WorkloadSpec& spec, const ModelConfig& model,
   }
   if (!found) throw std::invalid_argument("unknown linear part '" + spec.part + "'");
   torch::manual_seed(options.seed);
-  linear_ = RecipeLinear(shape_.in_features, shape_.out_features, recipe.gemms, 0.02);
+  linear_ = RecipeLinear(shape_.in_features, shape_.out_features, recipe.gemms, 0.02, spec.part);
   linear_->to(device);
   const auto bf16 = torch::dtype(torch::kBFloat16).device(device);
   x_ = torch::randn({tokens_, shape_.in_features}, bf16).requires_grad_(true);
@@ -32,8 +34,15 @@ LinearLevel::LinearLevel(const WorkloadSpec& spec, const ModelConfig& model,
 StepOutput LinearLevel::step(int64_t /*index*/) {
   x_.mutable_grad() = torch::Tensor();
   linear_->zero_grad(/*set_to_none=*/true);
-  y_ = linear_->forward(x_);
-  y_.backward(grad_y_);
+  {
+    const profiling::Range range("forward");
+    y_ = linear_->forward(x_);
+  }
+  {
+    const profiling::Range range("backward");
+    y_.backward(grad_y_);
+  }
+  fallback_.absorb();
   return {std::nullopt, std::nullopt, 0.0, tokens_};
 }
 
@@ -44,6 +53,11 @@ bool LinearLevel::last_step_finite() const {
 double LinearLevel::flops_per_step() const {
   return 6.0 * static_cast<double>(tokens_) * static_cast<double>(shape_.in_features) *
          static_cast<double>(shape_.out_features);
+}
+
+FlopCount LinearLevel::gemm_flops() const {
+  return linear_flops(static_cast<double>(tokens_), static_cast<double>(shape_.in_features),
+                      static_cast<double>(shape_.out_features), decisions_.front().gemms);
 }
 
 std::string LinearLevel::shape_description() const {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "workloads/levels/fallback_tally.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/decoder.h"
 
@@ -15,8 +16,10 @@ class LinearLevel final : public Workload {
   StepOutput step(int64_t index) override;
   int64_t tokens_per_step() const override { return tokens_; }
   double flops_per_step() const override;
+  FlopCount gemm_flops() const override;
   const std::vector<kernels::ModuleDecision>& modules() const override { return decisions_; }
   bool last_step_finite() const override;
+  std::vector<StepMetric> step_metrics() override { return fallback_.take_metrics(); }
   std::string shape_description() const override;
 
  private:
@@ -25,6 +28,7 @@ class LinearLevel final : public Workload {
   RecipeLinear linear_{nullptr};
   torch::Tensor x_, grad_y_, y_;
   std::vector<kernels::ModuleDecision> decisions_;
+  FallbackTally fallback_;
 };
 
 }  // namespace lpbench::workloads

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "kernels/profiling/range.h"
+#include "kernels/torch/gemm_stats.h"
 #include "workloads/levels/layer_level.h"
 
 namespace lpbench::workloads {
@@ -38,11 +40,22 @@ StepOutput ModelLevel::step(int64_t index) {
   }
   torch::Tensor tokens = data_->batch(index, options_.micro_batch, options_.seq_len).to(device_);
   optimizer_->zero_grad(/*set_to_none=*/true);
-  torch::Tensor loss = loss_of(tokens);
-  loss.backward();
-  const double grad_norm =
-      torch::nn::utils::clip_grad_norm_(decoder_->parameters(), options_.grad_clip);
-  optimizer_->step();
+  torch::Tensor loss;
+  {
+    const profiling::Range range("forward");
+    loss = loss_of(tokens);
+  }
+  {
+    const profiling::Range range("backward");
+    loss.backward();
+  }
+  double grad_norm = 0.0;
+  {
+    const profiling::Range range("optimizer");
+    grad_norm = torch::nn::utils::clip_grad_norm_(decoder_->parameters(), options_.grad_clip);
+    optimizer_->step();
+  }
+  fallback_.absorb();
   return {loss.item<double>(), grad_norm, lr, tokens_per_step()};
 }
 
@@ -56,6 +69,8 @@ std::optional<EvalOutput> ModelLevel::evaluate() {
     sum += loss_of(tokens).item<double>();
   }
   decoder_->train();
+  kernels::take_fallback_counts();  // evaluation is not training: its outlier blocks are not
+                                    // counted
   return EvalOutput{sum / static_cast<double>(options_.eval_batches),
                     options_.eval_batches * tokens_per_step()};
 }
@@ -64,8 +79,13 @@ double ModelLevel::flops_per_step() const {
   return model_.flops_per_token(options_.seq_len) * static_cast<double>(tokens_per_step());
 }
 
-std::vector<StepMetric> ModelLevel::step_metrics() const {
-  std::vector<StepMetric> metrics;
+FlopCount ModelLevel::gemm_flops() const {
+  return decoder_flops(model_, decoder_->decisions(), static_cast<double>(tokens_per_step()),
+                       options_.seq_len, model_.num_layers);
+}
+
+std::vector<StepMetric> ModelLevel::step_metrics() {
+  std::vector<StepMetric> metrics = fallback_.take_metrics();
   const auto& layers = decoder_->layers();
   for (size_t i = 0; i < layers.size(); ++i) {
     if (!layers[i]->moe()) continue;

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "workloads/data/token_source.h"
+#include "workloads/levels/fallback_tally.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/decoder.h"
 
@@ -19,12 +20,13 @@ class ModelLevel final : public Workload {
   StepOutput step(int64_t index) override;
   int64_t tokens_per_step() const override { return options_.micro_batch * options_.seq_len; }
   double flops_per_step() const override;
+  FlopCount gemm_flops() const override;
   const std::vector<kernels::ModuleDecision>& modules() const override {
     return decoder_->decisions();
   }
   std::string data_description() const override { return data_->describe(); }
   std::optional<EvalOutput> evaluate() override;
-  std::vector<StepMetric> step_metrics() const override;
+  std::vector<StepMetric> step_metrics() override;
   std::string shape_description() const override;
 
  private:
@@ -36,6 +38,7 @@ class ModelLevel final : public Workload {
   Decoder decoder_{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<TokenSource> data_;
+  FallbackTally fallback_;
 };
 
 }  // namespace lpbench::workloads

@@ -11,6 +11,7 @@
 
 #include "kernels/recipe.h"
 #include "workloads/data/data_source.h"
+#include "workloads/levels/flop_count.h"
 #include "workloads/models/model_config.h"
 
 namespace lpbench::workloads {
@@ -103,13 +104,16 @@ class Workload {
   // Model FLOPs of one step (MEASURE.md's convention for the model level; 2·m·n·k summed over
   // the products otherwise).
   virtual double flops_per_step() const = 0;
+  // The matrix products of one step by the format they run in (for the roofline fraction).
+  virtual FlopCount gemm_flops() const = 0;
   // What the recipe did to each module, for the store.
   virtual const std::vector<kernels::ModuleDecision>& modules() const = 0;
   virtual std::string data_description() const { return "random tensors"; }
   // Validation loss after the current step, for levels that have one.
   virtual std::optional<EvalOutput> evaluate() { return std::nullopt; }
-  // Figures about the last step (for example the load of each expert).
-  virtual std::vector<StepMetric> step_metrics() const { return {}; }
+  // Figures about the steps since the last call (the load of each expert in the last step, the
+  // share of int8-fallback's outlier blocks).
+  virtual std::vector<StepMetric> step_metrics() { return {}; }
   // Whether the last step's outputs are finite, for levels without a loss. The runner asks after
   // the step's time is taken, so the check is not timed.
   virtual bool last_step_finite() const { return true; }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/profiling/range.h"
 #include "kernels/torch/quantized_linear.h"
 #include "workloads/models/checkpoint.h"
 #include "workloads/models/rope.h"
@@ -30,14 +31,14 @@ void PrecisionPlan::embedding(const std::string& module) {
 }
 
 RecipeLinearImpl::RecipeLinearImpl(int64_t in_features, int64_t out_features,
-                                   kernels::LinearGemms gemms, double init_std)
-    : gemms_(gemms) {
+                                   kernels::LinearGemms gemms, double init_std, std::string name)
+    : gemms_(gemms), name_(std::move(name)) {
   weight_ = register_parameter("weight", torch::empty({out_features, in_features}));
   torch::nn::init::normal_(weight_, 0.0, init_std);
 }
 
 torch::Tensor RecipeLinearImpl::forward(const torch::Tensor& x) {
-  return kernels::quantized_linear(x, weight_.to(kCompute), gemms_);
+  return kernels::quantized_linear(x, weight_.to(kCompute), gemms_, name_);
 }
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
@@ -55,10 +56,12 @@ AttentionImpl::AttentionImpl(const ModelConfig& config, const std::string& prefi
                              PrecisionPlan& plan)
     : heads_(config.num_heads), kv_heads_(config.num_kv_heads), head_dim_(config.head_dim) {
   const int64_t qkv_width = (heads_ + 2 * kv_heads_) * head_dim_;
-  qkv_ = register_module(
-      "qkv", RecipeLinear(config.hidden_size, qkv_width, plan.linear(prefix + ".qkv"), kInitStd));
-  out_ = register_module("out", RecipeLinear(heads_ * head_dim_, config.hidden_size,
-                                             plan.linear(prefix + ".out"), residual_std(config)));
+  qkv_ =
+      register_module("qkv", RecipeLinear(config.hidden_size, qkv_width,
+                                          plan.linear(prefix + ".qkv"), kInitStd, prefix + ".qkv"));
+  out_ = register_module(
+      "out", RecipeLinear(heads_ * head_dim_, config.hidden_size, plan.linear(prefix + ".out"),
+                          residual_std(config), prefix + ".out"));
   if (config.qk_norm) {
     q_norm_ = register_module("q_norm", RMSNorm(head_dim_, config.norm_eps));
     k_norm_ = register_module("k_norm", RMSNorm(head_dim_, config.norm_eps));
@@ -67,6 +70,7 @@ AttentionImpl::AttentionImpl(const ModelConfig& config, const std::string& prefi
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                      const torch::Tensor& sin) {
+  const profiling::Range range("attention");
   const int64_t batch = x.size(0);
   const int64_t seq = x.size(1);
   torch::Tensor qkv = qkv_(x);
@@ -91,14 +95,16 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
 MlpImpl::MlpImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan)
     : intermediate_(config.intermediate_size) {
   // Gate and up projections fused into one GEMM, as Megatron's linear_fc1 does.
-  gate_up_ = register_module("gate_up", RecipeLinear(config.hidden_size, 2 * intermediate_,
-                                                     plan.linear(prefix + ".gate_up"), kInitStd));
-  down_ =
-      register_module("down", RecipeLinear(intermediate_, config.hidden_size,
-                                           plan.linear(prefix + ".down"), residual_std(config)));
+  gate_up_ = register_module(
+      "gate_up", RecipeLinear(config.hidden_size, 2 * intermediate_,
+                              plan.linear(prefix + ".gate_up"), kInitStd, prefix + ".gate_up"));
+  down_ = register_module(
+      "down", RecipeLinear(intermediate_, config.hidden_size, plan.linear(prefix + ".down"),
+                           residual_std(config), prefix + ".down"));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  const profiling::Range range("mlp");
   torch::Tensor gate_up = gate_up_(x);
   torch::Tensor gate = gate_up.narrow(-1, 0, intermediate_);
   torch::Tensor up = gate_up.narrow(-1, intermediate_, intermediate_);
@@ -107,8 +113,9 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
 
 MoeImpl::MoeImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan)
     : top_k_(config.experts_per_token) {
-  router_ = register_module("router", RecipeLinear(config.hidden_size, config.num_experts,
-                                                   plan.linear(prefix + ".router"), kInitStd));
+  router_ = register_module(
+      "router", RecipeLinear(config.hidden_size, config.num_experts,
+                             plan.linear(prefix + ".router"), kInitStd, prefix + ".router"));
   for (int64_t e = 0; e < config.num_experts; ++e) {
     // torch module names may not hold dots; the recorded module name does.
     experts_.push_back(
@@ -119,6 +126,7 @@ MoeImpl::MoeImpl(const ModelConfig& config, const std::string& prefix, Precision
 }
 
 torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
+  const profiling::Range range("moe");
   const int64_t hidden = x.size(-1);
   const int64_t experts = static_cast<int64_t>(experts_.size());
   torch::Tensor tokens = x.reshape({-1, hidden});
@@ -148,8 +156,9 @@ torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
   return out.view_as(x);
 }
 
-DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config, int64_t index, PrecisionPlan& plan) {
-  const std::string prefix = "layers." + std::to_string(index);
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config, int64_t index, PrecisionPlan& plan)
+    : name_("layers." + std::to_string(index)) {
+  const std::string& prefix = name_;
   attention_norm_ = register_module("attention_norm", RMSNorm(config.hidden_size, config.norm_eps));
   attention_ = register_module("attention", Attention(config, prefix + ".attention", plan));
   mlp_norm_ = register_module("mlp_norm", RMSNorm(config.hidden_size, config.norm_eps));
@@ -162,6 +171,7 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config, int64_t index, Pre
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                         const torch::Tensor& sin) {
+  const profiling::Range range("layer", name_);
   torch::Tensor h = x + attention_(attention_norm_(x), cos, sin);
   torch::Tensor normed = mlp_norm_(h);
   return h + (moe_ ? moe_(normed) : mlp_(normed));
@@ -184,7 +194,7 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, const kernels::Recipe& recip
     tied_output_ = plan.linear("output");
   } else {
     output_ = register_module("output", RecipeLinear(config.hidden_size, config.vocab_size,
-                                                     plan.linear("output"), kInitStd));
+                                                     plan.linear("output"), kInitStd, "output"));
   }
   auto [cos, sin] = rope_tables(config, max_seq_len);
   rope_cos_ = register_buffer("rope_cos", cos);
@@ -207,7 +217,7 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tokens) {
   }
   h = final_norm_(h);
   if (output_) return output_(h);
-  return kernels::quantized_linear(h, embedding_.to(kCompute), tied_output_);
+  return kernels::quantized_linear(h, embedding_.to(kCompute), tied_output_, "output");
 }
 
 }  // namespace lpbench::workloads

@@ -19,6 +19,7 @@ class PrecisionPlan {
  public:
   explicit PrecisionPlan(const kernels::Recipe& recipe) : recipe_(recipe) {}
   kernels::LinearGemms linear(const std::string& module);
+
   void embedding(const std::string& module);
   const std::vector<kernels::ModuleDecision>& decisions() const { return decisions_; }
 
@@ -30,7 +31,7 @@ class PrecisionPlan {
 class RecipeLinearImpl : public torch::nn::Module {
  public:
   RecipeLinearImpl(int64_t in_features, int64_t out_features, kernels::LinearGemms gemms,
-                   double init_std);
+                   double init_std, std::string name = "");
   torch::Tensor forward(const torch::Tensor& x);
   const torch::Tensor& weight() const { return weight_; }
   const kernels::LinearGemms& gemms() const { return gemms_; }
@@ -38,6 +39,7 @@ class RecipeLinearImpl : public torch::nn::Module {
  private:
   torch::Tensor weight_;  // [out, in], FP32
   kernels::LinearGemms gemms_;
+  std::string name_;  // as the store records it, e.g. "layers.3.mlp.down"
 };
 TORCH_MODULE(RecipeLinear);
 
@@ -104,6 +106,7 @@ class DecoderLayerImpl : public torch::nn::Module {
   Attention attention_{nullptr};
   Mlp mlp_{nullptr};
   Moe moe_{nullptr};
+  std::string name_;
 };
 TORCH_MODULE(DecoderLayer);
 

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda/types.cuh"
+
+namespace lpbench::cuda {
+
+// Dynamic scaled quantization of a row-major matrix X [rows, cols] (BF16 or FP32) to INT8 or FP8,
+// with the numerics of kernels/reference/quantize.h, bit for bit.
+//
+// The output matrix is X, or Xᵀ when `transpose` is set (the transpose is fused: no separate
+// pass). Blocks are given in OUTPUT coordinates: the output [R, C] (R = rows or cols) is cut
+// into block_rows × block_cols blocks (0: the whole dimension), and
+//   values  [R, C] row-major, in out_type (int8 or fp8 bytes),
+//   scales  [ceil(R / br), ceil(C / bc)] row-major FP32.
+// Granularities: tensorwise {0,0} (two passes: an amax reduction, then the quantize), rowwise
+// {1,0}, blockwise {1,128}, {128,128}, {32,32}, and any other block shape.
+struct QuantizeArgs {
+  const void* x = nullptr;
+  DType x_type = DType::bf16;  // bf16 or fp32
+  int64_t rows = 0;            // of X
+  int64_t cols = 0;            // of X
+  int64_t ld = 0;              // elements between rows of X (>= cols)
+  bool transpose = false;
+  DType out_type = DType::int8;  // int8, fp8_e4m3, fp8_e5m2
+  int64_t block_rows = 0;        // in output coordinates; 0: all
+  int64_t block_cols = 0;
+  void* values = nullptr;   // [R, C]
+  float* scales = nullptr;  // [ceil(R/br), ceil(C/bc)]
+  // Tensorwise and full-row/column reductions need a device scratch of at least
+  // quantize_workspace_bytes(args) bytes.
+  void* workspace = nullptr;
+};
+
+size_t quantize_workspace_bytes(const QuantizeArgs& args);
+
+// Throws std::invalid_argument for inconsistent arguments and CudaError for a failed launch.
+void quantize(const QuantizeArgs& args, cudaStream_t stream);
+
+}  // namespace lpbench::cuda

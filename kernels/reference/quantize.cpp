@@ -1,0 +1,110 @@
+#include "kernels/reference/quantize.h"
+
+#include <ATen/ops/constant_pad_nd.h>
+
+namespace lpbench::kernels::reference {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// x as [R/br, br, C/bc, bc] blocks (FP32), zero-padded to whole blocks; zeros change no amax.
+at::Tensor as_blocks(const at::Tensor& x, int64_t br, int64_t bc) {
+  const int64_t rows = x.size(0);
+  const int64_t cols = x.size(1);
+  const int64_t rb = ceil_div(rows, br);
+  const int64_t cb = ceil_div(cols, bc);
+  at::Tensor padded =
+      at::constant_pad_nd(x.to(at::kFloat), {0, cb * bc - cols, 0, rb * br - rows}).contiguous();
+  return padded.view({rb, br, cb, bc});
+}
+
+}  // namespace
+
+double format_max(NumberFormat format) {
+  switch (format) {
+    case NumberFormat::int8:
+      return 127.0;
+    case NumberFormat::fp8_e4m3:
+      return 448.0;
+    case NumberFormat::fp8_e5m2:
+      return 57344.0;
+    case NumberFormat::bf16:
+      break;
+  }
+  TORCH_CHECK(false, "format_max: ", to_string(format), " is not a quantized format");
+}
+
+at::ScalarType storage_type(NumberFormat format) {
+  switch (format) {
+    case NumberFormat::int8:
+      return at::kChar;
+    case NumberFormat::fp8_e4m3:
+      return at::kFloat8_e4m3fn;
+    case NumberFormat::fp8_e5m2:
+      return at::kFloat8_e5m2;
+    case NumberFormat::bf16:
+      return at::kBFloat16;
+  }
+  return at::kBFloat16;
+}
+
+at::Tensor block_absmax(const at::Tensor& x, int64_t block_rows, int64_t block_cols) {
+  TORCH_CHECK(x.dim() == 2 && x.numel() > 0, "quantize takes a non-empty 2-D tensor, got ",
+              x.sizes());
+  const int64_t br = block_rows > 0 ? std::min(block_rows, x.size(0)) : x.size(0);
+  const int64_t bc = block_cols > 0 ? std::min(block_cols, x.size(1)) : x.size(1);
+  at::Tensor blocks = as_blocks(x, br, bc);
+  at::Tensor amax = blocks.abs().amax({1, 3});
+  // A NaN anywhere in a block makes its amax NaN, whatever amax's own NaN handling is.
+  return at::where(blocks.isnan().any(3).any(1), at::full_like(amax, NAN), amax);
+}
+
+Quantized quantize(const at::Tensor& x, const QuantSpec& spec) {
+  TORCH_CHECK(spec.format != NumberFormat::bf16, "quantize: BF16 is not a quantized format");
+  const int64_t rows = x.size(0);
+  const int64_t cols = x.size(1);
+  const int64_t br = spec.block_rows > 0 ? std::min(spec.block_rows, rows) : rows;
+  const int64_t bc = spec.block_cols > 0 ? std::min(spec.block_cols, cols) : cols;
+  const auto fmax = static_cast<float>(format_max(spec.format));
+
+  at::Tensor amax = block_absmax(x, br, bc);  // [rb, cb]
+  at::Tensor zero = amax.eq(0);
+  at::Tensor one = at::ones_like(amax);
+  // Tensor by tensor: torch's CUDA division by a scalar multiplies by its reciprocal, which
+  // differs from IEEE division in the last bit for some amaxes.
+  const at::Tensor fmax_t = at::full_like(amax, fmax);
+  at::Tensor scales = at::where(zero, one, amax / fmax_t);
+  at::Tensor inv = at::where(zero, one, fmax_t / amax);
+  const int64_t rb = amax.size(0);
+  const int64_t cb = amax.size(1);
+  at::Tensor scaled = as_blocks(x, br, bc) * inv.view({rb, 1, cb, 1});
+  if (spec.format == NumberFormat::int8) scaled = scaled.round();  // half to even
+  scaled = scaled.clamp(-fmax, fmax);
+  // A non-finite amax makes inv 0 or NaN; zero the values, keep the scale non-finite.
+  scaled = at::where(amax.isfinite().view({rb, 1, cb, 1}), scaled, at::zeros_like(scaled));
+  at::Tensor values = scaled.view({rb * br, cb * bc})
+                          .narrow(0, 0, rows)
+                          .narrow(1, 0, cols)
+                          .to(storage_type(spec.format))
+                          .contiguous();
+  return {values, scales, {spec.format, spec.block_rows, spec.block_cols}};
+}
+
+at::Tensor dequantize(const Quantized& q, at::ScalarType dtype) {
+  const int64_t br = q.block_rows();
+  const int64_t bc = q.block_cols();
+  at::Tensor s = q.scales.repeat_interleave(br, 0).repeat_interleave(bc, 1);
+  s = s.narrow(0, 0, q.rows()).narrow(1, 0, q.cols());
+  return (q.values.to(at::kFloat) * s).to(dtype);
+}
+
+Quantized transpose(const Quantized& q) {
+  return {q.values.t().contiguous(),
+          q.scales.t().contiguous(),
+          {q.spec.format, q.spec.block_cols, q.spec.block_rows}};
+}
+
+}  // namespace lpbench::kernels::reference

@@ -1,0 +1,80 @@
+#include "kernels/torch/quantize.h"
+
+#ifdef LPBENCH_CUDA_GLUE
+#include <c10/cuda/CUDAStream.h>
+
+#include "kernels/cuda/quantize.cuh"
+#endif
+
+namespace lpbench::kernels {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+#ifdef LPBENCH_CUDA_GLUE
+cuda::DType cuda_type(NumberFormat format) {
+  switch (format) {
+    case NumberFormat::int8:
+      return cuda::DType::int8;
+    case NumberFormat::fp8_e4m3:
+      return cuda::DType::fp8_e4m3;
+    case NumberFormat::fp8_e5m2:
+      return cuda::DType::fp8_e5m2;
+    case NumberFormat::bf16:
+      break;
+  }
+  TORCH_CHECK(false, "quantize: BF16 is not a quantized format");
+}
+
+Quantized quantize_cuda(const at::Tensor& x, const QuantSpec& spec, bool transpose) {
+  at::Tensor input = x;
+  if (input.stride(1) != 1) input = input.contiguous();
+  TORCH_CHECK(input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kFloat,
+              "quantize: BF16 or FP32 input, got ", input.scalar_type());
+  const int64_t out_rows = transpose ? input.size(1) : input.size(0);
+  const int64_t out_cols = transpose ? input.size(0) : input.size(1);
+  const int64_t br = spec.block_rows > 0 ? std::min(spec.block_rows, out_rows) : out_rows;
+  const int64_t bc = spec.block_cols > 0 ? std::min(spec.block_cols, out_cols) : out_cols;
+  Quantized q;
+  q.spec = spec;
+  q.values =
+      at::empty({out_rows, out_cols}, input.options().dtype(reference::storage_type(spec.format)));
+  q.scales = at::empty({ceil_div(out_rows, br), ceil_div(out_cols, bc)},
+                       input.options().dtype(at::kFloat));
+  cuda::QuantizeArgs args;
+  args.x = input.data_ptr();
+  args.x_type = input.scalar_type() == at::kBFloat16 ? cuda::DType::bf16 : cuda::DType::fp32;
+  args.rows = input.size(0);
+  args.cols = input.size(1);
+  args.ld = input.stride(0);
+  args.transpose = transpose;
+  args.out_type = cuda_type(spec.format);
+  args.block_rows = spec.block_rows;
+  args.block_cols = spec.block_cols;
+  args.values = q.values.data_ptr();
+  args.scales = q.scales.data_ptr<float>();
+  const size_t scratch = cuda::quantize_workspace_bytes(args);
+  at::Tensor workspace;
+  if (scratch > 0) {
+    workspace = at::empty({static_cast<int64_t>(scratch)}, input.options().dtype(at::kByte));
+    args.workspace = workspace.data_ptr();
+  }
+  cuda::quantize(args, c10::cuda::getCurrentCUDAStream(input.device().index()).stream());
+  return q;
+}
+#endif
+
+}  // namespace
+
+Quantized quantize(const at::Tensor& x, const QuantSpec& spec, bool transpose) {
+  TORCH_CHECK(x.dim() == 2, "quantize takes a 2-D tensor, got ", x.sizes());
+#ifdef LPBENCH_CUDA_GLUE
+  if (x.is_cuda()) return quantize_cuda(x, spec, transpose);
+#endif
+  return reference::quantize(transpose ? x.t() : x, spec);
+}
+
+}  // namespace lpbench::kernels

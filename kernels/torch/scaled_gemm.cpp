@@ -1,0 +1,262 @@
+#include "kernels/torch/scaled_gemm.h"
+
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include "kernels/profiling/range.h"
+#include "kernels/reference/scaled_gemm.h"
+#include "kernels/torch/gemm.h"
+
+#ifdef LPBENCH_CUDA_GLUE
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "kernels/cublaslt/gemm.h"
+#include "kernels/cuda/scaled_gemm.cuh"
+#endif
+
+namespace lpbench::kernels {
+
+namespace {
+
+std::atomic<Int8Backend> g_int8_backend{Int8Backend::cublaslt};
+
+bool scales_along_k(const Quantized& q) {
+  return q.block_cols() < q.cols();
+}
+
+#ifdef LPBENCH_CUDA_GLUE
+
+cuda::DType cuda_type(NumberFormat format) {
+  switch (format) {
+    case NumberFormat::int8:
+      return cuda::DType::int8;
+    case NumberFormat::fp8_e4m3:
+      return cuda::DType::fp8_e4m3;
+    case NumberFormat::fp8_e5m2:
+      return cuda::DType::fp8_e5m2;
+    case NumberFormat::bf16:
+      break;
+  }
+  TORCH_CHECK(false, "scaled_gemm: BF16 operands are not quantized");
+}
+
+cuda::DType out_type(at::ScalarType dtype) {
+  TORCH_CHECK(dtype == at::kBFloat16 || dtype == at::kFloat, "scaled_gemm: BF16 or FP32 out");
+  return dtype == at::kBFloat16 ? cuda::DType::bf16 : cuda::DType::fp32;
+}
+
+cudaStream_t stream_of(const at::Tensor& t) {
+  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+}
+
+// Scales as the CUDA kernels index them: rows of the scale grid per operand block row, K blocks
+// along the columns; block_rows 0 for one scale.
+int64_t block_rows_of(const Quantized& q) {
+  return q.scales.size(0) == 1 ? 0 : q.block_rows();
+}
+
+cuda::ScaledGemmArgs int8_args(const Quantized& a, const Quantized& b, const at::Tensor& bias,
+                               const at::Tensor& c) {
+  cuda::ScaledGemmArgs args;
+  args.a = a.values.data_ptr();
+  args.b = b.values.data_ptr();
+  args.ab_type = cuda::DType::int8;
+  args.m = a.rows();
+  args.n = b.rows();
+  args.k = a.cols();
+  args.a_scales = a.scales.data_ptr<float>();
+  args.a_block_rows = block_rows_of(a);
+  args.b_scales = b.scales.data_ptr<float>();
+  args.b_block_rows = block_rows_of(b);
+  args.kblock = scales_along_k(a) ? a.block_cols() : (scales_along_k(b) ? b.block_cols() : 0);
+  args.bias = bias.defined() ? bias.data_ptr<float>() : nullptr;
+  args.c = c.data_ptr();
+  args.c_type = out_type(c.scalar_type());
+  return args;
+}
+
+at::Tensor int8_gemm_cuda(const Quantized& a, const Quantized& b, at::ScalarType dtype,
+                          const at::Tensor& bias) {
+  at::Tensor c = at::empty({a.rows(), b.rows()}, a.values.options().dtype(dtype));
+  const cuda::ScaledGemmArgs args = int8_args(a, b, bias, c);
+  const cudaStream_t stream = stream_of(a.values);
+  if (args.kblock == 0 && g_int8_backend.load() == Int8Backend::cublaslt) {
+    at::Tensor acc = at::empty({a.rows(), b.rows()}, a.values.options().dtype(at::kInt));
+    cublaslt::int8_gemm(a.values.data_ptr<int8_t>(), b.values.data_ptr<int8_t>(),
+                        acc.data_ptr<int32_t>(), args.m, args.n, args.k, stream);
+    const profiling::Range range("dequantize");
+    cuda::dequantize_int32(acc.data_ptr<int32_t>(), args, stream);
+  } else {
+    cuda::scaled_gemm_mma(args, stream);
+  }
+  return c;
+}
+
+cublaslt::ScaleMode scale_mode(const Quantized& q) {
+  if (q.scales.numel() == 1) return cublaslt::ScaleMode::scalar;
+  if (!scales_along_k(q)) return cublaslt::ScaleMode::outer_vector;
+  return q.block_rows() == 1 ? cublaslt::ScaleMode::vec128 : cublaslt::ScaleMode::blk128x128;
+}
+
+cublaslt::Fp8GemmArgs fp8_args(const Quantized& a, const at::Tensor& a_scales, const Quantized& b,
+                               const at::Tensor& b_scales, const at::Tensor& c) {
+  cublaslt::Fp8GemmArgs args;
+  args.a = a.values.data_ptr();
+  args.a_type = cuda_type(a.spec.format);
+  args.a_scales = a_scales.data_ptr<float>();
+  args.a_mode = scale_mode(a);
+  args.b = b.values.data_ptr();
+  args.b_type = cuda_type(b.spec.format);
+  args.b_scales = b_scales.data_ptr<float>();
+  args.b_mode = scale_mode(b);
+  args.m = a.rows();
+  args.n = b.rows();
+  args.k = a.cols();
+  args.c = c.data_ptr();
+  args.c_type = out_type(c.scalar_type());
+  return args;
+}
+
+// cuBLASLt's documentation leaves the order of a block-scale grid open: lpbench keeps it
+// row-major [rows, K blocks]. The first blockwise FP8 GEMM on a device runs a small problem with
+// that order and with the transposed one against the reference, and keeps the one that matches;
+// if neither does, blockwise FP8 runs on the reference path and says so.
+enum class BlockLayout { unknown, row_major, k_outer, unsupported };
+
+at::Tensor grid(const Quantized& q, BlockLayout layout) {
+  const bool blocked = scale_mode(q) == cublaslt::ScaleMode::vec128 ||
+                       scale_mode(q) == cublaslt::ScaleMode::blk128x128;
+  return blocked && layout == BlockLayout::k_outer ? q.scales.t().contiguous() : q.scales;
+}
+
+BlockLayout calibrate_block_layout(const at::Device& device) {
+  const auto options = at::TensorOptions().device(device);
+  // Rows and K blocks scaled differently, so a misread grid cannot pass.
+  at::Tensor x = at::randn({256, 512}, options) *
+                 at::linspace(0.5, 8.0, 256, options).unsqueeze(1) *
+                 at::linspace(1.0, 4.0, 512, options).unsqueeze(0);
+  at::Tensor w =
+      at::randn({256, 512}, options) * at::linspace(2.0, 0.25, 256, options).unsqueeze(1);
+  const Quantized a = reference::quantize(x, {NumberFormat::fp8_e4m3, 1, 128});
+  const Quantized b = reference::quantize(w, {NumberFormat::fp8_e4m3, 128, 128});
+  const at::Tensor expected = reference::scaled_gemm(a, b, at::kFloat);
+  for (BlockLayout layout : {BlockLayout::row_major, BlockLayout::k_outer}) {
+    const at::Tensor sa = grid(a, layout);
+    const at::Tensor sb = grid(b, layout);
+    at::Tensor c = at::empty({256, 256}, options.dtype(at::kFloat));
+    cublaslt::Fp8GemmArgs args = fp8_args(a, sa, b, sb, c);
+    if (!cublaslt::fp8_gemm_supported(args, nullptr)) return BlockLayout::unsupported;
+    cublaslt::fp8_gemm(args, stream_of(c));
+    const double error = ((c - expected).norm() / expected.norm()).item<double>();
+    if (error < 1e-3) return layout;
+  }
+  return BlockLayout::unsupported;
+}
+
+BlockLayout block_layout(const at::Device& device) {
+  static std::mutex mutex;
+  static std::map<int, BlockLayout> layouts;
+  std::lock_guard<std::mutex> lock(mutex);
+  BlockLayout& layout = layouts[device.index()];
+  if (layout == BlockLayout::unknown) layout = calibrate_block_layout(device);
+  return layout;
+}
+
+bool fp8_on_cublaslt(const Quantized& a, const Quantized& b) {
+  const bool blocked = scales_along_k(a) || scales_along_k(b);
+  const BlockLayout layout = blocked ? block_layout(a.values.device()) : BlockLayout::row_major;
+  if (layout == BlockLayout::unsupported) return false;
+  at::Tensor c = at::empty({1, 1});  // only the shapes and types matter for the query
+  cublaslt::Fp8GemmArgs args = fp8_args(a, a.scales, b, b.scales, c);
+  args.c = nullptr;
+  args.c_type = cuda::DType::bf16;
+  return cublaslt::fp8_gemm_supported(args, nullptr);
+}
+
+at::Tensor fp8_gemm_cuda(const Quantized& a, const Quantized& b, at::ScalarType dtype,
+                         const at::Tensor& bias) {
+  if (!fp8_on_cublaslt(a, b)) return reference::scaled_gemm(a, b, dtype, bias);
+  const bool blocked = scales_along_k(a) || scales_along_k(b);
+  const BlockLayout layout = blocked ? block_layout(a.values.device()) : BlockLayout::row_major;
+  // cuBLASLt adds no bias here: compute in FP32, add, round once, as the reference does.
+  const at::ScalarType direct = bias.defined() ? at::kFloat : dtype;
+  at::Tensor c = at::empty({a.rows(), b.rows()}, a.values.options().dtype(direct));
+  const at::Tensor sa = grid(a, layout);
+  const at::Tensor sb = grid(b, layout);
+  cublaslt::fp8_gemm(fp8_args(a, sa, b, sb, c), stream_of(c));
+  if (bias.defined()) return (c + bias.to(at::kFloat)).to(dtype);
+  return c;
+}
+
+#endif  // LPBENCH_CUDA_GLUE
+
+}  // namespace
+
+void set_int8_backend(Int8Backend backend) {
+  g_int8_backend.store(backend);
+}
+Int8Backend int8_backend() {
+  return g_int8_backend.load();
+}
+
+std::string_view to_string(Int8Backend backend) {
+  return backend == Int8Backend::cublaslt ? "cublaslt" : "lpbench-mma";
+}
+
+at::Tensor scaled_gemm(const Quantized& a, const Quantized& b, at::ScalarType out_dtype,
+                       const at::Tensor& bias) {
+  TORCH_CHECK(a.cols() == b.cols(), "scaled_gemm: K mismatch, A ", a.values.sizes(), ", B ",
+              b.values.sizes());
+#ifdef LPBENCH_CUDA_GLUE
+  if (a.values.is_cuda()) {
+    const c10::cuda::CUDAGuard guard(a.values.device());
+    if (a.spec.format == NumberFormat::int8) return int8_gemm_cuda(a, b, out_dtype, bias);
+    return fp8_gemm_cuda(a, b, out_dtype, bias);
+  }
+#endif
+  return reference::scaled_gemm(a, b, out_dtype, bias);
+}
+
+std::string scaled_gemm_backend(const Quantized& a, const Quantized& b, const at::Device& device) {
+  if (!device.is_cuda()) return "cpu-reference";
+#ifdef LPBENCH_CUDA_GLUE
+  if (a.spec.format == NumberFormat::int8) {
+    const bool along_k = scales_along_k(a) || scales_along_k(b);
+    return along_k || int8_backend() == Int8Backend::lpbench_mma ? "lpbench-mma"
+                                                                 : "cublaslt-int8+dequantize";
+  }
+  return fp8_on_cublaslt(a, b) ? "cublaslt-fp8" : "reference-on-gpu";
+#else
+  (void)a;
+  (void)b;
+  return "reference-on-gpu";
+#endif
+}
+
+std::string gemm_backends(const LinearGemms& gemms, const at::Device& device) {
+  std::string first;
+  std::string all;
+  bool same = true;
+  for (GemmKind kind : kGemmKinds) {
+    const GemmSpec& spec = gemms[kind];
+    std::string name = "bf16";
+    if (spec.quantized()) {
+      // Operands of the right formats and block shapes, tiny: only their kinds matter.
+      const auto options = at::TensorOptions().device(device);
+      const QuantSpec a_spec = operand_spec(spec, kind, Side::lhs);
+      const QuantSpec b_spec = operand_spec(spec, kind, Side::rhs);
+      const at::Tensor x = at::ones({256, 256}, options);
+      name = scaled_gemm_backend(reference::quantize(x, a_spec), reference::quantize(x, b_spec),
+                                 device);
+      if (spec.scaling == Scaling::fallback) name += "+residual";
+    }
+    if (first.empty()) first = name;
+    same = same && name == first;
+    all += (all.empty() ? "" : "; ") + std::string(to_string(kind)) + ": " + name;
+  }
+  return same ? first : all;
+}
+
+}  // namespace lpbench::kernels

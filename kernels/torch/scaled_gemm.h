@@ -1,0 +1,39 @@
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+#include "kernels/recipe.h"
+#include "kernels/reference/quantize.h"
+
+namespace lpbench::kernels {
+
+using reference::Quantized;
+
+// Which INT8 GEMM runs the tensorwise and rowwise products on a GPU. Both give the same bits
+// (exact INT32 products, the same epilogue); they differ in speed only.
+enum class Int8Backend {
+  cublaslt,     // cuBLASLt's INT8 GEMM (heuristic, workspace), then lpbench's dequantize kernel
+  lpbench_mma,  // lpbench's tensor-core kernel with the dequantization fused into it
+};
+void set_int8_backend(Int8Backend backend);
+Int8Backend int8_backend();
+std::string_view to_string(Int8Backend backend);
+
+// C[M,N] = A[M,K] · B[N,K]ᵀ of quantized operands, on their device, with the numerics of
+// kernels/reference/scaled_gemm.h; out_dtype BF16 or FP32; bias [N] (FP32) optional.
+at::Tensor scaled_gemm(const Quantized& a, const Quantized& b, at::ScalarType out_dtype,
+                       const at::Tensor& bias = {});
+
+// What scaled_gemm runs for operands of these formats and block shapes on `device`, as the store
+// records it: "cpu-reference" (exact; an emulation of the GPU numerics, not a hardware speed),
+// "cublaslt-int8+dequantize", "lpbench-mma", "cublaslt-fp8" or "reference-on-gpu" (correct but
+// not a fast path: said so wherever it is used).
+std::string scaled_gemm_backend(const Quantized& a, const Quantized& b, const at::Device& device);
+
+// The backend of each quantized GEMM of `gemms` on `device`, as the store records it with a run:
+// one name when all agree ("cpu-reference"), else "fprop: ...; dgrad: ...; wgrad: ...".
+std::string gemm_backends(const LinearGemms& gemms, const at::Device& device);
+
+}  // namespace lpbench::kernels

@@ -59,10 +59,10 @@ class Sweep {
   Sweep(const config::ResolvedRun& run, store::Store& store)
       : run_(run), store_(store), memory_(run.device), timer_(run.device) {}
 
-  SweepOutcome execute(const std::string& command_line) {
+  SweepOutcome execute(const std::string& command_line, const std::optional<std::string>& label) {
     const env::Provenance provenance = env::collect_provenance(run_.device);
-    const int64_t sweep_id = store_.add_sweep(
-        {0, env::utc_now_iso8601(), command_line, provenance.host, provenance.lpbench_version});
+    const int64_t sweep_id = store_.add_sweep({0, env::utc_now_iso8601(), command_line,
+                                               provenance.host, provenance.lpbench_version, label});
     std::vector<std::string> names;
     for (const kernels::Recipe& recipe : run_.recipes)
       names.push_back(recipe.name);
@@ -225,9 +225,9 @@ bool SweepOutcome::all_ok() const {
 }
 
 SweepOutcome run_sweep(const config::ResolvedRun& run, store::Store& store,
-                       const std::string& command_line) {
+                       const std::string& command_line, const std::optional<std::string>& label) {
   Sweep sweep(run, store);
-  return sweep.execute(command_line);
+  return sweep.execute(command_line, label);
 }
 
 }  // namespace lpbench::runner

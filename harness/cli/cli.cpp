@@ -36,6 +36,7 @@ int run_cli(int argc, char** argv) {
   add_run_command(app, action, join_command_line(argc, argv));
   add_report_command(app, action);
   add_list_command(app, action);
+  add_compare_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -4,8 +4,6 @@
 
 #include <cmath>
 
-#include "reports/text_table.h"
-
 namespace lpbench::reports {
 
 namespace {
@@ -66,58 +64,71 @@ SweepReport build_sweep_report(const store::Store& store, const store::SweepReco
   return report;
 }
 
-std::string render_sweep_markdown(const SweepReport& report) {
+SweepTable sweep_table(const SweepReport& report) {
   using Align = TextTable::Align;
-  TextTable table({{"run"},
-                   {"workload"},
-                   {"recipe"},
-                   {"device"},
-                   {"status"},
-                   {"steps", Align::right},
-                   {"step_ms median (p10–p90)", Align::right},
-                   {"tokens/s", Align::right},
-                   {"peak_mem_gib", Align::right},
-                   {"speedup vs bf16", Align::right},
-                   {"final loss", Align::right},
-                   {"loss gap vs bf16", Align::right}});
+  SweepTable out{TextTable({{"run"},
+                            {"workload"},
+                            {"recipe"},
+                            {"device"},
+                            {"status"},
+                            {"steps", Align::right},
+                            {"step_ms median (p10–p90)", Align::right},
+                            {"tokens/s", Align::right},
+                            {"peak_mem_gib", Align::right},
+                            {"speedup vs bf16", Align::right},
+                            {"final loss", Align::right},
+                            {"loss gap vs bf16", Align::right}}),
+                 {}};
   bool any_emulated = false;
   bool any_cpu = false;
   std::vector<std::string> errors;
   for (const RunSummary& s : report.runs) {
     any_emulated = any_emulated || int8_emulated(s.run);
     any_cpu = any_cpu || s.run.device == "cpu";
-    table.add_row({std::to_string(s.run.id), s.run.workload, s.run.recipe, device_cell(s.run),
-                   status_cell(s), std::to_string(s.steps_recorded), step_ms_cell(s.step_ms),
-                   or_dash(s.tokens_per_s, "{:.0f}"), or_dash(s.peak_mem_gib, "{:.3f}"),
-                   speedup_cell(s), loss_cell(s.final_loss), loss_gap_cell(s)});
+    out.table.add_row({std::to_string(s.run.id), s.run.workload, s.run.recipe, device_cell(s.run),
+                       status_cell(s), std::to_string(s.steps_recorded), step_ms_cell(s.step_ms),
+                       or_dash(s.tokens_per_s, "{:.0f}"), or_dash(s.peak_mem_gib, "{:.3f}"),
+                       speedup_cell(s), loss_cell(s.final_loss), loss_gap_cell(s)});
     if (s.run.error)
       errors.push_back(fmt::format("run {} ({}): {}", s.run.id, s.run.recipe, *s.run.error));
   }
-
-  std::string out =
-      fmt::format("## Sweep {} · {} · {}\n\n`{}`\n\n", report.sweep.id, report.sweep.started_at,
-                  report.sweep.host, report.sweep.command_line);
-  if (report.runs.empty()) return out + "No runs were recorded in this sweep.\n";
-  out += table.markdown();
-  out += "\n";
-  out += fmt::format(
-      "- step_ms: median over the measured steps, warm-up left out; speedup: bf16's median over "
-      "the recipe's, same sweep; \"same\" when the two p10–p90 ranges overlap.\n"
-      "- final loss: mean over the last {:.0f} % of steps; loss gap: (recipe − bf16) / bf16.\n",
-      100 * kFinalLossShare);
+  out.notes.push_back(
+      "step_ms: median over the measured steps, warm-up left out; speedup: bf16's median over "
+      "the recipe's, same sweep; \"same\" when the two p10–p90 ranges overlap.");
+  out.notes.push_back(fmt::format(
+      "final loss: mean over the last {:.0f} % of steps; loss gap: (recipe − bf16) / bf16.",
+      100 * kFinalLossShare));
   if (any_cpu) {
-    out +=
-        "- CPU runs are timed with the host clock and say nothing about GPU speed; peak "
-        "memory is reported for GPUs only.\n";
+    out.notes.push_back(
+        "CPU runs are timed with the host clock and say nothing about GPU speed; peak "
+        "memory is reported for GPUs only.");
   }
   if (any_emulated) {
-    out += fmt::format(
-        "- {} INT8 products computed exactly on the CPU: the GPU path's numerics, emulated; the "
-        "time is not a hardware figure.\n",
-        kEmulatedMark);
+    out.notes.push_back(fmt::format(
+        "{} INT8 products computed exactly on the CPU: the GPU path's numerics, emulated; the "
+        "time is not a hardware figure.",
+        kEmulatedMark));
   }
   for (const std::string& error : errors)
-    out += "- " + error + "\n";
+    out.notes.push_back(error);
+  return out;
+}
+
+std::string sweep_heading(const store::SweepRecord& sweep) {
+  return fmt::format("Sweep {}{} · {} · {}", sweep.id,
+                     sweep.label ? fmt::format(" ({})", *sweep.label) : "", sweep.started_at,
+                     sweep.host);
+}
+
+std::string render_sweep_markdown(const SweepReport& report) {
+  std::string out =
+      fmt::format("## {}\n\n`{}`\n\n", sweep_heading(report.sweep), report.sweep.command_line);
+  if (report.runs.empty()) return out + "No runs were recorded in this sweep.\n";
+  const SweepTable table = sweep_table(report);
+  out += table.table.markdown();
+  out += "\n";
+  for (const std::string& note : table.notes)
+    out += "- " + note + "\n";
   return out;
 }
 

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
-#include "reports/text_table.h"
 #include "reports/throughput.h"
 
 namespace lpbench::reports {
@@ -81,23 +81,24 @@ SweepReport build_sweep_report(const store::Store& store, const store::SweepReco
   return report;
 }
 
-std::string render_sweep_markdown(const SweepReport& report) {
+SweepTable sweep_table(const SweepReport& report) {
   using Align = TextTable::Align;
-  TextTable table({{"run"},
-                   {"workload"},
-                   {"recipe"},
-                   {"device"},
-                   {"status"},
-                   {"steps", Align::right},
-                   {"step_ms median (p10–p90)", Align::right},
-                   {"tokens/s", Align::right},
-                   {"peak_mem_gib", Align::right},
-                   {"TFLOP/s", Align::right},
-                   {"MFU", Align::right},
-                   {"roofline", Align::right},
-                   {"speedup vs bf16", Align::right},
-                   {"final loss", Align::right},
-                   {"loss gap vs bf16", Align::right}});
+  SweepTable out{TextTable({{"run"},
+                            {"workload"},
+                            {"recipe"},
+                            {"device"},
+                            {"status"},
+                            {"steps", Align::right},
+                            {"step_ms median (p10–p90)", Align::right},
+                            {"tokens/s", Align::right},
+                            {"peak_mem_gib", Align::right},
+                            {"TFLOP/s", Align::right},
+                            {"MFU", Align::right},
+                            {"roofline", Align::right},
+                            {"speedup vs bf16", Align::right},
+                            {"final loss", Align::right},
+                            {"loss gap vs bf16", Align::right}}),
+                 {}};
   bool any_emulated = false;
   bool any_cpu = false;
   bool any_clock_fell = false;
@@ -112,52 +113,64 @@ std::string render_sweep_markdown(const SweepReport& report) {
                                throughput_notes.end()) {
       throughput_notes.push_back(t.note);
     }
-    table.add_row({std::to_string(s.run.id), workload_cell(s.run), s.run.recipe, device_cell(s.run),
-                   status_cell(s), std::to_string(s.steps_recorded), step_ms_cell(s.step_ms),
-                   or_dash(s.tokens_per_s, "{:.0f}"), or_dash(s.peak_mem_gib, "{:.3f}"),
-                   or_dash(t.tflops, "{:.1f}"), or_dash(t.mfu_pct, "{:.1f} %"),
-                   or_dash(t.roofline_pct, "{:.1f} %"), speedup_cell(s), loss_cell(s.final_loss),
-                   loss_gap_cell(s)});
+    out.table.add_row({std::to_string(s.run.id), workload_cell(s.run), s.run.recipe,
+                       device_cell(s.run), status_cell(s), std::to_string(s.steps_recorded),
+                       step_ms_cell(s.step_ms), or_dash(s.tokens_per_s, "{:.0f}"),
+                       or_dash(s.peak_mem_gib, "{:.3f}"), or_dash(t.tflops, "{:.1f}"),
+                       or_dash(t.mfu_pct, "{:.1f} %"), or_dash(t.roofline_pct, "{:.1f} %"),
+                       speedup_cell(s), loss_cell(s.final_loss), loss_gap_cell(s)});
     if (s.run.error)
       errors.push_back(fmt::format("run {} ({}): {}", s.run.id, s.run.recipe, *s.run.error));
   }
-
-  std::string out =
-      fmt::format("## Sweep {} · {} · {}\n\n`{}`\n\n", report.sweep.id, report.sweep.started_at,
-                  report.sweep.host, report.sweep.command_line);
-  if (report.runs.empty()) return out + "No runs were recorded in this sweep.\n";
-  out += table.markdown();
-  out += "\n";
-  out += fmt::format(
-      "- step_ms: median over the measured steps, warm-up left out; speedup: bf16's median over "
-      "the recipe's, same sweep; \"same\" when the two p10–p90 ranges overlap.\n"
-      "- final loss: mean over the last {:.0f} % of steps; loss gap: (recipe − bf16) / bf16.\n",
-      100 * kFinalLossShare);
+  out.notes.push_back(
+      "step_ms: median over the measured steps, warm-up left out; speedup: bf16's median over "
+      "the recipe's, same sweep; \"same\" when the two p10–p90 ranges overlap.");
+  out.notes.push_back(fmt::format(
+      "final loss: mean over the last {:.0f} % of steps; loss gap: (recipe − bf16) / bf16.",
+      100 * kFinalLossShare));
   if (any_cpu) {
-    out +=
-        "- CPU runs are timed with the host clock and say nothing about GPU speed; peak "
-        "memory is reported for GPUs only.\n";
+    out.notes.push_back(
+        "CPU runs are timed with the host clock and say nothing about GPU speed; peak "
+        "memory is reported for GPUs only.");
   }
-  out +=
-      "- TFLOP/s: model FLOPs per step (6·N + 12·L·H·Q·T per token; per product for the gemm and "
+  out.notes.push_back(
+      "TFLOP/s: model FLOPs per step (6·N + 12·L·H·Q·T per token; per product for the gemm and "
       "linear levels) over the median step; MFU on the BF16 basis (may exceed 50 % for INT8 and "
       "FP8); roofline: each product at the peak of its own precision plus an estimate of the "
-      "other bytes over bandwidth, over the measured time.\n";
+      "other bytes over bandwidth, over the measured time.");
   for (const std::string& note : throughput_notes)
-    out += "- " + note + ".\n";
+    out.notes.push_back(note + ".");
   if (any_clock_fell) {
-    out +=
-        "- ‡ the GPU's SM clock fell during the run's measured steps (see run_events, "
-        "device_samples): its times are flagged, not comparable as they are.\n";
+    out.notes.push_back(
+        "‡ the GPU's SM clock fell during the run's measured steps (see run_events, "
+        "device_samples): its times are flagged, not comparable as they are.");
   }
   if (any_emulated) {
-    out += fmt::format(
-        "- {} quantized products computed by the CPU reference: the GPU path's numerics (exact "
-        "for INT8), emulated; the time is not a hardware figure.\n",
-        kEmulatedMark);
+    out.notes.push_back(fmt::format(
+        "{} quantized products computed by the CPU reference: the GPU path's numerics (exact for "
+        "INT8), emulated; the time is not a hardware figure.",
+        kEmulatedMark));
   }
   for (const std::string& error : errors)
-    out += "- " + error + "\n";
+    out.notes.push_back(error);
+  return out;
+}
+
+std::string sweep_heading(const store::SweepRecord& sweep) {
+  return fmt::format("Sweep {}{} · {} · {}", sweep.id,
+                     sweep.label ? fmt::format(" ({})", *sweep.label) : "", sweep.started_at,
+                     sweep.host);
+}
+
+std::string render_sweep_markdown(const SweepReport& report) {
+  std::string out =
+      fmt::format("## {}\n\n`{}`\n\n", sweep_heading(report.sweep), report.sweep.command_line);
+  if (report.runs.empty()) return out + "No runs were recorded in this sweep.\n";
+  const SweepTable table = sweep_table(report);
+  out += table.table.markdown();
+  out += "\n";
+  for (const std::string& note : table.notes)
+    out += "- " + note + "\n";
   return out;
 }
 

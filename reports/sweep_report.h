@@ -5,6 +5,7 @@
 
 #include "harness/store/store.h"
 #include "reports/run_summary.h"
+#include "reports/text_table.h"
 
 namespace lpbench::reports {
 
@@ -14,6 +15,16 @@ struct SweepReport {
 };
 
 SweepReport build_sweep_report(const store::Store& store, const store::SweepRecord& sweep);
+
+// The table of one sweep and the notes that read it (what the columns mean, what a CPU or an
+// emulated run can say, each run's error), for the Markdown and the HTML report alike.
+struct SweepTable {
+  TextTable table;
+  std::vector<std::string> notes;
+};
+SweepTable sweep_table(const SweepReport& report);
+// "Sweep 3 · 2026-11-22T03:04:05.678Z · host", with the label where the sweep has one.
+std::string sweep_heading(const store::SweepRecord& sweep);
 
 // The table of one sweep: workload, recipe, steps, median step_ms (p10–p90), tokens/s, speedup
 // over bf16 with its verdict, final loss and loss gap, and the notes that keep it honest.

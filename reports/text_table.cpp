@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "reports/markup.h"
+
 namespace lpbench::reports {
 
 namespace {
@@ -57,6 +59,21 @@ std::string TextTable::markdown() const {
     out += "\n";
   }
   return out;
+}
+
+std::string TextTable::html() const {
+  auto align = [](Align a) { return a == Align::right ? " class=\"num\"" : ""; };
+  std::string out = "<table>\n<thead><tr>";
+  for (const Column& column : columns_)
+    out += fmt::format("<th{}>{}</th>", align(column.align), inline_html(column.header));
+  out += "</tr></thead>\n<tbody>\n";
+  for (const auto& row : rows_) {
+    out += "<tr>";
+    for (size_t i = 0; i < row.size(); ++i)
+      out += fmt::format("<td{}>{}</td>", align(columns_[i].align), inline_html(row[i]));
+    out += "</tr>\n";
+  }
+  return out + "</tbody>\n</table>\n";
 }
 
 }  // namespace lpbench::reports

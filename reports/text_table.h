@@ -18,6 +18,8 @@ class TextTable {
   explicit TextTable(std::vector<Column> columns) : columns_(std::move(columns)) {}
   void add_row(std::vector<std::string> cells);  // one cell per column
   std::string markdown() const;
+  // The same table as an HTML <table>; cells may hold `code` and **bold** as in Markdown.
+  std::string html() const;
   size_t rows() const { return rows_.size(); }
 
  private:

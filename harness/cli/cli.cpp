@@ -37,6 +37,9 @@ int run_cli(int argc, char** argv) {
   add_report_command(app, action);
   add_list_command(app, action);
   add_data_command(app, action);
+  add_compare_command(app, action);
+  add_reproduce_command(app, action, join_command_line(argc, argv));
+  add_export_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -17,6 +17,9 @@ void add_run_command(CLI::App& app, Action& action, const std::string& command_l
 void add_report_command(CLI::App& app, Action& action);
 void add_list_command(CLI::App& app, Action& action);
 void add_data_command(CLI::App& app, Action& action);
+void add_compare_command(CLI::App& app, Action& action);
+void add_reproduce_command(CLI::App& app, Action& action, const std::string& command_line);
+void add_export_command(CLI::App& app, Action& action);
 
 // Parses argv and runs the chosen subcommand; returns the exit code (2 for a bad command line).
 int run_cli(int argc, char** argv);

@@ -4,6 +4,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/config/run_config.h"
+#include "harness/errors.h"
 #include "harness/runner/sweep_runner.h"
 #include "harness/store/store.h"
 
@@ -11,11 +12,28 @@ namespace lpbench::cli {
 
 namespace {
 
-int execute(const config::RunConfig& config, const std::string& command_line) {
+// A label names a series of sweeps (e.g. "nightly") that reports and compare select by, so it
+// is kept to characters that survive a command line and a file name unquoted.
+void check_label(const std::string& label) {
+  constexpr size_t kMaxLength = 64;
+  const bool valid = !label.empty() && label.size() <= kMaxLength &&
+                     label.find_first_not_of(
+                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789._:-") == std::string::npos;
+  if (!valid) {
+    throw InputError(fmt::format(
+        "--label '{}' is not a label: use 1 to {} letters, digits and . _ : -, e.g. nightly", label,
+        kMaxLength));
+  }
+}
+
+int execute(const config::RunConfig& config, const std::optional<std::string>& label,
+            const std::string& command_line) {
   // Everything is checked before the database is opened: bad input changes nothing.
+  if (label) check_label(*label);
   const config::ResolvedRun run = config::resolve(config);
   store::Store store = store::Store::open(config.db, store::Store::Mode::write);
-  const runner::SweepOutcome outcome = runner::run_sweep(run, store, command_line);
+  const runner::SweepOutcome outcome = runner::run_sweep(run, store, command_line, label);
 
   fmt::print(stderr, "Recorded sweep {} in {}:", outcome.sweep_id, config.db);
   for (const runner::RunOutcome& r : outcome.runs) {
@@ -29,6 +47,7 @@ int execute(const config::RunConfig& config, const std::string& command_line) {
 
 void add_run_command(CLI::App& app, Action& action, const std::string& command_line) {
   auto config = std::make_shared<config::RunConfig>();
+  auto label = std::make_shared<std::string>();
   CLI::App* run = app.add_subcommand(
       "run", "Train workloads under several recipes and record every step in the database");
   run->add_option("--workload", config->workloads,
@@ -70,7 +89,6 @@ void add_run_command(CLI::App& app, Action& action, const std::string& command_l
   run->add_option("--device", config->device, "auto, cpu, cuda or cuda:<index>")
       ->capture_default_str();
   run->add_option("--db", config->db, "SQLite database to record into")->capture_default_str();
-  run->add_option("--label", config->label, "Label the sweep (for example nightly)");
   run->add_flag("--regions", config->regions,
                 "Time the named regions (forward, gemm, quantize, ...) of every step with CUDA "
                 "events; `lpbench report` shows the hotspots");
@@ -82,8 +100,14 @@ void add_run_command(CLI::App& app, Action& action, const std::string& command_l
       ->capture_default_str();
   run->add_flag("!--no-interleave", config->interleave,
                 "Run the recipes one after another instead of step by step in turn");
-  run->callback([&action, config, command_line] {
-    action = [config, command_line] { return execute(*config, command_line); };
+  CLI::Option* label_option =
+      run->add_option("--label", *label,
+                      "Record the sweep in a named series, e.g. nightly (reports and compare "
+                      "select by it)");
+  run->callback([&action, config, label, label_option, command_line] {
+    std::optional<std::string> chosen;
+    if (label_option->count() > 0) chosen = *label;
+    action = [config, chosen, command_line] { return execute(*config, chosen, command_line); };
   });
 }
 

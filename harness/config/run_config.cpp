@@ -112,8 +112,9 @@ void plan_memory(ResolvedWorkload& w, const ResolvedRun& run) {
       trial.training.micro_batch = b;
       return largest_estimate(trial, run) <= budget;
     });
-    advice += batch > 0 ? fmt::format("the largest --micro-batch that fits is {}", batch)
-                        : std::string("no micro-batch fits at this sequence length");
+    advice += batch > 0
+                  ? fmt::format("the largest --micro-batch that fits at this depth is {}", batch)
+                  : std::string("at this depth no micro-batch fits at this sequence length");
     throw InputError(fmt::format("{} under {} needs about {} but {} has {:.1f} GiB; {}",
                                  w.spec.text(), run.recipes[worst].name, e.describe(),
                                  run.device.str(), budget, advice));

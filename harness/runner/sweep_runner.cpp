@@ -71,7 +71,7 @@ class Sweep {
   Sweep(const config::ResolvedRun& run, store::Store& store)
       : run_(run), store_(store), memory_(run.device), timer_(run.device) {}
 
-  SweepOutcome execute(const std::string& command_line) {
+  SweepOutcome execute(const std::string& command_line, const std::string& label) {
     provenance_ = env::collect_provenance(run_.device);
     profiling::set_region_timing(run_.config.regions, run_.device);
     kernels::set_int8_backend(run_.config.int8_gemm == "lpbench" ? kernels::Int8Backend::lpbench_mma
@@ -82,7 +82,7 @@ class Sweep {
                              provenance_.host,
                              provenance_.lpbench_version,
                              std::nullopt};
-    if (!run_.config.label.empty()) sweep.label = run_.config.label;
+    if (!label.empty()) sweep.label = label;
     outcome_.sweep_id = store_.add_sweep(sweep);
     for (const config::ResolvedWorkload& workload : run_.workloads) {
       if (StopSignal::requested()) break;
@@ -366,9 +366,9 @@ bool SweepOutcome::all_ok() const {
 }
 
 SweepOutcome run_sweep(const config::ResolvedRun& run, store::Store& store,
-                       const std::string& command_line) {
+                       const std::string& command_line, const std::optional<std::string>& label) {
   Sweep sweep(run, store);
-  return sweep.execute(command_line);
+  return sweep.execute(command_line, label ? *label : run.config.label);
 }
 
 }  // namespace lpbench::runner

@@ -24,8 +24,10 @@ struct SweepOutcome {
 
 // Runs one workload under each recipe of `run`, recording the sweep, its runs and every step in
 // the store as it goes. A recipe that fails, diverges or runs out of memory ends its own run
-// with that status and the others go on. Throws only for store failures.
+// with that status and the others go on. The sweep is recorded with `label` (a series such as
+// "nightly"), where given. Throws only for store failures.
 SweepOutcome run_sweep(const config::ResolvedRun& run, store::Store& store,
-                       const std::string& command_line);
+                       const std::string& command_line,
+                       const std::optional<std::string>& label = std::nullopt);
 
 }  // namespace lpbench::runner

@@ -149,6 +149,19 @@ bool process_gone(const RunRecord& run, const std::string& this_host) {
          !env::is_alive({run.pid, run.process_start});
 }
 
+// Reads every row of a query over kRunColumns. A `running` run of this host whose process is
+// gone reads as interrupted.
+std::vector<RunRecord> read_runs(Statement& query) {
+  const std::string host = env::host_name();
+  std::vector<RunRecord> out;
+  while (query.step()) {
+    RunRecord run = read_run(query);
+    if (process_gone(run, host)) run.status = RunStatus::interrupted;
+    out.push_back(std::move(run));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view to_string(RunStatus status) {
@@ -472,6 +485,19 @@ std::vector<SweepRecord> Store::sweeps() const {
   return out;
 }
 
+std::vector<SweepRecord> Store::sweeps(const SweepQuery& q) const {
+  std::vector<SweepRecord> out;
+  Statement query(connection_,
+                  fmt::format("SELECT {} FROM sweeps WHERE (?1 IS NULL OR label = ?1) AND "
+                              "(?2 IS NULL OR host = ?2) AND (?3 IS NULL OR started_at >= ?3) "
+                              "ORDER BY id",
+                              kSweepColumns));
+  query.bind(1, q.label).bind(2, q.host).bind(3, q.started_from);
+  while (query.step())
+    out.push_back(read_sweep(query));
+  return out;
+}
+
 std::optional<SweepRecord> Store::sweep(int64_t id) const {
   Statement query(connection_, fmt::format("SELECT {} FROM sweeps WHERE id = ?", kSweepColumns));
   query.bind(1, id);
@@ -480,8 +506,6 @@ std::optional<SweepRecord> Store::sweep(int64_t id) const {
 }
 
 std::vector<RunRecord> Store::runs(std::optional<int64_t> sweep_id) const {
-  const std::string host = env::host_name();
-  std::vector<RunRecord> out;
   Statement query(connection_,
                   fmt::format("SELECT {} FROM runs WHERE ?1 IS NULL OR sweep_id = ?1 ORDER BY id",
                               kRunColumns));
@@ -490,12 +514,25 @@ std::vector<RunRecord> Store::runs(std::optional<int64_t> sweep_id) const {
   } else {
     query.bind_null(1);
   }
-  while (query.step()) {
-    RunRecord run = read_run(query);
-    if (process_gone(run, host)) run.status = RunStatus::interrupted;
-    out.push_back(std::move(run));
-  }
-  return out;
+  return read_runs(query);
+}
+
+std::optional<RunRecord> Store::run(int64_t id) const {
+  Statement query(connection_, fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns));
+  query.bind(1, id);
+  std::vector<RunRecord> found = read_runs(query);
+  if (found.empty()) return std::nullopt;
+  return found.front();
+}
+
+std::vector<RunRecord> Store::runs_of_commit(const std::string& prefix) const {
+  // A prefix match without LIKE, whose wildcards a commit text must not be able to use.
+  Statement query(connection_,
+                  fmt::format("SELECT {} FROM runs WHERE substr(git_commit, 1, length(?1)) = ?1 "
+                              "ORDER BY id",
+                              kRunColumns));
+  query.bind(1, prefix);
+  return read_runs(query);
 }
 
 std::vector<StepRecord> Store::steps(int64_t run_id) const {

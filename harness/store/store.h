@@ -9,6 +9,13 @@
 
 namespace lpbench::store {
 
+// Which sweeps to read; an empty field matches every sweep.
+struct SweepQuery {
+  std::optional<std::string> label;
+  std::optional<std::string> host;
+  std::optional<std::string> started_from;  // ISO 8601 UTC, inclusive (timestamps sort as text)
+};
+
 // The lpbench database: the only code that speaks SQL. Every write is one BEGIN IMMEDIATE
 // transaction, so a crash keeps every row written before it, and several processes can share a
 // database (WAL, busy timeout).
@@ -43,10 +50,15 @@ class Store {
   int mark_interrupted_runs();
 
   std::vector<SweepRecord> sweeps() const;
+  // Sweeps that match every field given, in id order.
+  std::vector<SweepRecord> sweeps(const SweepQuery& query) const;
   std::optional<SweepRecord> sweep(int64_t id) const;
   // Runs in id order (all, or one sweep's). A `running` run of this host whose process is gone
   // reads as interrupted even where nobody has written that yet.
   std::vector<RunRecord> runs(std::optional<int64_t> sweep_id = std::nullopt) const;
+  std::optional<RunRecord> run(int64_t id) const;
+  // Runs whose provenance git commit starts with `prefix`, in id order.
+  std::vector<RunRecord> runs_of_commit(const std::string& prefix) const;
   std::vector<StepRecord> steps(int64_t run_id) const;
   std::vector<ModuleRecord> modules(int64_t run_id) const;
   std::vector<EvalRecord> evals(int64_t run_id) const;

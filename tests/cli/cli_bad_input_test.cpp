@@ -101,6 +101,60 @@ TEST_F(CliBadInput, DatabasePathsThatCannotBeUsed) {
       {"report of an unknown sweep", {"report", "--db", db_, "--sweep", "99"}, "no sweep 99"}, db_);
 }
 
+TEST_F(CliBadInput, ReportCompareExportReproduceAndLabels) {
+  const auto notes = dir_ / "notes.txt";
+  testing::write_file(notes, "a file, not a folder\n");
+  const auto tables = dir_ / "tables.json";
+  testing::write_file(tables, "{ not json");
+  const std::vector<BadInput> inputs{
+      {"bad label", {"run", "--label", "night ly", "--db", db_}, "--label 'night ly'"},
+      {"report out is a file", {"report", "--db", db_, "--out", notes}, "is not a folder"},
+      {"report out parent missing",
+       {"report", "--db", db_, "--out", dir_ / "no-such-dir/out"},
+       "does not exist"},
+      {"compare zero id",
+       {"compare", "--db", db_, "--baseline", "sweep:0", "--candidate", "sweep:1"},
+       "not a positive number"},
+      {"compare unknown kind",
+       {"compare", "--db", db_, "--baseline", "branch:main", "--candidate", "sweep:1"},
+       "unknown kind 'branch'"},
+      {"compare bad commit",
+       {"compare", "--db", db_, "--baseline", "commit:HEAD", "--candidate", "sweep:1"},
+       "hex digits"},
+      {"compare bad time",
+       {"compare", "--db", db_, "--baseline", "since:yesterday", "--candidate", "sweep:1"},
+       "ISO 8601"},
+      {"compare missing sweep",
+       {"compare", "--db", db_, "--baseline", "sweep:99", "--candidate", "sweep:1"},
+       "no sweep 99"},
+      {"compare missing run",
+       {"compare", "--db", db_, "--baseline", "run:99", "--candidate", "sweep:1"},
+       "no run 99"},
+      {"compare no candidate", {"compare", "--db", db_, "--baseline", "sweep:1"}, "--candidate"},
+      {"compare junit folder missing",
+       {"compare", "--db", db_, "--baseline", "sweep:1", "--candidate", "sweep:1", "--junit",
+        dir_ / "no-such-dir/j.xml"},
+       "does not exist"},
+      {"export json", {"export", "--db", db_, "--format", "json", "--out", dir_ / "x"}, "only csv"},
+      {"export out is a file", {"export", "--db", db_, "--out", notes}, "is not a folder"},
+      {"reproduce unknown table", {"reproduce", "paper9", "--db", db_}, "unknown table 'paper9'"},
+      {"reproduce no table", {"reproduce", "--db", db_}, "name a table"},
+      {"reproduce zero layers", {"reproduce", "int8-te", "--layers", "0", "--db", db_}, "--layers"},
+      {"reproduce a kernel table",
+       {"reproduce", "deepgemm", "--db", db_},
+       "not an lpbench measurement"},
+      {"reproduce missing tables file",
+       {"reproduce", "x", "--tables", dir_ / "absent.json", "--db", db_},
+       "no such file"},
+      {"reproduce bad tables file",
+       {"reproduce", "x", "--tables", tables, "--db", db_},
+       "not valid JSON"},
+  };
+  for (const BadInput& input : inputs)
+    expect_rejected(input, db_);
+  EXPECT_FALSE(testing::exists(dir_ / "x"));
+}
+
 TEST_F(CliBadInput, ANewerSchemaIsRefusedAndLeftUntouched) {
   sqlite3* handle = nullptr;
   ASSERT_EQ(sqlite3_open(db_.c_str(), &handle), SQLITE_OK);

@@ -265,5 +265,40 @@ TEST(Migrations, UpgradeAVersionOneDatabaseInPlace) {
   EXPECT_FALSE(store.sweeps().at(0).label.has_value());
 }
 
+TEST(Store, SelectsSweepsByLabelHostAndTimeAndRunsByIdAndCommit) {
+  TempDir dir;
+  Store store = Store::open(dir / "q.db", Store::Mode::write);
+  const int64_t a = store.add_sweep({0, "2026-11-20T03:00:00.000Z", "run", "h1", "0", "nightly"});
+  const int64_t b = store.add_sweep({0, "2026-11-21T03:00:00.500Z", "run", "h2", "0", "nightly"});
+  const int64_t c = store.add_sweep({0, "2026-11-21T03:00:01.000Z", "run", "h1", "0", {}});
+  const env::ProcessIdentity self = env::current_process();
+  RunRecord first = sample_run(a, self);
+  first.provenance.git_commit = "abcdef12";
+  const int64_t run_a = store.add_run(first);
+  RunRecord second = sample_run(c, self);
+  second.provenance.git_commit = "abc%_999";  // LIKE's wildcards must match only themselves
+  store.add_run(second);
+
+  auto ids = [](const std::vector<SweepRecord>& sweeps) {
+    std::vector<int64_t> out;
+    for (const SweepRecord& s : sweeps)
+      out.push_back(s.id);
+    return out;
+  };
+  EXPECT_EQ(ids(store.sweeps(SweepQuery{"nightly", {}, {}})), (std::vector<int64_t>{a, b}));
+  EXPECT_EQ(ids(store.sweeps(SweepQuery{"nightly", "h1", {}})), (std::vector<int64_t>{a}));
+  EXPECT_EQ(ids(store.sweeps(SweepQuery{{}, {}, "2026-11-21T03:00:00"})),
+            (std::vector<int64_t>{b, c}));
+  EXPECT_EQ(ids(store.sweeps(SweepQuery{})), (std::vector<int64_t>{a, b, c}));
+
+  ASSERT_TRUE(store.run(run_a).has_value());
+  EXPECT_EQ(store.run(run_a)->sweep_id, a);
+  EXPECT_FALSE(store.run(999).has_value());
+  EXPECT_EQ(store.runs_of_commit("abcdef").size(), 1U);
+  EXPECT_EQ(store.runs_of_commit("abc").size(), 2U);
+  EXPECT_EQ(store.runs_of_commit("abc%").size(), 1U);
+  EXPECT_TRUE(store.runs_of_commit("0000").empty());
+}
+
 }  // namespace
 }  // namespace lpbench::store

@@ -1,0 +1,65 @@
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "harness/cli/commands.h"
+#include "harness/cli/output_paths.h"
+#include "harness/store/store.h"
+#include "reports/compare.h"
+#include "reports/compare_render.h"
+#include "reports/selection.h"
+
+namespace lpbench::cli {
+
+namespace {
+
+struct CompareOptions {
+  std::string db = "lpbench.db";
+  std::string baseline;
+  std::string candidate;
+  std::string junit;     // empty: none
+  std::string markdown;  // empty: stdout only
+};
+
+int execute(const CompareOptions& options) {
+  // Every argument is checked before the database is read or a file written.
+  const reports::Selection baseline = reports::parse_selection(options.baseline, "--baseline");
+  const reports::Selection candidate = reports::parse_selection(options.candidate, "--candidate");
+  if (!options.junit.empty()) check_output_file("--junit", options.junit);
+  if (!options.markdown.empty()) check_output_file("--markdown", options.markdown);
+
+  const store::Store store = store::Store::open(options.db, store::Store::Mode::read);
+  const reports::SelectedPair runs = reports::select_runs(store, baseline, candidate);
+  const reports::Comparison comparison =
+      reports::compare_runs(store, runs, baseline.spec, candidate.spec);
+
+  const std::string markdown = reports::render_compare_markdown(comparison);
+  fmt::print("{}", markdown);
+  if (!options.markdown.empty()) write_text_file(options.markdown, markdown);
+  if (!options.junit.empty()) {
+    write_text_file(options.junit, reports::render_compare_junit(comparison));
+  }
+  return comparison.exit_code();
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<CompareOptions>();
+  CLI::App* compare = app.add_subcommand(
+      "compare",
+      "Compare a candidate with a baseline per workload, recipe and metric; exit 0: no "
+      "regression, 1: a regression, 3: not enough data to decide, 2: bad input");
+  compare
+      ->add_option("--baseline", options->baseline,
+                   "sweep:ID[,ID…], run:ID[,ID…], commit:SHA, nightly:N (the last N nightly runs "
+                   "on this host) or since:TIME")
+      ->required();
+  compare->add_option("--candidate", options->candidate, "Same forms as --baseline")->required();
+  compare->add_option("--db", options->db, "SQLite database to read")->capture_default_str();
+  compare->add_option("--junit", options->junit, "Also write JUnit XML for CI to this file");
+  compare->add_option("--markdown", options->markdown, "Also write the Markdown to this file");
+  compare->callback([&action, options] { action = [options] { return execute(*options); }; });
+}
+
+}  // namespace lpbench::cli

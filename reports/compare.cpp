@@ -1,0 +1,463 @@
+#include "reports/compare.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "harness/timing/shift_test.h"
+#include "harness/timing/stats.h"
+#include "reports/run_summary.h"
+
+namespace lpbench::reports {
+
+namespace {
+
+// What one side holds for one workload and recipe. `ok` and `final_losses` point into `runs`,
+// so a Side moves but is never copied.
+struct Side {
+  Side() = default;
+  Side(const Side&) = delete;
+  Side(Side&&) = default;
+  std::vector<store::RunRecord> runs;  // every selected run, whatever its status
+  std::vector<const store::RunRecord*> ok;
+  std::vector<double> step_ms;       // measured steps of the ok runs, pooled
+  std::vector<double> tokens_per_s;  // per measured step
+  std::vector<double> run_median_ms;
+  std::vector<double> run_median_tokens_per_s;
+  std::vector<double> peaks;  // peak_mem_gib per ok run, where recorded
+  std::vector<std::pair<const store::RunRecord*, double>> final_losses;
+};
+
+// How a run was trained, as far as a loss comparison cares: same seed, data and schedule.
+struct TrainingSignature {
+  std::string text;
+  bool operator==(const TrainingSignature& other) const { return text == other.text; }
+};
+
+TrainingSignature training_signature(const store::RunRecord& run) {
+  const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
+  if (config.is_discarded() || !config.contains("training")) return {"unknown"};
+  const nlohmann::json& t = config["training"];
+  return {fmt::format("steps {}, seed {}, micro-batch {}, seq-len {}, lr {}, data {}",
+                      t.value("steps", 0), t.value("seed", 0), t.value("micro_batch", 0),
+                      t.value("seq_len", 0), t.value("lr", 0.0), run.data.value_or("?"))};
+}
+
+Side collect(const store::Store& store, std::vector<store::RunRecord> runs) {
+  Side side;
+  side.runs = std::move(runs);
+  for (const store::RunRecord& run : side.runs) {
+    if (run.status != store::RunStatus::ok) continue;
+    side.ok.push_back(&run);
+    const std::vector<store::StepRecord> steps = store.steps(run.id);
+    std::vector<double> times;
+    std::vector<double> rates;
+    std::optional<double> peak;
+    for (const store::StepRecord& s : steps) {
+      if (s.warmup || !(s.step_ms > 0.0)) continue;
+      times.push_back(s.step_ms);
+      rates.push_back(static_cast<double>(s.tokens) / (s.step_ms / 1000.0));
+      if (s.peak_mem_gib) peak = std::max(peak.value_or(0.0), *s.peak_mem_gib);
+    }
+    if (!times.empty()) {
+      side.run_median_ms.push_back(timing::summarize(times).median);
+      side.run_median_tokens_per_s.push_back(timing::summarize(rates).median);
+    }
+    side.step_ms.insert(side.step_ms.end(), times.begin(), times.end());
+    side.tokens_per_s.insert(side.tokens_per_s.end(), rates.begin(), rates.end());
+    if (peak) side.peaks.push_back(*peak);
+    if (std::optional<double> loss = final_loss(steps, kFinalLossShare)) {
+      side.final_losses.emplace_back(&run, *loss);
+    }
+  }
+  return side;
+}
+
+std::string runs_text(size_t runs) {
+  return fmt::format("{} run{}", runs, runs == 1 ? "" : "s");
+}
+
+std::string percent(double fraction, int decimals = 1) {
+  if (std::isinf(fraction)) return fraction > 0 ? "+∞ %" : "−∞ %";
+  return fmt::format("{:+.{}f} %", 100.0 * fraction, decimals);
+}
+
+// A tolerance or threshold, written after a ±.
+std::string magnitude(double fraction, int decimals = 0) {
+  return fmt::format("{:.{}f} %", 100.0 * fraction, decimals);
+}
+
+std::string range_text(const std::vector<double>& values, std::string_view format) {
+  const auto [low, high] = std::minmax_element(values.begin(), values.end());
+  return fmt::format("{}–{}", fmt::format(fmt::runtime(format), *low),
+                     fmt::format(fmt::runtime(format), *high));
+}
+
+// A speed metric (step time, lower is better; tokens/s, higher is better): the Hodges–Lehmann
+// shift of the pooled per-step samples with its confidence interval from the U test. A
+// difference is claimed when the interval excludes zero and the shift reaches the minimum
+// effect; SAME when the interval lies within it. Steps of one run vary less than runs of other
+// days, so when the sides come from different sweeps a verdict also needs the baseline's
+// run-to-run spread: three runs or more, and a candidate median outside their range of medians.
+MetricResult compare_speed(Metric metric, const Side& b, const Side& c, bool across_sweeps,
+                           const ComparePolicy& policy) {
+  const bool time = metric == Metric::step_ms;
+  const std::vector<double>& bs = time ? b.step_ms : b.tokens_per_s;
+  const std::vector<double>& cs = time ? c.step_ms : c.tokens_per_s;
+  const std::vector<double>& b_medians = time ? b.run_median_ms : b.run_median_tokens_per_s;
+  const std::string_view format = time ? "{:.2f}" : "{:.0f}";
+  auto figure = [&](const std::vector<double>& samples, size_t runs) {
+    if (samples.empty()) return fmt::format("no measured steps, {}", runs_text(runs));
+    const timing::Summary s = timing::summarize(samples);
+    return fmt::format("{} ({}–{}), {}, {} steps", fmt::format(fmt::runtime(format), s.median),
+                       fmt::format(fmt::runtime(format), s.p10),
+                       fmt::format(fmt::runtime(format), s.p90), runs_text(runs), s.count);
+  };
+  MetricResult r;
+  r.metric = metric;
+  r.baseline = figure(bs, b.ok.size());
+  r.candidate = figure(cs, c.ok.size());
+  const auto min = static_cast<size_t>(policy.min_samples);
+  if (bs.size() < min || cs.size() < min) {
+    r.verdict = Verdict::unsure;
+    r.change = "—";
+    r.reason = fmt::format("too few measured steps ({} and {}; {} needed on each side)", bs.size(),
+                           cs.size(), policy.min_samples);
+    return r;
+  }
+  const timing::ShiftEstimate e = timing::estimate_shift(bs, cs, policy.alpha);
+  const double base = timing::summarize(bs).median;
+  const double rel = e.shift / base;
+  const double low = e.shift_low / base;
+  const double high = e.shift_high / base;
+  r.change = fmt::format("{} ({:.0f} % CI {} … {}; p = {:.2g})", percent(rel),
+                         100.0 * (1.0 - policy.alpha), percent(low), percent(high), e.p_value);
+  // Worse means slower: a longer step, or fewer tokens per second.
+  const double worse = time ? rel : -rel;
+  const bool interval_excludes_zero = low > 0.0 || high < 0.0;
+  const double effect = policy.min_effect;
+  constexpr size_t kRunsForSpread = 3;
+  if (across_sweeps && b_medians.size() < kRunsForSpread) {
+    r.verdict = Verdict::unsure;
+    r.reason = fmt::format(
+        "the baseline holds {} from other sweeps; their run-to-run spread needs {} or more "
+        "(e.g. nightly:N with N ≥ {}, or sweep:ID,ID,ID)",
+        runs_text(b_medians.size()), kRunsForSpread, kRunsForSpread);
+    return r;
+  }
+  if (interval_excludes_zero && std::abs(rel) >= effect) {
+    const double candidate_median = timing::summarize(cs).median;
+    const auto [lo_run, hi_run] = std::minmax_element(b_medians.begin(), b_medians.end());
+    if (across_sweeps && candidate_median >= *lo_run && candidate_median <= *hi_run) {
+      r.verdict = Verdict::unsure;
+      r.reason = fmt::format(
+          "the candidate's median lies within the range of the baseline's run medians ({})",
+          range_text(b_medians, format));
+      return r;
+    }
+    r.verdict = worse > 0 ? Verdict::regressed : Verdict::improved;
+    r.reason = fmt::format("the interval excludes 0 and the shift exceeds ±{}", magnitude(effect));
+  } else if (low >= -effect && high <= effect) {
+    r.verdict = Verdict::same;
+    r.reason = fmt::format("the interval lies within ±{}", magnitude(effect));
+  } else {
+    r.verdict = Verdict::unsure;
+    r.reason =
+        fmt::format("the interval neither excludes 0 with a shift beyond ±{0} nor lies within ±{0}",
+                    magnitude(effect));
+  }
+  return r;
+}
+
+std::optional<MetricResult> compare_memory(const Side& b, const Side& c,
+                                           const ComparePolicy& policy) {
+  if (b.peaks.empty() && c.peaks.empty()) return std::nullopt;  // CPU runs record none
+  MetricResult r;
+  r.metric = Metric::peak_mem_gib;
+  auto figure = [](const std::vector<double>& peaks) {
+    if (peaks.empty()) return std::string("not recorded");
+    if (peaks.size() == 1) return fmt::format("{:.3f}", peaks.front());
+    return fmt::format("{} over {}", range_text(peaks, "{:.3f}"), runs_text(peaks.size()));
+  };
+  r.baseline = figure(b.peaks);
+  r.candidate = figure(c.peaks);
+  if (b.peaks.empty() || c.peaks.empty()) {
+    r.verdict = Verdict::unsure;
+    r.change = "—";
+    r.reason = "peak memory is recorded on one side only";
+    return r;
+  }
+  const auto [b_low, b_high] = std::minmax_element(b.peaks.begin(), b.peaks.end());
+  const double candidate = *std::max_element(c.peaks.begin(), c.peaks.end());
+  const double tol = policy.memory_tolerance;
+  const double rel = candidate / *b_high - 1.0;
+  r.change = fmt::format("{} (tolerance ±{})", percent(rel), magnitude(tol));
+  if (candidate > *b_high * (1.0 + tol)) {
+    r.verdict = Verdict::regressed;
+    r.reason = "above the baseline's highest peak by more than the tolerance";
+  } else if (candidate < *b_low * (1.0 - tol)) {
+    r.verdict = Verdict::improved;
+    r.reason = "below the baseline's lowest peak by more than the tolerance";
+  } else {
+    r.verdict = Verdict::same;
+    r.reason = "within the tolerance of the baseline's peaks";
+  }
+  return r;
+}
+
+MetricResult compare_loss(const Side& b, const Side& c, const ComparePolicy& policy) {
+  MetricResult r;
+  r.metric = Metric::final_loss;
+  r.change = "—";
+  if (b.final_losses.empty() || c.final_losses.empty()) {
+    r.baseline = b.final_losses.empty() ? "—" : fmt::format("{:.4f}", b.final_losses[0].second);
+    r.candidate = c.final_losses.empty() ? "—" : fmt::format("{:.4f}", c.final_losses[0].second);
+    r.verdict = Verdict::unsure;
+    r.reason = "no loss recorded on one side";
+    return r;
+  }
+  // Only runs trained alike are compared: same steps, seed, sizes, learning rate and data.
+  const store::RunRecord& candidate_run = *c.final_losses.front().first;
+  const TrainingSignature want = training_signature(candidate_run);
+  std::vector<double> base;
+  for (const auto& [run, loss] : b.final_losses) {
+    if (training_signature(*run) == want) base.push_back(loss);
+  }
+  double cand = 0.0;
+  for (const auto& entry : c.final_losses)
+    cand += entry.second;
+  cand /= static_cast<double>(c.final_losses.size());
+  r.candidate = std::isfinite(cand) ? fmt::format("{:.4f}", cand) : "non-finite";
+  if (!std::isfinite(cand)) {
+    r.baseline = fmt::format("{:.4f}", b.final_losses[0].second);
+    r.verdict = Verdict::regressed;
+    r.reason = "the candidate's loss is not finite";
+    return r;
+  }
+  if (base.empty()) {
+    r.baseline = fmt::format("{:.4f}", b.final_losses[0].second);
+    r.verdict = Verdict::unsure;
+    r.reason = fmt::format("trained differently: baseline {}; candidate {}",
+                           training_signature(*b.final_losses[0].first).text, want.text);
+    return r;
+  }
+  double mean = 0.0;
+  for (double v : base)
+    mean += v;
+  mean /= static_cast<double>(base.size());
+  r.baseline = base.size() == 1 ? fmt::format("{:.4f}", mean)
+                                : fmt::format("{:.4f} (mean; {} over {})", mean,
+                                              range_text(base, "{:.4f}"), runs_text(base.size()));
+  if (!std::isfinite(mean) || mean == 0.0) {
+    r.verdict = Verdict::unsure;
+    r.reason = "the baseline's loss is not finite";
+    return r;
+  }
+  // The band widens to the baseline's own run-to-run range where that is wider.
+  const auto [lo, hi] = std::minmax_element(base.begin(), base.end());
+  const double band = std::max(policy.loss_band, (*hi - *lo) / mean);
+  const double rel = (cand - mean) / mean;
+  r.change = fmt::format("{} (parity band ±{})", percent(rel, 2), magnitude(band, 2));
+  if (rel > band) {
+    r.verdict = Verdict::regressed;
+    r.reason = "above the parity band";
+  } else if (rel < -band) {
+    r.verdict = Verdict::improved;
+    r.reason = "below the parity band";
+  } else {
+    r.verdict = Verdict::same;
+    r.reason = "within the parity band";
+  }
+  return r;
+}
+
+std::optional<MetricResult> compare_status(const Side& b, const Side& c) {
+  auto failures = [](const Side& side) {
+    std::string text;
+    for (const store::RunRecord& run : side.runs) {
+      if (run.status == store::RunStatus::ok) continue;
+      text += fmt::format("{}run {} {}{}", text.empty() ? "" : "; ", run.id,
+                          store::to_string(run.status), run.error ? ": " + *run.error : "");
+    }
+    return text;
+  };
+  const std::string b_fail = failures(b);
+  const std::string c_fail = failures(c);
+  if (b_fail.empty() && c_fail.empty()) return std::nullopt;
+  MetricResult r;
+  r.metric = Metric::status;
+  r.baseline = b_fail.empty() ? "ok" : b_fail;
+  r.candidate = c_fail.empty() ? "ok" : c_fail;
+  r.change = "—";
+  if (!c_fail.empty()) {
+    r.verdict = Verdict::regressed;
+    r.reason = "a candidate run did not end ok";
+  } else {
+    r.verdict = Verdict::improved;
+    r.reason = "every candidate run ended ok where a baseline run did not";
+  }
+  return r;
+}
+
+std::vector<int64_t> ids(const std::vector<store::RunRecord>& runs) {
+  std::vector<int64_t> out;
+  for (const store::RunRecord& r : runs)
+    out.push_back(r.id);
+  return out;
+}
+
+GroupResult compare_group(const store::Store& store, std::vector<store::RunRecord> baseline,
+                          std::vector<store::RunRecord> candidate, const ComparePolicy& policy,
+                          std::vector<std::string>& notes) {
+  GroupResult g;
+  g.workload = candidate.front().workload;
+  g.recipe = candidate.front().recipe;
+  // Two single runs are compared whatever they ran; say so where they differ.
+  if (baseline.front().workload != g.workload) {
+    g.workload = fmt::format("{} → {}", baseline.front().workload, g.workload);
+  }
+  if (baseline.front().recipe != g.recipe) {
+    g.recipe = fmt::format("{} → {}", baseline.front().recipe, g.recipe);
+  }
+  g.baseline_runs = ids(baseline);
+  g.candidate_runs = ids(candidate);
+  const Side b = collect(store, std::move(baseline));
+  const Side c = collect(store, std::move(candidate));
+
+  if (std::optional<MetricResult> status = compare_status(b, c)) g.metrics.push_back(*status);
+  if (c.ok.empty()) return g;  // nothing measured to compare beyond the failure
+
+  // Step time compares only equal steps; tokens/s compares any.
+  auto tokens = [](const Side& side) {
+    return side.ok.empty() ? int64_t{0} : side.ok.front()->tokens_per_step;
+  };
+  // Runs of one sweep share its interleaving and machine state; runs of other sweeps do not.
+  bool across_sweeps = true;
+  for (const store::RunRecord* cr : c.ok) {
+    for (const store::RunRecord* br : b.ok)
+      across_sweeps = across_sweeps && br->sweep_id != cr->sweep_id;
+  }
+  MetricResult step = compare_speed(Metric::step_ms, b, c, across_sweeps, policy);
+  if (!b.ok.empty() && tokens(b) != tokens(c)) {
+    step.verdict = Verdict::unsure;
+    step.reason = fmt::format("steps of different sizes ({} and {} tokens); compare tokens/s",
+                              tokens(b), tokens(c));
+  }
+  g.metrics.push_back(step);
+  g.metrics.push_back(compare_speed(Metric::tokens_per_s, b, c, across_sweeps, policy));
+  if (std::optional<MetricResult> memory = compare_memory(b, c, policy)) {
+    g.metrics.push_back(*memory);
+  }
+  g.metrics.push_back(compare_loss(b, c, policy));
+
+  // Conditions that differ make a verdict weaker evidence; say so.
+  auto device = [](const store::RunRecord& r) {
+    return r.provenance.gpu_name.value_or(r.device) + " on " + r.provenance.host;
+  };
+  if (!b.ok.empty() && device(*b.ok.front()) != device(*c.ok.front())) {
+    notes.push_back(fmt::format("{} · {}: measured on {} against {}", g.workload, g.recipe,
+                                device(*c.ok.front()), device(*b.ok.front())));
+  }
+  return g;
+}
+
+}  // namespace
+
+std::string_view to_string(Metric metric) {
+  switch (metric) {
+    case Metric::status:
+      return "run status";
+    case Metric::step_ms:
+      return "median step_ms";
+    case Metric::tokens_per_s:
+      return "tokens/s";
+    case Metric::peak_mem_gib:
+      return "peak_mem_gib";
+    case Metric::final_loss:
+      return "final loss";
+  }
+  return "?";
+}
+
+std::string_view verdict_word(Metric metric, Verdict verdict) {
+  const bool speed = metric == Metric::step_ms || metric == Metric::tokens_per_s;
+  switch (verdict) {
+    case Verdict::improved:
+      return speed ? "FASTER" : "BETTER";
+    case Verdict::regressed:
+      return speed ? "SLOWER" : "WORSE";
+    case Verdict::same:
+      return "SAME";
+    case Verdict::unsure:
+      return "UNSURE";
+  }
+  return "?";
+}
+
+int Comparison::regressions() const {
+  int n = 0;
+  for (const GroupResult& g : groups) {
+    for (const MetricResult& m : g.metrics)
+      n += m.verdict == Verdict::regressed;
+  }
+  return n;
+}
+
+int Comparison::unsure() const {
+  int n = 0;
+  for (const GroupResult& g : groups) {
+    for (const MetricResult& m : g.metrics)
+      n += m.verdict == Verdict::unsure;
+  }
+  return n;
+}
+
+int Comparison::exit_code() const {
+  if (regressions() > 0) return 1;
+  if (groups.empty() || unsure() > 0) return 3;
+  return 0;
+}
+
+Comparison compare_runs(const store::Store& store, const SelectedPair& runs,
+                        const std::string& baseline_spec, const std::string& candidate_spec,
+                        const ComparePolicy& policy) {
+  Comparison out;
+  out.baseline_spec = baseline_spec;
+  out.candidate_spec = candidate_spec;
+  out.policy = policy;
+  if (runs.baseline.empty()) {
+    out.notes.push_back(
+        fmt::format("{} selects no runs: nothing to compare against", baseline_spec));
+  }
+  if (runs.candidate.empty()) {
+    out.notes.push_back(fmt::format("{} selects no runs: nothing to compare", candidate_spec));
+  }
+  if (runs.baseline.empty() || runs.candidate.empty()) return out;
+
+  if (runs.baseline.size() == 1 && runs.candidate.size() == 1) {
+    out.groups.push_back(compare_group(store, runs.baseline, runs.candidate, policy, out.notes));
+    return out;
+  }
+  using Key = std::pair<std::string, std::string>;
+  std::map<Key, std::pair<std::vector<store::RunRecord>, std::vector<store::RunRecord>>> groups;
+  for (const store::RunRecord& r : runs.baseline)
+    groups[{r.workload, r.recipe}].first.push_back(r);
+  for (const store::RunRecord& r : runs.candidate)
+    groups[{r.workload, r.recipe}].second.push_back(r);
+  for (auto& [key, sides] : groups) {
+    if (sides.first.empty() || sides.second.empty()) {
+      out.notes.push_back(fmt::format("{} · {}: only in {}, not compared", key.first, key.second,
+                                      sides.first.empty() ? candidate_spec : baseline_spec));
+      continue;
+    }
+    out.groups.push_back(
+        compare_group(store, std::move(sides.first), std::move(sides.second), policy, out.notes));
+  }
+  return out;
+}
+
+}  // namespace lpbench::reports

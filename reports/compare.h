@@ -1,0 +1,70 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/store/store.h"
+#include "reports/selection.h"
+
+namespace lpbench::reports {
+
+// What a metric did from baseline to candidate. `regressed` for step time reads SLOWER, for
+// memory or loss WORSE; `unsure` means the data cannot tell (too few samples, a spread too wide,
+// configurations that differ).
+enum class Verdict { improved, regressed, same, unsure };
+
+enum class Metric { status, step_ms, tokens_per_s, peak_mem_gib, final_loss };
+std::string_view to_string(Metric metric);
+// FASTER / SLOWER for speed, BETTER / WORSE for status, memory and loss; SAME; UNSURE.
+std::string_view verdict_word(Metric metric, Verdict verdict);
+
+// The thresholds a verdict is made with; every one is printed with the comparison.
+struct ComparePolicy {
+  double alpha = 0.01;             // the confidence interval of a shift is 1 − alpha
+  double min_effect = 0.02;        // a step-time shift smaller than this is SAME
+  int64_t min_samples = 5;         // measured steps needed on each side
+  double memory_tolerance = 0.02;  // allocator rounding and fragmentation
+  double loss_band = 0.01;         // parity band of the final loss, same seed and data
+};
+
+struct MetricResult {
+  Metric metric = Metric::step_ms;
+  Verdict verdict = Verdict::unsure;
+  std::string baseline;   // the figure with its spread, e.g. "60.22 (55.58–78.37), 3 runs"
+  std::string candidate;  // likewise
+  std::string change;     // the change with its interval or tolerance, never bare
+  std::string reason;     // why this verdict
+};
+
+// One workload and recipe, measured on both sides.
+struct GroupResult {
+  std::string workload;
+  std::string recipe;
+  std::vector<int64_t> baseline_runs;
+  std::vector<int64_t> candidate_runs;
+  std::vector<MetricResult> metrics;
+};
+
+struct Comparison {
+  std::string baseline_spec;
+  std::string candidate_spec;
+  ComparePolicy policy;
+  std::vector<GroupResult> groups;
+  std::vector<std::string> notes;  // unmatched groups, conditions that differ
+
+  int regressions() const;
+  int unsure() const;
+  // 0: no regression; 1: a regression; 3: not enough data to decide (nothing compared, or a
+  // metric UNSURE and none regressed).
+  int exit_code() const;
+};
+
+// Compares each workload and recipe present on both sides. When each side is one run, the two
+// runs are compared whatever their workload and recipe (e.g. bf16 against int8-tensor).
+Comparison compare_runs(const store::Store& store, const SelectedPair& runs,
+                        const std::string& baseline_spec, const std::string& candidate_spec,
+                        const ComparePolicy& policy = {});
+
+}  // namespace lpbench::reports

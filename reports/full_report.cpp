@@ -1,0 +1,103 @@
+#include "reports/full_report.h"
+
+#include <fmt/format.h>
+
+#include "harness/env/build_info.h"
+#include "harness/env/time_stamp.h"
+#include "reports/report_charts.h"
+#include "reports/sweep_report.h"
+#include "reports/text_table.h"
+
+namespace lpbench::reports {
+
+namespace {
+
+void add_sweep(Document& doc, const store::Store& store, const store::SweepRecord& sweep) {
+  const SweepReport report = build_sweep_report(store, sweep);
+  doc.heading(2, sweep_heading(sweep));
+  doc.code(sweep.command_line);
+  if (report.runs.empty()) {
+    doc.paragraph("No runs were recorded in this sweep.");
+    return;
+  }
+  SweepTable table = sweep_table(report);
+  doc.table(std::move(table.table));
+  doc.list(std::move(table.notes));
+
+  const std::vector<RunCurves> curves = load_curves(store, report);
+  if (auto f = loss_figure(report, curves)) doc.figure(std::move(*f));
+  if (auto f = loss_gap_figure(report, curves)) doc.figure(std::move(*f));
+  if (auto f = speedup_figure(report)) {
+    doc.figure(std::move(*f));
+  } else {
+    doc.paragraph("Speedup: no recipe has a bf16 run beside it with measured steps.");
+  }
+  if (auto f = memory_figure(report, curves)) {
+    doc.figure(std::move(*f));
+  } else {
+    doc.paragraph("Peak memory: not recorded in this sweep (CPU runs record none).");
+  }
+  // The hotspot breakdown per recipe (time per region: attention, MLP, quantize, GEMM,
+  // dequantize) belongs here, once the store records regions; the store has no such table yet.
+}
+
+std::string commit_cell(const store::RunRecord& run) {
+  std::string commit = run.provenance.git_commit.substr(0, 12);
+  return run.provenance.git_dirty ? commit + "+dirty" : commit;
+}
+
+void add_nightly(Document& doc, const std::vector<NightlySweep>& nightly) {
+  doc.heading(2, "Nightly history");
+  doc.paragraph(fmt::format(
+      "{} sweeps labelled `nightly`, from {} to {}. `lpbench compare --baseline nightly:N "
+      "--candidate …` gives the verdict on the newest against the nights before.",
+      nightly.size(), nightly.front().sweep.started_at, nightly.back().sweep.started_at));
+  for (Figure& f : nightly_figures(nightly))
+    doc.figure(std::move(f));
+  using Align = TextTable::Align;
+  TextTable table({{"sweep"},
+                   {"started (UTC)"},
+                   {"host"},
+                   {"commit"},
+                   {"workload"},
+                   {"recipe"},
+                   {"status"},
+                   {"step_ms median (p10–p90)", Align::right},
+                   {"tokens/s", Align::right},
+                   {"final loss", Align::right}});
+  for (const NightlySweep& n : nightly) {
+    for (const RunSummary& s : n.runs) {
+      table.add_row({std::to_string(n.sweep.id), n.sweep.started_at, n.sweep.host,
+                     commit_cell(s.run), s.run.workload, s.run.recipe,
+                     std::string(store::to_string(s.run.status)),
+                     s.step_ms.count ? fmt::format("{:.2f} ({:.2f}–{:.2f})", s.step_ms.median,
+                                                   s.step_ms.p10, s.step_ms.p90)
+                                     : "—",
+                     s.tokens_per_s ? fmt::format("{:.0f}", *s.tokens_per_s) : "—",
+                     s.final_loss ? fmt::format("{:.4f}", *s.final_loss) : "—"});
+    }
+  }
+  doc.table(std::move(table));
+}
+
+}  // namespace
+
+Document build_report(const store::Store& store, const std::vector<store::SweepRecord>& sweeps,
+                      const std::string& db_path) {
+  Document doc("lpbench report");
+  doc.paragraph(fmt::format("From `{}`, written {} by lpbench {}.", db_path, env::utc_now_iso8601(),
+                            env::build_info().version));
+  if (sweeps.empty()) doc.paragraph("No sweeps are recorded in this database yet.");
+  for (const store::SweepRecord& sweep : sweeps)
+    add_sweep(doc, store, sweep);
+  const std::vector<NightlySweep> nightly = load_nightly(store);
+  if (!nightly.empty()) add_nightly(doc, nightly);
+  return doc;
+}
+
+void draw_figures(Document& document, const std::string& gnuplot) {
+  for (Figure* f : document.figures())
+    f->svg = render_svg(gnuplot, f->chart);
+}
+
+}  // namespace lpbench::reports

@@ -1,0 +1,202 @@
+#include "reports/selection.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "harness/env/process.h"
+#include "harness/errors.h"
+
+namespace lpbench::reports {
+
+namespace {
+
+constexpr std::string_view kForms =
+    "sweep:ID[,ID…], run:ID[,ID…], commit:SHA, nightly:N or since:YYYY-MM-DDTHH:MM:SSZ";
+
+[[noreturn]] void bad(std::string_view flag, std::string_view text, std::string_view why) {
+  throw InputError(fmt::format("{} '{}': {}; valid forms: {}", flag, text, why, kForms));
+}
+
+int64_t parse_positive(std::string_view flag, std::string_view text, std::string_view number) {
+  int64_t value = 0;
+  const bool digits = !number.empty() && number.size() <= 15 &&
+                      number.find_first_not_of("0123456789") == std::string_view::npos;
+  if (digits) value = std::stoll(std::string(number));
+  if (!digits || value <= 0) bad(flag, text, fmt::format("'{}' is not a positive number", number));
+  return value;
+}
+
+std::vector<int64_t> parse_ids(std::string_view flag, std::string_view text,
+                               std::string_view list) {
+  std::vector<int64_t> ids;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = list.find(',', start);
+    ids.push_back(parse_positive(flag, text, list.substr(start, comma - start)));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return ids;
+}
+
+// A timestamp as the store writes them ("2026-11-22T03:04:05.678Z"), or its leading part: the
+// comparison is textual, so only a prefix of that shape is accepted.
+bool looks_like_timestamp(std::string_view t) {
+  constexpr std::string_view shape = "dddd-dd-ddTdd:dd:dd";
+  if (t.size() < 10) return false;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const char c = t[i];
+    if (i < shape.size()) {
+      const bool ok = shape[i] == 'd' ? (c >= '0' && c <= '9') : c == shape[i];
+      if (!ok) return false;
+    } else if (!((c >= '0' && c <= '9') || c == '.' || c == 'Z')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void append_runs(std::vector<store::RunRecord>& out, std::vector<store::RunRecord> runs) {
+  for (store::RunRecord& r : runs)
+    out.push_back(std::move(r));
+}
+
+std::vector<store::RunRecord> resolve(const store::Store& store, const Selection& s,
+                                      const std::set<int64_t>& exclude) {
+  std::vector<store::RunRecord> out;
+  switch (s.kind) {
+    case Selection::Kind::sweeps:
+      for (int64_t id : s.ids) {
+        if (!store.sweep(id)) {
+          throw InputError(
+              fmt::format("{}: there is no sweep {} in this database; `lpbench "
+                          "report` lists the sweeps",
+                          s.spec, id));
+        }
+        append_runs(out, store.runs(id));
+      }
+      break;
+    case Selection::Kind::runs:
+      for (int64_t id : s.ids) {
+        std::optional<store::RunRecord> run = store.run(id);
+        if (!run) {
+          throw InputError(
+              fmt::format("{}: there is no run {} in this database; `lpbench list runs` lists them",
+                          s.spec, id));
+        }
+        out.push_back(std::move(*run));
+      }
+      break;
+    case Selection::Kind::commit:
+      out = store.runs_of_commit(s.text);
+      break;
+    case Selection::Kind::since: {
+      store::SweepQuery query;
+      query.host = env::host_name();
+      query.started_from = s.text;
+      for (const store::SweepRecord& sweep : store.sweeps(query))
+        append_runs(out, store.runs(sweep.id));
+      break;
+    }
+    case Selection::Kind::nightly: {
+      store::SweepQuery query;
+      query.label = std::string(kNightlyLabel);
+      query.host = env::host_name();
+      std::vector<store::RunRecord> all;
+      for (const store::SweepRecord& sweep : store.sweeps(query))
+        append_runs(all, store.runs(sweep.id));
+      // Newest first, then the first N of each workload and recipe.
+      std::sort(all.begin(), all.end(),
+                [](const store::RunRecord& a, const store::RunRecord& b) { return a.id > b.id; });
+      std::map<std::pair<std::string, std::string>, int64_t> taken;
+      for (store::RunRecord& run : all) {
+        if (exclude.count(run.id)) continue;
+        int64_t& n = taken[{run.workload, run.recipe}];
+        if (n >= s.count) continue;
+        ++n;
+        out.push_back(std::move(run));
+      }
+      break;
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const store::RunRecord& a, const store::RunRecord& b) { return a.id < b.id; });
+  out.erase(std::unique(
+                out.begin(), out.end(),
+                [](const store::RunRecord& a, const store::RunRecord& b) { return a.id == b.id; }),
+            out.end());
+  return out;
+}
+
+std::set<int64_t> ids_of(const std::vector<store::RunRecord>& runs) {
+  std::set<int64_t> ids;
+  for (const store::RunRecord& r : runs)
+    ids.insert(r.id);
+  return ids;
+}
+
+}  // namespace
+
+Selection parse_selection(std::string_view text, std::string_view flag) {
+  Selection s;
+  s.spec = std::string(text);
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos) bad(flag, text, "it has no kind before a ':'");
+  const std::string_view kind = text.substr(0, colon);
+  const std::string_view value = text.substr(colon + 1);
+  if (kind == "sweep") {
+    s.kind = Selection::Kind::sweeps;
+    s.ids = parse_ids(flag, text, value);
+  } else if (kind == "run") {
+    s.kind = Selection::Kind::runs;
+    s.ids = parse_ids(flag, text, value);
+  } else if (kind == "commit") {
+    s.kind = Selection::Kind::commit;
+    const bool hex = value.size() >= 4 && value.size() <= 40 &&
+                     value.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+    if (!hex) bad(flag, text, "a commit is 4 to 40 lower-case hex digits");
+    s.text = std::string(value);
+  } else if (kind == "nightly") {
+    s.kind = Selection::Kind::nightly;
+    s.count = parse_positive(flag, text, value);
+  } else if (kind == "since") {
+    s.kind = Selection::Kind::since;
+    if (!looks_like_timestamp(value)) {
+      bad(flag, text, "the time is not ISO 8601 in UTC like 2026-11-22T03:00:00Z");
+    }
+    s.text = parse_since(value, flag);
+  } else {
+    bad(flag, text, fmt::format("unknown kind '{}'", kind));
+  }
+  return s;
+}
+
+std::string parse_since(std::string_view time, std::string_view flag) {
+  if (!looks_like_timestamp(time)) {
+    throw InputError(fmt::format(
+        "{} '{}': the time is not ISO 8601 in UTC like 2026-11-22T03:00:00Z", flag, time));
+  }
+  // Without its 'Z', the time is a prefix of the stored form and sorts before every later time
+  // ("…:00Z" would sort after "…:00.123Z").
+  return std::string(time.back() == 'Z' ? time.substr(0, time.size() - 1) : time);
+}
+
+SelectedPair select_runs(const store::Store& store, const Selection& baseline,
+                         const Selection& candidate) {
+  SelectedPair pair;
+  const bool baseline_last =
+      baseline.kind == Selection::Kind::nightly || candidate.kind != Selection::Kind::nightly;
+  if (baseline_last) {
+    pair.candidate = resolve(store, candidate, {});
+    pair.baseline = resolve(store, baseline, ids_of(pair.candidate));
+  } else {
+    pair.baseline = resolve(store, baseline, {});
+    pair.candidate = resolve(store, candidate, ids_of(pair.baseline));
+  }
+  return pair;
+}
+
+}  // namespace lpbench::reports

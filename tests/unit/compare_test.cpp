@@ -1,0 +1,304 @@
+// compare's verdicts and exit codes on synthetic histories written through the store.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "harness/env/process.h"
+#include "harness/errors.h"
+#include "harness/store/store.h"
+#include "reports/compare.h"
+#include "reports/compare_render.h"
+#include "reports/selection.h"
+#include "tests/support/temp_dir.h"
+
+namespace lpbench::reports {
+namespace {
+
+// A history of sweeps with step times drawn around a chosen median.
+class History {
+ public:
+  History() : store_(store::Store::open(dir_ / "h.db", store::Store::Mode::write)) {}
+
+  struct RunSpec {
+    double median_ms = 100.0;
+    double noise_ms = 2.0;  // standard deviation
+    int steps = 60;
+    double loss = 2.0;
+    std::optional<double> peak_gib;
+    store::RunStatus status = store::RunStatus::ok;
+    std::string recipe = "bf16";
+    std::string commit = "0123456789abcdef";
+  };
+
+  // One sweep with one run per spec; returns the sweep's id.
+  int64_t sweep(const std::vector<RunSpec>& runs, std::optional<std::string> label = "nightly") {
+    const int64_t id = store_.add_sweep({0, fmt::format("2026-11-{:02d}T03:00:00.000Z", ++day_),
+                                         "lpbench run", env::host_name(), "0", label});
+    const env::ProcessIdentity self = env::current_process();
+    for (const RunSpec& spec : runs) {
+      store::RunRecord r;
+      r.sweep_id = id;
+      r.workload = "model:tiny";
+      r.recipe = spec.recipe;
+      r.device = "cuda:0";
+      r.config_json = fmt::format(
+          R"({{"training":{{"steps":{},"seed":0,"micro_batch":8,"seq_len":64,"lr":0.003}}}})",
+          spec.steps);
+      r.started_at = "2026-11-01T00:00:00.000Z";
+      r.pid = self.pid;
+      r.process_start = self.start;
+      r.provenance.host = env::host_name();
+      r.provenance.git_commit = spec.commit;
+      r.provenance.gpu_name = "NVIDIA H100";
+      r.provenance.torch_version = "2.11.0";
+      r.provenance.lpbench_version = "0";
+      r.tokens_per_step = 512;
+      r.data = "synthetic";
+      const int64_t run = store_.add_run(r);
+      std::normal_distribution<double> noise(spec.median_ms, spec.noise_ms);
+      for (int step = 0; step < spec.steps; ++step) {
+        const bool warmup = step < 2;
+        store_.add_step({run, step, warmup, spec.loss, warmup ? 10 * spec.median_ms : noise(rng_),
+                         512, 1e-3, 1.0, spec.peak_gib, spec.peak_gib});
+      }
+      store_.finish_run(
+          run, spec.status,
+          spec.status == store::RunStatus::ok ? std::nullopt : std::optional<std::string>("boom"));
+    }
+    return id;
+  }
+
+  Comparison compare(const std::string& baseline, const std::string& candidate) {
+    const Selection b = parse_selection(baseline, "--baseline");
+    const Selection c = parse_selection(candidate, "--candidate");
+    return compare_runs(store_, select_runs(store_, b, c), baseline, candidate);
+  }
+
+  store::Store& store() { return store_; }
+
+ private:
+  lpbench::testing::TempDir dir_;
+  store::Store store_;
+  std::mt19937 rng_{42};
+  int day_ = 0;
+};
+
+const MetricResult& metric(const Comparison& c, Metric m, size_t group = 0) {
+  for (const MetricResult& r : c.groups.at(group).metrics) {
+    if (r.metric == m) return r;
+  }
+  throw std::runtime_error("metric not compared");
+}
+
+// Five nights at 100 ms, then the candidate.
+std::string five_nights(History& h) {
+  for (int i = 0; i < 5; ++i)
+    h.sweep({{}});
+  return "nightly:5";
+}
+
+TEST(Compare, AClearRegressionIsSlowerAndExitsOne) {
+  History h;
+  const std::string baseline = five_nights(h);
+  History::RunSpec slow;
+  slow.median_ms = 110.0;
+  const int64_t candidate = h.sweep({slow});
+  const Comparison c = h.compare(baseline, fmt::format("sweep:{}", candidate));
+  ASSERT_EQ(c.groups.size(), 1U);
+  EXPECT_EQ(c.groups[0].baseline_runs.size(), 5U);  // the candidate is not its own baseline
+  EXPECT_EQ(metric(c, Metric::step_ms).verdict, Verdict::regressed);
+  EXPECT_EQ(verdict_word(Metric::step_ms, Verdict::regressed), "SLOWER");
+  EXPECT_EQ(metric(c, Metric::tokens_per_s).verdict, Verdict::regressed);
+  EXPECT_EQ(metric(c, Metric::final_loss).verdict, Verdict::same);
+  EXPECT_EQ(c.exit_code(), 1);
+  const std::string md = render_compare_markdown(c);
+  EXPECT_NE(md.find("**REGRESSION**"), std::string::npos) << md;
+  EXPECT_NE(md.find("**SLOWER**"), std::string::npos) << md;
+  EXPECT_NE(md.find("99 % CI"), std::string::npos) << md;  // never a bare percentage
+  const std::string junit = render_compare_junit(c);
+  EXPECT_NE(junit.find("failures=\"2\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<failure"), std::string::npos) << junit;
+}
+
+TEST(Compare, AClearImprovementIsFasterAndExitsZero) {
+  History h;
+  const std::string baseline = five_nights(h);
+  History::RunSpec fast;
+  fast.median_ms = 90.0;
+  const int64_t candidate = h.sweep({fast});
+  const Comparison c = h.compare(baseline, fmt::format("sweep:{}", candidate));
+  EXPECT_EQ(metric(c, Metric::step_ms).verdict, Verdict::improved);
+  EXPECT_EQ(verdict_word(Metric::step_ms, Verdict::improved), "FASTER");
+  EXPECT_EQ(c.exit_code(), 0);
+}
+
+TEST(Compare, PureNoiseIsTheSameAndExitsZero) {
+  History h;
+  const std::string baseline = five_nights(h);
+  const int64_t candidate = h.sweep({{}});  // drawn from the same distribution
+  const Comparison c = h.compare(baseline, fmt::format("sweep:{}", candidate));
+  EXPECT_EQ(metric(c, Metric::step_ms).verdict, Verdict::same) << metric(c, Metric::step_ms).change;
+  EXPECT_EQ(metric(c, Metric::tokens_per_s).verdict, Verdict::same);
+  EXPECT_EQ(metric(c, Metric::final_loss).verdict, Verdict::same);
+  EXPECT_EQ(c.exit_code(), 0) << render_compare_markdown(c);
+}
+
+TEST(Compare, TooFewSamplesAreUnsureAndExitThree) {
+  History h;
+  History::RunSpec short_run;
+  short_run.steps = 5;  // 3 measured steps after 2 of warm-up
+  h.sweep({short_run});
+  const int64_t candidate = h.sweep({short_run});
+  const Comparison c = h.compare("nightly:5", fmt::format("sweep:{}", candidate));
+  EXPECT_EQ(metric(c, Metric::step_ms).verdict, Verdict::unsure);
+  EXPECT_NE(metric(c, Metric::step_ms).reason.find("too few"), std::string::npos);
+  EXPECT_EQ(c.exit_code(), 3);
+}
+
+TEST(Compare, NoisyDataIsUnsureRatherThanSame) {
+  History h;
+  History::RunSpec noisy;
+  noisy.noise_ms = 40.0;
+  noisy.steps = 12;
+  for (int i = 0; i < 3; ++i)
+    h.sweep({noisy});
+  const int64_t candidate = h.sweep({noisy});
+  const Comparison c = h.compare("nightly:3", fmt::format("sweep:{}", candidate));
+  EXPECT_EQ(metric(c, Metric::step_ms).verdict, Verdict::unsure);
+  EXPECT_NE(metric(c, Metric::step_ms).reason.find("neither"), std::string::npos);
+  EXPECT_EQ(c.exit_code(), 3);
+}
+
+// Steps of one run vary less than runs of different nights: a shift between sweeps is judged
+// only against three or more baseline runs.
+TEST(Compare, TwoEarlierNightsAreTooFewToJudgeAcrossSweeps) {
+  History h;
+  h.sweep({{}});
+  h.sweep({{}});
+  History::RunSpec slow;
+  slow.median_ms = 110.0;
+  const int64_t candidate = h.sweep({slow});
+  const Comparison c = h.compare("nightly:7", fmt::format("sweep:{}", candidate));
+  EXPECT_EQ(metric(c, Metric::step_ms).verdict, Verdict::unsure);
+  EXPECT_NE(metric(c, Metric::step_ms).reason.find("run-to-run"), std::string::npos);
+  EXPECT_EQ(c.exit_code(), 3);
+}
+
+// With three nights whose medians spread widely, a candidate inside that spread is no claim.
+TEST(Compare, ACandidateWithinTheBaselinesRunSpreadIsUnsure) {
+  History h;
+  for (double ms : {90.0, 100.0, 115.0}) {
+    History::RunSpec night;
+    night.median_ms = ms;
+    night.noise_ms = 0.5;
+    h.sweep({night});
+  }
+  History::RunSpec candidate_spec;
+  candidate_spec.median_ms = 112.0;
+  candidate_spec.noise_ms = 0.5;
+  const int64_t candidate = h.sweep({candidate_spec});
+  const Comparison c = h.compare("nightly:3", fmt::format("sweep:{}", candidate));
+  EXPECT_EQ(metric(c, Metric::step_ms).verdict, Verdict::unsure);
+  EXPECT_NE(metric(c, Metric::step_ms).reason.find("run medians"), std::string::npos);
+}
+
+TEST(Compare, NothingSelectedIsNotEnoughData) {
+  History h;
+  const int64_t candidate = h.sweep({{}});
+  const Comparison c = h.compare("nightly:5", fmt::format("sweep:{}", candidate));
+  EXPECT_TRUE(c.groups.empty());
+  EXPECT_EQ(c.exit_code(), 3);
+  EXPECT_NE(render_compare_junit(c).find("<skipped"), std::string::npos);
+}
+
+TEST(Compare, AFailedCandidateRunIsARegression) {
+  History h;
+  const std::string baseline = five_nights(h);
+  History::RunSpec failed;
+  failed.status = store::RunStatus::failed;
+  const int64_t candidate = h.sweep({failed});
+  const Comparison c = h.compare(baseline, fmt::format("sweep:{}", candidate));
+  EXPECT_EQ(metric(c, Metric::status).verdict, Verdict::regressed);
+  EXPECT_EQ(c.exit_code(), 1);
+}
+
+TEST(Compare, MemoryAndLossOutsideTheirBandsAreWorse) {
+  History h;
+  History::RunSpec base;
+  base.peak_gib = 10.0;
+  for (int i = 0; i < 3; ++i)
+    h.sweep({base});
+  History::RunSpec worse = base;
+  worse.peak_gib = 11.0;
+  worse.loss = 2.1;  // +5 %
+  const int64_t candidate = h.sweep({worse});
+  const Comparison c = h.compare("nightly:3", fmt::format("sweep:{}", candidate));
+  EXPECT_EQ(metric(c, Metric::peak_mem_gib).verdict, Verdict::regressed);
+  EXPECT_EQ(verdict_word(Metric::peak_mem_gib, Verdict::regressed), "WORSE");
+  EXPECT_EQ(metric(c, Metric::final_loss).verdict, Verdict::regressed);
+  EXPECT_EQ(metric(c, Metric::step_ms).verdict, Verdict::same);
+}
+
+TEST(Compare, LossesOfRunsTrainedDifferentlyAreNotCompared) {
+  History h;
+  History::RunSpec a;
+  History::RunSpec b;
+  b.steps = 80;
+  h.sweep({a});
+  const int64_t candidate = h.sweep({b});
+  const Comparison c = h.compare("nightly:1", fmt::format("sweep:{}", candidate));
+  EXPECT_EQ(metric(c, Metric::final_loss).verdict, Verdict::unsure);
+  EXPECT_NE(metric(c, Metric::final_loss).reason.find("trained differently"), std::string::npos);
+}
+
+TEST(Compare, TwoSingleRunsAreComparedWhateverTheirRecipe) {
+  History h;
+  History::RunSpec bf16;
+  History::RunSpec int8;
+  int8.recipe = "int8-tensor";
+  int8.median_ms = 80.0;
+  h.sweep({bf16, int8});
+  const Comparison c = h.compare("run:1", "run:2");
+  ASSERT_EQ(c.groups.size(), 1U);
+  EXPECT_EQ(c.groups[0].recipe, "bf16 → int8-tensor");
+  EXPECT_EQ(metric(c, Metric::step_ms).verdict, Verdict::improved);
+}
+
+TEST(Compare, CommitAndSinceSelectRuns) {
+  History h;
+  History::RunSpec old_commit;
+  old_commit.commit = "aaaa1111";
+  History::RunSpec new_commit;
+  new_commit.commit = "bbbb2222";
+  h.sweep({old_commit});
+  h.sweep({new_commit}, std::nullopt);
+  const SelectedPair pair = select_runs(h.store(), parse_selection("commit:aaaa", "--baseline"),
+                                        parse_selection("since:2026-11-02T00:00:00Z", "--c"));
+  ASSERT_EQ(pair.baseline.size(), 1U);
+  EXPECT_EQ(pair.baseline[0].provenance.git_commit, "aaaa1111");
+  ASSERT_EQ(pair.candidate.size(), 1U);
+  EXPECT_EQ(pair.candidate[0].provenance.git_commit, "bbbb2222");
+}
+
+TEST(Selection, BadFormsAreInputErrors) {
+  for (const char* bad : {"sweep:", "sweep:0", "sweep:1,", "run:x", "foo:1", "nightly", "commit:XY",
+                          "commit:zzzz", "nightly:-1", "since:yesterday"}) {
+    EXPECT_THROW(parse_selection(bad, "--baseline"), InputError) << bad;
+  }
+  EXPECT_EQ(parse_selection("sweep:3,4", "--baseline").ids, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(parse_selection("since:2026-11-22T03:00:00Z", "--b").text, "2026-11-22T03:00:00");
+}
+
+TEST(Selection, MissingIdsAreInputErrors) {
+  History h;
+  h.sweep({{}});
+  EXPECT_THROW(
+      select_runs(h.store(), parse_selection("sweep:9", "--b"), parse_selection("sweep:1", "--c")),
+      InputError);
+  EXPECT_THROW(
+      select_runs(h.store(), parse_selection("run:9", "--b"), parse_selection("sweep:1", "--c")),
+      InputError);
+}
+
+}  // namespace
+}  // namespace lpbench::reports

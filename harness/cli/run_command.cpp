@@ -96,8 +96,12 @@ void add_run_command(CLI::App& app, Action& action, const std::string& command_l
                   "Capture this step with torch's profiler into a Chrome/Perfetto trace beside "
                   "the database");
   run->add_option("--int8-gemm", config->int8_gemm,
-                  "GPU INT8 GEMM for tensor and row scales: cublaslt or lpbench (same results)")
+                  "GPU INT8 GEMM for tensor and row scales: cublaslt, lpbench or torch (the stock "
+                  "at::_int_mm, a baseline); all give the same bits")
       ->capture_default_str();
+  run->add_flag("!--no-memory-plan", config->memory_plan,
+                "Run what the memory plan says cannot fit (to test the device's limit: the run "
+                "ends oom and the sweep goes on)");
   run->add_flag("!--no-interleave", config->interleave,
                 "Run the recipes one after another instead of step by step in turn");
   CLI::Option* label_option =

@@ -96,7 +96,7 @@ void plan_memory(ResolvedWorkload& w, const ResolvedRun& run) {
     peak_step = std::max(peak_step, e.weight_copies_gib + e.activations_gib + e.transient_gib);
   }
   const workloads::MemoryEstimate& e = w.memory[worst];
-  if (e.total_gib() > budget) {
+  if (e.total_gib() > budget && run.config.memory_plan) {
     std::string advice;
     if (w.spec.level == workloads::Level::model) {
       ResolvedWorkload trial = w;
@@ -222,9 +222,10 @@ ResolvedRun resolve(const RunConfig& config) {
   if (config.trace_step >= 0 && !timing::profiler_available()) {
     throw InputError("--trace-step: this libtorch was built without its profiler (kineto)");
   }
-  if (config.int8_gemm != "cublaslt" && config.int8_gemm != "lpbench") {
+  if (config.int8_gemm != "cublaslt" && config.int8_gemm != "lpbench" &&
+      config.int8_gemm != "torch") {
     throw InputError(
-        fmt::format("unknown --int8-gemm '{}'; valid: cublaslt, lpbench", config.int8_gemm));
+        fmt::format("unknown --int8-gemm '{}'; valid: cublaslt, lpbench, torch", config.int8_gemm));
   }
   run.eval_every =
       config.eval_every >= 0 ? config.eval_every : std::max<int64_t>(1, config.steps / 10);
@@ -322,6 +323,7 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
       {"interleave", w.interleave},
       {"regions", run.config.regions},
       {"int8_gemm", run.config.int8_gemm},
+      {"memory_plan_enforced", run.config.memory_plan},
   };
   if (!w.interleave_note.empty()) json["interleave_note"] = w.interleave_note;
   return json;

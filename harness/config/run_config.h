@@ -39,7 +39,9 @@ struct RunConfig {
   std::string label;                   // a sweep label, e.g. "nightly"
   bool regions = false;                // time the named regions with CUDA events, per step
   int64_t trace_step = -1;             // capture this step with torch's profiler; -1: none
-  std::string int8_gemm = "cublaslt";  // GPU INT8 GEMM for tensor/row scales: cublaslt, lpbench
+  std::string int8_gemm = "cublaslt";  // GPU INT8 GEMM for tensor/row scales: cublaslt, lpbench,
+                                       // torch (at::_int_mm, the stock baseline)
+  bool memory_plan = true;  // refuse what cannot fit; off only to test the device's limit
   bool interleave = true;  // alternate recipes step by step, so machine drift hits all alike
 };
 

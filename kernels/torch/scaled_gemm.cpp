@@ -82,10 +82,19 @@ at::Tensor int8_gemm_cuda(const Quantized& a, const Quantized& b, at::ScalarType
   at::Tensor c = at::empty({a.rows(), b.rows()}, a.values.options().dtype(dtype));
   const cuda::ScaledGemmArgs args = int8_args(a, b, bias, c);
   const cudaStream_t stream = stream_of(a.values);
-  if (args.kblock == 0 && g_int8_backend.load() == Int8Backend::cublaslt) {
-    at::Tensor acc = at::empty({a.rows(), b.rows()}, a.values.options().dtype(at::kInt));
-    cublaslt::int8_gemm(a.values.data_ptr<int8_t>(), b.values.data_ptr<int8_t>(),
-                        acc.data_ptr<int32_t>(), args.m, args.n, args.k, stream);
+  const Int8Backend backend = g_int8_backend.load();
+  // at::_int_mm takes M > 16 and K, N multiples of 8; elsewhere cuBLASLt stands in.
+  const bool stock =
+      backend == Int8Backend::torch_int_mm && args.m > 16 && args.k % 8 == 0 && args.n % 8 == 0;
+  if (args.kblock == 0 && backend != Int8Backend::lpbench_mma) {
+    at::Tensor acc;
+    if (stock) {
+      acc = at::_int_mm(a.values, b.values.t());
+    } else {
+      acc = at::empty({a.rows(), b.rows()}, a.values.options().dtype(at::kInt));
+      cublaslt::int8_gemm(a.values.data_ptr<int8_t>(), b.values.data_ptr<int8_t>(),
+                          acc.data_ptr<int32_t>(), args.m, args.n, args.k, stream);
+    }
     const profiling::Range range("dequantize");
     cuda::dequantize_int32(acc.data_ptr<int32_t>(), args, stream);
   } else {
@@ -202,7 +211,15 @@ Int8Backend int8_backend() {
 }
 
 std::string_view to_string(Int8Backend backend) {
-  return backend == Int8Backend::cublaslt ? "cublaslt" : "lpbench-mma";
+  switch (backend) {
+    case Int8Backend::cublaslt:
+      return "cublaslt";
+    case Int8Backend::lpbench_mma:
+      return "lpbench-mma";
+    case Int8Backend::torch_int_mm:
+      return "torch-int-mm";
+  }
+  return "?";
 }
 
 at::Tensor scaled_gemm(const Quantized& a, const Quantized& b, at::ScalarType out_dtype,
@@ -224,8 +241,9 @@ std::string scaled_gemm_backend(const Quantized& a, const Quantized& b, const at
 #ifdef LPBENCH_CUDA_GLUE
   if (a.spec.format == NumberFormat::int8) {
     const bool along_k = scales_along_k(a) || scales_along_k(b);
-    return along_k || int8_backend() == Int8Backend::lpbench_mma ? "lpbench-mma"
-                                                                 : "cublaslt-int8+dequantize";
+    if (along_k || int8_backend() == Int8Backend::lpbench_mma) return "lpbench-mma";
+    return int8_backend() == Int8Backend::torch_int_mm ? "torch-int-mm+dequantize"
+                                                       : "cublaslt-int8+dequantize";
   }
   return fp8_on_cublaslt(a, b) ? "cublaslt-fp8" : "reference-on-gpu";
 #else

@@ -16,6 +16,8 @@ using reference::Quantized;
 enum class Int8Backend {
   cublaslt,     // cuBLASLt's INT8 GEMM (heuristic, workspace), then lpbench's dequantize kernel
   lpbench_mma,  // lpbench's tensor-core kernel with the dequantization fused into it
+  torch_int_mm, // torch's at::_int_mm (cuBLASLt without a search or workspace), then dequantize:
+                // the stock path, as a baseline
 };
 void set_int8_backend(Int8Backend backend);
 Int8Backend int8_backend();

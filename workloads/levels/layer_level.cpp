@@ -22,7 +22,7 @@ LayerLevel::LayerLevel(const ModelConfig& model, const kernels::Recipe& recipe,
                        const TrainingOptions& options, const torch::Device& device)
     : model_(model), options_(options) {
   torch::manual_seed(options.seed);
-  PrecisionPlan plan(recipe);
+  PrecisionPlan plan(recipe, device);
   layer_ = DecoderLayer(model, 0, plan);
   layer_->to(device);
   decisions_ = plan.decisions();

@@ -12,10 +12,10 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
                        const TrainingOptions& options, const torch::Device& device)
     : model_(model), options_(options), device_(device) {
   data_ = open_token_source(options.data, model.vocab_size, options.seed, options.seq_len);
-  // Same seed, same initial weights for every recipe: parameters are drawn on the CPU in a
-  // fixed order, then moved, so the device does not change them either.
+  // Same seed, same initial weights for every recipe: parameters are drawn on the run's device
+  // (from its seeded generator) in a fixed order.
   torch::manual_seed(options.seed);
-  decoder_ = Decoder(model, recipe, options.seq_len);
+  decoder_ = Decoder(model, recipe, options.seq_len, device);
   decoder_->set_activation_checkpointing(options.activation_checkpointing);
   decoder_->to(device);
   optimizer_ = std::make_unique<torch::optim::AdamW>(decoder_->parameters(),

@@ -31,9 +31,11 @@ void PrecisionPlan::embedding(const std::string& module) {
 }
 
 RecipeLinearImpl::RecipeLinearImpl(int64_t in_features, int64_t out_features,
-                                   kernels::LinearGemms gemms, double init_std, std::string name)
+                                   kernels::LinearGemms gemms, double init_std, std::string name,
+                                   torch::Device device)
     : gemms_(gemms), name_(std::move(name)) {
-  weight_ = register_parameter("weight", torch::empty({out_features, in_features}));
+  weight_ = register_parameter("weight",
+                               torch::empty({out_features, in_features}, torch::device(device)));
   torch::nn::init::normal_(weight_, 0.0, init_std);
 }
 
@@ -41,8 +43,8 @@ torch::Tensor RecipeLinearImpl::forward(const torch::Tensor& x) {
   return kernels::quantized_linear(x, weight_.to(kCompute), gemms_, name_);
 }
 
-RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
-  weight_ = register_parameter("weight", torch::ones({dim}));
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps, torch::Device device) : eps_(eps) {
+  weight_ = register_parameter("weight", torch::ones({dim}, torch::device(device)));
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
@@ -56,15 +58,15 @@ AttentionImpl::AttentionImpl(const ModelConfig& config, const std::string& prefi
                              PrecisionPlan& plan)
     : heads_(config.num_heads), kv_heads_(config.num_kv_heads), head_dim_(config.head_dim) {
   const int64_t qkv_width = (heads_ + 2 * kv_heads_) * head_dim_;
-  qkv_ =
-      register_module("qkv", RecipeLinear(config.hidden_size, qkv_width,
-                                          plan.linear(prefix + ".qkv"), kInitStd, prefix + ".qkv"));
+  qkv_ = register_module(
+      "qkv", RecipeLinear(config.hidden_size, qkv_width, plan.linear(prefix + ".qkv"), kInitStd,
+                          prefix + ".qkv", plan.device()));
   out_ = register_module(
       "out", RecipeLinear(heads_ * head_dim_, config.hidden_size, plan.linear(prefix + ".out"),
-                          residual_std(config), prefix + ".out"));
+                          residual_std(config), prefix + ".out", plan.device()));
   if (config.qk_norm) {
-    q_norm_ = register_module("q_norm", RMSNorm(head_dim_, config.norm_eps));
-    k_norm_ = register_module("k_norm", RMSNorm(head_dim_, config.norm_eps));
+    q_norm_ = register_module("q_norm", RMSNorm(head_dim_, config.norm_eps, plan.device()));
+    k_norm_ = register_module("k_norm", RMSNorm(head_dim_, config.norm_eps, plan.device()));
   }
 }
 
@@ -95,12 +97,12 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
 MlpImpl::MlpImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan)
     : intermediate_(config.intermediate_size) {
   // Gate and up projections fused into one GEMM, as Megatron's linear_fc1 does.
-  gate_up_ = register_module(
-      "gate_up", RecipeLinear(config.hidden_size, 2 * intermediate_,
-                              plan.linear(prefix + ".gate_up"), kInitStd, prefix + ".gate_up"));
+  gate_up_ = register_module("gate_up", RecipeLinear(config.hidden_size, 2 * intermediate_,
+                                                     plan.linear(prefix + ".gate_up"), kInitStd,
+                                                     prefix + ".gate_up", plan.device()));
   down_ = register_module(
       "down", RecipeLinear(intermediate_, config.hidden_size, plan.linear(prefix + ".down"),
-                           residual_std(config), prefix + ".down"));
+                           residual_std(config), prefix + ".down", plan.device()));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
@@ -113,9 +115,9 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
 
 MoeImpl::MoeImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan)
     : top_k_(config.experts_per_token) {
-  router_ = register_module(
-      "router", RecipeLinear(config.hidden_size, config.num_experts,
-                             plan.linear(prefix + ".router"), kInitStd, prefix + ".router"));
+  router_ = register_module("router", RecipeLinear(config.hidden_size, config.num_experts,
+                                                   plan.linear(prefix + ".router"), kInitStd,
+                                                   prefix + ".router", plan.device()));
   for (int64_t e = 0; e < config.num_experts; ++e) {
     // torch module names may not hold dots; the recorded module name does.
     experts_.push_back(
@@ -159,9 +161,11 @@ torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config, int64_t index, PrecisionPlan& plan)
     : name_("layers." + std::to_string(index)) {
   const std::string& prefix = name_;
-  attention_norm_ = register_module("attention_norm", RMSNorm(config.hidden_size, config.norm_eps));
+  attention_norm_ = register_module("attention_norm",
+                                    RMSNorm(config.hidden_size, config.norm_eps, plan.device()));
   attention_ = register_module("attention", Attention(config, prefix + ".attention", plan));
-  mlp_norm_ = register_module("mlp_norm", RMSNorm(config.hidden_size, config.norm_eps));
+  mlp_norm_ =
+      register_module("mlp_norm", RMSNorm(config.hidden_size, config.norm_eps, plan.device()));
   if (config.is_moe()) {
     moe_ = register_module("moe", Moe(config, prefix + ".moe", plan));
   } else {
@@ -178,27 +182,29 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
 }
 
 DecoderImpl::DecoderImpl(const ModelConfig& config, const kernels::Recipe& recipe,
-                         int64_t max_seq_len)
+                         int64_t max_seq_len, torch::Device device)
     : config_(config) {
-  PrecisionPlan plan(recipe);
-  embedding_ =
-      register_parameter("embedding", torch::empty({config.vocab_size, config.hidden_size}));
+  PrecisionPlan plan(recipe, device);
+  embedding_ = register_parameter(
+      "embedding", torch::empty({config.vocab_size, config.hidden_size}, torch::device(device)));
   torch::nn::init::normal_(embedding_, 0.0, kInitStd);
   plan.embedding("embedding");
   for (int64_t i = 0; i < config.num_layers; ++i) {
     layers_.push_back(
         register_module("layers_" + std::to_string(i), DecoderLayer(config, i, plan)));
   }
-  final_norm_ = register_module("final_norm", RMSNorm(config.hidden_size, config.norm_eps));
+  final_norm_ =
+      register_module("final_norm", RMSNorm(config.hidden_size, config.norm_eps, plan.device()));
   if (config.tie_embeddings) {
     tied_output_ = plan.linear("output");
   } else {
-    output_ = register_module("output", RecipeLinear(config.hidden_size, config.vocab_size,
-                                                     plan.linear("output"), kInitStd, "output"));
+    output_ = register_module(
+        "output", RecipeLinear(config.hidden_size, config.vocab_size, plan.linear("output"),
+                               kInitStd, "output", plan.device()));
   }
   auto [cos, sin] = rope_tables(config, max_seq_len);
-  rope_cos_ = register_buffer("rope_cos", cos);
-  rope_sin_ = register_buffer("rope_sin", sin);
+  rope_cos_ = register_buffer("rope_cos", cos.to(device));
+  rope_sin_ = register_buffer("rope_sin", sin.to(device));
   decisions_ = plan.decisions();
 }
 

@@ -17,7 +17,11 @@ namespace lpbench::workloads {
 // Decides, module by module, what a recipe does, and keeps the decisions for the store.
 class PrecisionPlan {
  public:
-  explicit PrecisionPlan(const kernels::Recipe& recipe) : recipe_(recipe) {}
+  // Modules built under the plan allocate and initialize their parameters on `device`: a GPU
+  // draws them there (from the seeded CUDA generator) instead of on the CPU and copying.
+  explicit PrecisionPlan(const kernels::Recipe& recipe, torch::Device device = torch::kCPU)
+      : recipe_(recipe), device_(device) {}
+  const torch::Device& device() const { return device_; }
   kernels::LinearGemms linear(const std::string& module);
 
   void embedding(const std::string& module);
@@ -25,13 +29,14 @@ class PrecisionPlan {
 
  private:
   const kernels::Recipe& recipe_;
+  torch::Device device_;
   std::vector<kernels::ModuleDecision> decisions_;
 };
 
 class RecipeLinearImpl : public torch::nn::Module {
  public:
   RecipeLinearImpl(int64_t in_features, int64_t out_features, kernels::LinearGemms gemms,
-                   double init_std, std::string name = "");
+                   double init_std, std::string name = "", torch::Device device = torch::kCPU);
   torch::Tensor forward(const torch::Tensor& x);
   const torch::Tensor& weight() const { return weight_; }
   const kernels::LinearGemms& gemms() const { return gemms_; }
@@ -45,7 +50,7 @@ TORCH_MODULE(RecipeLinear);
 
 class RMSNormImpl : public torch::nn::Module {
  public:
-  RMSNormImpl(int64_t dim, double eps);
+  RMSNormImpl(int64_t dim, double eps, torch::Device device = torch::kCPU);
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
@@ -112,7 +117,8 @@ TORCH_MODULE(DecoderLayer);
 
 class DecoderImpl : public torch::nn::Module {
  public:
-  DecoderImpl(const ModelConfig& config, const kernels::Recipe& recipe, int64_t max_seq_len);
+  DecoderImpl(const ModelConfig& config, const kernels::Recipe& recipe, int64_t max_seq_len,
+              torch::Device device = torch::kCPU);
   // tokens [B, T] (int64) → logits [B, T, vocab] (BF16)
   torch::Tensor forward(const torch::Tensor& tokens);
   // Keep only each layer's input between forward and backward; recompute the rest.

@@ -1,5 +1,6 @@
 #include "harness/runner/device_memory.h"
 
+#include <ATen/Context.h>
 #include <c10/core/CachingDeviceAllocator.h>
 
 namespace lpbench::runner {
@@ -13,6 +14,12 @@ c10::CachingDeviceAllocator::DeviceStats stats(const c10::Device& device) {
 constexpr size_t kAggregate = 0;  // StatType::AGGREGATE: all pools together
 
 }  // namespace
+
+DeviceMemory::DeviceMemory(const c10::Device& device) : device_(device) {
+  // The caching allocator sizes its per-device tables when the runtime starts; asking it for
+  // statistics earlier fails with "Invalid device argument".
+  if (available()) at::globalContext().lazyInitDevice(device_.type());
+}
 
 int64_t DeviceMemory::allocated_bytes() const {
   return available() ? stats(device_).allocated_bytes[kAggregate].current : 0;

@@ -10,7 +10,8 @@ namespace lpbench::runner {
 // The caching allocator's figures for a GPU; nothing on the CPU, which reports none.
 class DeviceMemory {
  public:
-  explicit DeviceMemory(const c10::Device& device) : device_(device) {}
+  // Starts the device's runtime: the allocator answers no queries before it.
+  explicit DeviceMemory(const c10::Device& device);
   bool available() const { return !device_.is_cpu(); }
   int64_t allocated_bytes() const;
   int64_t peak_allocated_bytes() const;

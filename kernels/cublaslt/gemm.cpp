@@ -165,6 +165,13 @@ Plan& cached_plan(cublasComputeType_t compute, cudaDataType_t scale, cudaDataTyp
 
 }  // namespace
 
+bool int8_gemm_supported(int64_t m, int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0 || k <= 0 || k % 4 != 0) return false;
+  return cached_plan(CUBLAS_COMPUTE_32I, CUDA_R_32I, CUDA_R_8I, CUDA_R_8I, CUDA_R_32I, m, n, k,
+                     nullptr)
+      .found;
+}
+
 void int8_gemm(const int8_t* a, const int8_t* b, int32_t* c, int64_t m, int64_t n, int64_t k,
                cudaStream_t stream) {
   LPBENCH_CUDA_REQUIRE(m > 0 && n > 0 && k > 0, "empty problem");

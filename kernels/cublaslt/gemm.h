@@ -12,6 +12,9 @@
 // Every product is C[M,N] = A[M,K] · B[N,K]ᵀ, all row-major, A and B K-contiguous (TN).
 namespace lpbench::cublaslt {
 
+// Whether this cuBLASLt offers an INT8 algorithm for the problem (K % 4 == 0 and a heuristic
+// answer) on the current device.
+bool int8_gemm_supported(int64_t m, int64_t n, int64_t k);
 // Exact INT32 products of INT8 operands.
 void int8_gemm(const int8_t* a, const int8_t* b, int32_t* c, int64_t m, int64_t n, int64_t k,
                cudaStream_t stream);

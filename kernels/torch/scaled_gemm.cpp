@@ -57,6 +57,18 @@ int64_t block_rows_of(const Quantized& q) {
   return q.scales.size(0) == 1 ? 0 : q.block_rows();
 }
 
+// The tensor cores read K in steps (4 for cuBLASLt's INT8, 16 for FP8 and lpbench's kernel);
+// zero columns added to both operands leave every product exact, and the scale grid keeps its
+// shape because the padding never reaches past the last K block. Shapes such as an MoE
+// expert's routed token count (wgrad's K) are arbitrary.
+Quantized pad_k(const Quantized& q, int64_t multiple) {
+  const int64_t pad = (multiple - q.cols() % multiple) % multiple;
+  if (pad == 0) return q;
+  Quantized padded = q;
+  padded.values = at::constant_pad_nd(q.values, {0, pad}, 0);
+  return padded;
+}
+
 cuda::ScaledGemmArgs int8_args(const Quantized& a, const Quantized& b, const at::Tensor& bias,
                                const at::Tensor& c) {
   cuda::ScaledGemmArgs args;
@@ -77,16 +89,20 @@ cuda::ScaledGemmArgs int8_args(const Quantized& a, const Quantized& b, const at:
   return args;
 }
 
-at::Tensor int8_gemm_cuda(const Quantized& a, const Quantized& b, at::ScalarType dtype,
+at::Tensor int8_gemm_cuda(const Quantized& a_in, const Quantized& b_in, at::ScalarType dtype,
                           const at::Tensor& bias) {
+  const Quantized a = pad_k(a_in, 16);
+  const Quantized b = pad_k(b_in, 16);
   at::Tensor c = at::empty({a.rows(), b.rows()}, a.values.options().dtype(dtype));
   const cuda::ScaledGemmArgs args = int8_args(a, b, bias, c);
   const cudaStream_t stream = stream_of(a.values);
   const Int8Backend backend = g_int8_backend.load();
-  // at::_int_mm takes M > 16 and K, N multiples of 8; elsewhere cuBLASLt stands in.
+  // at::_int_mm takes M > 16 and K, N multiples of 8; elsewhere cuBLASLt stands in, and where
+  // cuBLASLt has no algorithm either, lpbench's kernel does.
   const bool stock =
       backend == Int8Backend::torch_int_mm && args.m > 16 && args.k % 8 == 0 && args.n % 8 == 0;
-  if (args.kblock == 0 && backend != Int8Backend::lpbench_mma) {
+  const bool lt = stock || cublaslt::int8_gemm_supported(args.m, args.n, args.k);
+  if (args.kblock == 0 && backend != Int8Backend::lpbench_mma && lt) {
     at::Tensor acc;
     if (stock) {
       acc = at::_int_mm(a.values, b.values.t());
@@ -179,14 +195,17 @@ bool fp8_on_cublaslt(const Quantized& a, const Quantized& b) {
   if (layout == BlockLayout::unsupported) return false;
   at::Tensor c = at::empty({1, 1});  // only the shapes and types matter for the query
   cublaslt::Fp8GemmArgs args = fp8_args(a, a.scales, b, b.scales, c);
+  args.k = (args.k + 15) / 16 * 16;  // as fp8_gemm_cuda pads it
   args.c = nullptr;
   args.c_type = cuda::DType::bf16;
   return cublaslt::fp8_gemm_supported(args, nullptr);
 }
 
-at::Tensor fp8_gemm_cuda(const Quantized& a, const Quantized& b, at::ScalarType dtype,
+at::Tensor fp8_gemm_cuda(const Quantized& a_in, const Quantized& b_in, at::ScalarType dtype,
                          const at::Tensor& bias) {
-  if (!fp8_on_cublaslt(a, b)) return reference::scaled_gemm(a, b, dtype, bias);
+  if (!fp8_on_cublaslt(a_in, b_in)) return reference::scaled_gemm(a_in, b_in, dtype, bias);
+  const Quantized a = pad_k(a_in, 16);
+  const Quantized b = pad_k(b_in, 16);
   const bool blocked = scales_along_k(a) || scales_along_k(b);
   const BlockLayout layout = blocked ? block_layout(a.values.device()) : BlockLayout::row_major;
   // cuBLASLt adds no bias here: compute in FP32, add, round once, as the reference does.

@@ -108,4 +108,12 @@ GpuSample Nvml::sample(int device) const {
   return s;
 }
 
+bool clock_fell(double first_mhz, double end_mhz, std::optional<uint64_t> reasons) {
+  constexpr double kFallRatio = 0.95;
+  // hw_slowdown, sw_thermal_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown
+  constexpr uint64_t kSlowdowns = 0x8 | 0x20 | 0x40 | 0x80;
+  const bool slowed = reasons && (*reasons & kSlowdowns) != 0;
+  return end_mhz < kFallRatio * first_mhz || slowed;
+}
+
 }  // namespace lpbench::env

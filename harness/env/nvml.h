@@ -38,4 +38,10 @@ class Nvml {
 // slow the clocks (idle and application-clock settings are left out).
 std::string describe_throttle_reasons(uint64_t mask);
 
+// Whether a run's timings are flagged: the SM clock at the end is more than 5 % below the one at
+// the first measured step, or NVML names heat or a hardware brake. A software power cap alone is
+// not flagged: it is where a GPU at full load settles (an H100 under large GEMMs runs at
+// 1.4-1.8 GHz against its 700 W cap), the same for every recipe of an interleaved sweep.
+bool clock_fell(double first_mhz, double end_mhz, std::optional<uint64_t> reasons);
+
 }  // namespace lpbench::env

@@ -43,7 +43,7 @@ struct ActiveRun {
 
 // A run whose SM clock at its end is below this share of the clock at its first measured step
 // is flagged: its later steps ran slower for a reason that is not the recipe.
-constexpr double kClockFallRatio = 0.95;
+
 
 // torch's messages carry a C++ backtrace; the store keeps the message.
 std::string error_text(const std::exception& error) {
@@ -323,8 +323,7 @@ class Sweep {
       return;
     }
     if (!active.first_clock_mhz || !s.sm_clock_mhz) return;
-    const bool fell =
-        *s.sm_clock_mhz < kClockFallRatio * *active.first_clock_mhz || !s.throttle_text.empty();
+    const bool fell = env::clock_fell(*active.first_clock_mhz, *s.sm_clock_mhz, s.throttle_reasons);
     store_.set_clock_fell(active.run_id, fell);
     if (fell) {
       store_.add_event(

@@ -23,9 +23,13 @@ GemmSpec decode(const std::vector<int64_t>& v, double ratio) {
 }
 
 // Quantizing once and transposing the result is exact when blocks map onto blocks: one scale
-// per tensor, or square blocks.
+// per tensor, or square blocks. On the CPU that saves a quantization. On the GPU it does not
+// pay: torch's copy of a transposed INT8 matrix ran far below bandwidth (layer:llama2-7b,
+// int8-tensor 0.84x BF16 with it, where int8-row, quantizing from the source, was 1.00x; see
+// docs/perf-log.md), so there the fused quantize-and-transpose kernel reads the source again.
 bool transposable(const std::optional<Quantized>& q, const QuantSpec& wanted) {
-  return q && q->spec.format == wanted.format && wanted.block_rows == wanted.block_cols &&
+  return q && !q->values.is_cuda() && q->spec.format == wanted.format &&
+         wanted.block_rows == wanted.block_cols &&
          q->spec.block_rows == wanted.block_rows && q->spec.block_cols == wanted.block_cols;
 }
 

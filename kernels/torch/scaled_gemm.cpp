@@ -189,21 +189,77 @@ BlockLayout block_layout(const at::Device& device) {
   return layout;
 }
 
-bool fp8_on_cublaslt(const Quantized& a, const Quantized& b) {
+// Whether cuBLASLt takes the problem; where it does not, `why` says what it answered.
+bool fp8_on_cublaslt(const Quantized& a, const Quantized& b, std::string* why = nullptr) {
   const bool blocked = scales_along_k(a) || scales_along_k(b);
   const BlockLayout layout = blocked ? block_layout(a.values.device()) : BlockLayout::row_major;
-  if (layout == BlockLayout::unsupported) return false;
+  if (layout == BlockLayout::unsupported) {
+    if (why) *why = "no block-scaled FP8 algorithm matched the reference on this device";
+    return false;
+  }
   at::Tensor c = at::empty({1, 1});  // only the shapes and types matter for the query
   cublaslt::Fp8GemmArgs args = fp8_args(a, a.scales, b, b.scales, c);
   args.k = (args.k + 15) / 16 * 16;  // as fp8_gemm_cuda pads it
   args.c = nullptr;
   args.c_type = cuda::DType::bf16;
-  return cublaslt::fp8_gemm_supported(args, nullptr);
+  return cublaslt::fp8_gemm_supported(args, why);
+}
+
+// Rowwise FP8 (one scale per row of each operand) where cuBLASLt has no algorithm for it: torch's
+// own rowwise kernel behind at::_scaled_mm. Shapes it refuses are remembered, with its reason,
+// and go to the reference.
+bool rowwise(const Quantized& q) {
+  return q.spec.block_rows == 1 && !scales_along_k(q);
+}
+
+std::mutex g_scaled_mm_mutex;
+std::map<std::tuple<int, int, int64_t, int64_t, int64_t>, std::string> g_scaled_mm_refusals;
+
+std::tuple<int, int, int64_t, int64_t, int64_t> scaled_mm_key(const Quantized& a,
+                                                              const Quantized& b) {
+  return {static_cast<int>(a.spec.format), static_cast<int>(b.spec.format), a.rows(), b.rows(),
+          (a.cols() + 15) / 16 * 16};
+}
+
+bool scaled_mm_refused(const Quantized& a, const Quantized& b, std::string* why) {
+  if (!rowwise(a) || !rowwise(b)) {
+    if (why) *why = "not rowwise";
+    return true;
+  }
+  std::lock_guard<std::mutex> lock(g_scaled_mm_mutex);
+  const auto it = g_scaled_mm_refusals.find(scaled_mm_key(a, b));
+  if (it == g_scaled_mm_refusals.end()) return false;
+  if (why) *why = it->second;
+  return true;
+}
+
+// nullopt where torch refuses the problem (remembered).
+std::optional<at::Tensor> scaled_mm_rowwise(const Quantized& a_in, const Quantized& b_in,
+                                            at::ScalarType dtype, const at::Tensor& bias) {
+  if (scaled_mm_refused(a_in, b_in, nullptr)) return std::nullopt;
+  const Quantized a = pad_k(a_in, 16);
+  const Quantized b = pad_k(b_in, 16);
+  try {
+    // mat2 column-major [K, N]: our row-major B[N, K], transposed as a view.
+    at::Tensor c = at::_scaled_mm(a.values, b.values.t(), a.scales.reshape({-1, 1}),
+                                  b.scales.reshape({1, -1}), std::nullopt, std::nullopt,
+                                  at::kBFloat16, /*use_fast_accum=*/false);
+    if (bias.defined()) return (c.to(at::kFloat) + bias.to(at::kFloat)).to(dtype);
+    return c.to(dtype);
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    std::lock_guard<std::mutex> lock(g_scaled_mm_mutex);
+    g_scaled_mm_refusals[scaled_mm_key(a_in, b_in)] = what.substr(0, what.find('\n'));
+    return std::nullopt;
+  }
 }
 
 at::Tensor fp8_gemm_cuda(const Quantized& a_in, const Quantized& b_in, at::ScalarType dtype,
                          const at::Tensor& bias) {
-  if (!fp8_on_cublaslt(a_in, b_in)) return reference::scaled_gemm(a_in, b_in, dtype, bias);
+  if (!fp8_on_cublaslt(a_in, b_in)) {
+    if (auto c = scaled_mm_rowwise(a_in, b_in, dtype, bias)) return *c;
+    return reference::scaled_gemm(a_in, b_in, dtype, bias);
+  }
   const Quantized a = pad_k(a_in, 16);
   const Quantized b = pad_k(b_in, 16);
   const bool blocked = scales_along_k(a) || scales_along_k(b);
@@ -264,7 +320,14 @@ std::string scaled_gemm_backend(const Quantized& a, const Quantized& b, const at
     return int8_backend() == Int8Backend::torch_int_mm ? "torch-int-mm+dequantize"
                                                        : "cublaslt-int8+dequantize";
   }
-  return fp8_on_cublaslt(a, b) ? "cublaslt-fp8" : "reference-on-gpu";
+  std::string lt_why;
+  if (fp8_on_cublaslt(a, b, &lt_why)) return "cublaslt-fp8";
+  std::string torch_why;
+  // A probe through torch's kernel: it either runs or leaves its reason behind.
+  if (!scaled_mm_refused(a, b, nullptr)) (void)scaled_mm_rowwise(a, b, at::kBFloat16, {});
+  if (!scaled_mm_refused(a, b, &torch_why)) return "torch-scaled-mm-rowwise";
+  return "reference-on-gpu (cuBLASLt: " + (lt_why.empty() ? "no algorithm" : lt_why) +
+         "; torch _scaled_mm: " + torch_why + ")";
 #else
   (void)a;
   (void)b;

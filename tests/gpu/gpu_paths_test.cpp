@@ -73,10 +73,12 @@ TEST_F(GpuPaths, Int8RecipesMatchTheCpuReferenceBitForBitOnEveryBackend) {
       }
       const auto gpu_counts = take_fallback_counts();
       if (std::string(name) == "int8-fallback") {
+        // The outlier channel of X sends some of fprop's blocks to 16 bits (dY has none, so
+        // dgrad may keep all of its); the GPU picks the same blocks as the reference.
         ASSERT_FALSE(cpu_counts.empty());
+        EXPECT_GT(cpu_counts.at("probe.fprop").fallback, 0);
         for (const auto& [key, count] : cpu_counts) {
           EXPECT_EQ(gpu_counts.at(key).fallback, count.fallback) << where << " " << key;
-          EXPECT_GT(count.fallback, 0) << key;
         }
       }
     }

@@ -40,6 +40,7 @@ int run_cli(int argc, char** argv) {
   add_compare_command(app, action);
   add_reproduce_command(app, action, join_command_line(argc, argv));
   add_export_command(app, action);
+  add_converge_command(app, action, join_command_line(argc, argv));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

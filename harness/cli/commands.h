@@ -20,6 +20,7 @@ void add_data_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);
 void add_reproduce_command(CLI::App& app, Action& action, const std::string& command_line);
 void add_export_command(CLI::App& app, Action& action);
+void add_converge_command(CLI::App& app, Action& action, const std::string& command_line);
 
 // Parses argv and runs the chosen subcommand; returns the exit code (2 for a bad command line).
 int run_cli(int argc, char** argv);

@@ -13,6 +13,7 @@
 #include "harness/env/process.h"
 #include "harness/env/time_stamp.h"
 #include "harness/runner/device_memory.h"
+#include "harness/runner/instability.h"
 #include "harness/runner/progress.h"
 #include "harness/runner/stop_signal.h"
 #include "harness/timing/step_timer.h"
@@ -39,11 +40,8 @@ struct ActiveRun {
   // read off the allocator's process-wide peak.
   int64_t resident_bytes = 0;
   std::optional<double> first_clock_mhz;
+  InstabilityWatch instability;
 };
-
-// A run whose SM clock at its end is below this share of the clock at its first measured step
-// is flagged: its later steps ran slower for a reason that is not the recipe.
-
 
 // torch's messages carry a C++ backtrace; the store keeps the message.
 std::string error_text(const std::exception& error) {
@@ -244,6 +242,9 @@ class Sweep {
     record_regions(active, step);
     if (step == run_.timing_warmup_steps) sample_device(active, "first_measured", step);
     progress_->step(active.index, step, out.loss, step_ms);
+    for (const Instability& event : active.instability.observe(step, out.loss, out.grad_norm)) {
+      store_.add_event({0, active.run_id, event.step, event.kind, event.detail, ""});
+    }
 
     if (out.loss && (!std::isfinite(*out.loss) || !std::isfinite(out.grad_norm.value_or(0.0)))) {
       end_run(active, RunStatus::diverged,

@@ -1,0 +1,133 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "harness/cli/commands.h"
+#include "harness/config/run_config.h"
+#include "harness/errors.h"
+#include "harness/runner/sweep_runner.h"
+#include "harness/store/store.h"
+#include "reports/convergence.h"
+
+// `lpbench converge`: the stability question of the seed paper as one command. Each recipe
+// trains the model from the same seeds on the same data, with validation along the way; the
+// verdict table judges each recipe's final validation loss against BF16's band under a stated
+// rule. With --sweeps it judges sweeps already in the store and trains nothing.
+namespace lpbench::cli {
+
+namespace {
+
+struct ConvergeOptions {
+  config::RunConfig run;
+  int64_t seeds = 1;
+  double tolerance_pct = 1.0;
+  std::string label = "converge";
+  std::vector<int64_t> sweeps;
+};
+
+constexpr int64_t kMaxSeeds = 100;
+
+int judge_and_print(const store::Store& store, const std::vector<int64_t>& sweeps,
+                    const ConvergeOptions& o) {
+  const reports::ParityRule rule{o.tolerance_pct / 100.0};
+  const auto verdicts = reports::judge(reports::collect_seed_results(store, sweeps), rule);
+  std::string ids;
+  for (int64_t id : sweeps) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  fmt::print("## Convergence: sweeps {} in {}\n\n{}", ids, o.run.db,
+             reports::render_verdicts(verdicts, rule));
+  return reports::all_at_parity(verdicts) ? 0 : 1;
+}
+
+int execute(ConvergeOptions o, const std::string& command_line) {
+  // Everything is checked before the database is opened for writing: bad input changes nothing.
+  if (o.seeds < 1 || o.seeds > kMaxSeeds) {
+    throw InputError(fmt::format("--seeds {} is out of range: use 1 to {}", o.seeds, kMaxSeeds));
+  }
+  if (!(o.tolerance_pct >= 0.0) || o.tolerance_pct > 100.0) {
+    throw InputError(fmt::format(
+        "--tolerance {} is not a percentage: use 0 to 100, e.g. 1 for 1 %", o.tolerance_pct));
+  }
+  if (!o.sweeps.empty()) {
+    const store::Store store = store::Store::open(o.run.db, store::Store::Mode::read);
+    for (int64_t id : o.sweeps) {
+      if (!store.sweep(id)) {
+        throw InputError(fmt::format("sweep {} is not in {}: see `lpbench list sweeps --db {}`",
+                                     id, o.run.db, o.run.db));
+      }
+    }
+    return judge_and_print(store, o.sweeps, o);
+  }
+  // BF16 is the band every recipe is judged against: without it the whole run would be wasted.
+  if (std::find(o.run.recipes.begin(), o.run.recipes.end(), "bf16") == o.run.recipes.end()) {
+    throw InputError("--recipes has no bf16: add bf16, the baseline every verdict is judged against");
+  }
+  o.run.workloads = {"model:" + (o.run.model.empty() ? std::string("small") : o.run.model)};
+  o.run.model.clear();
+  if (o.run.eval_every < 0) o.run.eval_every = std::max<int64_t>(1, o.run.steps / 20);
+  std::vector<config::ResolvedRun> runs;
+  const uint64_t first_seed = o.run.seed;
+  for (int64_t i = 0; i < o.seeds; ++i) {
+    config::RunConfig c = o.run;
+    c.seed = first_seed + static_cast<uint64_t>(i);
+    runs.push_back(config::resolve(c));
+  }
+
+  store::Store store = store::Store::open(o.run.db, store::Store::Mode::write);
+  std::vector<int64_t> sweeps;
+  bool all_ok = true;
+  for (const config::ResolvedRun& run : runs) {
+    const runner::SweepOutcome outcome = runner::run_sweep(run, store, command_line, o.label);
+    sweeps.push_back(outcome.sweep_id);
+    all_ok = all_ok && outcome.all_ok();
+    fmt::print(stderr, "Recorded sweep {} (seed {}) in {}\n", outcome.sweep_id, run.config.seed,
+               o.run.db);
+  }
+  const int verdict = judge_and_print(store, sweeps, o);
+  return all_ok ? verdict : 1;
+}
+
+}  // namespace
+
+void add_converge_command(CLI::App& app, Action& action, const std::string& command_line) {
+  auto o = std::make_shared<ConvergeOptions>();
+  o->run.recipes = {"bf16", "int8-tensor", "int8-block", "int8-fallback", "fp8-tensor"};
+  o->run.steps = 2000;
+  CLI::App* cmd = app.add_subcommand(
+      "converge",
+      "Train a model under each recipe from the same seeds and judge each final validation loss "
+      "against BF16's (exit 1 when a recipe is not at parity)");
+  cmd->add_option("--model", o->run.model, "A built-in model or a config.json (default: small)");
+  cmd->add_option("--recipes", o->run.recipes, "Comma-separated recipes; bf16 is the baseline")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--steps", o->run.steps, "Steps per recipe")->capture_default_str();
+  cmd->add_option("--seeds", o->seeds, "Seeds per recipe (BF16's band needs 2 or more)")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->run.seed, "The first seed")->capture_default_str();
+  cmd->add_option("--data", o->run.data,
+                  "Tokens: synthetic, a directory made by `lpbench data prepare`, or a token file")
+      ->capture_default_str();
+  cmd->add_option("--layers", o->run.layers, "Build this many layers at full width");
+  cmd->add_option("--micro-batch", o->run.micro_batch, "Sequences per step (default: the model's)");
+  cmd->add_option("--seq-len", o->run.seq_len, "Tokens per sequence (default: the model's)");
+  cmd->add_option("--lr", o->run.lr, "Peak learning rate (default: the model's)");
+  cmd->add_option("--eval-every", o->run.eval_every, "Validation every N steps (default steps/20)");
+  cmd->add_option("--eval-batches", o->run.eval_batches, "Validation batches per evaluation")
+      ->capture_default_str();
+  cmd->add_option("--tolerance", o->tolerance_pct,
+                  "Parity tolerance in percent above BF16's highest seed")
+      ->capture_default_str();
+  cmd->add_option("--label", o->label, "The sweeps' label")->capture_default_str();
+  cmd->add_option("--sweeps", o->sweeps,
+                  "Judge these sweeps (comma-separated ids) already in the store; trains nothing")
+      ->delimiter(',');
+  cmd->add_option("--device", o->run.device, "auto, cpu, cuda or cuda:<index>")
+      ->capture_default_str();
+  cmd->add_option("--db", o->run.db, "SQLite database")->capture_default_str();
+  cmd->callback([&action, o, command_line] {
+    action = [o, command_line] { return execute(*o, command_line); };
+  });
+}
+
+}  // namespace lpbench::cli

@@ -24,6 +24,7 @@ struct ConvergeOptions {
   double tolerance_pct = 1.0;
   std::string label = "converge";
   std::vector<int64_t> sweeps;
+  bool judge = false;  // judge every sweep labelled --label already in the store
 };
 
 constexpr int64_t kMaxSeeds = 100;
@@ -47,6 +48,18 @@ int execute(ConvergeOptions o, const std::string& command_line) {
   if (!(o.tolerance_pct >= 0.0) || o.tolerance_pct > 100.0) {
     throw InputError(fmt::format(
         "--tolerance {} is not a percentage: use 0 to 100, e.g. 1 for 1 %", o.tolerance_pct));
+  }
+  if (o.judge) {
+    if (!o.sweeps.empty()) throw InputError("--judge and --sweeps both pick sweeps: give one");
+    const store::Store store = store::Store::open(o.run.db, store::Store::Mode::read);
+    for (const store::SweepRecord& s : store.sweeps()) {
+      if (s.label == o.label) o.sweeps.push_back(s.id);
+    }
+    if (o.sweeps.empty()) {
+      throw InputError(fmt::format("no sweep in {} is labelled '{}': see `lpbench list sweeps`",
+                                   o.run.db, o.label));
+    }
+    return judge_and_print(store, o.sweeps, o);
   }
   if (!o.sweeps.empty()) {
     const store::Store store = store::Store::open(o.run.db, store::Store::Mode::read);
@@ -122,6 +135,8 @@ void add_converge_command(CLI::App& app, Action& action, const std::string& comm
   cmd->add_option("--sweeps", o->sweeps,
                   "Judge these sweeps (comma-separated ids) already in the store; trains nothing")
       ->delimiter(',');
+  cmd->add_flag("--judge", o->judge,
+               "Judge every sweep labelled --label already in the store; trains nothing");
   cmd->add_option("--device", o->run.device, "auto, cpu, cuda or cuda:<index>")
       ->capture_default_str();
   cmd->add_option("--db", o->run.db, "SQLite database")->capture_default_str();

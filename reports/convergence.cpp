@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "harness/errors.h"
 #include "reports/run_summary.h"
 #include "reports/text_table.h"
 
@@ -39,6 +40,8 @@ std::string_view to_string(Parity parity) {
       return "outside";
     case Parity::diverged:
       return "diverged";
+    case Parity::incomplete:
+      return "incomplete";
     case Parity::no_data:
       return "no data";
   }
@@ -59,7 +62,12 @@ std::vector<RecipeVerdict> judge(const std::vector<SeedResult>& results, const P
     v.recipe = recipe;
     std::vector<double> losses;
     bool broke = false;
+    std::string stopped;
     for (const SeedResult* r : by_recipe[recipe]) {
+      if (r->status == store::RunStatus::interrupted && stopped.empty()) {
+        stopped = fmt::format("seed {} stopped at step {} of {}", r->seed, r->steps_done,
+                              r->steps_planned);
+      }
       ++v.seeds;
       v.instability_events += r->instability_events;
       broke = broke || r->status == store::RunStatus::diverged ||
@@ -69,7 +77,8 @@ std::vector<RecipeVerdict> judge(const std::vector<SeedResult>& results, const P
     }
     if (!losses.empty()) {
       double sum = 0.0;
-      for (double l : losses) sum += l;
+      for (double l : losses)
+        sum += l;
       v.mean = sum / static_cast<double>(losses.size());
       v.min = *std::min_element(losses.begin(), losses.end());
       v.max = *std::max_element(losses.begin(), losses.end());
@@ -77,6 +86,9 @@ std::vector<RecipeVerdict> judge(const std::vector<SeedResult>& results, const P
     if (broke) {
       v.verdict = Parity::diverged;
       v.why = "a run diverged, failed or ran out of memory";
+    } else if (!stopped.empty()) {
+      v.verdict = Parity::incomplete;
+      v.why = stopped + "; run it again to judge it";
     } else if (!v.mean) {
       v.verdict = Parity::no_data;
       v.why = "no finite final loss was recorded";
@@ -88,10 +100,10 @@ std::vector<RecipeVerdict> judge(const std::vector<SeedResult>& results, const P
                                  [](const RecipeVerdict& v) { return v.recipe == kBaseline; });
   for (RecipeVerdict& v : verdicts) {
     if (v.recipe == kBaseline) {
-      if (v.verdict != Parity::diverged && v.mean) v.verdict = Parity::baseline;
+      if (v.verdict == Parity::no_data && v.mean) v.verdict = Parity::baseline;
       continue;
     }
-    if (v.verdict == Parity::diverged || !v.mean) continue;
+    if (v.verdict == Parity::diverged || v.verdict == Parity::incomplete || !v.mean) continue;
     if (base == verdicts.end() || !base->max) {
       v.verdict = Parity::no_data;
       v.why = "no BF16 run to compare with";
@@ -116,16 +128,20 @@ std::vector<SeedResult> collect_seed_results(const store::Store& store,
       SeedResult r;
       r.recipe = run.recipe;
       r.status = run.status;
+      r.workload = run.workload;
       const auto config = nlohmann::json::parse(run.config_json, nullptr, false);
       if (!config.is_discarded() && config.contains("training")) {
         r.seed = config["training"].value("seed", uint64_t{0});
+        r.steps_planned = config["training"].value("steps", int64_t{0});
       }
+      const std::vector<store::StepRecord> steps = store.steps(run.id);
+      r.steps_done = static_cast<int64_t>(steps.size());
       const std::vector<store::EvalRecord> evals = store.evals(run.id);
       if (!evals.empty()) {
         r.final_loss = evals.back().val_loss;
       } else {
         r.validation = false;
-        r.final_loss = final_loss(store.steps(run.id), kFinalLossShare);
+        r.final_loss = final_loss(steps, kFinalLossShare);
       }
       for (const store::EventRecord& e : store.events(run.id)) {
         if (e.kind == "loss_spike" || e.kind == "grad_norm_growth" || e.kind == "non_finite") {
@@ -135,6 +151,25 @@ std::vector<SeedResult> collect_seed_results(const store::Store& store,
       results.push_back(r);
     }
   }
+  for (const SeedResult& r : results) {
+    if (r.workload != results.front().workload) {
+      throw InputError(fmt::format(
+          "the sweeps hold more than one workload ({} and {}): judge one model at a time",
+          results.front().workload, r.workload));
+    }
+  }
+  // A run stopped early and then run again to the end: the finished run speaks for that seed.
+  const auto finished = [&](const SeedResult& stopped) {
+    return std::any_of(results.begin(), results.end(), [&](const SeedResult& r) {
+      return r.recipe == stopped.recipe && r.seed == stopped.seed &&
+             r.status != store::RunStatus::interrupted;
+    });
+  };
+  results.erase(std::remove_if(results.begin(), results.end(),
+                               [&](const SeedResult& r) {
+                                 return r.status == store::RunStatus::interrupted && finished(r);
+                               }),
+                results.end());
   return results;
 }
 
@@ -153,8 +188,7 @@ std::string render_verdicts(const std::vector<RecipeVerdict>& verdicts, const Pa
     table.add_row({v.recipe, std::to_string(v.seeds), loss_text(v.mean),
                    v.min ? fmt::format("{}–{}", loss_text(v.min), loss_text(v.max)) : "—",
                    v.gap_pct ? fmt::format("{:+.2f} %", *v.gap_pct) : "—",
-                   std::to_string(v.instability_events), std::string(to_string(v.verdict)),
-                   v.why});
+                   std::to_string(v.instability_events), std::string(to_string(v.verdict)), v.why});
   }
   std::string text = table.markdown();
   text += "\n- " + rule.describe() + ".\n";

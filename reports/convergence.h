@@ -19,8 +19,10 @@ struct SeedResult {
   uint64_t seed = 0;
   store::RunStatus status = store::RunStatus::ok;
   std::optional<double> final_loss;
-  bool validation = true;        // false: final_loss is the training loss
+  bool validation = true;          // false: final_loss is the training loss
   int64_t instability_events = 0;  // loss spikes, gradient norm growth, non-finite values
+  std::string workload;
+  int64_t steps_done = 0, steps_planned = 0;
 };
 
 // The parity rule: a recipe is at parity when the mean of its seeds' final validation losses is
@@ -30,7 +32,9 @@ struct ParityRule {
   std::string describe() const;
 };
 
-enum class Parity { baseline, parity, outside, diverged, no_data };
+// incomplete: a run stopped early (interrupted) and no finished run of its recipe and seed
+// replaced it; its last validation loss is from an earlier step, so it is not judged.
+enum class Parity { baseline, parity, outside, diverged, incomplete, no_data };
 std::string_view to_string(Parity parity);
 
 struct RecipeVerdict {
@@ -47,6 +51,8 @@ struct RecipeVerdict {
 std::vector<RecipeVerdict> judge(const std::vector<SeedResult>& results, const ParityRule& rule);
 
 // The model-level runs of the given sweeps, as seed results (the seed from each run's config).
+// An interrupted run is left out where a finished run of the same recipe and seed exists (it was
+// run again); throws InputError where the sweeps hold more than one workload.
 std::vector<SeedResult> collect_seed_results(const store::Store& store,
                                              const std::vector<int64_t>& sweep_ids);
 

@@ -34,7 +34,8 @@ int judge_and_print(const store::Store& store, const std::vector<int64_t>& sweep
   const reports::ParityRule rule{o.tolerance_pct / 100.0};
   const auto verdicts = reports::judge(reports::collect_seed_results(store, sweeps), rule);
   std::string ids;
-  for (int64_t id : sweeps) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  for (int64_t id : sweeps)
+    ids += (ids.empty() ? "" : ",") + std::to_string(id);
   fmt::print("## Convergence: sweeps {} in {}\n\n{}", ids, o.run.db,
              reports::render_verdicts(verdicts, rule));
   return reports::all_at_parity(verdicts) ? 0 : 1;
@@ -46,8 +47,8 @@ int execute(ConvergeOptions o, const std::string& command_line) {
     throw InputError(fmt::format("--seeds {} is out of range: use 1 to {}", o.seeds, kMaxSeeds));
   }
   if (!(o.tolerance_pct >= 0.0) || o.tolerance_pct > 100.0) {
-    throw InputError(fmt::format(
-        "--tolerance {} is not a percentage: use 0 to 100, e.g. 1 for 1 %", o.tolerance_pct));
+    throw InputError(fmt::format("--tolerance {} is not a percentage: use 0 to 100, e.g. 1 for 1 %",
+                                 o.tolerance_pct));
   }
   if (o.judge) {
     if (!o.sweeps.empty()) throw InputError("--judge and --sweeps both pick sweeps: give one");
@@ -65,15 +66,16 @@ int execute(ConvergeOptions o, const std::string& command_line) {
     const store::Store store = store::Store::open(o.run.db, store::Store::Mode::read);
     for (int64_t id : o.sweeps) {
       if (!store.sweep(id)) {
-        throw InputError(fmt::format("sweep {} is not in {}: see `lpbench list sweeps --db {}`",
-                                     id, o.run.db, o.run.db));
+        throw InputError(fmt::format("sweep {} is not in {}: see `lpbench list sweeps --db {}`", id,
+                                     o.run.db, o.run.db));
       }
     }
     return judge_and_print(store, o.sweeps, o);
   }
   // BF16 is the band every recipe is judged against: without it the whole run would be wasted.
   if (std::find(o.run.recipes.begin(), o.run.recipes.end(), "bf16") == o.run.recipes.end()) {
-    throw InputError("--recipes has no bf16: add bf16, the baseline every verdict is judged against");
+    throw InputError(
+        "--recipes has no bf16: add bf16, the baseline every verdict is judged against");
   }
   o.run.workloads = {"model:" + (o.run.model.empty() ? std::string("small") : o.run.model)};
   o.run.model.clear();
@@ -136,7 +138,7 @@ void add_converge_command(CLI::App& app, Action& action, const std::string& comm
                   "Judge these sweeps (comma-separated ids) already in the store; trains nothing")
       ->delimiter(',');
   cmd->add_flag("--judge", o->judge,
-               "Judge every sweep labelled --label already in the store; trains nothing");
+                "Judge every sweep labelled --label already in the store; trains nothing");
   cmd->add_option("--device", o->run.device, "auto, cpu, cuda or cuda:<index>")
       ->capture_default_str();
   cmd->add_option("--db", o->run.db, "SQLite database")->capture_default_str();

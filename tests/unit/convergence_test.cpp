@@ -42,9 +42,9 @@ TEST(Parity, InsideTheBandPlusToleranceIsParityAndAboveItIsNot) {
 }
 
 TEST(Parity, ALowerLossIsParityAndADivergedSeedIsNot) {
-  const std::vector<SeedResult> results{
-      seed("bf16", 0, 4.0), seed("int8-block", 0, 3.9),
-      seed("int8-fallback", 0, 4.0), seed("int8-fallback", 1, NAN, store::RunStatus::diverged)};
+  const std::vector<SeedResult> results{seed("bf16", 0, 4.0), seed("int8-block", 0, 3.9),
+                                        seed("int8-fallback", 0, 4.0),
+                                        seed("int8-fallback", 1, NAN, store::RunStatus::diverged)};
   const auto verdicts = judge(results, ParityRule{0.01});
   EXPECT_EQ(find(verdicts, "int8-block").verdict, Parity::parity);
   EXPECT_EQ(find(verdicts, "int8-fallback").verdict, Parity::diverged);
@@ -59,6 +59,18 @@ TEST(Parity, OneBf16SeedIsJudgedAndTheOutputSaysTheBandIsAPoint) {
   EXPECT_NE(text.find("BF16 ran 1 seed: its band is a point"), std::string::npos) << text;
   EXPECT_NE(text.find("plus 1.0 %"), std::string::npos) << text;
   EXPECT_TRUE(all_at_parity(verdicts));
+}
+
+TEST(Parity, AnInterruptedRunIsIncompleteNotJudgedOnItsEarlierLoss) {
+  SeedResult stopped = seed("int8-row", 0, 2.80, store::RunStatus::interrupted);
+  stopped.steps_done = 1875;
+  stopped.steps_planned = 2000;
+  const auto verdicts = judge({seed("bf16", 0, 2.766), stopped}, ParityRule{0.01});
+  EXPECT_EQ(find(verdicts, "int8-row").verdict, Parity::incomplete);
+  EXPECT_NE(find(verdicts, "int8-row").why.find("stopped at step 1875 of 2000"), std::string::npos)
+      << find(verdicts, "int8-row").why;
+  EXPECT_FALSE(find(verdicts, "int8-row").gap_pct.has_value());
+  EXPECT_FALSE(all_at_parity(verdicts));
 }
 
 TEST(Parity, WithoutBf16ThereIsNoVerdict) {

@@ -7,19 +7,18 @@
 
 #include <cmath>
 #include <functional>
-#include <set>
 
 #include "harness/env/device_memory.h"
 #include "harness/errors.h"
 #include "harness/timing/trace.h"
+#include "workloads/data/token_file.h"
 #include "workloads/models/hf_config.h"
 
 namespace lpbench::config {
 
 namespace {
 
-// Far beyond any real run, and small enough that products of sizes cannot overflow.
-constexpr int64_t kMaxSteps = 100'000'000;
+// Tokens per step: far beyond any real run (the flags are checked in run_options.cpp).
 constexpr int64_t kMaxSize = 1 << 24;
 
 void check_range(std::string_view flag, int64_t value, int64_t min, int64_t max) {
@@ -182,6 +181,16 @@ ResolvedWorkload resolve_workload(const std::string& text, const RunConfig& conf
     throw InputError(
         fmt::format("--data applies to the model level; {} uses random tensors", w.spec.text()));
   }
+  if (t.data.kind == workloads::DataSpec::Kind::token_file) {
+    // Opened here once to check its size and every id against the vocabulary, so that a bad
+    // file is refused before the database is touched rather than failing each recipe's run.
+    try {
+      const workloads::TokenFile checked(t.data.token_path, t.data.dtype, w.model.vocab_size,
+                                         t.seed, t.seq_len);
+    } catch (const std::invalid_argument& error) {
+      throw InputError(error.what());
+    }
+  }
   w.interleave = config.interleave;
   return w;
 }
@@ -192,47 +201,16 @@ ResolvedRun resolve(const RunConfig& config) {
   ResolvedRun run;
   run.config = config;
 
-  if (config.recipes.empty()) {
-    throw InputError(fmt::format("no recipe given; pass --recipes with some of: {}",
-                                 fmt::join(kernels::recipe_names(), ", ")));
-  }
-  std::set<std::string> seen;
-  for (const std::string& name : config.recipes) {
-    if (!seen.insert(name).second) {
-      throw InputError(fmt::format("recipe '{}' is given twice in --recipes", name));
-    }
-    try {
-      run.recipes.push_back(kernels::parse_recipe(name));
-    } catch (const std::invalid_argument& error) {
-      throw InputError(error.what());
-    }
-  }
-
-  check_range("--steps", config.steps, 1, kMaxSteps);
+  check_run_options(config);
+  for (const std::string& name : config.recipes)
+    run.recipes.push_back(kernels::parse_recipe(name));
   run.timing_warmup_steps =
       config.warmup_steps >= 0 ? config.warmup_steps : std::min<int64_t>(10, config.steps / 10);
-  check_range("--warmup-steps", run.timing_warmup_steps, 0, config.steps - 1);
-  check_range("--micro-batch", config.micro_batch, 0, kMaxSize);
-  check_range("--seq-len", config.seq_len, 0, kMaxSize);
-  check_range("--layers", config.layers, 0, 1 << 16);
-  check_range("--eval-batches", config.eval_batches, 1, 1 << 16);
-  check_range("--eval-every", config.eval_every, -1, kMaxSteps);
-  check_range("--metrics-every", config.metrics_every, 0, kMaxSteps);
-  check_range("--trace-step", config.trace_step, -1, config.steps - 1);
   if (config.trace_step >= 0 && !timing::profiler_available()) {
     throw InputError("--trace-step: this libtorch was built without its profiler (kineto)");
   }
-  if (config.int8_gemm != "cublaslt" && config.int8_gemm != "lpbench" &&
-      config.int8_gemm != "torch") {
-    throw InputError(
-        fmt::format("unknown --int8-gemm '{}'; valid: cublaslt, lpbench, torch", config.int8_gemm));
-  }
   run.eval_every =
       config.eval_every >= 0 ? config.eval_every : std::max<int64_t>(1, config.steps / 10);
-  if (!std::isfinite(config.lr) || config.lr < 0.0) {
-    throw InputError(fmt::format("--lr must be a positive number, got {}", config.lr));
-  }
-  if (config.workloads.empty()) throw InputError("no workload given; pass --workload");
 
   for (const std::string& text : config.workloads) {
     run.workloads.push_back(resolve_workload(text, config));

@@ -8,42 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "harness/config/run_options.h"
 #include "kernels/recipe.h"
 #include "workloads/levels/memory_plan.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/model_config.h"
 
 namespace lpbench::config {
-
-// What `lpbench run` was asked for, as the command line gives it. Zero means "the default":
-// the model's size, depth and learning rate, or a share of the steps.
-struct RunConfig {
-  std::vector<std::string> workloads{"model:tiny"};
-  std::vector<std::string> recipes{"bf16", "int8-tensor"};
-  std::string model;   // replaces every workload's model (a name or a config.json)
-  int64_t layers = 0;  // model level: the depth to build (full width)
-  int64_t steps = 200;
-  int64_t warmup_steps = -1;  // steps left out of the timing statistics; -1: min(10, steps / 10)
-  uint64_t seed = 0;
-  int64_t micro_batch = 0;
-  int64_t seq_len = 0;
-  double lr = 0.0;
-  bool activation_checkpointing = false;
-  std::string data = "synthetic";  // synthetic, a prepared directory, or a token file
-  std::string token_dtype = "uint16";
-  int64_t eval_every = -1;  // validation every N steps (model level); -1: steps / 10; 0: never
-  int64_t eval_batches = 4;
-  int64_t metrics_every = 10;   // per-step figures (expert loads) every N steps; 0: never
-  std::string device = "auto";  // auto, cpu, cuda, cuda:N
-  std::string db = "lpbench.db";
-  std::string label;                   // a sweep label, e.g. "nightly"
-  bool regions = false;                // time the named regions with CUDA events, per step
-  int64_t trace_step = -1;             // capture this step with torch's profiler; -1: none
-  std::string int8_gemm = "cublaslt";  // GPU INT8 GEMM for tensor/row scales: cublaslt, lpbench,
-                                       // torch (at::_int_mm, the stock baseline)
-  bool memory_plan = true;  // refuse what cannot fit; off only to test the device's limit
-  bool interleave = true;  // alternate recipes step by step, so machine drift hits all alike
-};
 
 // One workload of a sweep, checked and sized.
 struct ResolvedWorkload {

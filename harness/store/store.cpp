@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -71,6 +72,28 @@ void refuse_newer_schema(const Connection& connection, int version) {
         "newer lpbench or give another --db path",
         connection.path(), version, latest_schema_version()));
   }
+}
+
+// SQLite's quick_check (every page's b-tree structure, no index cross-check): a truncated or
+// overwritten file is refused with one line before anything reads garbage or appends to it. It
+// reads every page once, a fraction of a second for a database of a hundred megabytes.
+void refuse_damaged(const Connection& connection) {
+  Statement check(connection, "PRAGMA quick_check(1)");
+  std::string verdict;
+  try {
+    if (check.step()) verdict = check.column_text(0);
+  } catch (const InputError&) {
+    // Too damaged for the check itself to finish; a busy or unreadable file says so elsewhere.
+    const int code = sqlite3_errcode(connection.handle()) & 0xff;
+    if (code != SQLITE_CORRUPT && code != SQLITE_NOTADB) throw;
+    verdict = sqlite3_errmsg(connection.handle());
+  }
+  if (verdict == "ok") return;
+  std::replace(verdict.begin(), verdict.end(), '\n', ' ');
+  throw InputError(fmt::format(
+      "database '{}' is damaged (SQLite's quick_check: {}); restore it from a copy or give "
+      "another --db path",
+      connection.path(), verdict));
 }
 
 void configure(Connection& connection, bool writable) {
@@ -200,6 +223,7 @@ Store Store::open(const std::string& path, Mode mode) {
   // Read the version before anything could write: a newer database stays byte for byte as it is.
   const int version = read_schema_version(connection);
   refuse_newer_schema(connection, version);
+  refuse_damaged(connection);
 
   if (mode == Mode::read) {
     if (version == latest_schema_version()) {

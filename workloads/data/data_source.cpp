@@ -40,6 +40,12 @@ DataSpec read_prepared(const std::string& dir) {
     spec.token_path = dir + "/" + meta.at("tokens").get<std::string>();
     spec.dtype = parse_dtype(meta.at("dtype").get<std::string>(), meta_path);
     spec.vocab_size = meta.at("vocab_size").get<int64_t>();
+    constexpr int64_t kMaxVocab = int64_t{1} << 32;  // ids are at most uint32
+    if (*spec.vocab_size < 1 || *spec.vocab_size > kMaxVocab) {
+      throw std::invalid_argument(fmt::format(
+          "'{}' is not a valid lpbench data description: vocab_size {} is not between 1 and {}",
+          meta_path, *spec.vocab_size, kMaxVocab));
+    }
     return spec;
   } catch (const nlohmann::json::exception& error) {
     throw std::invalid_argument(

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <numbers>
@@ -102,6 +103,12 @@ WorkloadSpec parse_workload(std::string_view text) {
   }
   if (spec.level == Level::gemm) {
     if (auto shape = parse_shape(rest)) {
+      // Past any real layer, and small enough that M·N·K (and its FLOPs) stays in int64.
+      constexpr int64_t kMaxDimension = int64_t{1} << 20;
+      if (std::max({shape->m, shape->n, shape->k}) > kMaxDimension) {
+        throw std::invalid_argument(
+            fmt::format("workload '{}': each GEMM dimension is at most {}", text, kMaxDimension));
+      }
       spec.shape = shape;
       return spec;
     }

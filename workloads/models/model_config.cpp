@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "workloads/models/model_zoo.h"
 
@@ -32,7 +34,8 @@ int64_t ModelConfig::parameter_count(bool active) const {
 
 double ModelConfig::flops_per_token(int64_t seq_len) const {
   return 6.0 * static_cast<double>(matmul_parameter_count(/*active=*/true)) +
-         12.0 * static_cast<double>(num_layers * num_heads * head_dim * seq_len);
+         12.0 * static_cast<double>(num_layers) * static_cast<double>(num_heads) *
+             static_cast<double>(head_dim) * static_cast<double>(seq_len);
 }
 
 ModelConfig ModelConfig::with_layers(int64_t layers) const {
@@ -57,8 +60,36 @@ std::vector<std::string> builtin_model_names() {
 
 std::string check_model_config(const ModelConfig& c) {
   if (c.vocab_size <= 0 || c.hidden_size <= 0 || c.intermediate_size <= 0 || c.num_layers <= 0 ||
-      c.num_heads <= 0 || c.num_kv_heads <= 0 || c.head_dim <= 0) {
+      c.num_heads <= 0 || c.num_kv_heads <= 0 || c.head_dim <= 0 || c.num_experts < 0) {
     return fmt::format("model '{}': every dimension must be positive", c.name);
+  }
+  // Bounds far past any published model, so that the parameter and FLOP counts (int64) cannot
+  // overflow: each dimension at most 2^20, the whole model at most 2^44 parameters.
+  constexpr int64_t kMaxDimension = int64_t{1} << 20;
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"vocab_size", c.vocab_size},
+                                    {"hidden_size", c.hidden_size},
+                                    {"intermediate_size", c.intermediate_size},
+                                    {"num_layers", c.num_layers},
+                                    {"num_heads", c.num_heads},
+                                    {"num_kv_heads", c.num_kv_heads},
+                                    {"head_dim", c.head_dim},
+                                    {"num_experts", c.num_experts}}) {
+    if (value > kMaxDimension) {
+      return fmt::format("model '{}': {} is {}, at most {} is supported", c.name, name, value,
+                         kMaxDimension);
+    }
+  }
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  const double per_layer =
+      d(c.hidden_size) * d(c.num_heads + 2 * c.num_kv_heads) * d(c.head_dim) +
+      d(c.num_heads) * d(c.head_dim) * d(c.hidden_size) +
+      d(std::max<int64_t>(1, c.num_experts)) * 3.0 * d(c.hidden_size) * d(c.intermediate_size) +
+      d(c.hidden_size) * d(c.num_experts);
+  const double parameters = d(c.num_layers) * per_layer + 2.0 * d(c.vocab_size) * d(c.hidden_size);
+  constexpr double kMaxParameters = 17592186044416.0;  // 2^44
+  if (parameters > kMaxParameters) {
+    return fmt::format("model '{}': {:.3g} parameters, at most {:.3g} are supported", c.name,
+                       parameters, kMaxParameters);
   }
   if (c.num_heads % c.num_kv_heads != 0) {
     return fmt::format("model '{}': {} attention heads are not a multiple of {} key/value heads",

@@ -1,0 +1,64 @@
+#include "harness/cli/run_flags.h"
+
+namespace lpbench::cli {
+
+CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string& label) {
+  run.add_option("--workload", config.workloads,
+                 "Comma-separated <level>:<model>[:<part>] or gemm:<M>x<N>x<K>; levels: gemm, "
+                 "linear, layer, model")
+      ->delimiter(',')
+      ->capture_default_str();
+  run.add_option("--recipes", config.recipes,
+                 "Comma-separated recipes, for example bf16,int8-tensor")
+      ->delimiter(',')
+      ->capture_default_str();
+  run.add_option("--model", config.model,
+                 "Replace each workload's model: a built-in name or a Hugging Face config.json");
+  run.add_option("--layers", config.layers,
+                 "Model level: build this many layers at full width (default: all)");
+  run.add_option("--steps", config.steps, "Steps per recipe")->capture_default_str();
+  run.add_option("--warmup-steps", config.warmup_steps,
+                 "Steps left out of the timing statistics (default: min(10, steps/10))");
+  run.add_option("--seed", config.seed, "Seed of the initial weights and the data")
+      ->capture_default_str();
+  run.add_option("--micro-batch", config.micro_batch, "Sequences per step (default: the model's)");
+  run.add_option("--seq-len", config.seq_len, "Tokens per sequence (default: the model's)");
+  run.add_option("--lr", config.lr, "Peak learning rate (default: the model's)");
+  run.add_flag("--activation-checkpointing", config.activation_checkpointing,
+               "Model level: recompute each layer's activations in backward");
+  run.add_option("--data", config.data,
+                 "Tokens: synthetic, a directory made by `lpbench data prepare`, or a token file")
+      ->capture_default_str();
+  run.add_option("--token-dtype", config.token_dtype, "Of a bare token file: uint16 or uint32")
+      ->capture_default_str();
+  run.add_option("--eval-every", config.eval_every,
+                 "Validation loss every N steps (model level; default steps/10; 0: never)");
+  run.add_option("--eval-batches", config.eval_batches, "Validation batches per evaluation")
+      ->capture_default_str();
+  run.add_option("--metrics-every", config.metrics_every,
+                 "Per-step figures such as expert loads every N steps (0: never)")
+      ->capture_default_str();
+  run.add_option("--device", config.device, "auto, cpu, cuda or cuda:<index>")
+      ->capture_default_str();
+  run.add_option("--db", config.db, "SQLite database to record into")->capture_default_str();
+  run.add_flag("--regions", config.regions,
+               "Time the named regions (forward, gemm, quantize, ...) of every step with CUDA "
+               "events; `lpbench report` shows the hotspots");
+  run.add_option("--trace-step", config.trace_step,
+                 "Capture this step with torch's profiler into a Chrome/Perfetto trace beside "
+                 "the database");
+  run.add_option("--int8-gemm", config.int8_gemm,
+                 "GPU INT8 GEMM for tensor and row scales: cublaslt, lpbench or torch (the stock "
+                 "at::_int_mm, a baseline); all give the same bits")
+      ->capture_default_str();
+  run.add_flag("!--no-memory-plan", config.memory_plan,
+               "Run what the memory plan says cannot fit (to test the device's limit: the run "
+               "ends oom and the sweep goes on)");
+  run.add_flag("!--no-interleave", config.interleave,
+               "Run the recipes one after another instead of step by step in turn");
+  return run.add_option("--label", label,
+                        "Record the sweep in a named series, e.g. nightly (reports and compare "
+                        "select by it)");
+}
+
+}  // namespace lpbench::cli

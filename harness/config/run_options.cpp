@@ -1,0 +1,68 @@
+#include "harness/config/run_options.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+#include "harness/errors.h"
+#include "kernels/recipe.h"
+
+namespace lpbench::config {
+
+namespace {
+
+// Far beyond any real run, and small enough that products of sizes cannot overflow.
+constexpr int64_t kMaxSteps = 100'000'000;
+constexpr int64_t kMaxSize = 1 << 24;
+
+void check_range(std::string_view flag, int64_t value, int64_t min, int64_t max) {
+  if (value < min || value > max) {
+    throw InputError(fmt::format("{} must be between {} and {}, got {}", flag, min, max, value));
+  }
+}
+
+}  // namespace
+
+void check_run_options(const RunConfig& config) {
+  if (config.recipes.empty()) {
+    throw InputError(fmt::format("no recipe given; pass --recipes with some of: {}",
+                                 fmt::join(kernels::recipe_names(), ", ")));
+  }
+  std::set<std::string> seen;
+  for (const std::string& name : config.recipes) {
+    if (!seen.insert(name).second) {
+      throw InputError(fmt::format("recipe '{}' is given twice in --recipes", name));
+    }
+    try {
+      kernels::parse_recipe(name);
+    } catch (const std::invalid_argument& error) {
+      throw InputError(error.what());
+    }
+  }
+
+  check_range("--steps", config.steps, 1, kMaxSteps);
+  const int64_t warmup =
+      config.warmup_steps >= 0 ? config.warmup_steps : std::min<int64_t>(10, config.steps / 10);
+  check_range("--warmup-steps", warmup, 0, config.steps - 1);
+  check_range("--micro-batch", config.micro_batch, 0, kMaxSize);
+  check_range("--seq-len", config.seq_len, 0, kMaxSize);
+  check_range("--layers", config.layers, 0, 1 << 16);
+  check_range("--eval-batches", config.eval_batches, 1, 1 << 16);
+  check_range("--eval-every", config.eval_every, -1, kMaxSteps);
+  check_range("--metrics-every", config.metrics_every, 0, kMaxSteps);
+  check_range("--trace-step", config.trace_step, -1, config.steps - 1);
+  if (config.int8_gemm != "cublaslt" && config.int8_gemm != "lpbench" &&
+      config.int8_gemm != "torch") {
+    throw InputError(
+        fmt::format("unknown --int8-gemm '{}'; valid: cublaslt, lpbench, torch", config.int8_gemm));
+  }
+  if (!std::isfinite(config.lr) || config.lr < 0.0) {
+    throw InputError(fmt::format("--lr must be a positive number, got {}", config.lr));
+  }
+  if (config.workloads.empty()) throw InputError("no workload given; pass --workload");
+}
+
+}  // namespace lpbench::config

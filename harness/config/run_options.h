@@ -1,0 +1,46 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// The options of `lpbench run` and the checks that need neither torch nor a file: kept apart from
+// run_config.h so that the command line's parsing and validation build without libtorch (the
+// fuzz targets in tests/fuzz compile them with clang).
+namespace lpbench::config {
+
+// What `lpbench run` was asked for, as the command line gives it. Zero means "the default":
+// the model's size, depth and learning rate, or a share of the steps.
+struct RunConfig {
+  std::vector<std::string> workloads{"model:tiny"};
+  std::vector<std::string> recipes{"bf16", "int8-tensor"};
+  std::string model;   // replaces every workload's model (a name or a config.json)
+  int64_t layers = 0;  // model level: the depth to build (full width)
+  int64_t steps = 200;
+  int64_t warmup_steps = -1;  // steps left out of the timing statistics; -1: min(10, steps / 10)
+  uint64_t seed = 0;
+  int64_t micro_batch = 0;
+  int64_t seq_len = 0;
+  double lr = 0.0;
+  bool activation_checkpointing = false;
+  std::string data = "synthetic";  // synthetic, a prepared directory, or a token file
+  std::string token_dtype = "uint16";
+  int64_t eval_every = -1;  // validation every N steps (model level); -1: steps / 10; 0: never
+  int64_t eval_batches = 4;
+  int64_t metrics_every = 10;   // per-step figures (expert loads) every N steps; 0: never
+  std::string device = "auto";  // auto, cpu, cuda, cuda:N
+  std::string db = "lpbench.db";
+  std::string label;                   // a sweep label, e.g. "nightly"
+  bool regions = false;                // time the named regions with CUDA events, per step
+  int64_t trace_step = -1;             // capture this step with torch's profiler; -1: none
+  std::string int8_gemm = "cublaslt";  // GPU INT8 GEMM for tensor/row scales: cublaslt, lpbench,
+                                       // torch (at::_int_mm, the stock baseline)
+  bool memory_plan = true;  // refuse what cannot fit; off only to test the device's limit
+  bool interleave = true;   // alternate recipes step by step, so machine drift hits all alike
+};
+
+// Throws InputError for the first option out of its range (sizes, steps, recipes, learning
+// rate, INT8 GEMM backend), naming it and what is valid. Touches nothing.
+void check_run_options(const RunConfig& config);
+
+}  // namespace lpbench::config

@@ -19,7 +19,9 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
   run.add_option("--steps", config.steps, "Steps per recipe")->capture_default_str();
   run.add_option("--warmup-steps", config.warmup_steps,
                  "Steps left out of the timing statistics (default: min(10, steps/10))");
+  // Checked as text: CLI11 would otherwise wrap a negative seed into a huge unsigned one.
   run.add_option("--seed", config.seed, "Seed of the initial weights and the data")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   run.add_option("--micro-batch", config.micro_batch, "Sequences per step (default: the model's)");
   run.add_option("--seq-len", config.seq_len, "Tokens per sequence (default: the model's)");

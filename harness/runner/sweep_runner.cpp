@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <new>
 #include <numeric>
 
 #include "harness/env/nvml.h"
@@ -49,6 +50,20 @@ std::string error_text(const std::exception& error) {
     return c10_error->what_without_backtrace();
   }
   return error.what();
+}
+
+// The CUDA allocator raises c10::OutOfMemoryError, but the CPU allocator fails through an
+// enforce (a plain c10::Error: "DefaultCPUAllocator: not enough memory"); both are out of memory,
+// and so is std::bad_alloc.
+bool out_of_memory(const std::exception& error) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&error) != nullptr ||
+      dynamic_cast<const std::bad_alloc*>(&error) != nullptr) {
+    return true;
+  }
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&error);
+  return c10_error != nullptr &&
+         std::string_view(c10_error->what_without_backtrace()).find("not enough memory") !=
+             std::string_view::npos;
 }
 
 std::vector<store::ModuleRecord> module_records(const workloads::Workload& workload) {
@@ -160,10 +175,9 @@ class Sweep {
       const workloads::FlopCount gemm = active.workload->gemm_flops();
       config["gemm_flops_per_step"] = {{"bf16", gemm.bf16}, {"int8", gemm.int8}, {"fp8", gemm.fp8}};
       config["data"] = active.workload->data_description();
-    } catch (const c10::OutOfMemoryError& error) {
-      failure = {RunStatus::oom, "building the workload: " + error_text(error)};
     } catch (const std::exception& error) {
-      failure = {RunStatus::failed, "building the workload: " + error_text(error)};
+      failure = {out_of_memory(error) ? RunStatus::oom : RunStatus::failed,
+                 "building the workload: " + error_text(error)};
     }
 
     const env::ProcessIdentity self = env::current_process();
@@ -219,11 +233,9 @@ class Sweep {
       step_ms = timer_.stop_ms();
       if (trace) save_trace(active, step, *trace);
       finite = active.workload->last_step_finite();
-    } catch (const c10::OutOfMemoryError& error) {
-      end_run(active, RunStatus::oom, fmt::format("step {}: {}", step, error_text(error)));
-      return;
     } catch (const std::exception& error) {
-      end_run(active, RunStatus::failed, fmt::format("step {}: {}", step, error_text(error)));
+      end_run(active, out_of_memory(error) ? RunStatus::oom : RunStatus::failed,
+              fmt::format("step {}: {}", step, error_text(error)));
       return;
     }
 
@@ -276,7 +288,8 @@ class Sweep {
           store_.add_eval({active.run_id, step, eval->loss, eval->tokens});
         }
       }
-    } catch (const c10::OutOfMemoryError& error) {
+    } catch (const std::exception& error) {
+      if (!out_of_memory(error)) throw;
       end_run(active, RunStatus::oom,
               fmt::format("evaluating after step {}: {}", step, error_text(error)));
     }

@@ -64,6 +64,15 @@ void Connection::fail(int code, std::string_view what) const {
       throw InputError(
           fmt::format("disk full while {} in database '{}'; free space and retry", what, path_));
     case SQLITE_IOERR:
+      // SQLite reports only ENOSPC as SQLITE_FULL; a quota or a file-size limit fails the write
+      // as an I/O error, and the errno is gone by now.
+      if (code == SQLITE_IOERR_WRITE || code == SQLITE_IOERR_TRUNCATE ||
+          code == SQLITE_IOERR_FSYNC) {
+        throw InputError(
+            fmt::format("cannot write database '{}' while {} ({}): the disk may be full, over "
+                        "quota or past a file-size limit; free space and retry",
+                        path_, what, detail));
+      }
       throw InputError(
           fmt::format("I/O error while {} in database '{}' ({})", what, path_, detail));
     default:

@@ -78,9 +78,9 @@ void refuse_newer_schema(const Connection& connection, int version) {
 // overwritten file is refused with one line before anything reads garbage or appends to it. It
 // reads every page once, a fraction of a second for a database of a hundred megabytes.
 void refuse_damaged(const Connection& connection) {
-  Statement check(connection, "PRAGMA quick_check(1)");
   std::string verdict;
   try {
+    Statement check(connection, "PRAGMA quick_check(1)");
     if (check.step()) verdict = check.column_text(0);
   } catch (const InputError&) {
     // Too damaged for the check itself to finish; a busy or unreadable file says so elsewhere.

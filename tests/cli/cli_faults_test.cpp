@@ -19,8 +19,8 @@ namespace {
 
 using std::chrono::steady_clock;
 
-// Enough for lpbench with libtorch loaded and the tiny model, far too little for a 7B layer.
-constexpr int64_t kOomLimitKib = 3 * 1024 * 1024;
+// Enough for lpbench with libtorch loaded and the tiny model, too little for a 7B layer.
+constexpr int64_t kOomLimitKib = 1024 * 1024;
 using testing::run_process;
 using testing::TempDir;
 
@@ -158,8 +158,8 @@ TEST_P(CliStopSignal, EndsTheRunCleanlyAfterTheCurrentStep) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SigintAndSigterm, CliStopSignal, ::testing::Values(SIGINT, SIGTERM),
-                         [](const auto& info) {
-                           return std::string(info.param == SIGINT ? "SIGINT" : "SIGTERM");
+                         [](const auto& param_info) {
+                           return std::string(param_info.param == SIGINT ? "SIGINT" : "SIGTERM");
                          });
 
 // Item 2: four processes record four sweeps into one new database at once while `report` reads

@@ -141,7 +141,7 @@ ImportedModel load_hf_config(const std::string& path) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {  // a syntax error, or a number past a double
     throw std::invalid_argument(
         fmt::format("model config '{}' is not valid JSON: {}", path, error.what()));
   }

@@ -53,8 +53,8 @@ std::string error_text(const std::exception& error) {
 }
 
 // The CUDA allocator raises c10::OutOfMemoryError, but the CPU allocator fails through an
-// enforce (a plain c10::Error: "DefaultCPUAllocator: not enough memory"); both are out of memory,
-// and so is std::bad_alloc.
+// enforce (a plain c10::Error: "DefaultCPUAllocator: can't allocate memory" when the system says
+// ENOMEM, "... not enough memory" otherwise); both are out of memory, and so is std::bad_alloc.
 bool out_of_memory(const std::exception& error) {
   if (dynamic_cast<const c10::OutOfMemoryError*>(&error) != nullptr ||
       dynamic_cast<const std::bad_alloc*>(&error) != nullptr) {
@@ -62,7 +62,7 @@ bool out_of_memory(const std::exception& error) {
   }
   const auto* c10_error = dynamic_cast<const c10::Error*>(&error);
   return c10_error != nullptr &&
-         std::string_view(c10_error->what_without_backtrace()).find("not enough memory") !=
+         std::string_view(c10_error->what_without_backtrace()).find("DefaultCPUAllocator: ") !=
              std::string_view::npos;
 }
 

@@ -268,7 +268,8 @@ TEST(CliFaults, OutOfMemoryEndsOneRunAndTheSweepGoesOn) {
   EXPECT_EQ(runs[0].workload, "layer:llama2-7b");
   EXPECT_EQ(runs[0].status, store::RunStatus::oom) << runs[0].error.value_or("");
   ASSERT_TRUE(runs[0].error.has_value());
-  EXPECT_NE(runs[0].error->find("not enough memory"), std::string::npos) << *runs[0].error;
+  EXPECT_NE(runs[0].error->find("DefaultCPUAllocator: can't allocate memory"), std::string::npos)
+      << *runs[0].error;
   EXPECT_EQ(runs[1].workload, "model:tiny");
   EXPECT_EQ(runs[1].status, store::RunStatus::ok) << runs[1].error.value_or("");
   EXPECT_EQ(store.steps(runs[1].id).size(), 5U);

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/diagnostics_option.h"
 #include "harness/config/run_config.h"
 #include "harness/errors.h"
 #include "harness/runner/sweep_runner.h"
@@ -104,14 +105,19 @@ void add_run_command(CLI::App& app, Action& action, const std::string& command_l
                 "ends oom and the sweep goes on)");
   run->add_flag("!--no-interleave", config->interleave,
                 "Run the recipes one after another instead of step by step in turn");
+  auto diagnostics = std::make_shared<DiagnosticsOption>();
+  diagnostics->add_to(*run);
   CLI::Option* label_option =
       run->add_option("--label", *label,
                       "Record the sweep in a named series, e.g. nightly (reports and compare "
                       "select by it)");
-  run->callback([&action, config, label, label_option, command_line] {
+  run->callback([&action, config, label, label_option, diagnostics, command_line] {
     std::optional<std::string> chosen;
     if (label_option->count() > 0) chosen = *label;
-    action = [config, chosen, command_line] { return execute(*config, chosen, command_line); };
+    action = [config, chosen, diagnostics, command_line] {
+      config->diagnostics_every = diagnostics->every();
+      return execute(*config, chosen, command_line);
+    };
   });
 }
 

@@ -218,6 +218,7 @@ ResolvedRun resolve(const RunConfig& config) {
   check_range("--eval-batches", config.eval_batches, 1, 1 << 16);
   check_range("--eval-every", config.eval_every, -1, kMaxSteps);
   check_range("--metrics-every", config.metrics_every, 0, kMaxSteps);
+  check_range("--diagnostics", config.diagnostics_every, 0, kMaxSteps);
   check_range("--trace-step", config.trace_step, -1, config.steps - 1);
   if (config.trace_step >= 0 && !timing::profiler_available()) {
     throw InputError("--trace-step: this libtorch was built without its profiler (kineto)");
@@ -346,6 +347,7 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"eval_every", c.eval_every},
           {"eval_batches", c.eval_batches},
           {"metrics_every", c.metrics_every},
+          {"diagnostics_every", c.diagnostics_every},
           {"device", c.device},
           {"db", c.db},
           {"label", c.label},
@@ -373,6 +375,7 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.eval_every = json.value("eval_every", d.eval_every);
   c.eval_batches = json.value("eval_batches", d.eval_batches);
   c.metrics_every = json.value("metrics_every", d.metrics_every);
+  c.diagnostics_every = json.value("diagnostics_every", d.diagnostics_every);
   c.device = json.value("device", d.device);
   c.db = json.value("db", d.db);
   c.label = json.value("label", d.label);

@@ -9,6 +9,7 @@
 
 #include "harness/store/store.h"
 #include "tests/support/process.h"
+#include "tests/support/programs.h"
 #include "tests/support/temp_dir.h"
 
 namespace lpbench {
@@ -105,6 +106,15 @@ TEST(CliDiagnostics, ARunStoresEveryQuantizedModulesOperandsAtTheSampledSteps) {
       << report.out;
   EXPECT_NE(report.out.find("SQNR dB first → last"), std::string::npos) << report.out;
   EXPECT_NE(report.out.find("| int8-tensor |"), std::string::npos) << report.out;
+
+  if (!testing::find_on_path({"gnuplot"})) GTEST_SKIP() << "no gnuplot for the --out report";
+  const std::string out = dir / "out";
+  const auto page = run_process({LPBENCH_BINARY, "report", "--db", db, "--out", out});
+  ASSERT_EQ(page.exit_code, 0) << page.err;
+  for (const char* file : {"sweep-1-diagnostics-sqnr.svg", "sweep-1-diagnostics-flushed.svg"})
+    EXPECT_TRUE(testing::exists(out + "/" + file)) << file;
+  const std::string md = testing::read_file(out + "/report.md");
+  EXPECT_NE(md.find("### Quantization diagnostics: model:tiny"), std::string::npos) << md;
 }
 
 TEST(CliDiagnostics, TheFlagAloneSamplesEveryFiftyStepsAndTheLast) {

@@ -46,7 +46,7 @@ TEST(CliDiagnostics, ARunStoresEveryQuantizedModulesOperandsAtTheSampledSteps) {
   TempDir dir;
   const std::string db = dir / "diag.db";
   const auto run = run_process({LPBENCH_BINARY, "run", "--workload", "model:tiny", "--recipes",
-                                "bf16,int8-tensor", "--steps", "5", "--diagnostics=2", "--device",
+                                "bf16,int8-tensor", "--steps", "6", "--diagnostics=2", "--device",
                                 "cpu", "--db", db});
   ASSERT_EQ(run.exit_code, 0) << run.err;
 
@@ -70,8 +70,8 @@ TEST(CliDiagnostics, ARunStoresEveryQuantizedModulesOperandsAtTheSampledSteps) {
 
   const auto steps = diagnosed(store, int8.id);
   // Every 2nd step from the first, and the last.
-  ASSERT_EQ(steps.size(), 3U);
-  for (int64_t step : {0, 2, 4}) {
+  ASSERT_EQ(steps.size(), 4U);
+  for (int64_t step : {0, 2, 4, 5}) {
     ASSERT_TRUE(steps.count(step)) << step;
     EXPECT_EQ(steps.at(step), expected) << "step " << step;
   }

@@ -4,6 +4,7 @@
 
 #include "harness/env/build_info.h"
 #include "harness/env/time_stamp.h"
+#include "reports/diagnostics_report.h"
 #include "reports/report_charts.h"
 #include "reports/sweep_report.h"
 #include "reports/text_table.h"
@@ -11,6 +12,22 @@
 namespace lpbench::reports {
 
 namespace {
+
+// What `--diagnostics` recorded, where a run of the sweep did.
+void add_diagnostics(Document& doc, const store::Store& store, const SweepReport& report) {
+  const std::vector<RunDiagnostics> runs = load_diagnostics(store, report);
+  if (runs.empty()) return;
+  for (DiagnosticsSection& s : diagnostics_sections(runs)) {
+    doc.heading(3, "Quantization diagnostics: " + s.workload);
+    doc.paragraph("By sampled step:");
+    doc.table(std::move(s.per_step));
+    doc.paragraph("Worst operands (lowest SQNR, most flushed) at the last sampled step:");
+    doc.table(std::move(s.worst));
+    doc.list(std::move(s.notes));
+  }
+  for (Figure& f : diagnostics_figures(report, runs))
+    doc.figure(std::move(f));
+}
 
 void add_sweep(Document& doc, const store::Store& store, const store::SweepRecord& sweep) {
   const SweepReport report = build_sweep_report(store, sweep);
@@ -37,6 +54,7 @@ void add_sweep(Document& doc, const store::Store& store, const store::SweepRecor
   } else {
     doc.paragraph("Peak memory: not recorded in this sweep (CPU runs record none).");
   }
+  add_diagnostics(doc, store, report);
   // The hotspot breakdown per recipe (time per region: attention, MLP, quantize, GEMM,
   // dequantize) belongs here, once the store records regions; the store has no such table yet.
 }

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/diagnostics_option.h"
 #include "harness/config/run_config.h"
 #include "harness/errors.h"
 #include "harness/runner/sweep_runner.h"
@@ -142,8 +143,13 @@ void add_converge_command(CLI::App& app, Action& action, const std::string& comm
   cmd->add_option("--device", o->run.device, "auto, cpu, cuda or cuda:<index>")
       ->capture_default_str();
   cmd->add_option("--db", o->run.db, "SQLite database")->capture_default_str();
-  cmd->callback([&action, o, command_line] {
-    action = [o, command_line] { return execute(*o, command_line); };
+  auto diagnostics = std::make_shared<DiagnosticsOption>();
+  diagnostics->add_to(*cmd);
+  cmd->callback([&action, o, diagnostics, command_line] {
+    action = [o, diagnostics, command_line] {
+      o->run.diagnostics_every = diagnostics->every();
+      return execute(*o, command_line);
+    };
   });
 }
 

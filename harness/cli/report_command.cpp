@@ -7,6 +7,7 @@
 #include "harness/errors.h"
 #include "harness/store/store.h"
 #include "reports/chart.h"
+#include "reports/diagnostics_report.h"
 #include "reports/full_report.h"
 #include "reports/hotspots.h"
 #include "reports/selection.h"
@@ -51,8 +52,8 @@ int print_tables(const store::Store& store, const ReportOptions& options) {
   }
   for (size_t i = 0; i < sweeps.size(); ++i) {
     const reports::SweepReport report = reports::build_sweep_report(store, sweeps[i]);
-    fmt::print("{}{}{}", i ? "\n" : "", reports::render_sweep_markdown(report),
-               reports::render_hotspots(store, report));
+    fmt::print("{}{}{}{}", i ? "\n" : "", reports::render_sweep_markdown(report),
+               reports::render_hotspots(store, report), reports::render_diagnostics(store, report));
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/run_flags.h"
+#include "harness/cli/diagnostics_option.h"
 #include "harness/config/run_config.h"
 #include "harness/errors.h"
 #include "harness/runner/sweep_runner.h"
@@ -52,10 +53,15 @@ void add_run_command(CLI::App& app, Action& action, const std::string& command_l
   CLI::App* run = app.add_subcommand(
       "run", "Train workloads under several recipes and record every step in the database");
   CLI::Option* label_option = add_run_flags(*run, *config, *label);
-  run->callback([&action, config, label, label_option, command_line] {
+  auto diagnostics = std::make_shared<DiagnosticsOption>();
+  diagnostics->add_to(*run);
+  run->callback([&action, config, label, label_option, diagnostics, command_line] {
     std::optional<std::string> chosen;
     if (label_option->count() > 0) chosen = *label;
-    action = [config, chosen, command_line] { return execute(*config, chosen, command_line); };
+    action = [config, chosen, diagnostics, command_line] {
+      config->diagnostics_every = diagnostics->every();
+      return execute(*config, chosen, command_line);
+    };
   });
 }
 

@@ -324,6 +324,7 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"eval_every", c.eval_every},
           {"eval_batches", c.eval_batches},
           {"metrics_every", c.metrics_every},
+          {"diagnostics_every", c.diagnostics_every},
           {"device", c.device},
           {"db", c.db},
           {"label", c.label},
@@ -351,6 +352,7 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.eval_every = json.value("eval_every", d.eval_every);
   c.eval_batches = json.value("eval_batches", d.eval_batches);
   c.metrics_every = json.value("metrics_every", d.metrics_every);
+  c.diagnostics_every = json.value("diagnostics_every", d.diagnostics_every);
   c.device = json.value("device", d.device);
   c.db = json.value("db", d.db);
   c.label = json.value("label", d.label);

@@ -53,6 +53,7 @@ void check_run_options(const RunConfig& config) {
   check_range("--eval-batches", config.eval_batches, 1, 1 << 16);
   check_range("--eval-every", config.eval_every, -1, kMaxSteps);
   check_range("--metrics-every", config.metrics_every, 0, kMaxSteps);
+  check_range("--diagnostics", config.diagnostics_every, 0, kMaxSteps);
   check_range("--trace-step", config.trace_step, -1, config.steps - 1);
   if (config.int8_gemm != "cublaslt" && config.int8_gemm != "lpbench" &&
       config.int8_gemm != "torch") {

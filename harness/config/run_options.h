@@ -28,6 +28,7 @@ struct RunConfig {
   int64_t eval_every = -1;  // validation every N steps (model level); -1: steps / 10; 0: never
   int64_t eval_batches = 4;
   int64_t metrics_every = 10;   // per-step figures (expert loads) every N steps; 0: never
+  int64_t diagnostics_every = 0;  // quantization diagnostics every N steps (and the last); 0: off
   std::string device = "auto";  // auto, cpu, cuda, cuda:N
   std::string db = "lpbench.db";
   std::string label;                   // a sweep label, e.g. "nightly"

@@ -14,6 +14,7 @@
 #include "harness/env/process.h"
 #include "harness/env/time_stamp.h"
 #include "harness/runner/device_memory.h"
+#include "harness/runner/diagnostics.h"
 #include "harness/runner/instability.h"
 #include "harness/runner/progress.h"
 #include "harness/runner/stop_signal.h"
@@ -222,25 +223,30 @@ class Sweep {
     double step_ms = 0.0;
     bool finite = true;
     const bool traced = step == run_.config.trace_step;
+    const bool diagnosed = diagnostic_step(step, run_.config.diagnostics_every, run_.config.steps);
+    std::map<std::string, kernels::OperandStats> diagnostics;
     try {
       std::optional<timing::TraceCapture> trace;
       if (traced) trace.emplace(run_.device);
       timer_.start();
       {
+        const DiagnosticScope scope(diagnosed);
         const profiling::Range range("step", active.recipe->name);
         out = active.workload->step(step);
       }
       step_ms = timer_.stop_ms();
       if (trace) save_trace(active, step, *trace);
       finite = active.workload->last_step_finite();
+      if (diagnosed) diagnostics = kernels::take_operand_stats();
     } catch (const std::exception& error) {
       end_run(active, out_of_memory(error) ? RunStatus::oom : RunStatus::failed,
               fmt::format("step {}: {}", step, error_text(error)));
       return;
     }
 
-    // A traced step carries the profiler's overhead: it is kept, but out of the statistics.
-    const bool excluded = step < run_.timing_warmup_steps || traced;
+    // A traced or diagnosed step carries the profiler's or the diagnostics' overhead: it is
+    // kept, but out of the statistics.
+    const bool excluded = step < run_.timing_warmup_steps || traced || diagnosed;
     store::StepRecord record{active.run_id, step,        excluded, out.loss.value_or(NAN),
                              step_ms,       out.tokens,  out.lr,   out.grad_norm.value_or(NAN),
                              std::nullopt,  std::nullopt};
@@ -251,6 +257,7 @@ class Sweep {
       active.resident_bytes += memory_.allocated_bytes() - before;
     }
     store_.add_step(record);
+    store_.add_metrics(diagnostic_metrics(active.run_id, step, diagnostics));
     record_regions(active, step);
     if (step == run_.timing_warmup_steps) sample_device(active, "first_measured", step);
     progress_->step(active.index, step, out.loss, step_ms);

@@ -4,6 +4,7 @@
 
 #include "kernels/profiling/range.h"
 #include "kernels/torch/gemm.h"
+#include "kernels/torch/operand_diagnostics.h"
 
 namespace lpbench::kernels {
 
@@ -81,6 +82,15 @@ GemmOperand load_operand(const variable_list& tensors, size_t at, const std::vec
   return op;
 }
 
+// The quantization diagnostics of a sampled step (operand_diagnostics.h); nothing otherwise.
+// `source` is the operand in its quantization's coordinates.
+void diagnose(const std::string& module, GemmKind kind, const char* operand,
+              const at::Tensor& source, const GemmOperand& op, const GemmSpec& spec, Side side) {
+  if (!op.q || !operand_diagnostics()) return;
+  const bool fallback = side == Side::lhs && spec.scaling == Scaling::fallback;
+  record_operand(module, kind, operand, source, *op.q, fallback ? spec.outlier_ratio : 0.0);
+}
+
 class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinearFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
@@ -94,6 +104,8 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     const GemmOperand a = prepare_operand(x2, gemms.fprop, GemmKind::fprop, Side::lhs, false);
     const GemmOperand b = prepare_operand(w, gemms.fprop, GemmKind::fprop, Side::rhs, false);
     at::Tensor y = gemm_nt(a, b, gemms.fprop, x.scalar_type(), GemmKind::fprop, module);
+    diagnose(module, GemmKind::fprop, "x", x2, a, gemms.fprop, Side::lhs);
+    diagnose(module, GemmKind::fprop, "w", w, b, gemms.fprop, Side::rhs);
 
     // What backward needs, in the format and layout it will use: dgrad's Wᵀ, wgrad's Xᵀ.
     GemmOperand dgrad_rhs;
@@ -101,9 +113,11 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     const QuantSpec no_spec{};
     if (x.requires_grad()) {
       dgrad_rhs = backward_rhs(w, b, gemms.dgrad, GemmKind::dgrad, b.q ? b.q->spec : no_spec);
+      diagnose(module, GemmKind::dgrad, "w", w.t(), dgrad_rhs, gemms.dgrad, Side::rhs);
     }
     if (w.requires_grad()) {
       wgrad_rhs = backward_rhs(x2, a, gemms.wgrad, GemmKind::wgrad, a.q ? a.q->spec : no_spec);
+      diagnose(module, GemmKind::wgrad, "x", x2.t(), wgrad_rhs, gemms.wgrad, Side::rhs);
     }
     std::vector<at::Tensor> tensors;
     std::vector<int64_t> specs;
@@ -145,6 +159,7 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     if (ctx->saved_data["need_x"].toBool()) {
       // dX[M,K] = dY[M,N] · (Wᵀ[K,N])ᵀ
       dgrad_lhs = prepare_operand(g2, dgrad, GemmKind::dgrad, Side::lhs, false);
+      diagnose(module, GemmKind::dgrad, "dy", g2, dgrad_lhs, dgrad, Side::lhs);
       grad_x = gemm_nt(dgrad_lhs, load_operand(saved, 0, specs, 0), dgrad, dtype, GemmKind::dgrad,
                        module)
                    .view(x_sizes);
@@ -160,6 +175,7 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
       } else {
         lhs = prepare_operand(g2, wgrad, GemmKind::wgrad, Side::lhs, /*transpose=*/true);
       }
+      diagnose(module, GemmKind::wgrad, "dy", g2.t(), lhs, wgrad, Side::lhs);
       grad_w =
           gemm_nt(lhs, load_operand(saved, 2, specs, 4), wgrad, dtype, GemmKind::wgrad, module);
     }

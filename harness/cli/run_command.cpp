@@ -97,7 +97,8 @@ void add_run_command(CLI::App& app, Action& action, const std::string& command_l
                   "the database");
   run->add_option("--int8-gemm", config->int8_gemm,
                   "GPU INT8 GEMM for tensor and row scales: cublaslt, lpbench or torch (the stock "
-                  "at::_int_mm, a baseline); all give the same bits")
+                  "at::_int_mm, a baseline); wgmma: lpbench's Hopper kernel for tensor, row and "
+                  "block scales (sm_90 only, cublaslt elsewhere); all give the same bits")
       ->capture_default_str();
   run->add_flag("!--no-memory-plan", config->memory_plan,
                 "Run what the memory plan says cannot fit (to test the device's limit: the run "

@@ -223,9 +223,9 @@ ResolvedRun resolve(const RunConfig& config) {
     throw InputError("--trace-step: this libtorch was built without its profiler (kineto)");
   }
   if (config.int8_gemm != "cublaslt" && config.int8_gemm != "lpbench" &&
-      config.int8_gemm != "torch") {
-    throw InputError(
-        fmt::format("unknown --int8-gemm '{}'; valid: cublaslt, lpbench, torch", config.int8_gemm));
+      config.int8_gemm != "torch" && config.int8_gemm != "wgmma") {
+    throw InputError(fmt::format("unknown --int8-gemm '{}'; valid: cublaslt, lpbench, torch, wgmma",
+                                 config.int8_gemm));
   }
   run.eval_every =
       config.eval_every >= 0 ? config.eval_every : std::max<int64_t>(1, config.steps / 10);

@@ -40,9 +40,10 @@ struct RunConfig {
   bool regions = false;                // time the named regions with CUDA events, per step
   int64_t trace_step = -1;             // capture this step with torch's profiler; -1: none
   std::string int8_gemm = "cublaslt";  // GPU INT8 GEMM for tensor/row scales: cublaslt, lpbench,
+                                       // wgmma (sm_90: also block scales),
                                        // torch (at::_int_mm, the stock baseline)
   bool memory_plan = true;  // refuse what cannot fit; off only to test the device's limit
-  bool interleave = true;  // alternate recipes step by step, so machine drift hits all alike
+  bool interleave = true;   // alternate recipes step by step, so machine drift hits all alike
 };
 
 // One workload of a sweep, checked and sized.

@@ -24,6 +24,7 @@
 #include <array>
 #include <atomic>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/wgmma_gemm.cuh"

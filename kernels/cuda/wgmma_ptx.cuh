@@ -34,18 +34,37 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+
 // Waits until the phase of parity `parity` has completed (acquire semantics). A fresh barrier is
-// in phase 0, so waiting for parity 1 returns at once: producers start on parity 1.
+// in phase 0, so waiting for parity 1 returns at once: producers start on parity 1. A wait of
+// more than 20 s (a wrong arrival count or phase: a deadlock) traps, so a broken pipeline ends
+// the launch with an error instead of hanging the process.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   uint32_t done = 0;
-  do {
+  uint32_t spins = 0;
+  uint64_t start = 0;
+  while (true) {
     asm volatile(
         "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
         "selp.u32 %0, 1, 0, p;\n}\n"
         : "=r"(done)
         : "r"(bar), "r"(parity)
         : "memory");
-  } while (done == 0);
+    if (done != 0) return;
+    if ((++spins & 1023u) == 0) {
+      const uint64_t now = global_ns();
+      if (start == 0) {
+        start = now;
+      } else if (now - start > 20000000000ull) {
+        __trap();
+      }
+    }
+  }
 }
 
 // ---- TMA -------------------------------------------------------------------------------------

@@ -259,9 +259,9 @@ std::optional<at::Tensor> scaled_mm_rowwise(const Quantized& a_in, const Quantiz
   const Quantized b = pad_k(b_in, 16);
   try {
     // mat2 column-major [K, N]: our row-major B[N, K], transposed as a view.
-    at::Tensor c =
-        at::_scaled_mm(a.values, b.values.t(), a.scales.reshape({-1, 1}), b.scales.reshape({1, -1}),
-                       std::nullopt, std::nullopt, at::kBFloat16, /*use_fast_accum=*/false);
+    at::Tensor c = at::_scaled_mm(a.values, b.values.t(), a.scales.reshape({-1, 1}),
+                                  b.scales.reshape({1, -1}), std::nullopt, std::nullopt,
+                                  at::kBFloat16, /*use_fast_accum=*/false);
     if (bias.defined()) return (c.to(at::kFloat) + bias.to(at::kFloat)).to(dtype);
     return c.to(dtype);
   } catch (const c10::Error& e) {

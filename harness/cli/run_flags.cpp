@@ -51,7 +51,8 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
                  "the database");
   run.add_option("--int8-gemm", config.int8_gemm,
                  "GPU INT8 GEMM for tensor and row scales: cublaslt, lpbench or torch (the stock "
-                 "at::_int_mm, a baseline); all give the same bits")
+                 "at::_int_mm, a baseline); wgmma: lpbench's Hopper kernel for tensor, row and "
+                 "block scales (sm_90 only, cublaslt elsewhere); all give the same bits")
       ->capture_default_str();
   run.add_flag("!--no-memory-plan", config.memory_plan,
                "Run what the memory plan says cannot fit (to test the device's limit: the run "

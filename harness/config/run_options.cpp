@@ -56,9 +56,9 @@ void check_run_options(const RunConfig& config) {
   check_range("--diagnostics", config.diagnostics_every, 0, kMaxSteps);
   check_range("--trace-step", config.trace_step, -1, config.steps - 1);
   if (config.int8_gemm != "cublaslt" && config.int8_gemm != "lpbench" &&
-      config.int8_gemm != "torch") {
-    throw InputError(
-        fmt::format("unknown --int8-gemm '{}'; valid: cublaslt, lpbench, torch", config.int8_gemm));
+      config.int8_gemm != "torch" && config.int8_gemm != "wgmma") {
+    throw InputError(fmt::format("unknown --int8-gemm '{}'; valid: cublaslt, lpbench, torch, wgmma",
+                                 config.int8_gemm));
   }
   if (!std::isfinite(config.lr) || config.lr < 0.0) {
     throw InputError(fmt::format("--lr must be a positive number, got {}", config.lr));

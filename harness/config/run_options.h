@@ -27,14 +27,15 @@ struct RunConfig {
   std::string token_dtype = "uint16";
   int64_t eval_every = -1;  // validation every N steps (model level); -1: steps / 10; 0: never
   int64_t eval_batches = 4;
-  int64_t metrics_every = 10;   // per-step figures (expert loads) every N steps; 0: never
+  int64_t metrics_every = 10;     // per-step figures (expert loads) every N steps; 0: never
   int64_t diagnostics_every = 0;  // quantization diagnostics every N steps (and the last); 0: off
-  std::string device = "auto";  // auto, cpu, cuda, cuda:N
+  std::string device = "auto";    // auto, cpu, cuda, cuda:N
   std::string db = "lpbench.db";
   std::string label;                   // a sweep label, e.g. "nightly"
   bool regions = false;                // time the named regions with CUDA events, per step
   int64_t trace_step = -1;             // capture this step with torch's profiler; -1: none
   std::string int8_gemm = "cublaslt";  // GPU INT8 GEMM for tensor/row scales: cublaslt, lpbench,
+                                       // wgmma (sm_90: also block scales),
                                        // torch (at::_int_mm, the stock baseline)
   bool memory_plan = true;  // refuse what cannot fit; off only to test the device's limit
   bool interleave = true;   // alternate recipes step by step, so machine drift hits all alike

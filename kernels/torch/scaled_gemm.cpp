@@ -1,6 +1,7 @@
 #include "kernels/torch/scaled_gemm.h"
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <mutex>
 
@@ -14,6 +15,7 @@
 
 #include "kernels/cublaslt/gemm.h"
 #include "kernels/cuda/scaled_gemm.cuh"
+#include "kernels/cuda/wgmma_gemm.cuh"
 #endif
 
 namespace lpbench::kernels {
@@ -89,6 +91,18 @@ cuda::ScaledGemmArgs int8_args(const Quantized& a, const Quantized& b, const at:
   return args;
 }
 
+// Whether lpbench's wgmma kernel runs these (K-padded) operands: an sm_90 device, K a multiple
+// of 16 and 16-byte aligned values (TMA's requirements), K blocks of 128 or none.
+bool wgmma_takes(const Quantized& a, const Quantized& b) {
+  const auto aligned = [](const at::Tensor& t) {
+    return t.is_contiguous() && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+  };
+  const bool blocks_ok = (!scales_along_k(a) || a.block_cols() == 128) &&
+                         (!scales_along_k(b) || b.block_cols() == 128);
+  return a.cols() % 16 == 0 && blocks_ok && aligned(a.values) && aligned(b.values) &&
+         cuda::wgmma_supported();
+}
+
 at::Tensor int8_gemm_cuda(const Quantized& a_in, const Quantized& b_in, at::ScalarType dtype,
                           const at::Tensor& bias) {
   const Quantized a = pad_k(a_in, 16);
@@ -97,6 +111,10 @@ at::Tensor int8_gemm_cuda(const Quantized& a_in, const Quantized& b_in, at::Scal
   const cuda::ScaledGemmArgs args = int8_args(a, b, bias, c);
   const cudaStream_t stream = stream_of(a.values);
   const Int8Backend backend = g_int8_backend.load();
+  if (backend == Int8Backend::lpbench_wgmma && wgmma_takes(a, b)) {
+    cuda::wgmma_scaled_gemm(args, stream);
+    return c;
+  }
   // at::_int_mm takes M > 16 and K, N multiples of 8; elsewhere cuBLASLt stands in, and where
   // cuBLASLt has no algorithm either, lpbench's kernel does.
   const bool stock =
@@ -293,6 +311,8 @@ std::string_view to_string(Int8Backend backend) {
       return "lpbench-mma";
     case Int8Backend::torch_int_mm:
       return "torch-int-mm";
+    case Int8Backend::lpbench_wgmma:
+      return "lpbench-wgmma";
   }
   return "?";
 }
@@ -315,6 +335,9 @@ std::string scaled_gemm_backend(const Quantized& a, const Quantized& b, const at
   if (!device.is_cuda()) return "cpu-reference";
 #ifdef LPBENCH_CUDA_GLUE
   if (a.spec.format == NumberFormat::int8) {
+    if (int8_backend() == Int8Backend::lpbench_wgmma && wgmma_takes(pad_k(a, 16), pad_k(b, 16))) {
+      return "lpbench-wgmma";
+    }
     const bool along_k = scales_along_k(a) || scales_along_k(b);
     if (along_k || int8_backend() == Int8Backend::lpbench_mma) return "lpbench-mma";
     return int8_backend() == Int8Backend::torch_int_mm ? "torch-int-mm+dequantize"

@@ -59,8 +59,8 @@ TEST_F(GpuPaths, Int8RecipesMatchTheCpuReferenceBitForBitOnEveryBackend) {
     take_fallback_counts();
     const Results cpu = run(in, gemms, torch::kCPU);
     const auto cpu_counts = take_fallback_counts();
-    for (Int8Backend backend :
-         {Int8Backend::cublaslt, Int8Backend::lpbench_mma, Int8Backend::torch_int_mm}) {
+    for (Int8Backend backend : {Int8Backend::cublaslt, Int8Backend::lpbench_mma,
+                                Int8Backend::torch_int_mm, Int8Backend::lpbench_wgmma}) {
       set_int8_backend(backend);
       const Results gpu = run(in, gemms, torch::Device(torch::kCUDA, 0));
       const std::string where = std::string(name) + " on " + std::string(to_string(backend));
@@ -95,8 +95,8 @@ TEST_F(GpuPaths, ShapesOffTheTensorCoreGridStillMatchTheReference) {
   for (const char* name : {"int8-tensor", "int8-row", "int8-block"}) {
     const LinearGemms gemms = parse_recipe(name).gemms;
     const Results cpu = run(in, gemms, torch::kCPU);
-    for (Int8Backend backend :
-         {Int8Backend::cublaslt, Int8Backend::lpbench_mma, Int8Backend::torch_int_mm}) {
+    for (Int8Backend backend : {Int8Backend::cublaslt, Int8Backend::lpbench_mma,
+                                Int8Backend::torch_int_mm, Int8Backend::lpbench_wgmma}) {
       set_int8_backend(backend);
       const Results gpu = run(in, gemms, torch::Device(torch::kCUDA, 0));
       const std::string where = std::string(name) + " on " + std::string(to_string(backend));

@@ -1,0 +1,100 @@
+// The problem and config types of the wgmma GEMM, their printing and the shape heuristic (host
+// code; the shared-memory arithmetic lives with the kernel, in wgmma_max_stages).
+#include <algorithm>
+#include <string>
+
+#include "kernels/cuda/wgmma_gemm.cuh"
+
+namespace lpbench::cuda {
+
+namespace {
+
+constexpr int kMaxStages = 8;  // deeper rings stop paying once TMA latency is hidden
+
+bool varies_along_k(const ScaledGemmArgs& a) {
+  return a.kblock != 0;
+}
+
+}  // namespace
+
+std::string to_string(WgmmaScaling s) {
+  switch (s) {
+    case WgmmaScaling::none:
+      return "none";
+    case WgmmaScaling::tensor:
+      return "tensor";
+    case WgmmaScaling::row:
+      return "row";
+    case WgmmaScaling::block:
+      return "block";
+  }
+  return "?";
+}
+
+std::string to_string(const WgmmaProblem& p) {
+  return std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) + " " +
+         to_string(p.scaling) + " -> " + dtype_name(p.out) + (p.bias ? " +bias" : "");
+}
+
+std::string to_string(const WgmmaConfig& c) {
+  return "tile " + std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x" +
+         std::to_string(c.tile_k) + ", " + std::to_string(c.stages) + " stages, cluster " +
+         std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n) + ", " +
+         std::to_string(c.consumer_warpgroups) + " consumer warpgroups";
+}
+
+WgmmaProblem wgmma_problem(const ScaledGemmArgs& args) {
+  WgmmaProblem p;
+  p.m = args.m;
+  p.n = args.n;
+  p.k = args.k;
+  if (varies_along_k(args)) {
+    p.scaling = WgmmaScaling::block;
+  } else if (args.a_block_rows == 0 && args.b_block_rows == 0) {
+    p.scaling = WgmmaScaling::tensor;
+  } else {
+    p.scaling = WgmmaScaling::row;  // any per-row-block scales without K blocks
+  }
+  p.out = args.c_type;
+  p.bias = args.bias != nullptr;
+  return p;
+}
+
+WgmmaConfig select_wgmma_config(const WgmmaProblem& problem, int sm_count) {
+  WgmmaConfig c;
+  const bool blocked = problem.scaling == WgmmaScaling::block;
+  const int64_t tiles_m = (problem.m + 127) / 128;
+  const int64_t wide_tiles = tiles_m * ((problem.n + 255) / 256);
+  c.tile_n = !blocked && wide_tiles >= sm_count ? 256 : 128;
+  const int64_t ktiles = (problem.k + c.tile_k - 1) / c.tile_k;
+  // More stages than K tiles only matter across tiles (the producer runs ahead); keep at least 2.
+  c.stages = std::min(wgmma_max_stages(c.tile_n, blocked), kMaxStages);
+  if (ktiles < c.stages && tiles_m * ((problem.n + c.tile_n - 1) / c.tile_n) <= sm_count) {
+    c.stages = std::max<int>(2, static_cast<int>(ktiles));
+  }
+  return c;
+}
+
+std::string wgmma_config_error(const WgmmaProblem& problem, const WgmmaConfig& c) {
+  const bool blocked = problem.scaling == WgmmaScaling::block;
+  if (c.tile_m != 128 || c.tile_k != 128) return "wgmma config: tile_m and tile_k must be 128";
+  if (c.tile_n != 128 && c.tile_n != 256) return "wgmma config: tile_n must be 128 or 256";
+  if (blocked && c.tile_n != 128) {
+    return "wgmma config: block scaling takes tile_n 128 (FP32 and INT32 accumulators of 256 "
+           "columns exceed the register file)";
+  }
+  if (c.cluster_m != 1 || c.cluster_n != 1) return "wgmma config: clusters are not implemented";
+  if (c.consumer_warpgroups != 2) return "wgmma config: 2 consumer warpgroups only";
+  const int most = wgmma_max_stages(c.tile_n, blocked);
+  if (c.stages < 2 || c.stages > most) {
+    return "wgmma config: stages must be in [2, " + std::to_string(most) + "] for tile_n " +
+           std::to_string(c.tile_n) + (blocked ? " with block scales" : "") + ", got " +
+           std::to_string(c.stages);
+  }
+  if (problem.scaling == WgmmaScaling::none && problem.out != DType::int32) {
+    return "wgmma config: unscaled products are INT32";
+  }
+  return "";
+}
+
+}  // namespace lpbench::cuda

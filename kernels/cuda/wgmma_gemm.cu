@@ -1,0 +1,561 @@
+// lpbench's Hopper INT8 GEMM (sm_90a): wgmma s8·s8 → s32 with TMA loads, warp specialisation and
+// fused scaling; numerics of kernels/reference/scaled_gemm.cpp, bit for bit (as scaled_gemm_mma).
+//
+// A CTA of 384 threads: warpgroup 0 is the producer (one thread issues the TMA loads; in block
+// mode all 128 stage the K block's scales), warpgroups 1 and 2 are consumers, each computing 64
+// rows of a 128 × tile_n output tile with wgmma m64n{tile_n}k32. K advances 128 bytes (one
+// 128-byte swizzle row, and the K block of block scaling) per pipeline stage. Each stage has a
+// "full" barrier (TMA bytes + scale writers) and an "empty" barrier (one arrival per consumer
+// warp after its wgmmas that read the stage have completed). The grid is persistent: CTA i takes
+// tiles i, i + grid, ... in a grouped order (8 tile rows share each B tile column in L2), and the
+// producer runs ahead into the next tile while the consumers store the previous one.
+//
+// Tensor and row modes keep INT32 accumulators over all of K (exact up to K = 133143), one wgmma
+// group in flight, and scale once in the epilogue. Block mode waits for each K block's INT32
+// partial, converts it (exact: |partial| ≤ 128·128² < 2²⁴) and adds partial · (sa·sb) into FP32
+// accumulators with separate roundings, in K-block order, as the reference does.
+#include <cuda.h>  // CUtensorMap and the encode function's types only: the driver function is
+                   // reached through the runtime's entry-point query, so no -lcuda
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <string>
+#include <type_traits>
+
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/wgmma_gemm.cuh"
+#include "kernels/cuda/wgmma_ptx.cuh"
+
+namespace lpbench::cuda {
+
+namespace {
+
+constexpr int kBM = 128;
+constexpr int kBK = 128;
+constexpr int kThreads = 384;
+constexpr int kConsumerWarps = 8;
+constexpr int kGroupM = 8;
+constexpr int kMaxKNoBlocks = 133143;   // K·128² < 2³¹ (kernels/reference/int8_gemm.h)
+constexpr int kSmemLimit = 227 * 1024;  // H100/H200 opt-in dynamic shared memory per CTA
+constexpr int kProducerRegs = 40;
+constexpr int kConsumerRegs = 232;  // 40·128 + 232·256 ≤ 65536
+
+struct Params {
+  int m, n, k;
+  int ktiles, tiles_m, tiles_n, stages;
+  const float* a_scales;
+  int a_block_rows;  // 0: one scale for all rows
+  const float* b_scales;
+  int b_block_rows;
+  int kext;  // scale columns: ceil(K / 128) in block mode, else 1
+  const float* bias;
+  void* c;
+  bool vec_c;  // paired stores: c aligned, N even
+};
+
+// Shared memory, from a 1024-byte aligned base (the 128-byte swizzle atom): `stages` × [A tile
+// 128×128 | B tile tile_n×128], then (block mode) `stages` × [128 A scales | tile_n B scales],
+// then the full and empty barriers.
+template <int BN>
+struct Layout {
+  static constexpr int kABytes = kBM * kBK;
+  static constexpr int kStageBytes = kABytes + BN * kBK;
+  static constexpr int kScales = kBM + BN;
+  static constexpr int kAccs = BN / 2;  // INT32 accumulators per consumer thread
+  static size_t smem_bytes(int stages, bool blocked) {
+    return 1024 + static_cast<size_t>(stages) * (kStageBytes + (blocked ? kScales * 4 : 0) + 16);
+  }
+};
+
+__device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int& tm, int& tn) {
+  const int per_group = kGroupM * tiles_n;
+  const int first_m = (tile / per_group) * kGroupM;
+  const int rows = min(tiles_m - first_m, kGroupM);
+  tm = first_m + (tile % per_group) % rows;
+  tn = (tile % per_group) / rows;
+}
+
+__device__ __forceinline__ int scale_row(int row, int block_rows) {
+  return block_rows == 0 ? 0 : (block_rows == 1 ? row : row / block_rows);
+}
+
+template <int BN>
+__device__ __forceinline__ void wgmma_tile(int (&acc)[BN / 2], uint64_t da, uint64_t db,
+                                           int acc_in);
+
+template <>
+__device__ __forceinline__ void wgmma_tile<128>(int (&acc)[64], uint64_t da, uint64_t db,
+                                                int acc_in) {
+  sm90::wgmma_m64n128k32(acc, da, db, acc_in);
+}
+
+template <>
+__device__ __forceinline__ void wgmma_tile<256>(int (&acc)[128], uint64_t da, uint64_t db,
+                                                int acc_in) {
+  sm90::wgmma_m64n256k32(acc, da, db, acc_in);
+}
+
+template <typename OutT>
+__device__ __forceinline__ void store_pair(OutT* c, int n, int row, int col, OutT v0, OutT v1,
+                                           bool vec) {
+  OutT* p = c + static_cast<int64_t>(row) * n + col;
+  if (vec && col + 1 < n) {
+    if constexpr (sizeof(OutT) == 2) {
+      *reinterpret_cast<__nv_bfloat162*>(p) = __halves2bfloat162(v0, v1);
+    } else if constexpr (sizeof(OutT) == 4) {
+      OutT pair[2] = {v0, v1};
+      *reinterpret_cast<uint2*>(p) = *reinterpret_cast<const uint2*>(pair);
+    }
+    return;
+  }
+  if (col < n) p[0] = v0;
+  if (col + 1 < n) p[1] = v1;
+}
+
+template <typename OutT>
+__device__ __forceinline__ OutT to_out(float v) {
+  if constexpr (sizeof(OutT) == 2) {
+    return __float2bfloat16_rn(v);
+  } else {
+    return v;
+  }
+}
+
+// OutT: __nv_bfloat16 or float (scaled), int32_t (raw INT32 products; kBlocked false, no scales).
+template <int BN, bool kBlocked, typename OutT>
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a,
+                      const __grid_constant__ CUtensorMap tma_b, const Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using L = Layout<BN>;
+  constexpr bool kRaw = std::is_same_v<OutT, int32_t>;
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = sm90::smem_addr(smem_raw);
+  const uint32_t base = (raw + 1023u) & ~1023u;
+  float* const scales = reinterpret_cast<float*>(smem_raw + (base - raw) +
+                                                 static_cast<size_t>(p.stages) * L::kStageBytes);
+  const uint32_t bars =
+      base + p.stages * L::kStageBytes + (kBlocked ? p.stages * L::kScales * 4 : 0);
+  const auto full = [&](int s) { return bars + 8u * s; };
+  const auto empty = [&](int s) { return bars + 8u * (p.stages + s); };
+
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid == 0) {
+    for (int s = 0; s < p.stages; ++s) {
+      sm90::mbar_init(full(s), kBlocked ? 1 + 128 : 1);
+      sm90::mbar_init(empty(s), kConsumerWarps);
+    }
+    sm90::mbar_init_fence();
+  }
+  __syncthreads();
+
+  const int num_tiles = p.tiles_m * p.tiles_n;
+  if (tid < 128) {
+    // ---- producer warpgroup ----
+    sm90::setmaxnreg_dec<kProducerRegs>();
+    if (!kBlocked && tid != 0) return;
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles;
+         tile += static_cast<int>(gridDim.x)) {
+      int tm, tn;
+      tile_coords(tile, p.tiles_m, p.tiles_n, tm, tn);
+      const int m0 = tm * kBM;
+      const int n0 = tn * BN;
+      for (int kt = 0; kt < p.ktiles; ++kt) {
+        sm90::mbar_wait(empty(stage), phase ^ 1u);
+        if (tid == 0) {
+          const uint32_t dst = base + stage * L::kStageBytes;
+          sm90::mbar_arrive_expect_tx(full(stage), L::kStageBytes);
+          sm90::tma_load_2d(dst, &tma_a, kt * kBK, m0, full(stage));
+          sm90::tma_load_2d(dst + L::kABytes, &tma_b, kt * kBK, n0, full(stage));
+        }
+        if constexpr (kBlocked) {
+          float* s = scales + stage * L::kScales;
+          for (int i = tid; i < L::kScales; i += 128) {
+            float v = 0.0f;
+            if (i < kBM) {
+              const int row = m0 + i;
+              if (row < p.m) {
+                v = __ldg(p.a_scales +
+                          static_cast<int64_t>(scale_row(row, p.a_block_rows)) * p.kext + kt);
+              }
+            } else {
+              const int col = n0 + i - kBM;
+              if (col < p.n) {
+                v = __ldg(p.b_scales +
+                          static_cast<int64_t>(scale_row(col, p.b_block_rows)) * p.kext + kt);
+              }
+            }
+            s[i] = v;
+          }
+          sm90::mbar_arrive(full(stage));
+        }
+        if (++stage == p.stages) {
+          stage = 0;
+          phase ^= 1u;
+        }
+      }
+    }
+    return;
+  }
+
+  // ---- consumer warpgroups ----
+  sm90::setmaxnreg_inc<kConsumerRegs>();
+  const int ctid = tid - 128;
+  const int cwg = ctid / 128;          // rows 64·cwg of the tile
+  const int warp = (ctid % 128) / 32;  // rows 16·warp of the warpgroup's 64
+  const int lane = tid % 32;
+  const int g = lane / 4;
+  const int t = lane % 4;
+  int acc[L::kAccs];
+  float accf[kBlocked ? L::kAccs : 1];
+  int stage = 0;
+  uint32_t phase = 0;
+  for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles;
+       tile += static_cast<int>(gridDim.x)) {
+    int tm, tn;
+    tile_coords(tile, p.tiles_m, p.tiles_n, tm, tn);
+    const int m0 = tm * kBM;
+    const int n0 = tn * BN;
+    if constexpr (kBlocked) {
+#pragma unroll
+      for (int i = 0; i < L::kAccs; ++i)
+        accf[i] = -0.0f;  // the identity of IEEE addition: the first block's term is kept as is
+    }
+    int prev_stage = -1;
+    for (int kt = 0; kt < p.ktiles; ++kt) {
+      sm90::mbar_wait(full(stage), phase);
+      const uint32_t a_tile = base + stage * L::kStageBytes + cwg * 64 * kBK;
+      const uint32_t b_tile = base + stage * L::kStageBytes + L::kABytes;
+      sm90::fence_registers(acc);
+      sm90::wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < kBK / 32; ++ks) {
+        // Block mode restarts the INT32 partial each K block; the others accumulate all of K.
+        const int accumulate = kBlocked ? (ks > 0) : (kt > 0 || ks > 0);
+        wgmma_tile<BN>(acc, sm90::make_smem_desc(a_tile + 32 * ks),
+                       sm90::make_smem_desc(b_tile + 32 * ks), accumulate);
+      }
+      sm90::wgmma_commit();
+      if constexpr (kBlocked) {
+        sm90::wgmma_wait<0>();
+        sm90::fence_registers(acc);
+        const float* s = scales + stage * L::kScales;
+        const float sa0 = s[cwg * 64 + warp * 16 + g];
+        const float sa1 = s[cwg * 64 + warp * 16 + g + 8];
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const float2 sb = *reinterpret_cast<const float2*>(s + kBM + 8 * j + 2 * t);
+          const float sc[4] = {__fmul_rn(sa0, sb.x), __fmul_rn(sa0, sb.y), __fmul_rn(sa1, sb.x),
+                               __fmul_rn(sa1, sb.y)};
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            accf[4 * j + r] =
+                __fadd_rn(accf[4 * j + r], __fmul_rn(__int2float_rn(acc[4 * j + r]), sc[r]));
+          }
+        }
+        __syncwarp();
+        if (lane == 0) sm90::mbar_arrive(empty(stage));
+      } else {
+        // One group in flight: the previous K tile's wgmmas are done, so its stage is free.
+        sm90::wgmma_wait<1>();
+        sm90::fence_registers(acc);
+        if (prev_stage >= 0 && lane == 0) sm90::mbar_arrive(empty(prev_stage));
+        prev_stage = stage;
+      }
+      if (++stage == p.stages) {
+        stage = 0;
+        phase ^= 1u;
+      }
+    }
+    if constexpr (!kBlocked) {
+      sm90::wgmma_wait<0>();
+      sm90::fence_registers(acc);
+      if (lane == 0) sm90::mbar_arrive(empty(prev_stage));
+    }
+
+    // Epilogue: accumulator j·4 + r holds row g (+8 for r ≥ 2), column 8·j + 2·t + r % 2.
+    OutT* c = static_cast<OutT*>(p.c);
+    const int row0 = m0 + cwg * 64 + warp * 16 + g;
+    float sa[2] = {0.0f, 0.0f};
+    if constexpr (!kBlocked && !kRaw) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = min(row0 + 8 * h, p.m - 1);
+        sa[h] = __ldg(p.a_scales + scale_row(row, p.a_block_rows));
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int col = n0 + 8 * j + 2 * t;
+      float sb[2] = {0.0f, 0.0f};
+      float bias[2] = {0.0f, 0.0f};
+      if constexpr (!kRaw) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int cc = min(col + e, p.n - 1);
+          if constexpr (!kBlocked) sb[e] = __ldg(p.b_scales + scale_row(cc, p.b_block_rows));
+          if (p.bias != nullptr) bias[e] = __ldg(p.bias + cc);
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + 8 * h;
+        if (row >= p.m) continue;
+        if constexpr (kRaw) {
+          store_pair<OutT>(c, p.n, row, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], p.vec_c);
+        } else {
+          float v[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            if constexpr (kBlocked) {
+              v[e] = accf[4 * j + 2 * h + e];
+            } else {
+              v[e] = __fmul_rn(__int2float_rn(acc[4 * j + 2 * h + e]), __fmul_rn(sa[h], sb[e]));
+            }
+            if (p.bias != nullptr) v[e] = __fadd_rn(v[e], bias[e]);
+          }
+          store_pair<OutT>(c, p.n, row, col, to_out<OutT>(v[0]), to_out<OutT>(v[1]), p.vec_c);
+        }
+      }
+    }
+  }
+#else
+  // Built for sm_90a only; the launcher refuses other devices before launching.
+  (void)tma_a;
+  (void)tma_b;
+  (void)p;
+  __trap();
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side
+// ---------------------------------------------------------------------------------------------
+
+class NvtxRange {
+ public:
+  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
+  ~NvtxRange() { nvtxRangePop(); }
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+};
+
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                 const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// cuTensorMapEncodeTiled from the driver the runtime already loaded (its CUDA 12.0 ABI).
+EncodeTiled encode_tiled() {
+  static const EncodeTiled fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    LPBENCH_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000,
+                                                        cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || f == nullptr) {
+      throw CudaError("cuTensorMapEncodeTiled is not in this CUDA driver (needs 12.0 or later)");
+    }
+    return reinterpret_cast<EncodeTiled>(f);
+  }();
+  return fn;
+}
+
+// A [rows, k] INT8 row-major operand as TMA boxes of box_rows × 128 bytes, 128-byte swizzled.
+CUtensorMap operand_map(const void* ptr, int64_t rows, int64_t k, int box_rows) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k)};  // bytes from row to row
+  const cuuint32_t box[2] = {kBK, static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r = encode_tiled()(
+      &map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(ptr), dims, strides, box,
+      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    throw CudaError("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(r) + ") for a [" +
+                    std::to_string(rows) + ", " + std::to_string(k) + "] operand, box " +
+                    std::to_string(box_rows) + "x128");
+  }
+  return map;
+}
+
+struct DeviceInfo {
+  int major = 0, minor = 0, sms = 0;
+};
+
+DeviceInfo device_info() {
+  static std::array<std::atomic<int>, 64> cache{};  // major·1e6 + minor·1e4 + SMs, 0: unknown
+  int device = 0;
+  LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  const int slot = device < 64 ? device : 63;
+  int packed = device < 64 ? cache[slot].load() : 0;
+  if (packed == 0) {
+    int major = 0, minor = 0, sms = 0;
+    LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    packed = major * 1000000 + minor * 10000 + sms;
+    if (device < 64) cache[slot].store(packed);
+  }
+  return {packed / 1000000, (packed / 10000) % 100, packed % 10000};
+}
+
+bool aligned(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+void require_sm90() {
+  const DeviceInfo d = device_info();
+  LPBENCH_CUDA_REQUIRE(d.major == 9 && d.minor == 0,
+                       "the wgmma GEMM runs on sm_90 (H100/H200) only; this device is sm_" +
+                           std::to_string(d.major) + std::to_string(d.minor) +
+                           " (use the cublaslt or lpbench INT8 GEMM there)");
+}
+
+int max_stages(int tile_n, bool blocked) {
+  const size_t stage = tile_n == 256 ? Layout<256>::smem_bytes(1, blocked) - 1024
+                                     : Layout<128>::smem_bytes(1, blocked) - 1024;
+  return static_cast<int>((kSmemLimit - 1024) / stage);
+}
+
+template <int BN, bool kBlocked, typename OutT>
+void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int sms,
+            cudaStream_t stream) {
+  const size_t smem = Layout<BN>::smem_bytes(p.stages, kBlocked);
+  auto kernel = wgmma_gemm_kernel<BN, kBlocked, OutT>;
+  LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(smem)));
+  const int tiles = p.tiles_m * p.tiles_n;
+  kernel<<<static_cast<unsigned>(std::min(tiles, sms)), kThreads, smem, stream>>>(ma, mb, p);
+  LPBENCH_CUDA_CHECK_LAUNCH();
+}
+
+// The common path of both entry points, after their own argument checks.
+void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
+         const WgmmaConfig* requested, cudaStream_t stream) {
+  LPBENCH_CUDA_REQUIRE(a != nullptr && b != nullptr && p.c != nullptr, "a pointer is null");
+  LPBENCH_CUDA_REQUIRE(problem.m > 0 && problem.n > 0 && problem.k > 0,
+                       "M, N and K must be positive, got " + to_string(problem));
+  LPBENCH_CUDA_REQUIRE(problem.k % 16 == 0,
+                       "K must be a multiple of 16 (the TMA row pitch), got K=" +
+                           std::to_string(problem.k) + "; pad K with zeros");
+  LPBENCH_CUDA_REQUIRE(aligned(a, 16) && aligned(b, 16), "A and B must be 16-byte aligned");
+  LPBENCH_CUDA_REQUIRE(problem.m < (int64_t{1} << 31) && problem.n < (int64_t{1} << 31) &&
+                           problem.k < (int64_t{1} << 31),
+                       "sizes must fit in 32 bits");
+  LPBENCH_CUDA_REQUIRE(problem.scaling == WgmmaScaling::block || problem.k <= kMaxKNoBlocks,
+                       "K=" + std::to_string(problem.k) +
+                           " could overflow INT32 over all of K (at most " +
+                           std::to_string(kMaxKNoBlocks) + " without K blocks)");
+  if (requested != nullptr) {
+    const std::string why = wgmma_config_error(problem, *requested);
+    LPBENCH_CUDA_REQUIRE(why.empty(), why);
+  }
+  require_sm90();
+  const DeviceInfo d = device_info();
+  const WgmmaConfig config = requested ? *requested : select_wgmma_config(problem, d.sms);
+  const int64_t tiles_m = (problem.m + kBM - 1) / kBM;
+  const int64_t tiles_n = (problem.n + config.tile_n - 1) / config.tile_n;
+  LPBENCH_CUDA_REQUIRE(tiles_m * tiles_n <= 0x7fffffff && kGroupM * tiles_n <= 0x7fffffff,
+                       "too many tiles");
+  p.m = static_cast<int>(problem.m);
+  p.n = static_cast<int>(problem.n);
+  p.k = static_cast<int>(problem.k);
+  p.ktiles = static_cast<int>((problem.k + kBK - 1) / kBK);
+  p.tiles_m = static_cast<int>(tiles_m);
+  p.tiles_n = static_cast<int>(tiles_n);
+  p.stages = config.stages;
+  const CUtensorMap ma = operand_map(a, problem.m, problem.k, kBM);
+  const CUtensorMap mb = operand_map(b, problem.n, problem.k, config.tile_n);
+  NvtxRange range("lpbench::cuda::wgmma_gemm");
+  const bool wide = config.tile_n == 256;
+  switch (problem.scaling) {
+    case WgmmaScaling::none:
+      wide ? launch<256, false, int32_t>(p, ma, mb, d.sms, stream)
+           : launch<128, false, int32_t>(p, ma, mb, d.sms, stream);
+      break;
+    case WgmmaScaling::tensor:
+    case WgmmaScaling::row:
+      if (problem.out == DType::bf16) {
+        wide ? launch<256, false, __nv_bfloat16>(p, ma, mb, d.sms, stream)
+             : launch<128, false, __nv_bfloat16>(p, ma, mb, d.sms, stream);
+      } else {
+        wide ? launch<256, false, float>(p, ma, mb, d.sms, stream)
+             : launch<128, false, float>(p, ma, mb, d.sms, stream);
+      }
+      break;
+    case WgmmaScaling::block:
+      problem.out == DType::bf16 ? launch<128, true, __nv_bfloat16>(p, ma, mb, d.sms, stream)
+                                 : launch<128, true, float>(p, ma, mb, d.sms, stream);
+      break;
+  }
+}
+
+}  // namespace
+
+int wgmma_max_stages(int tile_n, bool blocked) {
+  return max_stages(tile_n, blocked);
+}
+
+bool wgmma_supported() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  const DeviceInfo d = device_info();
+  return d.major == 9 && d.minor == 0;
+}
+
+WgmmaConfig wgmma_config_for(const WgmmaProblem& problem) {
+  return select_wgmma_config(problem, device_info().sms);
+}
+
+void wgmma_scaled_gemm(const ScaledGemmArgs& args, cudaStream_t stream, const WgmmaConfig* config) {
+  LPBENCH_CUDA_REQUIRE(args.ab_type == DType::int8,
+                       std::string("only int8 operands, got ") + dtype_name(args.ab_type));
+  LPBENCH_CUDA_REQUIRE(args.a_scales != nullptr && args.b_scales != nullptr,
+                       "a scale pointer is null");
+  LPBENCH_CUDA_REQUIRE(args.a_block_rows >= 0 && args.b_block_rows >= 0 &&
+                           args.a_block_rows < (int64_t{1} << 31) &&
+                           args.b_block_rows < (int64_t{1} << 31),
+                       "block_rows must be in [0, 2³¹) (0: one scale for all rows)");
+  LPBENCH_CUDA_REQUIRE(args.kblock == 0 || args.kblock == kBK,
+                       "kblock must be 0 or 128, got " + std::to_string(args.kblock));
+  LPBENCH_CUDA_REQUIRE(args.c_type == DType::bf16 || args.c_type == DType::fp32,
+                       std::string("c_type must be bf16 or fp32, got ") + dtype_name(args.c_type));
+  const WgmmaProblem problem = wgmma_problem(args);
+  Params p{};
+  p.a_scales = args.a_scales;
+  p.a_block_rows = static_cast<int>(args.a_block_rows);
+  p.b_scales = args.b_scales;
+  p.b_block_rows = static_cast<int>(args.b_block_rows);
+  p.kext = args.kblock != 0 ? static_cast<int>((args.k + kBK - 1) / kBK) : 1;
+  p.bias = args.bias;
+  p.c = args.c;
+  p.vec_c = args.n % 2 == 0 && aligned(args.c, args.c_type == DType::bf16 ? 4 : 8);
+  run(problem, args.a, args.b, p, config, stream);
+}
+
+void wgmma_int8_gemm(const int8_t* a, const int8_t* b, int32_t* c, int64_t m, int64_t n, int64_t k,
+                     cudaStream_t stream, const WgmmaConfig* config) {
+  WgmmaProblem problem;
+  problem.m = m;
+  problem.n = n;
+  problem.k = k;
+  problem.scaling = WgmmaScaling::none;
+  problem.out = DType::int32;
+  Params p{};
+  p.kext = 1;
+  p.c = c;
+  p.vec_c = n % 2 == 0 && aligned(c, 8);
+  run(problem, a, b, p, config, stream);
+}
+
+}  // namespace lpbench::cuda

@@ -1,0 +1,222 @@
+// wgmma_bench: TOP/s of lpbench's Hopper INT8 GEMM (tensorwise and block scaling, BF16 out)
+// beside cuBLASLt INT8 (INT32 out, lpbench's heuristic-searched call), cuBLAS BF16 (torch
+// matmul) and cuBLASLt FP8 (at::_scaled_mm, tensorwise, BF16 out), on llama2-7b's training
+// GEMMs. Every wgmma variant is checked bit for bit against another path before it is timed
+// (INT32 against cuBLASLt, tensorwise against cuBLASLt + lpbench's dequantize, block against
+// lpbench's mma.sync kernel). Timing: CUDA events around each launch, inputs rotated over copies
+// that together exceed 4× L2, 5 warm-up launches, the median of --samples (default 30).
+//
+//   wgmma_bench [--tokens 16384] [--samples 30]
+#include <cuda_runtime.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/cublaslt/gemm.h"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/scaled_gemm.cuh"
+#include "kernels/cuda/wgmma_gemm.cuh"
+#include "workloads/levels/workload.h"
+#include "workloads/models/model_config.h"
+
+namespace {
+
+using namespace lpbench;
+
+struct Operands {
+  at::Tensor a8, b8;              // int8
+  at::Tensor a16, b16;            // bf16
+  at::Tensor af8, bf8;            // fp8 e4m3
+  at::Tensor sa_block, sb_block;  // [m, kb], [ceil(n/128), kb]
+};
+
+double median_ms(const std::function<void(int)>& fn, int copies, int samples) {
+  for (int i = 0; i < 5; ++i)
+    fn(i % copies);
+  cudaEvent_t start, stop;
+  LPBENCH_CUDA_CHECK(cudaEventCreate(&start));
+  LPBENCH_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> ms;
+  for (int i = 0; i < samples; ++i) {
+    LPBENCH_CUDA_CHECK(cudaEventRecord(start, nullptr));
+    fn(i % copies);
+    LPBENCH_CUDA_CHECK(cudaEventRecord(stop, nullptr));
+    LPBENCH_CUDA_CHECK(cudaEventSynchronize(stop));
+    float t = 0;
+    LPBENCH_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    ms.push_back(t);
+  }
+  LPBENCH_CUDA_CHECK(cudaEventDestroy(start));
+  LPBENCH_CUDA_CHECK(cudaEventDestroy(stop));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+cuda::ScaledGemmArgs args_of(const Operands& o, const at::Tensor& sa, const at::Tensor& sb,
+                             bool block, const at::Tensor& c) {
+  cuda::ScaledGemmArgs a;
+  a.a = o.a8.data_ptr();
+  a.b = o.b8.data_ptr();
+  a.m = o.a8.size(0);
+  a.n = o.b8.size(0);
+  a.k = o.a8.size(1);
+  a.a_scales = sa.data_ptr<float>();
+  a.a_block_rows = block ? 1 : 0;
+  a.b_scales = sb.data_ptr<float>();
+  a.b_block_rows = block ? 128 : 0;
+  a.kblock = block ? 128 : 0;
+  a.c = c.data_ptr();
+  a.c_type = cuda::DType::bf16;
+  return a;
+}
+
+bool same(const at::Tensor& x, const at::Tensor& y) {
+  const at::ScalarType bits = x.element_size() == 2 ? at::kShort : at::kInt;
+  return torch::equal(x.view(bits), y.view(bits));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t tokens = 16384;
+  int samples = 30;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--tokens") {
+      tokens = std::atoll(argv[i + 1]);
+    } else if (flag == "--samples") {
+      samples = std::atoi(argv[i + 1]);
+    } else {
+      std::fprintf(stderr, "unknown flag %s; usage: wgmma_bench [--tokens N] [--samples S]\n",
+                   argv[i]);
+      return 2;
+    }
+  }
+  if (tokens <= 0 || samples < 20) {
+    std::fprintf(stderr, "--tokens must be positive and --samples at least 20\n");
+    return 2;
+  }
+  if (!torch::cuda::is_available() || !cuda::wgmma_supported()) {
+    std::fprintf(stderr, "wgmma_bench needs an sm_90 GPU (H100/H200)\n");
+    return 2;
+  }
+  int device = 0, l2 = 0;
+  LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  cudaDeviceProp prop{};
+  LPBENCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::printf("device: %s, L2 %d MiB, llama2-7b training GEMMs at %lld tokens, median of %d\n",
+              prop.name, l2 >> 20, static_cast<long long>(tokens), samples);
+  std::printf("%-22s %-6s %11s %11s %11s %9s %11s  %s\n", "MxNxK", "gemm", "wg-tens", "wg-block",
+              "lt-int8", "bf16", "fp8", "TOP/s; x = over bf16 | wgmma configs");
+
+  std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
+  const auto opts = torch::TensorOptions().device(torch::kCUDA);
+  for (const auto& l : workloads::linear_shapes(workloads::builtin_model("llama2-7b"))) {
+    for (const auto& [kind, s] : workloads::training_gemms(l, tokens)) {
+      if (!seen.insert({s.m, s.n, s.k}).second) continue;
+      const int64_t m = s.m, n = s.n, k = s.k, kb = (k + 127) / 128;
+      // Enough copies that one pass over them evicts L2 four times over (counted in BF16).
+      const int64_t bytes = 2 * (m + n) * k;
+      const int copies = static_cast<int>(std::clamp<int64_t>(4LL * l2 / bytes + 1, 2, 16));
+      torch::manual_seed(1);
+      std::vector<Operands> ops;
+      for (int c = 0; c < copies; ++c) {
+        Operands o;
+        o.a8 = torch::randint(-127, 128, {m, k}, opts.dtype(at::kChar));
+        o.b8 = torch::randint(-127, 128, {n, k}, opts.dtype(at::kChar));
+        o.a16 = torch::randn({m, k}, opts.dtype(at::kBFloat16));
+        o.b16 = torch::randn({n, k}, opts.dtype(at::kBFloat16));
+        o.af8 = o.a16.to(at::kFloat8_e4m3fn);
+        o.bf8 = o.b16.to(at::kFloat8_e4m3fn);
+        o.sa_block = torch::rand({m, kb}, opts) * 1e-3 + 1e-4;
+        o.sb_block = torch::rand({(n + 127) / 128, kb}, opts) * 1e-3 + 1e-4;
+        ops.push_back(o);
+      }
+      const at::Tensor one = torch::full({1}, 1e-3, opts);
+      at::Tensor c_bf16 = torch::empty({m, n}, opts.dtype(at::kBFloat16));
+      at::Tensor c_ref = torch::empty({m, n}, opts.dtype(at::kBFloat16));
+      at::Tensor acc = torch::empty({m, n}, opts.dtype(at::kInt));
+      at::Tensor acc_ref = torch::empty({m, n}, opts.dtype(at::kInt));
+      const cudaStream_t stream = nullptr;
+
+      // Checked before timed.
+      const Operands& o0 = ops[0];
+      cublaslt::int8_gemm(o0.a8.data_ptr<int8_t>(), o0.b8.data_ptr<int8_t>(),
+                          acc_ref.data_ptr<int32_t>(), m, n, k, stream);
+      cuda::wgmma_int8_gemm(o0.a8.data_ptr<int8_t>(), o0.b8.data_ptr<int8_t>(),
+                            acc.data_ptr<int32_t>(), m, n, k, stream);
+      const bool int32_ok = same(acc, acc_ref);
+      cuda::dequantize_int32(acc_ref.data_ptr<int32_t>(), args_of(o0, one, one, false, c_ref),
+                             stream);
+      cuda::wgmma_scaled_gemm(args_of(o0, one, one, false, c_bf16), stream);
+      const bool tensor_ok = same(c_bf16, c_ref);
+      cuda::scaled_gemm_mma(args_of(o0, o0.sa_block, o0.sb_block, true, c_ref), stream);
+      cuda::wgmma_scaled_gemm(args_of(o0, o0.sa_block, o0.sb_block, true, c_bf16), stream);
+      const bool block_ok = same(c_bf16, c_ref);
+
+      const double ops_count = 2.0 * m * n * k;
+      auto tops = [&](double ms) { return ops_count / (ms * 1e-3) / 1e12; };
+      const double t_tensor =
+          tensor_ok && int32_ok
+              ? median_ms(
+                    [&](int i) {
+                      cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream);
+                    },
+                    copies, samples)
+              : 0;
+      const double t_block =
+          block_ok
+              ? median_ms(
+                    [&](int i) {
+                      cuda::wgmma_scaled_gemm(
+                          args_of(ops[i], ops[i].sa_block, ops[i].sb_block, true, c_bf16), stream);
+                    },
+                    copies, samples)
+              : 0;
+      const double t_lt = median_ms(
+          [&](int i) {
+            cublaslt::int8_gemm(ops[i].a8.data_ptr<int8_t>(), ops[i].b8.data_ptr<int8_t>(),
+                                acc_ref.data_ptr<int32_t>(), m, n, k, stream);
+          },
+          copies, samples);
+      const double t_bf16 =
+          median_ms([&](int i) { at::mm_out(c_ref, ops[i].a16, ops[i].b16.t()); }, copies, samples);
+      const double t_fp8 = median_ms(
+          [&](int i) {
+            (void)at::_scaled_mm(ops[i].af8, ops[i].bf8.t(), one, one, std::nullopt, std::nullopt,
+                                 at::kBFloat16, /*use_fast_accum=*/false);
+          },
+          copies, samples);
+      const double bf = tops(t_bf16);
+      auto cell = [&](double ms) {
+        char buf[32];
+        if (ms <= 0) {
+          std::snprintf(buf, sizeof buf, "%9s", "FAIL");
+        } else {
+          std::snprintf(buf, sizeof buf, "%5.0f %.2fx", tops(ms), tops(ms) / bf);
+        }
+        return std::string(buf);
+      };
+      cuda::WgmmaProblem pt{m, n, k, cuda::WgmmaScaling::tensor, cuda::DType::bf16, false};
+      cuda::WgmmaProblem pb = pt;
+      pb.scaling = cuda::WgmmaScaling::block;
+      std::printf("%-22s %-6s %s %s %s %9.0f %s  | tensor: %s; block: %s%s\n",
+                  (std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)).c_str(),
+                  std::string(kernels::to_string(kind)).c_str(), cell(t_tensor).c_str(),
+                  cell(t_block).c_str(), cell(t_lt).c_str(), bf, cell(t_fp8).c_str(),
+                  cuda::to_string(cuda::wgmma_config_for(pt)).c_str(),
+                  cuda::to_string(cuda::wgmma_config_for(pb)).c_str(),
+                  int32_ok && tensor_ok && block_ok ? "" : "  CHECK FAILED (not timed)");
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}

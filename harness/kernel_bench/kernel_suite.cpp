@@ -62,8 +62,7 @@ struct Suite {
     if (outcome.written) return;
     outcome.written = true;
     if (!db) return;
-    db->add_kernel_result(
-        make_record(cases[index], outcome, settings, sweep_id, device.gpu_name));
+    db->add_kernel_result(make_record(cases[index], outcome, settings, sweep_id, device.gpu_name));
   }
 };
 

@@ -29,6 +29,7 @@ std::string join_command_line(int argc, char** argv) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+  if (const std::optional<int> code = forward_gemm(argc, argv)) return *code;
   CLI::App app{"lpbench: BF16, INT8 and FP8 training paths of LLMs, measured and compared"};
   app.set_version_flag("--version", std::string(env::build_info().version));
   app.require_subcommand(1);
@@ -41,6 +42,7 @@ int run_cli(int argc, char** argv) {
   add_reproduce_command(app, action, join_command_line(argc, argv));
   add_export_command(app, action);
   add_converge_command(app, action, join_command_line(argc, argv));
+  add_gemm_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

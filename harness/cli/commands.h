@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 // Each subcommand lives in its own file: it binds its flags onto a typed struct and, once the
@@ -21,6 +22,11 @@ void add_compare_command(CLI::App& app, Action& action);
 void add_reproduce_command(CLI::App& app, Action& action, const std::string& command_line);
 void add_export_command(CLI::App& app, Action& action);
 void add_converge_command(CLI::App& app, Action& action, const std::string& command_line);
+
+// `lpbench gemm ...`: the kernel suite (lpbench-kernels) with the arguments after `gemm`;
+// nothing for any other subcommand. add_gemm_command lists it in --help.
+void add_gemm_command(CLI::App& app);
+std::optional<int> forward_gemm(int argc, char** argv);
 
 // Parses argv and runs the chosen subcommand; returns the exit code (2 for a bad command line).
 int run_cli(int argc, char** argv);

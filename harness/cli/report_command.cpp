@@ -10,6 +10,7 @@
 #include "reports/diagnostics_report.h"
 #include "reports/full_report.h"
 #include "reports/hotspots.h"
+#include "reports/kernel_table.h"
 #include "reports/selection.h"
 #include "reports/sweep_report.h"
 
@@ -52,8 +53,16 @@ int print_tables(const store::Store& store, const ReportOptions& options) {
   }
   for (size_t i = 0; i < sweeps.size(); ++i) {
     const reports::SweepReport report = reports::build_sweep_report(store, sweeps[i]);
-    fmt::print("{}{}{}{}", i ? "\n" : "", reports::render_sweep_markdown(report),
-               reports::render_hotspots(store, report), reports::render_diagnostics(store, report));
+    const std::string kernels = reports::render_kernel_table(store, sweeps[i].id);
+    if (report.runs.empty() && !kernels.empty()) {
+      // A kernel-suite sweep: its kernel table, no runs table to say is empty.
+      fmt::print("{}## {}\n\n`{}`\n{}", i ? "\n" : "", reports::sweep_heading(sweeps[i]),
+                 sweeps[i].command_line, kernels);
+      continue;
+    }
+    fmt::print("{}{}{}{}{}", i ? "\n" : "", reports::render_sweep_markdown(report),
+               reports::render_hotspots(store, report), reports::render_diagnostics(store, report),
+               kernels);
   }
   return 0;
 }

@@ -1,0 +1,126 @@
+#include "reports/kernel_table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "reports/run_summary.h"
+#include "reports/text_table.h"
+
+namespace lpbench::reports {
+
+namespace {
+
+using store::KernelResultRecord;
+
+bool timed(const KernelResultRecord& r) {
+  return r.status == "ok" && r.median_ms && r.p10_ms && r.p90_ms;
+}
+
+timing::Summary summary_of(const KernelResultRecord& r) {
+  timing::Summary s;
+  s.count = r.samples;
+  s.median = *r.median_ms;
+  s.p10 = *r.p10_ms;
+  s.p90 = *r.p90_ms;
+  return s;
+}
+
+// The BF16 case of the same model, part, GEMM and shape in the same sweep.
+const KernelResultRecord* twin_of(const KernelResultRecord& r,
+                                  const std::vector<KernelResultRecord>& all) {
+  for (const KernelResultRecord& b : all) {
+    if (b.op == "gemm" && b.recipe == "bf16" && b.sweep_id == r.sweep_id && b.model == r.model &&
+        b.part == r.part && b.gemm == r.gemm && b.m == r.m && b.n == r.n && b.k == r.k) {
+      return &b;
+    }
+  }
+  return nullptr;
+}
+
+std::string time_cell(const KernelResultRecord& r) {
+  if (!timed(r)) return "—";
+  return fmt::format("{:.3f} ({:.3f}–{:.3f})", *r.median_ms, *r.p10_ms, *r.p90_ms);
+}
+
+std::string rate_cell(const std::optional<double>& value) {
+  return value ? fmt::format("{:.1f}", *value) : "—";
+}
+
+std::string speedup_cell(const KernelResultRecord& r, const std::vector<KernelResultRecord>& all) {
+  if (r.recipe == "bf16") return timed(r) ? "1.00× (twin)" : "—";
+  const KernelResultRecord* twin = twin_of(r, all);
+  if (!twin || !timed(*twin) || !timed(r)) return "—";
+  return fmt::format("{:.2f}× {}", *twin->median_ms / *r.median_ms,
+                     to_string(compare_spread(summary_of(r), summary_of(*twin))));
+}
+
+// "skipped [1]": the reason is listed once under the table, however many cases share it.
+std::string status_cell(const KernelResultRecord& r, std::vector<std::string>& reasons) {
+  if (r.status == "ok" || !r.reason) return r.status;
+  auto it = std::find(reasons.begin(), reasons.end(), *r.reason);
+  if (it == reasons.end()) it = reasons.insert(reasons.end(), *r.reason);
+  return fmt::format("{} [{}]", r.status, it - reasons.begin() + 1);
+}
+
+}  // namespace
+
+std::string render_kernel_table(const std::vector<KernelResultRecord>& results) {
+  if (results.empty()) return "";
+  std::vector<std::string> reasons;
+  TextTable gemms({{"case"},
+                   {"gemm"},
+                   {"m×n×k", TextTable::Align::right},
+                   {"recipe"},
+                   {"variant"},
+                   {"backend"},
+                   {"median ms (p10–p90)", TextTable::Align::right},
+                   {"TFLOP/s · TOP/s", TextTable::Align::right},
+                   {"GB/s", TextTable::Align::right},
+                   {"vs bf16 twin", TextTable::Align::right},
+                   {"status"}});
+  TextTable quantize({{"model"},
+                      {"rows×cols", TextTable::Align::right},
+                      {"recipe"},
+                      {"backend"},
+                      {"median ms (p10–p90)", TextTable::Align::right},
+                      {"GB/s", TextTable::Align::right},
+                      {"status"}});
+  bool emulated = false;
+  for (const KernelResultRecord& r : results) {
+    emulated = emulated || r.backend == "cpu-reference" || r.backend == "cpu-aten-mm";
+    if (r.op == "gemm") {
+      gemms.add_row({fmt::format("{}/{}", r.model.value_or("—"), r.part.value_or("—")),
+                     r.gemm.value_or("—"), fmt::format("{}×{}×{}", r.m, r.n, r.k), r.recipe,
+                     r.variant, r.backend, time_cell(r), rate_cell(r.tflops), rate_cell(r.gb_s),
+                     speedup_cell(r, results), status_cell(r, reasons)});
+    } else {
+      quantize.add_row({r.model.value_or("—"), fmt::format("{}×{}", r.m, r.n), r.recipe, r.backend,
+                        time_cell(r), rate_cell(r.gb_s), status_cell(r, reasons)});
+    }
+  }
+  std::string out;
+  if (gemms.rows() > 0) out += "\n### Kernel benchmarks: GEMMs\n\n" + gemms.markdown();
+  if (quantize.rows() > 0) out += "\n### Kernel benchmarks: quantize\n\n" + quantize.markdown();
+  out +=
+      "\nMilliseconds per call: median (p10–p90) of the timed iterations, CUDA events on the "
+      "working stream (host clock on a CPU), inputs rotated through buffer sets larger than the "
+      "L2. TOP/s for INT8 products, TFLOP/s for the others. The speedup is the bf16 twin's median "
+      "over the case's: faster or slower only when the p10–p90 ranges do not overlap, else "
+      "same.\n";
+  if (emulated) {
+    out +=
+        "- cpu-reference and cpu-aten-mm rows ran on the CPU: they check the suite, they are not "
+        "a hardware's speed.\n";
+  }
+  for (size_t i = 0; i < reasons.size(); ++i)
+    out += fmt::format("- [{}] {}\n", i + 1, reasons[i]);
+  return out;
+}
+
+std::string render_kernel_table(const store::Store& store, int64_t sweep_id) {
+  return render_kernel_table(store.kernel_results(sweep_id));
+}
+
+}  // namespace lpbench::reports

@@ -1,0 +1,177 @@
+// lpbench-kernels and `lpbench gemm` end to end on the CPU: the case list, a tiny run into the
+// store and back, an unsupported case skipped with its reason, the report's kernel table.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "harness/kernel_bench/case_table.h"
+#include "harness/store/store.h"
+#include "tests/support/process.h"
+#include "tests/support/programs.h"
+#include "tests/support/temp_dir.h"
+
+namespace lpbench {
+namespace {
+
+using testing::run_process;
+using testing::TempDir;
+
+std::vector<std::string> listed_names(const std::string& out) {
+  std::vector<std::string> names;
+  std::istringstream lines(out);
+  std::string line;
+  std::getline(lines, line);  // header
+  while (std::getline(lines, line)) {
+    if (!line.empty()) names.push_back(line.substr(0, line.find(' ')));
+  }
+  return names;
+}
+
+TEST(CliKernels, ListsTheCasesOfTheCaseTable) {
+  const auto list = run_process(
+      {LPBENCH_KERNELS_BINARY, "--list", "--models", "llama2-7b", "--tokens", "4096,16384"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  kernel_bench::CaseFilter filter;
+  filter.models = {"llama2-7b"};
+  filter.tokens = {4096, 16384};
+  std::vector<std::string> expected;
+  for (const kernel_bench::KernelCase& c : kernel_bench::kernel_cases(filter))
+    expected.push_back(c.name);
+  EXPECT_EQ(listed_names(list.out), expected);
+  EXPECT_NE(list.out.find("gemm/llama2-7b/output/fprop/T16384/int8-row/with_quantization"),
+            std::string::npos);
+  EXPECT_NE(list.out.find("16384    32000     4096"), std::string::npos) << "m, n, k columns";
+
+  // The same program behind `lpbench gemm`, and Google Benchmark's filter applies to the list.
+  const auto gemm = run_process({LPBENCH_BINARY, "gemm", "--list", "--models", "llama2-7b",
+                                 "--benchmark_filter=down/wgrad/T4096/int8-block"});
+  ASSERT_EQ(gemm.exit_code, 0) << gemm.err;
+  EXPECT_EQ(
+      listed_names(gemm.out),
+      (std::vector<std::string>{"gemm/llama2-7b/down/wgrad/T4096/int8-block/prequantized",
+                                "gemm/llama2-7b/down/wgrad/T4096/int8-block/with_quantization"}));
+}
+
+TEST(CliKernels, TinyCpuRunWritesRowsThatReadBackAndSkipsFp8WithItsReason) {
+  const testing::ScopedEnv one_thread("OMP_NUM_THREADS", "1");
+  TempDir dir;
+  const std::string db = dir / "k.db";
+  const std::string json = dir / "gb.json";
+  const auto run = run_process({LPBENCH_KERNELS_BINARY,
+                                "--models",
+                                "tiny",
+                                "--tokens",
+                                "16",
+                                "--recipes",
+                                "int8-tensor,fp8-tensor",
+                                "--device",
+                                "cpu",
+                                "--iterations",
+                                "3",
+                                "--warmup",
+                                "1",
+                                "--db",
+                                db,
+                                "--label",
+                                "kernels",
+                                "--benchmark_filter=(qkv|output)/fprop|quantize/.*/512x256",
+                                "--benchmark_out=" + json,
+                                "--benchmark_out_format=json"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  // Google Benchmark's console and JSON outputs stay.
+  EXPECT_NE(run.out.find("gemm/tiny/qkv/fprop/T16/bf16/iterations:3/manual_time"),
+            std::string::npos)
+      << run.out;
+  const std::string gb = testing::read_file(json);
+  EXPECT_NE(gb.find("\"benchmarks\""), std::string::npos);
+  EXPECT_NE(gb.find("gemm/tiny/output/fprop/T16/int8-tensor/prequantized"), std::string::npos);
+
+  const store::Store store = store::Store::open(db, store::Store::Mode::read);
+  const auto sweeps = store.sweeps();
+  ASSERT_EQ(sweeps.size(), 1u);
+  EXPECT_EQ(sweeps[0].label.value_or(""), "kernels");
+  EXPECT_NE(sweeps[0].command_line.find("--tokens 16"), std::string::npos);
+  const auto rows = store.kernel_results(sweeps[0].id);
+  std::map<std::string, store::KernelResultRecord> by_name;
+  for (const auto& r : rows)
+    by_name[r.name] = r;
+  // qkv and output fprop: bf16 + int8-tensor×2 + fp8-tensor×2 each; quantize of the 512×256
+  // weights (qkv's and output's: one case per scheme): int8-tensor and fp8-tensor.
+  EXPECT_EQ(rows.size(), 2u * 5 + 2) << run.out;
+
+  const auto& ok = by_name.at("gemm/tiny/qkv/fprop/T16/int8-tensor/with_quantization");
+  EXPECT_EQ(ok.status, "ok");
+  EXPECT_FALSE(ok.reason);
+  EXPECT_EQ(ok.op, "gemm");
+  EXPECT_EQ(ok.part.value_or(""), "qkv");
+  EXPECT_EQ(ok.gemm.value_or(""), "fprop");
+  EXPECT_EQ(ok.variant, "with_quantization");
+  EXPECT_EQ(ok.backend, "cpu-reference");
+  EXPECT_EQ(std::tie(ok.m, ok.n, ok.k), std::make_tuple(16, 512, 256));
+  EXPECT_EQ(ok.samples, 3);
+  ASSERT_TRUE(ok.median_ms && ok.p10_ms && ok.p90_ms && ok.tflops && ok.gb_s);
+  EXPECT_GT(*ok.median_ms, 0.0);
+  EXPECT_LE(*ok.p10_ms, *ok.median_ms);
+  EXPECT_LE(*ok.median_ms, *ok.p90_ms);
+  EXPECT_NEAR(*ok.tflops, 2.0 * 16 * 512 * 256 / (*ok.median_ms / 1e3) / 1e12, 1e-9);
+  EXPECT_FALSE(ok.gpu_name);
+  EXPECT_NE(ok.config_json.find("\"timer\":\"host-clock\""), std::string::npos);
+  EXPECT_NE(ok.config_json.find("\"validation\""), std::string::npos);
+
+  for (const auto& [name, r] : by_name) {
+    if (name.find("fp8-tensor") != std::string::npos) {
+      EXPECT_EQ(r.status, "skipped") << name;
+      ASSERT_TRUE(r.reason) << name;
+      EXPECT_NE(r.reason->find("needs FP8 tensor cores"), std::string::npos) << *r.reason;
+      EXPECT_FALSE(r.median_ms) << name << " was timed";
+      EXPECT_EQ(r.samples, 0);
+    } else {
+      EXPECT_EQ(r.status, "ok") << name << ": " << r.reason.value_or("");
+    }
+  }
+  // Skipped in Google Benchmark's console too, with the reason.
+  EXPECT_NE(run.out.find("ERROR OCCURRED: 'fp8-tensor needs FP8 tensor cores"), std::string::npos)
+      << run.out;
+  const auto& quantize = by_name.at("quantize/tiny/512x256/int8-tensor/tensor");
+  EXPECT_EQ(quantize.op, "quantize");
+  EXPECT_FALSE(quantize.tflops);
+  EXPECT_TRUE(quantize.gb_s);
+
+  // The report shows the kernel table with the speedup over the bf16 twin.
+  const auto report = run_process({LPBENCH_BINARY, "report", "--db", db});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("### Kernel benchmarks: GEMMs"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("1.00× (twin)"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("### Kernel benchmarks: quantize"), std::string::npos);
+  EXPECT_NE(report.out.find("needs FP8 tensor cores"), std::string::npos);
+  EXPECT_EQ(report.out.find("No runs were recorded"), std::string::npos);
+}
+
+TEST(CliKernels, BadInputIsOneLineAndExitTwo) {
+  TempDir dir;
+  const std::string db = dir / "k.db";
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--tokens", "0"},
+                                               {"--models", "llama9"},
+                                               {"--recipes", "int4"},
+                                               {"--variants", "later"},
+                                               {"--iterations", "0"},
+                                               {"--label", "x"},
+                                               {"--no-such-flag"},
+                                               {"--device", "cuda:x"}}) {
+    std::vector<std::string> argv{LPBENCH_KERNELS_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    if (args[0] != "--label") argv.insert(argv.end(), {"--db", db});
+    const auto result = run_process(argv);
+    EXPECT_EQ(result.exit_code, 2) << args[0] << ": " << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_EQ(result.err.rfind("lpbench-kernels: error: ", 0), 0u) << result.err;
+  }
+  EXPECT_FALSE(testing::exists(db)) << "bad input must not touch the database";
+}
+
+}  // namespace
+}  // namespace lpbench

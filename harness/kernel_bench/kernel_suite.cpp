@@ -235,8 +235,10 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--buffer-sets", o.buffer_sets,
                  "Input sets rotated through (default: enough to hold twice the GPU's L2, at "
                  "least 2; 2 on the CPU)");
-  app.add_option("--int8-gemm", o.int8_gemm,
-                 "INT8 GEMM for tensorwise and rowwise scales: cublaslt, lpbench, torch")
+  app.add_option(
+         "--int8-gemm", o.int8_gemm,
+         "INT8 GEMM for tensorwise and rowwise scales: cublaslt, lpbench, torch; wgmma (sm_90: "
+         "also block scales)")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the random operands")->capture_default_str();
   app.add_option("--db", o.db, "Write each case's row into this SQLite database, as a new sweep");
@@ -259,9 +261,10 @@ void check_options(const Options& o) {
     throw InputError(fmt::format("--buffer-sets must be between 1 and {} (0: from the L2 size)",
                                  kMaxBufferSets));
   }
-  if (o.int8_gemm != "cublaslt" && o.int8_gemm != "lpbench" && o.int8_gemm != "torch") {
-    throw InputError(
-        fmt::format("unknown --int8-gemm '{}'; valid: cublaslt, lpbench, torch", o.int8_gemm));
+  if (o.int8_gemm != "cublaslt" && o.int8_gemm != "lpbench" && o.int8_gemm != "torch" &&
+      o.int8_gemm != "wgmma") {
+    throw InputError(fmt::format("unknown --int8-gemm '{}'; valid: cublaslt, lpbench, torch, wgmma",
+                                 o.int8_gemm));
   }
   if (!o.label.empty() && o.db.empty()) {
     throw InputError("--label names the sweep written with --db; give --db FILE too");
@@ -322,6 +325,7 @@ int kernel_suite_main(int argc, char** argv, const std::string& program) {
   suite.device = device_info(parse_device(options.device));
   kernels::set_int8_backend(options.int8_gemm == "lpbench" ? kernels::Int8Backend::lpbench_mma
                             : options.int8_gemm == "torch" ? kernels::Int8Backend::torch_int_mm
+                            : options.int8_gemm == "wgmma" ? kernels::Int8Backend::lpbench_wgmma
                                                            : kernels::Int8Backend::cublaslt);
   const env::Provenance provenance = env::collect_provenance(suite.device.device);
   suite.settings.device = suite.device.device.str();

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "kernels/profiling/range.h"
+#include "kernels/reference/int8_gemm.h"
 #include "kernels/reference/scaled_gemm.h"
 #include "kernels/torch/gemm.h"
 
@@ -99,7 +100,10 @@ bool wgmma_takes(const Quantized& a, const Quantized& b) {
   };
   const bool blocks_ok = (!scales_along_k(a) || a.block_cols() == 128) &&
                          (!scales_along_k(b) || b.block_cols() == 128);
-  return a.cols() % 16 == 0 && blocks_ok && aligned(a.values) && aligned(b.values) &&
+  // Without K blocks the INT32 accumulators span all of K, exact only up to kInt8GemmMaxK (a
+  // vocabulary-long wgrad K, 151936 for Qwen3, is beyond it): such products go elsewhere.
+  const bool k_fits = scales_along_k(a) || a.cols() <= reference::kInt8GemmMaxK;
+  return a.cols() % 16 == 0 && blocks_ok && k_fits && aligned(a.values) && aligned(b.values) &&
          cuda::wgmma_supported();
 }
 
@@ -259,9 +263,9 @@ std::optional<at::Tensor> scaled_mm_rowwise(const Quantized& a_in, const Quantiz
   const Quantized b = pad_k(b_in, 16);
   try {
     // mat2 column-major [K, N]: our row-major B[N, K], transposed as a view.
-    at::Tensor c = at::_scaled_mm(a.values, b.values.t(), a.scales.reshape({-1, 1}),
-                                  b.scales.reshape({1, -1}), std::nullopt, std::nullopt,
-                                  at::kBFloat16, /*use_fast_accum=*/false);
+    at::Tensor c =
+        at::_scaled_mm(a.values, b.values.t(), a.scales.reshape({-1, 1}), b.scales.reshape({1, -1}),
+                       std::nullopt, std::nullopt, at::kBFloat16, /*use_fast_accum=*/false);
     if (bias.defined()) return (c.to(at::kFloat) + bias.to(at::kFloat)).to(dtype);
     return c.to(dtype);
   } catch (const c10::Error& e) {

@@ -5,7 +5,9 @@
 #include <torch/torch.h>
 
 #include "kernels/recipe.h"
+#include "kernels/reference/int8_gemm.h"
 #include "kernels/torch/gemm_stats.h"
+#include "kernels/torch/quantize.h"
 #include "kernels/torch/quantized_linear.h"
 #include "kernels/torch/scaled_gemm.h"
 #include "workloads/levels/workload.h"
@@ -113,6 +115,23 @@ TEST_F(GpuPaths, ShapesOffTheTensorCoreGridStillMatchTheReference) {
     EXPECT_LT(relative_error(gpu.grad_x, cpu.grad_x), 5e-3) << name;
     EXPECT_LT(relative_error(gpu.grad_w, cpu.grad_w), 5e-3) << name;
   }
+}
+
+// A vocabulary-long K (Qwen3's LM head wgrad: K = 151936) is past what INT32 accumulators over all
+// of K hold exactly; the wgmma backend hands such a tensorwise product on instead of refusing it,
+// and the result is the cuBLASLt backend's, bit for bit.
+TEST_F(GpuPaths, TheWgmmaBackendPassesOnAKTooLongForItsAccumulators) {
+  torch::manual_seed(9);
+  const int64_t k = reference::kInt8GemmMaxK + 16 * 100;
+  const at::Tensor x = torch::randn({64, k}, torch::kCUDA).to(torch::kBFloat16);
+  const at::Tensor w = torch::randn({128, k}, torch::kCUDA).to(torch::kBFloat16);
+  const Quantized a = kernels::quantize(x, QuantSpec{});
+  const Quantized b = kernels::quantize(w, QuantSpec{});
+  set_int8_backend(Int8Backend::lpbench_wgmma);
+  EXPECT_NE(scaled_gemm_backend(a, b, x.device()), "lpbench-wgmma");
+  const at::Tensor via_wgmma_choice = scaled_gemm(a, b, at::kBFloat16);
+  set_int8_backend(Int8Backend::cublaslt);
+  EXPECT_TRUE(torch::equal(via_wgmma_choice, scaled_gemm(a, b, at::kBFloat16)));
 }
 
 TEST_F(GpuPaths, Fp8RecipesAgreeWithTheReferenceWithinTheirAccumulation) {

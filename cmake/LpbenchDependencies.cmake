@@ -66,6 +66,13 @@ if(LPBENCH_BUILD_TESTS)
 endif()
 find_package(benchmark REQUIRED)
 find_package(SentencePiece REQUIRED)
+# Debian's libsentencepiece exports FLAGS_minloglevel as a 32-byte flag object; libc10 exports the
+# same name as a 4-byte int. The library first in a program's symbol scope owns the name. When that
+# is libc10, sentencepiece's static constructor writes its 32 bytes over libc10's flags, setting
+# caffe2_use_fatal_for_enforce, and every failed TORCH enforce (an allocation failure among them)
+# aborts the process instead of throwing. Listing sentencepiece ahead of everything on every link
+# line puts it first in the scope, so both libraries use its object.
+add_link_options(LINKER:--no-as-needed ${SentencePiece_TRAIN_LIBRARY} ${SentencePiece_LIBRARY})
 
 # torch ships fmt headers (v12) in its include directory; they shadow the system fmt (v9) in any
 # file that also sees torch's includes. Header-only fmt links nothing, so whichever headers a

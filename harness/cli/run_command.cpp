@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "harness/cli/commands.h"
-#include "harness/cli/run_flags.h"
 #include "harness/cli/diagnostics_option.h"
+#include "harness/cli/run_flags.h"
 #include "harness/config/run_config.h"
 #include "harness/errors.h"
 #include "harness/runner/sweep_runner.h"

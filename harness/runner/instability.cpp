@@ -47,8 +47,7 @@ std::vector<Instability> InstabilityWatch::observe(int64_t step, std::optional<d
   }
   if (grad_norm && std::isfinite(*grad_norm)) {
     const std::optional<double> median = grad_norm_.median();
-    if (median && *median > 0 && *grad_norm > kGrowthRatio * *median &&
-        !grad_norm_.quiet(step)) {
+    if (median && *median > 0 && *grad_norm > kGrowthRatio * *median && !grad_norm_.quiet(step)) {
       grad_norm_.last_fired = step;
       found.push_back(
           {"grad_norm_growth", step,

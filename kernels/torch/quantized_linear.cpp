@@ -30,8 +30,8 @@ GemmSpec decode(const std::vector<int64_t>& v, double ratio) {
 // docs/perf-log.md), so there the fused quantize-and-transpose kernel reads the source again.
 bool transposable(const std::optional<Quantized>& q, const QuantSpec& wanted) {
   return q && !q->values.is_cuda() && q->spec.format == wanted.format &&
-         wanted.block_rows == wanted.block_cols &&
-         q->spec.block_rows == wanted.block_rows && q->spec.block_cols == wanted.block_cols;
+         wanted.block_rows == wanted.block_cols && q->spec.block_rows == wanted.block_rows &&
+         q->spec.block_cols == wanted.block_cols;
 }
 
 GemmOperand transposed(const GemmOperand& op) {

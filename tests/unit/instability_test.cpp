@@ -13,7 +13,8 @@ std::vector<Instability> feed(InstabilityWatch& watch, int64_t from, int64_t to,
                               double grad_norm) {
   std::vector<Instability> all;
   for (int64_t step = from; step < to; ++step) {
-    for (auto& e : watch.observe(step, loss, grad_norm)) all.push_back(e);
+    for (auto& e : watch.observe(step, loss, grad_norm))
+      all.push_back(e);
   }
   return all;
 }

@@ -81,8 +81,11 @@ std::string family_of(const json& j, const std::string& source) {
   for (const std::string& family : families()) {
     if (family == type) return type;
   }
+  // Escaped as in JSON, so that a name holding a newline still makes a one-line error.
+  const std::string escaped = json(type).dump();
   throw std::invalid_argument(fmt::format("{}: unsupported architecture '{}'; supported: {}",
-                                          source, type, fmt::join(families(), ", ")));
+                                          source, escaped.substr(1, escaped.size() - 2),
+                                          fmt::join(families(), ", ")));
 }
 
 }  // namespace

@@ -165,4 +165,38 @@ std::string evals_csv(const store::Store& store) {
   return out;
 }
 
+std::string kernels_csv(const store::Store& store) {
+  std::string out =
+      header({"id",        "sweep_id", "name",   "op",     "model", "part",    "gemm",   "recipe",
+              "variant",   "backend",  "m",      "n",      "k",     "status",  "reason", "samples",
+              "median_ms", "p10_ms",   "p90_ms", "tflops", "gb_s",  "gpu_name"});
+  for (const store::KernelResultRecord& r : store.kernel_results(std::nullopt)) {
+    out += Row()
+               .integer(r.id)
+               .integer(r.sweep_id)
+               .text(r.name)
+               .text(r.op)
+               .maybe(r.model)
+               .maybe(r.part)
+               .maybe(r.gemm)
+               .text(r.recipe)
+               .text(r.variant)
+               .text(r.backend)
+               .integer(r.m)
+               .integer(r.n)
+               .integer(r.k)
+               .text(r.status)
+               .maybe(r.reason)
+               .integer(r.samples)
+               .number(r.median_ms)
+               .number(r.p10_ms)
+               .number(r.p90_ms)
+               .number(r.tflops)
+               .number(r.gb_s)
+               .maybe(r.gpu_name)
+               .line();
+  }
+  return out;
+}
+
 }  // namespace lpbench::reports

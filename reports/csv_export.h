@@ -13,5 +13,7 @@ std::string sweeps_csv(const store::Store& store);
 std::string runs_csv(const store::Store& store);
 std::string steps_csv(const store::Store& store);
 std::string evals_csv(const store::Store& store);
+// The kernel suite's rows (lpbench-kernels), one per case and sweep.
+std::string kernels_csv(const store::Store& store);
 
 }  // namespace lpbench::reports

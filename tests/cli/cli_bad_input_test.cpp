@@ -135,7 +135,7 @@ TEST_F(CliBadInput, ReportCompareExportReproduceAndLabels) {
        {"compare", "--db", db_, "--baseline", "sweep:1", "--candidate", "sweep:1", "--junit",
         dir_ / "no-such-dir/j.xml"},
        "does not exist"},
-      {"export json", {"export", "--db", db_, "--format", "json", "--out", dir_ / "x"}, "only csv"},
+      {"export json", {"export", "--db", db_, "--format", "json", "--out", dir_ / "x"}, "unknown; use csv"},
       {"export out is a file", {"export", "--db", db_, "--out", notes}, "is not a folder"},
       {"reproduce unknown table", {"reproduce", "paper9", "--db", db_}, "unknown table 'paper9'"},
       {"reproduce no table", {"reproduce", "--db", db_}, "name a table"},

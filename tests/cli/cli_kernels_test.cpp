@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <map>
@@ -149,6 +150,47 @@ TEST(CliKernels, TinyCpuRunWritesRowsThatReadBackAndSkipsFp8WithItsReason) {
   EXPECT_NE(report.out.find("### Kernel benchmarks: quantize"), std::string::npos);
   EXPECT_NE(report.out.find("needs FP8 tensor cores"), std::string::npos);
   EXPECT_EQ(report.out.find("No runs were recorded"), std::string::npos);
+
+  // Exported in Google Benchmark's format: one benchmark per stored row, the median as real_time,
+  // skipped rows as errors with their reason; and as CSV, one line per row.
+  const std::string out = dir / "export";
+  const auto exported =
+      run_process({LPBENCH_BINARY, "export", "--db", db, "--format", "gbench-json", "--out", out});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const auto doc = nlohmann::json::parse(testing::read_file(out + "/kernels.json"));
+  ASSERT_EQ(doc.at("benchmarks").size(), rows.size());
+  for (const auto& b : doc.at("benchmarks")) {
+    const auto& r = by_name.at(b.at("name").get<std::string>());
+    EXPECT_EQ(b.at("time_unit"), "ms");
+    if (r.status == "ok") {
+      EXPECT_DOUBLE_EQ(b.at("real_time").get<double>(), *r.median_ms) << r.name;
+      EXPECT_FALSE(b.contains("error_occurred")) << r.name;
+    } else {
+      EXPECT_TRUE(b.at("error_occurred").get<bool>()) << r.name;
+      EXPECT_EQ(b.at("error_message").get<std::string>(), r.reason.value_or("")) << r.name;
+    }
+  }
+  const auto csv =
+      run_process({LPBENCH_BINARY, "export", "--db", db, "--format", "csv", "--out", out});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  const std::string kernels_csv = testing::read_file(out + "/kernels.csv");
+  EXPECT_EQ(std::count(kernels_csv.begin(), kernels_csv.end(), '\n'),
+            static_cast<std::ptrdiff_t>(rows.size() + 1));
+  EXPECT_NE(kernels_csv.find("gemm/tiny/qkv/fprop/T16/int8-tensor/with_quantization"),
+            std::string::npos);
+}
+
+TEST(CliKernels, ExportingKernelsFromADatabaseWithoutThemIsOneLineAndExitTwo) {
+  TempDir dir;
+  const std::string db = dir / "runs.db";
+  const auto run = run_process({LPBENCH_BINARY, "run", "--workload", "gemm:16x16x16", "--recipes",
+                                "bf16", "--steps", "2", "--device", "cpu", "--db", db});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto exported = run_process(
+      {LPBENCH_BINARY, "export", "--db", db, "--format", "gbench-json", "--out", dir / "x"});
+  EXPECT_EQ(exported.exit_code, 2);
+  EXPECT_NE(exported.err.find("holds no kernel results"), std::string::npos) << exported.err;
+  EXPECT_EQ(std::count(exported.err.begin(), exported.err.end(), '\n'), 1) << exported.err;
 }
 
 TEST(CliKernels, BadInputIsOneLineAndExitTwo) {

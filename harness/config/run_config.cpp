@@ -27,35 +27,6 @@ void check_range(std::string_view flag, int64_t value, int64_t min, int64_t max)
   }
 }
 
-torch::Device resolve_device(const std::string& text) {
-  if (text == "auto") {
-    return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0)
-                                       : torch::Device(torch::kCPU);
-  }
-  if (text == "cpu") return torch::Device(torch::kCPU);
-  if (text == "cuda" || text.rfind("cuda:", 0) == 0) {
-    if (!torch::cuda::is_available()) {
-      throw InputError(fmt::format(
-          "--device {}: no CUDA device is available here; use --device cpu or auto", text));
-    }
-    int64_t index = 0;
-    if (text != "cuda") {
-      try {
-        size_t used = 0;
-        index = std::stoll(text.substr(5), &used);
-        if (used != text.size() - 5) throw std::invalid_argument(text);
-      } catch (const std::exception&) {
-        throw InputError(fmt::format("--device '{}' is not cuda:<index>", text));
-      }
-    }
-    const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
-    check_range("--device index", index, 0, count - 1);
-    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
-  }
-  throw InputError(
-      fmt::format("unknown --device '{}'; valid: auto, cpu, cuda, cuda:<index>", text));
-}
-
 // The largest value in [1, upper] for which `fits` holds (it is monotone), or 0.
 int64_t largest_fitting(int64_t upper, const std::function<bool(int64_t)>& fits) {
   int64_t lo = 0;
@@ -196,6 +167,35 @@ ResolvedWorkload resolve_workload(const std::string& text, const RunConfig& conf
 }
 
 }  // namespace
+
+torch::Device resolve_device(const std::string& text) {
+  if (text == "auto") {
+    return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0)
+                                       : torch::Device(torch::kCPU);
+  }
+  if (text == "cpu") return torch::Device(torch::kCPU);
+  if (text == "cuda" || text.rfind("cuda:", 0) == 0) {
+    if (!torch::cuda::is_available()) {
+      throw InputError(fmt::format(
+          "--device {}: no CUDA device is available here; use --device cpu or auto", text));
+    }
+    int64_t index = 0;
+    if (text != "cuda") {
+      try {
+        size_t used = 0;
+        index = std::stoll(text.substr(5), &used);
+        if (used != text.size() - 5) throw std::invalid_argument(text);
+      } catch (const std::exception&) {
+        throw InputError(fmt::format("--device '{}' is not cuda:<index>", text));
+      }
+    }
+    const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
+    check_range("--device index", index, 0, count - 1);
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+  }
+  throw InputError(
+      fmt::format("unknown --device '{}'; valid: auto, cpu, cuda, cuda:<index>", text));
+}
 
 ResolvedRun resolve(const RunConfig& config) {
   ResolvedRun run;

@@ -39,6 +39,9 @@ struct ResolvedRun {
   int64_t eval_every = 0;
 };
 
+// "auto", "cpu", "cuda" or "cuda:N" as a device; InputError for anything else or an absent GPU.
+torch::Device resolve_device(const std::string& text);
+
 // Throws InputError naming the first problem found and what to do about it. Touches nothing.
 // A workload that cannot fit on the device is refused with the memory plan's estimate, the
 // device's memory, and the largest --layers or --micro-batch that fits.

@@ -45,40 +45,6 @@ at::Tensor draw(int64_t rows, int64_t cols, double scale, const torch::Device& d
 
 }  // namespace
 
-torch::Device parse_device(const std::string& text) {
-  if (text == "auto") {
-    return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0)
-                                       : torch::Device(torch::kCPU);
-  }
-  if (text == "cpu") return torch::Device(torch::kCPU);
-  if (text == "cuda" || text.rfind("cuda:", 0) == 0) {
-    if (!torch::cuda::is_available()) {
-      throw InputError(fmt::format(
-          "--device {}: no CUDA device is available here; use --device cpu or auto", text));
-    }
-    int64_t index = 0;
-    if (text != "cuda") {
-      size_t used = 0;
-      try {
-        index = std::stoll(text.substr(5), &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != text.size() - 5) {
-        throw InputError(fmt::format("--device '{}' is not cuda:<index>", text));
-      }
-    }
-    const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
-    if (index < 0 || index >= count) {
-      throw InputError(
-          fmt::format("--device {}: this machine has CUDA devices 0 to {}", text, count - 1));
-    }
-    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
-  }
-  throw InputError(
-      fmt::format("unknown --device '{}'; valid: auto, cpu, cuda, cuda:<index>", text));
-}
-
 DeviceInfo device_info(const torch::Device& device) {
   DeviceInfo info;
   info.device = device;

@@ -23,8 +23,6 @@ struct DeviceInfo {
   std::string fp8_missing;          // why not, where not
 };
 
-// "auto", "cpu", "cuda" or "cuda:N"; InputError for anything else or an absent GPU.
-torch::Device parse_device(const std::string& text);
 DeviceInfo device_info(const torch::Device& device);
 
 inline constexpr int64_t kCpuBufferSets = 2;  // a CPU has no L2 to defeat that matters here

@@ -11,6 +11,7 @@
 #include <memory>
 #include <regex>
 
+#include "harness/config/run_config.h"
 #include "harness/env/provenance.h"
 #include "harness/env/time_stamp.h"
 #include "harness/errors.h"
@@ -322,7 +323,7 @@ int kernel_suite_main(int argc, char** argv, const std::string& program) {
     return 0;
   }
 
-  suite.device = device_info(parse_device(options.device));
+  suite.device = device_info(config::resolve_device(options.device));
   kernels::set_int8_backend(options.int8_gemm == "lpbench" ? kernels::Int8Backend::lpbench_mma
                             : options.int8_gemm == "torch" ? kernels::Int8Backend::torch_int_mm
                             : options.int8_gemm == "wgmma" ? kernels::Int8Backend::lpbench_wgmma

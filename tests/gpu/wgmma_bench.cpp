@@ -6,7 +6,7 @@
 // lpbench's mma.sync kernel). Timing: CUDA events around each launch, inputs rotated over copies
 // that together exceed 4× L2, 5 warm-up launches, the median of --samples (default 30).
 //
-//   wgmma_bench [--tokens 16384] [--samples 30]
+//   wgmma_bench [--tokens 16384] [--samples 30] [--shapes N]   (N: only the first N shapes)
 #include <cuda_runtime.h>
 #include <torch/torch.h>
 
@@ -87,20 +87,24 @@ bool same(const at::Tensor& x, const at::Tensor& y) {
 int main(int argc, char** argv) {
   int64_t tokens = 16384;
   int samples = 30;
+  int64_t max_shapes = 1000;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--tokens") {
       tokens = std::atoll(argv[i + 1]);
     } else if (flag == "--samples") {
       samples = std::atoi(argv[i + 1]);
+    } else if (flag == "--shapes") {
+      max_shapes = std::atoll(argv[i + 1]);
     } else {
-      std::fprintf(stderr, "unknown flag %s; usage: wgmma_bench [--tokens N] [--samples S]\n",
+      std::fprintf(stderr,
+                   "unknown flag %s; usage: wgmma_bench [--tokens N] [--samples S] [--shapes N]\n",
                    argv[i]);
       return 2;
     }
   }
-  if (tokens <= 0 || samples < 20) {
-    std::fprintf(stderr, "--tokens must be positive and --samples at least 20\n");
+  if (tokens <= 0 || samples < 20 || max_shapes <= 0) {
+    std::fprintf(stderr, "--tokens and --shapes must be positive and --samples at least 20\n");
     return 2;
   }
   if (!torch::cuda::is_available() || !cuda::wgmma_supported()) {
@@ -121,6 +125,7 @@ int main(int argc, char** argv) {
   const auto opts = torch::TensorOptions().device(torch::kCUDA);
   for (const auto& l : workloads::linear_shapes(workloads::builtin_model("llama2-7b"))) {
     for (const auto& [kind, s] : workloads::training_gemms(l, tokens)) {
+      if (static_cast<int64_t>(seen.size()) >= max_shapes) break;
       if (!seen.insert({s.m, s.n, s.k}).second) continue;
       const int64_t m = s.m, n = s.n, k = s.k, kb = (k + 127) / 128;
       // Enough copies that one pass over them evicts L2 four times over (counted in BF16).

@@ -2,9 +2,9 @@
 // fused scaling; numerics of kernels/reference/scaled_gemm.cpp, bit for bit (as scaled_gemm_mma).
 //
 // A CTA of 384 threads: warpgroup 0 is the producer (one thread issues the TMA loads; in block
-// mode all 128 stage the K block's scales), warpgroups 1 and 2 are consumers, each computing 64
-// rows of a 128 × tile_n output tile with wgmma m64n{tile_n}k32. K advances 128 bytes (one
-// 128-byte swizzle row, and the K block of block scaling) per pipeline stage. Each stage has a
+// mode all 128 copy the K block's scales with cp.async), warpgroups 1 and 2 are consumers, each
+// computing 64 rows of a 128 × tile_n output tile with wgmma m64n{tile_n}k32. K advances 128 bytes
+// (one 128-byte swizzle row, and the K block of block scaling) per pipeline stage. Each stage has a
 // "full" barrier (TMA bytes + scale writers) and an "empty" barrier (one arrival per consumer
 // warp after its wgmmas that read the stage have completed). The grid is persistent: CTA i takes
 // tiles i, i + grid, ... in a grouped order (8 tile rows share each B tile column in L2), and the
@@ -185,25 +185,26 @@ __global__ void __launch_bounds__(kThreads, 1)
           sm90::tma_load_2d(dst + L::kABytes, &tma_b, kt * kBK, n0, full(stage));
         }
         if constexpr (kBlocked) {
-          float* s = scales + stage * L::kScales;
+          // The K block's scales, copied asynchronously: the barrier completes when they land,
+          // so the producer runs ahead as it does with TMA (waiting for these loads in turn
+          // left the first block-mode versions latency-bound: docs/perf-log.md).
+          const uint32_t s = sm90::smem_addr(scales + stage * L::kScales);
           for (int i = tid; i < L::kScales; i += 128) {
-            float v = 0.0f;
             if (i < kBM) {
               const int row = m0 + i;
-              if (row < p.m) {
-                v = __ldg(p.a_scales +
-                          static_cast<int64_t>(scale_row(row, p.a_block_rows)) * p.kext + kt);
-              }
+              const int64_t at =
+                  row < p.m ? static_cast<int64_t>(scale_row(row, p.a_block_rows)) * p.kext + kt
+                            : 0;
+              sm90::cp_async_4(s + 4u * i, p.a_scales + at, row < p.m ? 4u : 0u);
             } else if (!p.b_uniform || i == kBM) {  // uniform: the consumers read the first
               const int col = n0 + i - kBM;
-              if (col < p.n) {
-                v = __ldg(p.b_scales +
-                          static_cast<int64_t>(scale_row(col, p.b_block_rows)) * p.kext + kt);
-              }
+              const int64_t at =
+                  col < p.n ? static_cast<int64_t>(scale_row(col, p.b_block_rows)) * p.kext + kt
+                            : 0;
+              sm90::cp_async_4(s + 4u * i, p.b_scales + at, col < p.n ? 4u : 0u);
             }
-            s[i] = v;
           }
-          sm90::mbar_arrive(full(stage));
+          sm90::cp_async_mbar_arrive(full(stage));
         }
         if (++stage == p.stages) {
           stage = 0;

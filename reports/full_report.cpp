@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "harness/env/build_info.h"
 #include "harness/env/time_stamp.h"
 #include "reports/diagnostics_report.h"
+#include "reports/hotspots.h"
+#include "reports/kernel_table.h"
 #include "reports/report_charts.h"
 #include "reports/sweep_report.h"
 #include "reports/text_table.h"
@@ -29,12 +33,41 @@ void add_diagnostics(Document& doc, const store::Store& store, const SweepReport
     doc.figure(std::move(f));
 }
 
+// Where each recipe's step time went, where runs of the sweep recorded --regions.
+void add_hotspots(Document& doc, const store::Store& store, const SweepReport& report) {
+  std::vector<HotspotTable> tables = hotspot_tables(store, report);
+  if (tables.empty()) return;
+  for (HotspotTable& h : tables) {
+    doc.heading(3, "Hotspots: " + h.workload);
+    doc.table(std::move(h.table));
+  }
+  doc.paragraph(kHotspotReading);
+}
+
+// The kernel suite's rows (lpbench-kernels / lpbench gemm) of the sweep; false where it has none.
+bool add_kernels(Document& doc, const store::Store& store, int64_t sweep_id) {
+  std::optional<KernelTables> t = kernel_tables(store.kernel_results(sweep_id));
+  if (!t) return false;
+  if (t->gemms.rows() > 0) {
+    doc.heading(3, "Kernel benchmarks: GEMMs");
+    doc.table(std::move(t->gemms));
+  }
+  if (t->quantize.rows() > 0) {
+    doc.heading(3, "Kernel benchmarks: quantize");
+    doc.table(std::move(t->quantize));
+  }
+  doc.paragraph(std::move(t->reading));
+  if (!t->notes.empty()) doc.list(std::move(t->notes));
+  return true;
+}
+
 void add_sweep(Document& doc, const store::Store& store, const store::SweepRecord& sweep) {
   const SweepReport report = build_sweep_report(store, sweep);
   doc.heading(2, sweep_heading(sweep));
   doc.code(sweep.command_line);
   if (report.runs.empty()) {
-    doc.paragraph("No runs were recorded in this sweep.");
+    // A kernel-suite sweep has kernel rows and no runs.
+    if (!add_kernels(doc, store, sweep.id)) doc.paragraph("No runs were recorded in this sweep.");
     return;
   }
   SweepTable table = sweep_table(report);
@@ -54,9 +87,9 @@ void add_sweep(Document& doc, const store::Store& store, const store::SweepRecor
   } else {
     doc.paragraph("Peak memory: not recorded in this sweep (CPU runs record none).");
   }
+  add_hotspots(doc, store, report);
   add_diagnostics(doc, store, report);
-  // The hotspot breakdown per recipe (time per region: attention, MLP, quantize, GEMM,
-  // dequantize) belongs here, once the store records regions; the store has no such table yet.
+  add_kernels(doc, store, sweep.id);
 }
 
 std::string commit_cell(const store::RunRecord& run) {

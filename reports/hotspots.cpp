@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -45,14 +46,18 @@ RegionMeans region_means(const store::Store& store, const RunSummary& run) {
 
 }  // namespace
 
-std::string render_hotspots(const store::Store& store, const SweepReport& report) {
+const char* const kHotspotReading =
+    "Means over the measured steps, timed with CUDA events on the working stream (host clock on "
+    "a CPU); regions nest, so shares do not add up.";
+
+std::vector<HotspotTable> hotspot_tables(const store::Store& store, const SweepReport& report) {
   std::map<std::string, std::vector<const RunSummary*>> by_workload;
   std::vector<std::string> workloads;
   for (const RunSummary& run : report.runs) {
     if (!by_workload.count(run.run.workload)) workloads.push_back(run.run.workload);
     by_workload[run.run.workload].push_back(&run);
   }
-  std::string out;
+  std::vector<HotspotTable> tables;
   for (const std::string& workload : workloads) {
     std::vector<RegionMeans> means;
     std::vector<std::string> order;
@@ -80,13 +85,16 @@ std::string render_hotspots(const store::Store& store, const SweepReport& report
       }
       table.add_row(row);
     }
-    out += fmt::format("\n### Hotspots: {}\n\n{}", workload, table.markdown());
+    tables.push_back({workload, std::move(table)});
   }
-  if (!out.empty()) {
-    out +=
-        "\nMeans over the measured steps, timed with CUDA events on the working stream (host "
-        "clock on a CPU); regions nest, so shares do not add up.\n";
-  }
+  return tables;
+}
+
+std::string render_hotspots(const store::Store& store, const SweepReport& report) {
+  std::string out;
+  for (const HotspotTable& h : hotspot_tables(store, report))
+    out += fmt::format("\n### Hotspots: {}\n\n{}", h.workload, h.table.markdown());
+  if (!out.empty()) out += fmt::format("\n{}\n", kHotspotReading);
   return out;
 }
 

@@ -66,56 +66,67 @@ std::string status_cell(const KernelResultRecord& r, std::vector<std::string>& r
 
 }  // namespace
 
-std::string render_kernel_table(const std::vector<KernelResultRecord>& results) {
-  if (results.empty()) return "";
+std::optional<KernelTables> kernel_tables(const std::vector<KernelResultRecord>& results) {
+  if (results.empty()) return std::nullopt;
   std::vector<std::string> reasons;
-  TextTable gemms({{"case"},
-                   {"gemm"},
-                   {"m×n×k", TextTable::Align::right},
-                   {"recipe"},
-                   {"variant"},
-                   {"backend"},
-                   {"median ms (p10–p90)", TextTable::Align::right},
-                   {"TFLOP/s · TOP/s", TextTable::Align::right},
-                   {"GB/s", TextTable::Align::right},
-                   {"vs bf16 twin", TextTable::Align::right},
-                   {"status"}});
-  TextTable quantize({{"model"},
-                      {"rows×cols", TextTable::Align::right},
-                      {"recipe"},
-                      {"backend"},
-                      {"median ms (p10–p90)", TextTable::Align::right},
-                      {"GB/s", TextTable::Align::right},
-                      {"status"}});
+  KernelTables t{TextTable({{"case"},
+                            {"gemm"},
+                            {"m×n×k", TextTable::Align::right},
+                            {"recipe"},
+                            {"variant"},
+                            {"backend"},
+                            {"median ms (p10–p90)", TextTable::Align::right},
+                            {"TFLOP/s · TOP/s", TextTable::Align::right},
+                            {"GB/s", TextTable::Align::right},
+                            {"vs bf16 twin", TextTable::Align::right},
+                            {"status"}}),
+                 TextTable({{"model"},
+                            {"rows×cols", TextTable::Align::right},
+                            {"recipe"},
+                            {"backend"},
+                            {"median ms (p10–p90)", TextTable::Align::right},
+                            {"GB/s", TextTable::Align::right},
+                            {"status"}}),
+                 "Milliseconds per call: median (p10–p90) of the timed iterations, CUDA events on "
+                 "the working stream (host clock on a CPU), inputs rotated through buffer sets "
+                 "larger than the L2. TOP/s for INT8 products, TFLOP/s for the others. The speedup "
+                 "is the bf16 twin's median over the case's: faster or slower only when the "
+                 "p10–p90 ranges do not overlap, else same.",
+                 {}};
   bool emulated = false;
   for (const KernelResultRecord& r : results) {
     emulated = emulated || r.backend == "cpu-reference" || r.backend == "cpu-aten-mm";
     if (r.op == "gemm") {
-      gemms.add_row({fmt::format("{}/{}", r.model.value_or("—"), r.part.value_or("—")),
-                     r.gemm.value_or("—"), fmt::format("{}×{}×{}", r.m, r.n, r.k), r.recipe,
-                     r.variant, r.backend, time_cell(r), rate_cell(r.tflops), rate_cell(r.gb_s),
-                     speedup_cell(r, results), status_cell(r, reasons)});
+      t.gemms.add_row({fmt::format("{}/{}", r.model.value_or("—"), r.part.value_or("—")),
+                       r.gemm.value_or("—"), fmt::format("{}×{}×{}", r.m, r.n, r.k), r.recipe,
+                       r.variant, r.backend, time_cell(r), rate_cell(r.tflops), rate_cell(r.gb_s),
+                       speedup_cell(r, results), status_cell(r, reasons)});
     } else {
-      quantize.add_row({r.model.value_or("—"), fmt::format("{}×{}", r.m, r.n), r.recipe, r.backend,
-                        time_cell(r), rate_cell(r.gb_s), status_cell(r, reasons)});
+      t.quantize.add_row({r.model.value_or("—"), fmt::format("{}×{}", r.m, r.n), r.recipe,
+                          r.backend, time_cell(r), rate_cell(r.gb_s), status_cell(r, reasons)});
     }
   }
-  std::string out;
-  if (gemms.rows() > 0) out += "\n### Kernel benchmarks: GEMMs\n\n" + gemms.markdown();
-  if (quantize.rows() > 0) out += "\n### Kernel benchmarks: quantize\n\n" + quantize.markdown();
-  out +=
-      "\nMilliseconds per call: median (p10–p90) of the timed iterations, CUDA events on the "
-      "working stream (host clock on a CPU), inputs rotated through buffer sets larger than the "
-      "L2. TOP/s for INT8 products, TFLOP/s for the others. The speedup is the bf16 twin's median "
-      "over the case's: faster or slower only when the p10–p90 ranges do not overlap, else "
-      "same.\n";
   if (emulated) {
-    out +=
-        "- cpu-reference and cpu-aten-mm rows ran on the CPU: they check the suite, they are not "
-        "a hardware's speed.\n";
+    t.notes.emplace_back(
+        "cpu-reference and cpu-aten-mm rows ran on the CPU: they check the suite, they are not a "
+        "hardware's speed.");
   }
   for (size_t i = 0; i < reasons.size(); ++i)
-    out += fmt::format("- [{}] {}\n", i + 1, reasons[i]);
+    t.notes.push_back(fmt::format("[{}] {}", i + 1, reasons[i]));
+  return t;
+}
+
+std::string render_kernel_table(const std::vector<KernelResultRecord>& results) {
+  const std::optional<KernelTables> t = kernel_tables(results);
+  if (!t) return "";
+  std::string out;
+  if (t->gemms.rows() > 0) out += "\n### Kernel benchmarks: GEMMs\n\n" + t->gemms.markdown();
+  if (t->quantize.rows() > 0) {
+    out += "\n### Kernel benchmarks: quantize\n\n" + t->quantize.markdown();
+  }
+  out += "\n" + t->reading + "\n";
+  for (const std::string& note : t->notes)
+    out += "- " + note + "\n";
   return out;
 }
 

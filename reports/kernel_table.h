@@ -1,10 +1,12 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/store/records.h"
 #include "harness/store/store.h"
+#include "reports/text_table.h"
 
 namespace lpbench::reports {
 
@@ -16,5 +18,14 @@ namespace lpbench::reports {
 // sweep holds no kernel results.
 std::string render_kernel_table(const std::vector<store::KernelResultRecord>& results);
 std::string render_kernel_table(const store::Store& store, int64_t sweep_id);
+
+// The same, as parts of a report document (report.md and report.html).
+struct KernelTables {
+  TextTable gemms;                 // no rows when the sweep timed no GEMM
+  TextTable quantize;              // no rows when it timed no quantize kernel
+  std::string reading;             // how to read the figures
+  std::vector<std::string> notes;  // CPU rows, then each skip or failure reason: "[n] why"
+};
+std::optional<KernelTables> kernel_tables(const std::vector<store::KernelResultRecord>& results);
 
 }  // namespace lpbench::reports

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "harness/store/store.h"
 #include "tests/support/process.h"
@@ -99,6 +100,71 @@ TEST(CliReport, WritesTablesAndChartsAndThePageRendersInChromium) {
   EXPECT_NE(dom.find("data-errors=\"0\""), std::string::npos) << dom.substr(dom.size() - 600);
   EXPECT_EQ(svgs_with_paths(dom), 5);
   EXPECT_EQ(browser.err.find(":CONSOLE"), std::string::npos) << browser.err;
+}
+
+TEST(CliReport, HotspotsAndKernelTablesReachReportMdAndHtml) {
+  const testing::ScopedEnv one_thread("OMP_NUM_THREADS", "1");
+  TempDir dir;
+  const std::string db = dir / "r.db";
+  const auto run = run_process({LPBENCH_BINARY, "run", "--workload", "layer:tiny", "--recipes",
+                                "bf16,int8-tensor", "--steps", "4", "--warmup-steps", "1",
+                                "--device", "cpu", "--seq-len", "16", "--regions", "--db", db});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto gemm =
+      run_process({LPBENCH_BINARY, "gemm", "--models", "tiny", "--tokens", "16", "--recipes",
+                   "int8-tensor", "--device", "cpu", "--iterations", "3", "--warmup", "1", "--db",
+                   db, "--benchmark_filter=qkv/fprop/T16/(bf16|int8-tensor/prequantized)"});
+  ASSERT_EQ(gemm.exit_code, 0) << gemm.err;
+
+  const std::string out = dir / "out";
+  const auto report = run_process({LPBENCH_BINARY, "report", "--db", db, "--out", out});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const std::string md = read_file(out + "/report.md");
+  const std::string html = read_file(out + "/report.html");
+
+  // The hotspots: the int8 run's mean quantize time per measured step, computed here from the
+  // stored regions, appears in both files; BF16 has no quantize region.
+  const store::Store store = store::Store::open(db, store::Store::Mode::read);
+  const auto runs = store.runs();
+  ASSERT_EQ(runs.size(), 2u);
+  const store::RunRecord& int8 = runs[0].recipe == "int8-tensor" ? runs[0] : runs[1];
+  std::set<int64_t> measured;
+  for (const auto& step : store.steps(int8.id)) {
+    if (!step.warmup) measured.insert(step.step);
+  }
+  double quantize_ms = 0.0;
+  for (const auto& r : store.regions(int8.id)) {
+    if (r.name == "quantize" && measured.count(r.step)) quantize_ms += r.total_ms;
+  }
+  ASSERT_GT(quantize_ms, 0.0);
+  const std::string quantize_cell = fmt::format("{:.3f} (", quantize_ms / measured.size());
+  for (const std::string* file : {&md, &html}) {
+    EXPECT_NE(file->find("Hotspots: layer:tiny"), std::string::npos) << *file;
+    EXPECT_NE(file->find(quantize_cell), std::string::npos) << quantize_cell << "\n" << *file;
+    EXPECT_NE(file->find("regions nest"), std::string::npos);
+  }
+  const size_t row = md.find("| quantize");
+  ASSERT_NE(row, std::string::npos) << md;
+  const std::string line = md.substr(row, md.find('\n', row) - row);
+  EXPECT_NE(line.find("— |"), std::string::npos) << line;  // the bf16 column
+
+  // The kernel suite's sweep: its table with the stored median and the bf16 twin, not "no runs".
+  const auto sweeps = store.sweeps();
+  ASSERT_EQ(sweeps.size(), 2u);
+  const auto kernels = store.kernel_results(sweeps[1].id);
+  ASSERT_EQ(kernels.size(), 2u);
+  for (const auto& k : kernels) {
+    ASSERT_EQ(k.status, "ok") << k.name;
+    const std::string median_cell = fmt::format("{:.3f} (", *k.median_ms);
+    EXPECT_NE(md.find(median_cell), std::string::npos) << k.name << " " << median_cell;
+    EXPECT_NE(html.find(median_cell), std::string::npos) << k.name << " " << median_cell;
+  }
+  for (const std::string* file : {&md, &html}) {
+    EXPECT_NE(file->find("Kernel benchmarks: GEMMs"), std::string::npos) << *file;
+    EXPECT_NE(file->find("1.00× (twin)"), std::string::npos);
+    EXPECT_NE(file->find("they are not a hardware"), std::string::npos);
+    EXPECT_EQ(file->find("No runs were recorded"), std::string::npos);
+  }
 }
 
 TEST(CliReport, WithoutGnuplotOutStopsWithOneLineAndWritesNothing) {

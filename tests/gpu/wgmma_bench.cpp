@@ -1,10 +1,11 @@
-// wgmma_bench: TOP/s of lpbench's Hopper INT8 GEMM (tensorwise and block scaling, BF16 out)
-// beside cuBLASLt INT8 (INT32 out, lpbench's heuristic-searched call), cuBLAS BF16 (torch
-// matmul) and cuBLASLt FP8 (at::_scaled_mm, tensorwise, BF16 out), on llama2-7b's training
-// GEMMs. Every wgmma variant is checked bit for bit against another path before it is timed
-// (INT32 against cuBLASLt, tensorwise against cuBLASLt + lpbench's dequantize, block against
-// lpbench's mma.sync kernel). Timing: CUDA events around each launch, inputs rotated over copies
-// that together exceed 4× L2, 5 warm-up launches, the median of --samples (default 30).
+// wgmma_bench: TOP/s of lpbench's Hopper INT8 GEMM (tensorwise on the heuristic's tile and on
+// block mode's 128 × 128 tile, and block scaling; BF16 out) beside cuBLASLt INT8 (INT32 out,
+// lpbench's heuristic-searched call), cuBLAS BF16 (torch matmul) and cuBLASLt FP8 (at::_scaled_mm,
+// tensorwise, BF16 out), on llama2-7b's training GEMMs. Every wgmma variant is checked bit for bit
+// against another path before it is timed (INT32 against cuBLASLt, tensorwise against cuBLASLt +
+// lpbench's dequantize, block against lpbench's mma.sync kernel). Timing: CUDA events around each
+// launch, inputs rotated over copies that together exceed 4× L2, 5 warm-up launches, the median of
+// --samples (default 30).
 //
 //   wgmma_bench [--tokens 16384] [--samples 30] [--shapes N]   (N: only the first N shapes)
 #include <cuda_runtime.h>
@@ -118,8 +119,9 @@ int main(int argc, char** argv) {
   LPBENCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   std::printf("device: %s, L2 %d MiB, llama2-7b training GEMMs at %lld tokens, median of %d\n",
               prop.name, l2 >> 20, static_cast<long long>(tokens), samples);
-  std::printf("%-22s %-6s %11s %11s %11s %9s %11s  %s\n", "MxNxK", "gemm", "wg-tens", "wg-block",
-              "lt-int8", "bf16", "fp8", "TOP/s; x = over bf16 | wgmma configs");
+  std::printf("%-22s %-6s %11s %11s %11s %11s %9s %11s  %s\n", "MxNxK", "gemm", "wg-tens",
+              "wg-t128", "wg-block", "lt-int8", "bf16", "fp8",
+              "TOP/s; x = over bf16 | wgmma configs");
 
   std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
   const auto opts = torch::TensorOptions().device(torch::kCUDA);
@@ -186,6 +188,21 @@ int main(int argc, char** argv) {
                     },
                     copies, samples)
               : 0;
+      // Tensorwise on block mode's 128 × 128 tile: what the tile alone costs, so that the gap
+      // between this column and wg-block is the K-block fold's.
+      cuda::WgmmaConfig narrow;
+      narrow.tile_n = 128;
+      narrow.stages = std::min(cuda::wgmma_max_stages(128, false), 8);
+      cuda::wgmma_scaled_gemm(args_of(o0, one, one, false, c_bf16), stream, &narrow);
+      const bool narrow_ok = same(c_bf16, c_ref) && tensor_ok;
+      const double t_narrow =
+          narrow_ok ? median_ms(
+                          [&](int i) {
+                            cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16),
+                                                    stream, &narrow);
+                          },
+                          copies, samples)
+                    : 0;
       const double t_lt = median_ms(
           [&](int i) {
             cublaslt::int8_gemm(ops[i].a8.data_ptr<int8_t>(), ops[i].b8.data_ptr<int8_t>(),
@@ -213,13 +230,14 @@ int main(int argc, char** argv) {
       cuda::WgmmaProblem pt{m, n, k, cuda::WgmmaScaling::tensor, cuda::DType::bf16, false};
       cuda::WgmmaProblem pb = pt;
       pb.scaling = cuda::WgmmaScaling::block;
-      std::printf("%-22s %-6s %s %s %s %9.0f %s  | tensor: %s; block: %s%s\n",
-                  (std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)).c_str(),
-                  std::string(kernels::to_string(kind)).c_str(), cell(t_tensor).c_str(),
-                  cell(t_block).c_str(), cell(t_lt).c_str(), bf, cell(t_fp8).c_str(),
-                  cuda::to_string(cuda::wgmma_config_for(pt)).c_str(),
-                  cuda::to_string(cuda::wgmma_config_for(pb)).c_str(),
-                  int32_ok && tensor_ok && block_ok ? "" : "  CHECK FAILED (not timed)");
+      std::printf(
+          "%-22s %-6s %s %s %s %s %9.0f %s  | tensor: %s; block: %s%s\n",
+          (std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)).c_str(),
+          std::string(kernels::to_string(kind)).c_str(), cell(t_tensor).c_str(),
+          cell(t_narrow).c_str(), cell(t_block).c_str(), cell(t_lt).c_str(), bf,
+          cell(t_fp8).c_str(), cuda::to_string(cuda::wgmma_config_for(pt)).c_str(),
+          cuda::to_string(cuda::wgmma_config_for(pb)).c_str(),
+          int32_ok && tensor_ok && narrow_ok && block_ok ? "" : "  CHECK FAILED (not timed)");
       std::fflush(stdout);
     }
   }

@@ -165,6 +165,13 @@ int main(int argc, char** argv) {
                              stream);
       cuda::wgmma_scaled_gemm(args_of(o0, one, one, false, c_bf16), stream);
       const bool tensor_ok = same(c_bf16, c_ref);
+      // Tensorwise on block mode's 128 × 128 tile: what the tile alone costs, so that the gap
+      // between this column and wg-block is the K-block fold's.
+      cuda::WgmmaConfig narrow;
+      narrow.tile_n = 128;
+      narrow.stages = std::min(cuda::wgmma_max_stages(128, false), 8);
+      cuda::wgmma_scaled_gemm(args_of(o0, one, one, false, c_bf16), stream, &narrow);
+      const bool narrow_ok = same(c_bf16, c_ref) && tensor_ok;
       cuda::scaled_gemm_mma(args_of(o0, o0.sa_block, o0.sb_block, true, c_ref), stream);
       cuda::wgmma_scaled_gemm(args_of(o0, o0.sa_block, o0.sb_block, true, c_bf16), stream);
       const bool block_ok = same(c_bf16, c_ref);
@@ -188,13 +195,6 @@ int main(int argc, char** argv) {
                     },
                     copies, samples)
               : 0;
-      // Tensorwise on block mode's 128 × 128 tile: what the tile alone costs, so that the gap
-      // between this column and wg-block is the K-block fold's.
-      cuda::WgmmaConfig narrow;
-      narrow.tile_n = 128;
-      narrow.stages = std::min(cuda::wgmma_max_stages(128, false), 8);
-      cuda::wgmma_scaled_gemm(args_of(o0, one, one, false, c_bf16), stream, &narrow);
-      const bool narrow_ok = same(c_bf16, c_ref) && tensor_ok;
       const double t_narrow =
           narrow_ok ? median_ms(
                           [&](int i) {

@@ -2,7 +2,6 @@
 // its database with other writers and readers, diverging, running out of memory. Every case
 // checks that the database passes SQLite's integrity check and keeps every finished step.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <chrono>
 #include <cmath>
@@ -12,6 +11,7 @@
 
 #include "harness/store/store.h"
 #include "tests/support/process.h"
+#include "tests/support/sqlite_query.h"
 #include "tests/support/temp_dir.h"
 
 namespace lpbench {
@@ -21,27 +21,12 @@ using std::chrono::steady_clock;
 
 // Enough for lpbench with libtorch loaded and the tiny model, too little for a 7B layer.
 constexpr int64_t kOomLimitKib = 1024 * 1024;
+using testing::query_text;
 using testing::run_process;
 using testing::TempDir;
 
 // One integer or text cell read straight from the file, past lpbench's store (so a test sees
 // what is written, not what readers make of it). Empty when the query fails.
-std::string query_text(const std::string& db, const std::string& sql) {
-  sqlite3* handle = nullptr;
-  std::string result;
-  if (sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_busy_timeout(handle, 5000);
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(handle, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
-        sqlite3_step(stmt) == SQLITE_ROW) {
-      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
-      result = text ? text : "";
-    }
-    sqlite3_finalize(stmt);
-  }
-  sqlite3_close(handle);
-  return result;
-}
 
 int64_t query_int(const std::string& db, const std::string& sql) {
   const std::string text = query_text(db, sql);

@@ -11,11 +11,13 @@
 #include <random>
 
 #include "tests/support/process.h"
+#include "tests/support/sqlite_query.h"
 #include "tests/support/temp_dir.h"
 
 namespace lpbench {
 namespace {
 
+using testing::query_text;
 using testing::read_file;
 using testing::run_process;
 using testing::TempDir;
@@ -27,22 +29,6 @@ std::string last_line(const std::string& text) {
     trimmed.pop_back();
   const size_t newline = trimmed.rfind('\n');
   return newline == std::string::npos ? trimmed : trimmed.substr(newline + 1);
-}
-
-std::string query_text(const std::string& db, const std::string& sql) {
-  sqlite3* handle = nullptr;
-  std::string result;
-  if (sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(handle, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
-        sqlite3_step(stmt) == SQLITE_ROW) {
-      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
-      result = text ? text : "";
-    }
-    sqlite3_finalize(stmt);
-  }
-  sqlite3_close(handle);
-  return result;
 }
 
 class CliHostileInput : public ::testing::Test {

@@ -7,7 +7,9 @@
 // launch, inputs rotated over copies that together exceed 4× L2, 5 warm-up launches, the median of
 // --samples (default 30).
 //
-//   wgmma_bench [--tokens 16384] [--samples 30] [--shapes N]   (N: only the first N shapes)
+//   wgmma_bench [--tokens 16384] [--samples 30] [--shapes N] [--t128-stages S]
+// (N: only the first N shapes; S: the 128 × 128 tensorwise run's pipeline depth, default the most
+// that fits)
 #include <cuda_runtime.h>
 #include <torch/torch.h>
 
@@ -89,6 +91,7 @@ int main(int argc, char** argv) {
   int64_t tokens = 16384;
   int samples = 30;
   int64_t max_shapes = 1000;
+  int narrow_stages = 0;  // 0: the most that fit
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--tokens") {
@@ -97,15 +100,22 @@ int main(int argc, char** argv) {
       samples = std::atoi(argv[i + 1]);
     } else if (flag == "--shapes") {
       max_shapes = std::atoll(argv[i + 1]);
+    } else if (flag == "--t128-stages") {
+      narrow_stages = std::atoi(argv[i + 1]);
     } else {
       std::fprintf(stderr,
-                   "unknown flag %s; usage: wgmma_bench [--tokens N] [--samples S] [--shapes N]\n",
+                   "unknown flag %s; usage: wgmma_bench [--tokens N] [--samples S] [--shapes N] "
+                   "[--t128-stages S]\n",
                    argv[i]);
       return 2;
     }
   }
-  if (tokens <= 0 || samples < 20 || max_shapes <= 0) {
-    std::fprintf(stderr, "--tokens and --shapes must be positive and --samples at least 20\n");
+  if (tokens <= 0 || samples < 20 || max_shapes <= 0 || narrow_stages < 0 || narrow_stages == 1 ||
+      narrow_stages > cuda::wgmma_max_stages(128, false)) {
+    std::fprintf(stderr,
+                 "--tokens and --shapes must be positive, --samples at least 20 and --t128-stages "
+                 "at most %d\n",
+                 cuda::wgmma_max_stages(128, false));
     return 2;
   }
   if (!torch::cuda::is_available() || !cuda::wgmma_supported()) {
@@ -169,7 +179,8 @@ int main(int argc, char** argv) {
       // between this column and wg-block is the K-block fold's.
       cuda::WgmmaConfig narrow;
       narrow.tile_n = 128;
-      narrow.stages = std::min(cuda::wgmma_max_stages(128, false), 8);
+      narrow.stages =
+          narrow_stages > 0 ? narrow_stages : std::min(cuda::wgmma_max_stages(128, false), 8);
       cuda::wgmma_scaled_gemm(args_of(o0, one, one, false, c_bf16), stream, &narrow);
       const bool narrow_ok = same(c_bf16, c_ref) && tensor_ok;
       cuda::scaled_gemm_mma(args_of(o0, o0.sa_block, o0.sb_block, true, c_ref), stream);

@@ -7,9 +7,9 @@
 // launch, inputs rotated over copies that together exceed 4× L2, 5 warm-up launches, the median of
 // --samples (default 30).
 //
-//   wgmma_bench [--tokens 16384] [--samples 30] [--shapes N] [--t128-stages S]
-// (N: only the first N shapes; S: the 128 × 128 tensorwise run's pipeline depth, default the most
-// that fits)
+//   wgmma_bench [--tokens 16384] [--samples 30] [--shapes N] [--t128-stages S] [--block-stages S]
+// (N: only the first N shapes; S: the pipeline depth of the 128 × 128 tensorwise run, default the
+// most that fits, or of the block-scaled run, default the heuristic's)
 #include <cuda_runtime.h>
 #include <torch/torch.h>
 
@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
   int samples = 30;
   int64_t max_shapes = 1000;
   int narrow_stages = 0;  // 0: the most that fit
+  int block_stages = 0;   // 0: the heuristic's
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--tokens") {
@@ -102,20 +103,23 @@ int main(int argc, char** argv) {
       max_shapes = std::atoll(argv[i + 1]);
     } else if (flag == "--t128-stages") {
       narrow_stages = std::atoi(argv[i + 1]);
+    } else if (flag == "--block-stages") {
+      block_stages = std::atoi(argv[i + 1]);
     } else {
       std::fprintf(stderr,
                    "unknown flag %s; usage: wgmma_bench [--tokens N] [--samples S] [--shapes N] "
-                   "[--t128-stages S]\n",
+                   "[--t128-stages S] [--block-stages S]\n",
                    argv[i]);
       return 2;
     }
   }
   if (tokens <= 0 || samples < 20 || max_shapes <= 0 || narrow_stages < 0 || narrow_stages == 1 ||
-      narrow_stages > cuda::wgmma_max_stages(128, false)) {
+      narrow_stages > cuda::wgmma_max_stages(128, false) || block_stages < 0 || block_stages == 1 ||
+      block_stages > cuda::wgmma_max_stages(128, true)) {
     std::fprintf(stderr,
-                 "--tokens and --shapes must be positive, --samples at least 20 and --t128-stages "
-                 "at most %d\n",
-                 cuda::wgmma_max_stages(128, false));
+                 "--tokens and --shapes must be positive, --samples at least 20, --t128-stages 2 "
+                 "to %d and --block-stages 2 to %d\n",
+                 cuda::wgmma_max_stages(128, false), cuda::wgmma_max_stages(128, true));
     return 2;
   }
   if (!torch::cuda::is_available() || !cuda::wgmma_supported()) {
@@ -183,8 +187,14 @@ int main(int argc, char** argv) {
           narrow_stages > 0 ? narrow_stages : std::min(cuda::wgmma_max_stages(128, false), 8);
       cuda::wgmma_scaled_gemm(args_of(o0, one, one, false, c_bf16), stream, &narrow);
       const bool narrow_ok = same(c_bf16, c_ref) && tensor_ok;
+      cuda::WgmmaProblem pt{m, n, k, cuda::WgmmaScaling::tensor, cuda::DType::bf16, false};
+      cuda::WgmmaProblem pb = pt;
+      pb.scaling = cuda::WgmmaScaling::block;
+      cuda::WgmmaConfig block_config = cuda::wgmma_config_for(pb);
+      if (block_stages > 0) block_config.stages = block_stages;
       cuda::scaled_gemm_mma(args_of(o0, o0.sa_block, o0.sb_block, true, c_ref), stream);
-      cuda::wgmma_scaled_gemm(args_of(o0, o0.sa_block, o0.sb_block, true, c_bf16), stream);
+      cuda::wgmma_scaled_gemm(args_of(o0, o0.sa_block, o0.sb_block, true, c_bf16), stream,
+                              &block_config);
       const bool block_ok = same(c_bf16, c_ref);
 
       const double ops_count = 2.0 * m * n * k;
@@ -198,14 +208,14 @@ int main(int argc, char** argv) {
                     copies, samples)
               : 0;
       const double t_block =
-          block_ok
-              ? median_ms(
-                    [&](int i) {
-                      cuda::wgmma_scaled_gemm(
-                          args_of(ops[i], ops[i].sa_block, ops[i].sb_block, true, c_bf16), stream);
-                    },
-                    copies, samples)
-              : 0;
+          block_ok ? median_ms(
+                         [&](int i) {
+                           cuda::wgmma_scaled_gemm(
+                               args_of(ops[i], ops[i].sa_block, ops[i].sb_block, true, c_bf16),
+                               stream, &block_config);
+                         },
+                         copies, samples)
+                   : 0;
       const double t_narrow =
           narrow_ok ? median_ms(
                           [&](int i) {
@@ -238,16 +248,13 @@ int main(int argc, char** argv) {
         }
         return std::string(buf);
       };
-      cuda::WgmmaProblem pt{m, n, k, cuda::WgmmaScaling::tensor, cuda::DType::bf16, false};
-      cuda::WgmmaProblem pb = pt;
-      pb.scaling = cuda::WgmmaScaling::block;
       std::printf(
           "%-22s %-6s %s %s %s %s %9.0f %s  | tensor: %s; block: %s%s\n",
           (std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)).c_str(),
           std::string(kernels::to_string(kind)).c_str(), cell(t_tensor).c_str(),
           cell(t_narrow).c_str(), cell(t_block).c_str(), cell(t_lt).c_str(), bf,
           cell(t_fp8).c_str(), cuda::to_string(cuda::wgmma_config_for(pt)).c_str(),
-          cuda::to_string(cuda::wgmma_config_for(pb)).c_str(),
+          cuda::to_string(block_config).c_str(),
           int32_ok && tensor_ok && narrow_ok && block_ok ? "" : "  CHECK FAILED (not timed)");
       std::fflush(stdout);
     }

@@ -9,7 +9,10 @@ namespace lpbench::cuda {
 
 namespace {
 
-constexpr int kMaxStages = 8;  // deeper rings stop paying once TMA latency is hidden
+// Deeper rings stop paying once TMA latency is hidden, and past that they cost: on the H100 the
+// tensorwise kernel on 128 × 128 tiles ran 5–20 % faster with 4 stages than with 7 (3: slower),
+// and block mode ran the same with 3, 4 or 6 (docs/perf-log.md §6b).
+constexpr int kMaxStages = 4;
 
 bool varies_along_k(const ScaledGemmArgs& a) {
   return a.kblock != 0;

@@ -2,21 +2,18 @@
 // fused scaling; numerics of kernels/reference/scaled_gemm.cpp, bit for bit (as scaled_gemm_mma).
 //
 // A CTA of 384 threads: warpgroup 0 is the producer (one thread issues the TMA loads; in block
-// mode all 128 copy the K block's scales with cp.async), warpgroups 1 and 2 are consumers, each
-// computing 64 rows of a 128 × tile_n output tile with wgmma m64n{tile_n}k32. K advances 128 bytes
-// (one 128-byte swizzle row, and the K block of block scaling) per pipeline stage. Each stage has a
+// mode all 128 stage the K block's scales), warpgroups 1 and 2 are consumers, each computing 64
+// rows of a 128 × tile_n output tile with wgmma m64n{tile_n}k32. K advances 128 bytes (one
+// 128-byte swizzle row, and the K block of block scaling) per pipeline stage. Each stage has a
 // "full" barrier (TMA bytes + scale writers) and an "empty" barrier (one arrival per consumer
 // warp after its wgmmas that read the stage have completed). The grid is persistent: CTA i takes
 // tiles i, i + grid, ... in a grouped order (8 tile rows share each B tile column in L2), and the
 // producer runs ahead into the next tile while the consumers store the previous one.
 //
 // Tensor and row modes keep INT32 accumulators over all of K (exact up to K = 133143), one wgmma
-// group in flight, and scale once in the epilogue. Block mode keeps two INT32 partials: while the
-// tensor cores compute K block kt + 1 into one, the warpgroup folds block kt's from the other into
-// FP32 accumulators (partial · (sa·sb), separate roundings, K-block order, as the reference does).
-// The fold converts with an integer add and a float subtract (exact: |partial| ≤ 128·128² < 2²²)
-// rather than I2F, which issues at a quarter of the FP32 rate and made the first version of block
-// mode conversion-bound (docs/perf-log.md, wgmma block scaling).
+// group in flight, and scale once in the epilogue. Block mode waits for each K block's INT32
+// partial, converts it (exact: |partial| ≤ 128·128² < 2²⁴) and adds partial · (sa·sb) into FP32
+// accumulators with separate roundings, in K-block order, as the reference does.
 #include <cuda.h>  // CUtensorMap and the encode function's types only: the driver function is
                    // reached through the runtime's entry-point query, so no -lcuda
 #include <cuda_bf16.h>
@@ -54,8 +51,7 @@ struct Params {
   int a_block_rows;  // 0: one scale for all rows
   const float* b_scales;
   int b_block_rows;
-  int kext;        // scale columns: ceil(K / 128) in block mode, else 1
-  bool b_uniform;  // block mode: one B scale per tile and K block (B blocks span whole tiles)
+  int kext;  // scale columns: ceil(K / 128) in block mode, else 1
   const float* bias;
   void* c;
   bool vec_c;  // paired stores: c aligned, N even
@@ -85,12 +81,6 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
 
 __device__ __forceinline__ int scale_row(int row, int block_rows) {
   return block_rows == 0 ? 0 : (block_rows == 1 ? row : row / block_rows);
-}
-
-// x as a float, exactly, for |x| < 2²²: added to the bits of 1.5·2²³, x lands in the mantissa,
-// and subtracting 1.5·2²³ leaves it. Two full-rate instructions (IADD, FADD) instead of I2F.
-__device__ __forceinline__ float small_int_to_float(int x) {
-  return __fsub_rn(__int_as_float(x + 0x4B400000), 12582912.0f);
 }
 
 template <int BN>
@@ -185,26 +175,25 @@ __global__ void __launch_bounds__(kThreads, 1)
           sm90::tma_load_2d(dst + L::kABytes, &tma_b, kt * kBK, n0, full(stage));
         }
         if constexpr (kBlocked) {
-          // The K block's scales, copied asynchronously: the barrier completes when they land,
-          // so the producer runs ahead as it does with TMA (waiting for these loads in turn
-          // left the first block-mode versions latency-bound: docs/perf-log.md).
-          const uint32_t s = sm90::smem_addr(scales + stage * L::kScales);
+          float* s = scales + stage * L::kScales;
           for (int i = tid; i < L::kScales; i += 128) {
+            float v = 0.0f;
             if (i < kBM) {
               const int row = m0 + i;
-              const int64_t at =
-                  row < p.m ? static_cast<int64_t>(scale_row(row, p.a_block_rows)) * p.kext + kt
-                            : 0;
-              sm90::cp_async_4(s + 4u * i, p.a_scales + at, row < p.m ? 4u : 0u);
-            } else if (!p.b_uniform || i == kBM) {  // uniform: the consumers read the first
+              if (row < p.m) {
+                v = __ldg(p.a_scales +
+                          static_cast<int64_t>(scale_row(row, p.a_block_rows)) * p.kext + kt);
+              }
+            } else {
               const int col = n0 + i - kBM;
-              const int64_t at =
-                  col < p.n ? static_cast<int64_t>(scale_row(col, p.b_block_rows)) * p.kext + kt
-                            : 0;
-              sm90::cp_async_4(s + 4u * i, p.b_scales + at, col < p.n ? 4u : 0u);
+              if (col < p.n) {
+                v = __ldg(p.b_scales +
+                          static_cast<int64_t>(scale_row(col, p.b_block_rows)) * p.kext + kt);
+              }
             }
+            s[i] = v;
           }
-          sm90::cp_async_mbar_arrive(full(stage));
+          sm90::mbar_arrive(full(stage));
         }
         if (++stage == p.stages) {
           stage = 0;
@@ -224,71 +213,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int g = lane / 4;
   const int t = lane % 4;
   int acc[L::kAccs];
-  int acc_next[L::kAccs];  // block mode's second INT32 partial (unused, so dropped, elsewhere)
-  float accf[L::kAccs];    // block mode's FP32 sums
+  float accf[kBlocked ? L::kAccs : 1];
   int stage = 0;
   uint32_t phase = 0;
-
-  // Waits for the stage's operands, issues its K block's wgmmas into `into` as one group (the
-  // partial restarts each K block in block mode; the other modes accumulate all of K) and moves
-  // to the next stage. Returns the stage it used.
-  const auto issue = [&](int(&into)[L::kAccs], bool first_of_tile) {
-    sm90::mbar_wait(full(stage), phase);
-    const uint32_t a_tile = base + stage * L::kStageBytes + cwg * 64 * kBK;
-    const uint32_t b_tile = base + stage * L::kStageBytes + L::kABytes;
-    sm90::fence_registers(into);
-    sm90::wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < kBK / 32; ++ks) {
-      const int accumulate = kBlocked ? (ks > 0) : (!first_of_tile || ks > 0);
-      wgmma_tile<BN>(into, sm90::make_smem_desc(a_tile + 32 * ks),
-                     sm90::make_smem_desc(b_tile + 32 * ks), accumulate);
-    }
-    sm90::wgmma_commit();
-    const int used = stage;
-    if (++stage == p.stages) {
-      stage = 0;
-      phase ^= 1u;
-    }
-    return used;
-  };
-
-  // Block mode: adds a finished K block's partial · (sa·sb) into accf and frees its stage (before
-  // the arithmetic where one B scale serves the tile, after it where each column has its own).
-  // Accumulator j·4 + r holds row g (+8 for r ≥ 2), column 8·j + 2·t + r % 2.
-  const auto fold = [&](int(&done)[L::kAccs], int used) {
-    sm90::fence_registers(done);
-    const float* s = scales + used * L::kScales;
-    const float sa0 = s[cwg * 64 + warp * 16 + g];
-    const float sa1 = s[cwg * 64 + warp * 16 + g + 8];
-    if (p.b_uniform) {
-      const float sc0 = __fmul_rn(sa0, s[kBM]);
-      const float sc1 = __fmul_rn(sa1, s[kBM]);
-      // The stage's operands were read by the finished wgmmas and its three scales are in
-      // registers: free it now, so the producer refills it while this warp folds.
-      __syncwarp();
-      if (lane == 0) sm90::mbar_arrive(empty(used));
-#pragma unroll
-      for (int i = 0; i < L::kAccs; ++i) {
-        accf[i] = __fadd_rn(accf[i], __fmul_rn(small_int_to_float(done[i]), i % 4 < 2 ? sc0 : sc1));
-      }
-    } else {
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const float2 sb = *reinterpret_cast<const float2*>(s + kBM + 8 * j + 2 * t);
-        const float sc[4] = {__fmul_rn(sa0, sb.x), __fmul_rn(sa0, sb.y), __fmul_rn(sa1, sb.x),
-                             __fmul_rn(sa1, sb.y)};
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          accf[4 * j + r] =
-              __fadd_rn(accf[4 * j + r], __fmul_rn(small_int_to_float(done[4 * j + r]), sc[r]));
-        }
-      }
-      __syncwarp();  // every column's B scale was read from the stage: now it can go
-      if (lane == 0) sm90::mbar_arrive(empty(used));
-    }
-  };
-
   for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles;
        tile += static_cast<int>(gridDim.x)) {
     int tm, tn;
@@ -299,38 +226,54 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int i = 0; i < L::kAccs; ++i)
         accf[i] = -0.0f;  // the identity of IEEE addition: the first block's term is kept as is
-      // Two partials in turn, K blocks in pairs (unrolled so both stay in registers): issue the
-      // next block, wait until only it is pending, fold the previous one. Where no block is left
-      // to issue, an empty group (fenced, or ptxas injects the fence itself: C7519) keeps
-      // wait_group 1 meaning "the previous one is done". Branches around the wait or the fold
-      // made ptxas serialize every wgmma (C7518).
-      int used = issue(acc, true);
-      for (int kt = 0; kt + 2 <= p.ktiles; kt += 2) {
-        const int used_next = issue(acc_next, false);
-        sm90::wgmma_wait<1>();
-        fold(acc, used);
-        if (kt + 2 < p.ktiles) {
-          used = issue(acc, false);
-        } else {
-          sm90::wgmma_fence();
-          sm90::wgmma_commit();
-        }
-        sm90::wgmma_wait<1>();
-        fold(acc_next, used_next);
+    }
+    int prev_stage = -1;
+    for (int kt = 0; kt < p.ktiles; ++kt) {
+      sm90::mbar_wait(full(stage), phase);
+      const uint32_t a_tile = base + stage * L::kStageBytes + cwg * 64 * kBK;
+      const uint32_t b_tile = base + stage * L::kStageBytes + L::kABytes;
+      sm90::fence_registers(acc);
+      sm90::wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < kBK / 32; ++ks) {
+        // Block mode restarts the INT32 partial each K block; the others accumulate all of K.
+        const int accumulate = kBlocked ? (ks > 0) : (kt > 0 || ks > 0);
+        wgmma_tile<BN>(acc, sm90::make_smem_desc(a_tile + 32 * ks),
+                       sm90::make_smem_desc(b_tile + 32 * ks), accumulate);
       }
-      sm90::wgmma_wait<0>();
-      if (p.ktiles % 2 == 1) fold(acc, used);
-    } else {
-      // One group in flight: after issuing K tile kt, the wgmmas of kt - 1 are done and free
-      // their stage.
-      int prev_stage = -1;
-      for (int kt = 0; kt < p.ktiles; ++kt) {
-        const int used = issue(acc, kt == 0);
+      sm90::wgmma_commit();
+      if constexpr (kBlocked) {
+        sm90::wgmma_wait<0>();
+        sm90::fence_registers(acc);
+        const float* s = scales + stage * L::kScales;
+        const float sa0 = s[cwg * 64 + warp * 16 + g];
+        const float sa1 = s[cwg * 64 + warp * 16 + g + 8];
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const float2 sb = *reinterpret_cast<const float2*>(s + kBM + 8 * j + 2 * t);
+          const float sc[4] = {__fmul_rn(sa0, sb.x), __fmul_rn(sa0, sb.y), __fmul_rn(sa1, sb.x),
+                               __fmul_rn(sa1, sb.y)};
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            accf[4 * j + r] =
+                __fadd_rn(accf[4 * j + r], __fmul_rn(__int2float_rn(acc[4 * j + r]), sc[r]));
+          }
+        }
+        __syncwarp();
+        if (lane == 0) sm90::mbar_arrive(empty(stage));
+      } else {
+        // One group in flight: the previous K tile's wgmmas are done, so its stage is free.
         sm90::wgmma_wait<1>();
         sm90::fence_registers(acc);
         if (prev_stage >= 0 && lane == 0) sm90::mbar_arrive(empty(prev_stage));
-        prev_stage = used;
+        prev_stage = stage;
       }
+      if (++stage == p.stages) {
+        stage = 0;
+        phase ^= 1u;
+      }
+    }
+    if constexpr (!kBlocked) {
       sm90::wgmma_wait<0>();
       sm90::fence_registers(acc);
       if (lane == 0) sm90::mbar_arrive(empty(prev_stage));
@@ -594,8 +537,6 @@ void wgmma_scaled_gemm(const ScaledGemmArgs& args, cudaStream_t stream, const Wg
   p.b_scales = args.b_scales;
   p.b_block_rows = static_cast<int>(args.b_block_rows);
   p.kext = args.kblock != 0 ? static_cast<int>((args.k + kBK - 1) / kBK) : 1;
-  // Block mode's tiles are 128 columns wide and start at multiples of 128.
-  p.b_uniform = args.kblock != 0 && args.b_block_rows % kBK == 0;
   p.bias = args.bias;
   p.c = args.c;
   p.vec_c = args.n % 2 == 0 && aligned(args.c, args.c_type == DType::bf16 ? 4 : 8);

@@ -357,6 +357,12 @@ TEST(WgmmaGemmArgs, HeuristicPicksWideTilesForLargeUnblockedProblems) {
   const WgmmaConfig cb = select_wgmma_config(blocked, 132);
   EXPECT_EQ(cb.tile_n, 128);
   EXPECT_TRUE(wgmma_config_error(blocked, cb).empty());
+  // Too few 256-wide tiles to fill 132 SMs: 128-wide ones, at most 4 stages (measured best).
+  const WgmmaProblem mid{1024, 4096, 4096, WgmmaScaling::tensor, DType::bf16, false};
+  const WgmmaConfig cm = select_wgmma_config(mid, 132);
+  EXPECT_EQ(cm.tile_n, 128);
+  EXPECT_EQ(cm.stages, 4);
+  EXPECT_EQ(cb.stages, 4);
   const WgmmaProblem small{256, 512, 256, WgmmaScaling::row, DType::fp32, true};
   const WgmmaConfig cs = select_wgmma_config(small, 132);
   EXPECT_EQ(cs.tile_n, 128);

@@ -16,11 +16,11 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
-#include <nvtx3/nvToolsExt.h>
 
 #include <string>
 
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/quantize.cuh"
 
 namespace lpbench::cuda {
@@ -39,14 +39,6 @@ int64_t ceil_div(int64_t a, int64_t b) {
 bool is_pow2(int64_t v) {
   return v > 0 && (v & (v - 1)) == 0;
 }
-
-class NvtxRange {
- public:
-  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
-  ~NvtxRange() { nvtxRangePop(); }
-  NvtxRange(const NvtxRange&) = delete;
-  NvtxRange& operator=(const NvtxRange&) = delete;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Device helpers

@@ -13,11 +13,11 @@
 // 133143) and scale once.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-#include <nvtx3/nvToolsExt.h>
 
 #include <string>
 
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/scaled_gemm.cuh"
 
 namespace lpbench::cuda {
@@ -31,14 +31,6 @@ constexpr int kGroupM = 8;                    // tile rows walked together, for 
 constexpr int kMaxKNoBlocks = 133143;         // K·127² < 2³¹ (kernels/reference/int8_gemm.h)
 constexpr uint32_t kMagicBits = 0x4B400000u;  // 1.5·2²³
 constexpr float kMagic = 12582912.0f;
-
-class NvtxRange {
- public:
-  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
-  ~NvtxRange() { nvtxRangePop(); }
-  NvtxRange(const NvtxRange&) = delete;
-  NvtxRange& operator=(const NvtxRange&) = delete;
-};
 
 struct GemmParams {
   const int8_t* a;

@@ -18,7 +18,6 @@
                    // reached through the runtime's entry-point query, so no -lcuda
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-#include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
 #include <array>
@@ -27,6 +26,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/wgmma_gemm.cuh"
 #include "kernels/cuda/wgmma_ptx.cuh"
 
@@ -337,14 +337,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 // ---------------------------------------------------------------------------------------------
 // Host side
 // ---------------------------------------------------------------------------------------------
-
-class NvtxRange {
- public:
-  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
-  ~NvtxRange() { nvtxRangePop(); }
-  NvtxRange(const NvtxRange&) = delete;
-  NvtxRange& operator=(const NvtxRange&) = delete;
-};
 
 using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
                                  const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,

@@ -71,7 +71,7 @@ WgmmaConfig select_wgmma_config(const WgmmaProblem& problem, int sm_count) {
   c.tile_n = !blocked && wide_tiles >= sm_count ? 256 : 128;
   const int64_t ktiles = (problem.k + c.tile_k - 1) / c.tile_k;
   // More stages than K tiles only matter across tiles (the producer runs ahead); keep at least 2.
-  c.stages = std::min(wgmma_max_stages(c.tile_n, blocked), kMaxStages);
+  c.stages = std::min(wgmma_max_stages(c.tile_n), kMaxStages);
   if (ktiles < c.stages && tiles_m * ((problem.n + c.tile_n - 1) / c.tile_n) <= sm_count) {
     c.stages = std::max<int>(2, static_cast<int>(ktiles));
   }
@@ -88,7 +88,7 @@ std::string wgmma_config_error(const WgmmaProblem& problem, const WgmmaConfig& c
   }
   if (c.cluster_m != 1 || c.cluster_n != 1) return "wgmma config: clusters are not implemented";
   if (c.consumer_warpgroups != 2) return "wgmma config: 2 consumer warpgroups only";
-  const int most = wgmma_max_stages(c.tile_n, blocked);
+  const int most = wgmma_max_stages(c.tile_n);
   if (c.stages < 2 || c.stages > most) {
     return "wgmma config: stages must be in [2, " + std::to_string(most) + "] for tile_n " +
            std::to_string(c.tile_n) + (blocked ? " with block scales" : "") + ", got " +

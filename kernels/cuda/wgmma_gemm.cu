@@ -1,19 +1,21 @@
 // lpbench's Hopper INT8 GEMM (sm_90a): wgmma s8·s8 → s32 with TMA loads, warp specialisation and
 // fused scaling; numerics of kernels/reference/scaled_gemm.cpp, bit for bit (as scaled_gemm_mma).
 //
-// A CTA of 384 threads: warpgroup 0 is the producer (one thread issues the TMA loads; in block
-// mode all 128 stage the K block's scales), warpgroups 1 and 2 are consumers, each computing 64
-// rows of a 128 × tile_n output tile with wgmma m64n{tile_n}k32. K advances 128 bytes (one
-// 128-byte swizzle row, and the K block of block scaling) per pipeline stage. Each stage has a
-// "full" barrier (TMA bytes + scale writers) and an "empty" barrier (one arrival per consumer
-// warp after its wgmmas that read the stage have completed). The grid is persistent: CTA i takes
-// tiles i, i + grid, ... in a grouped order (8 tile rows share each B tile column in L2), and the
-// producer runs ahead into the next tile while the consumers store the previous one.
+// A CTA of 384 threads: warpgroup 0 is the producer (one thread issues the TMA loads), warpgroups
+// 1 and 2 are consumers, each computing 64 rows of a 128 × tile_n output tile with wgmma
+// m64n{tile_n}k32. K advances 128 bytes (one 128-byte swizzle row, and the K block of block
+// scaling) per pipeline stage. Each stage has a "full" barrier (the TMA bytes) and an "empty"
+// barrier (one arrival per consumer warp after its wgmmas that read the stage have completed). The
+// grid is persistent: CTA i takes tiles i, i + grid, ... in a grouped order (8 tile rows share each
+// B tile column in L2), and the producer runs ahead into the next tile while the consumers store
+// the previous one.
 //
 // Tensor and row modes keep INT32 accumulators over all of K (exact up to K = 133143), one wgmma
-// group in flight, and scale once in the epilogue. Block mode waits for each K block's INT32
-// partial, converts it (exact: |partial| ≤ 128·128² < 2²⁴) and adds partial · (sa·sb) into FP32
-// accumulators with separate roundings, in K-block order, as the reference does.
+// group in flight, and scale once in the epilogue. Block mode computes each K block into a fresh
+// INT32 partial, waits for it and folds it into FP32 accumulators (I2F, exact: |partial| ≤
+// 128·128² < 2²⁴; then partial · (sa·sb) added with separate roundings, in K-block order, as the
+// reference does). Each consumer thread reads its own scales from global memory a K block ahead.
+// docs/perf-log.md §6 has the versions tried and what each measured.
 #include <cuda.h>  // CUtensorMap and the encode function's types only: the driver function is
                    // reached through the runtime's entry-point query, so no -lcuda
 #include <cuda_bf16.h>
@@ -29,6 +31,17 @@
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/wgmma_gemm.cuh"
 #include "kernels/cuda/wgmma_ptx.cuh"
+
+// Timing experiments only (docs/perf-log.md §6c; scripts/gpu-fold-diag sets them through the
+// LPBENCH_WGMMA_DIAG CMake variable). Any value but the default gives block mode other results.
+//   FOLD_REPEAT=R  the fold's arithmetic R times (0: none), to time it by difference
+//   FOLD_FFMA=1    one FFMA per partial instead of FMUL then FADD (another rounding)
+#ifndef LPBENCH_WGMMA_FOLD_REPEAT
+#define LPBENCH_WGMMA_FOLD_REPEAT 1
+#endif
+#ifndef LPBENCH_WGMMA_FOLD_FFMA
+#define LPBENCH_WGMMA_FOLD_FFMA 0
+#endif
 
 namespace lpbench::cuda {
 
@@ -58,16 +71,14 @@ struct Params {
 };
 
 // Shared memory, from a 1024-byte aligned base (the 128-byte swizzle atom): `stages` × [A tile
-// 128×128 | B tile tile_n×128], then (block mode) `stages` × [128 A scales | tile_n B scales],
-// then the full and empty barriers.
+// 128×128 | B tile tile_n×128], then the full and empty barriers.
 template <int BN>
 struct Layout {
   static constexpr int kABytes = kBM * kBK;
   static constexpr int kStageBytes = kABytes + BN * kBK;
-  static constexpr int kScales = kBM + BN;
   static constexpr int kAccs = BN / 2;  // INT32 accumulators per consumer thread
-  static size_t smem_bytes(int stages, bool blocked) {
-    return 1024 + static_cast<size_t>(stages) * (kStageBytes + (blocked ? kScales * 4 : 0) + 16);
+  static size_t smem_bytes(int stages) {
+    return 1024 + static_cast<size_t>(stages) * (kStageBytes + 16);
   }
 };
 
@@ -126,7 +137,8 @@ __device__ __forceinline__ OutT to_out(float v) {
 }
 
 // OutT: __nv_bfloat16 or float (scaled), int32_t (raw INT32 products; kBlocked false, no scales).
-template <int BN, bool kBlocked, typename OutT>
+// kColumnB (block mode): B's scale blocks do not span whole tiles, so each column reads its own.
+template <int BN, bool kBlocked, typename OutT, bool kColumnB>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a,
                       const __grid_constant__ CUtensorMap tma_b, const Params p) {
@@ -136,17 +148,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = sm90::smem_addr(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
-  float* const scales = reinterpret_cast<float*>(smem_raw + (base - raw) +
-                                                 static_cast<size_t>(p.stages) * L::kStageBytes);
-  const uint32_t bars =
-      base + p.stages * L::kStageBytes + (kBlocked ? p.stages * L::kScales * 4 : 0);
+  const uint32_t bars = base + p.stages * L::kStageBytes;
   const auto full = [&](int s) { return bars + 8u * s; };
   const auto empty = [&](int s) { return bars + 8u * (p.stages + s); };
 
   const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) {
     for (int s = 0; s < p.stages; ++s) {
-      sm90::mbar_init(full(s), kBlocked ? 1 + 128 : 1);
+      sm90::mbar_init(full(s), 1);
       sm90::mbar_init(empty(s), kConsumerWarps);
     }
     sm90::mbar_init_fence();
@@ -157,7 +166,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (tid < 128) {
     // ---- producer warpgroup ----
     sm90::setmaxnreg_dec<kProducerRegs>();
-    if (!kBlocked && tid != 0) return;
+    // One thread issues the TMA loads; the rest of the warpgroup leaves.
+    if (tid != 0) return;
     int stage = 0;
     uint32_t phase = 0;
     for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles;
@@ -168,33 +178,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int n0 = tn * BN;
       for (int kt = 0; kt < p.ktiles; ++kt) {
         sm90::mbar_wait(empty(stage), phase ^ 1u);
-        if (tid == 0) {
-          const uint32_t dst = base + stage * L::kStageBytes;
-          sm90::mbar_arrive_expect_tx(full(stage), L::kStageBytes);
-          sm90::tma_load_2d(dst, &tma_a, kt * kBK, m0, full(stage));
-          sm90::tma_load_2d(dst + L::kABytes, &tma_b, kt * kBK, n0, full(stage));
-        }
-        if constexpr (kBlocked) {
-          float* s = scales + stage * L::kScales;
-          for (int i = tid; i < L::kScales; i += 128) {
-            float v = 0.0f;
-            if (i < kBM) {
-              const int row = m0 + i;
-              if (row < p.m) {
-                v = __ldg(p.a_scales +
-                          static_cast<int64_t>(scale_row(row, p.a_block_rows)) * p.kext + kt);
-              }
-            } else {
-              const int col = n0 + i - kBM;
-              if (col < p.n) {
-                v = __ldg(p.b_scales +
-                          static_cast<int64_t>(scale_row(col, p.b_block_rows)) * p.kext + kt);
-              }
-            }
-            s[i] = v;
-          }
-          sm90::mbar_arrive(full(stage));
-        }
+        const uint32_t dst = base + stage * L::kStageBytes;
+        sm90::mbar_arrive_expect_tx(full(stage), L::kStageBytes);
+        sm90::tma_load_2d(dst, &tma_a, kt * kBK, m0, full(stage));
+        sm90::tma_load_2d(dst + L::kABytes, &tma_b, kt * kBK, n0, full(stage));
         if (++stage == p.stages) {
           stage = 0;
           phase ^= 1u;
@@ -213,9 +200,73 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int g = lane / 4;
   const int t = lane % 4;
   int acc[L::kAccs];
-  float accf[kBlocked ? L::kAccs : 1];
+  float accf[kBlocked ? L::kAccs : 1];  // block mode's FP32 sums
   int stage = 0;
   uint32_t phase = 0;
+
+  // Waits for the stage's operands and issues its K block's wgmmas into acc as one group, the
+  // first of them overwriting acc where `restart` (each K block in block mode; the tile's first
+  // in the others, which accumulate all of K). Returns the stage it used and moves to the next.
+  const auto issue = [&](bool restart) {
+    sm90::mbar_wait(full(stage), phase);
+    const uint32_t a_tile = base + stage * L::kStageBytes + cwg * 64 * kBK;
+    const uint32_t b_tile = base + stage * L::kStageBytes + L::kABytes;
+    sm90::fence_registers(acc);
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < kBK / 32; ++ks) {
+      const int accumulate = !restart || ks > 0;
+      wgmma_tile<BN>(acc, sm90::make_smem_desc(a_tile + 32 * ks),
+                     sm90::make_smem_desc(b_tile + 32 * ks), accumulate);
+    }
+    sm90::wgmma_commit();
+    const int used = stage;
+    if (++stage == p.stages) {
+      stage = 0;
+      phase ^= 1u;
+    }
+    return used;
+  };
+
+  // Block mode's scales for one K block: this thread's two rows of A (g and g + 8 of its warp's
+  // 16) and, where B's blocks span whole tiles (kColumnB false), the tile's B scale.
+  struct Scales {
+    float sa0, sa1, sb;
+  };
+  // Adds a finished K block's partial · (sa·sb) into accf, as the reference rounds: I2F (exact),
+  // FMUL, FADD. Accumulator j·4 + r holds row g (+8 for r ≥ 2), column 8·j + 2·t + r % 2.
+  const auto fold = [&](int kt, const Scales& sc, int n0) {
+    const float sc0 = __fmul_rn(sc.sa0, sc.sb);
+    const float sc1 = __fmul_rn(sc.sa1, sc.sb);
+    for (int rep = 0; rep < LPBENCH_WGMMA_FOLD_REPEAT; ++rep) {
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        float f[4] = {sc0, sc0, sc1, sc1};
+        if constexpr (kColumnB) {
+          const int col = n0 + 8 * j + 2 * t;
+          const float* b = p.b_scales + kt;
+          const float sb0 = __ldg(
+              b + static_cast<int64_t>(scale_row(min(col, p.n - 1), p.b_block_rows)) * p.kext);
+          const float sb1 = __ldg(
+              b + static_cast<int64_t>(scale_row(min(col + 1, p.n - 1), p.b_block_rows)) * p.kext);
+          f[0] = __fmul_rn(sc.sa0, sb0);
+          f[1] = __fmul_rn(sc.sa0, sb1);
+          f[2] = __fmul_rn(sc.sa1, sb0);
+          f[3] = __fmul_rn(sc.sa1, sb1);
+        }
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const float x = __int2float_rn(acc[4 * j + r] + rep);
+#if LPBENCH_WGMMA_FOLD_FFMA
+          accf[4 * j + r] = __fmaf_rn(x, f[r], accf[4 * j + r]);
+#else
+          accf[4 * j + r] = __fadd_rn(accf[4 * j + r], __fmul_rn(x, f[r]));
+#endif
+        }
+      }
+    }
+  };
+
   for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles;
        tile += static_cast<int>(gridDim.x)) {
     int tm, tn;
@@ -226,54 +277,44 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int i = 0; i < L::kAccs; ++i)
         accf[i] = -0.0f;  // the identity of IEEE addition: the first block's term is kept as is
-    }
-    int prev_stage = -1;
-    for (int kt = 0; kt < p.ktiles; ++kt) {
-      sm90::mbar_wait(full(stage), phase);
-      const uint32_t a_tile = base + stage * L::kStageBytes + cwg * 64 * kBK;
-      const uint32_t b_tile = base + stage * L::kStageBytes + L::kABytes;
-      sm90::fence_registers(acc);
-      sm90::wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < kBK / 32; ++ks) {
-        // Block mode restarts the INT32 partial each K block; the others accumulate all of K.
-        const int accumulate = kBlocked ? (ks > 0) : (kt > 0 || ks > 0);
-        wgmma_tile<BN>(acc, sm90::make_smem_desc(a_tile + 32 * ks),
-                       sm90::make_smem_desc(b_tile + 32 * ks), accumulate);
-      }
-      sm90::wgmma_commit();
-      if constexpr (kBlocked) {
+      const int r0 = m0 + cwg * 64 + warp * 16 + g;
+      const float* sa_row0 =
+          p.a_scales + static_cast<int64_t>(scale_row(min(r0, p.m - 1), p.a_block_rows)) * p.kext;
+      const float* sa_row1 =
+          p.a_scales +
+          static_cast<int64_t>(scale_row(min(r0 + 8, p.m - 1), p.a_block_rows)) * p.kext;
+      const float* sb_tile =
+          p.b_scales + static_cast<int64_t>(scale_row(n0, p.b_block_rows)) * p.kext;
+      const auto load_scales = [&](int kt) {
+        return Scales{__ldg(sa_row0 + kt), __ldg(sa_row1 + kt),
+                      kColumnB ? 1.0f : __ldg(sb_tile + kt)};
+      };
+      // Each K block: its wgmmas, the wait, the stage freed, the fold. The next block's scales
+      // are loaded first, so their latency hides under this block's MMAs. (Staging the scales in
+      // shared memory through the producer made every stage wait for those copies and halved the
+      // kernel's speed; folding one block while the next one's wgmmas run did not help: §6c.)
+      Scales cur = load_scales(0);
+      for (int kt = 0; kt < p.ktiles; ++kt) {
+        const Scales next = load_scales(min(kt + 1, p.ktiles - 1));
+        const int used = issue(true);
         sm90::wgmma_wait<0>();
         sm90::fence_registers(acc);
-        const float* s = scales + stage * L::kScales;
-        const float sa0 = s[cwg * 64 + warp * 16 + g];
-        const float sa1 = s[cwg * 64 + warp * 16 + g + 8];
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const float2 sb = *reinterpret_cast<const float2*>(s + kBM + 8 * j + 2 * t);
-          const float sc[4] = {__fmul_rn(sa0, sb.x), __fmul_rn(sa0, sb.y), __fmul_rn(sa1, sb.x),
-                               __fmul_rn(sa1, sb.y)};
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            accf[4 * j + r] =
-                __fadd_rn(accf[4 * j + r], __fmul_rn(__int2float_rn(acc[4 * j + r]), sc[r]));
-          }
-        }
         __syncwarp();
-        if (lane == 0) sm90::mbar_arrive(empty(stage));
-      } else {
-        // One group in flight: the previous K tile's wgmmas are done, so its stage is free.
+        if (lane == 0) sm90::mbar_arrive(empty(used));
+        fold(kt, cur, n0);
+        cur = next;
+      }
+    } else {
+      // One group in flight: after issuing K tile kt, the wgmmas of kt - 1 are done and free
+      // their stage.
+      int prev_stage = -1;
+      for (int kt = 0; kt < p.ktiles; ++kt) {
+        const int used = issue(kt == 0);
         sm90::wgmma_wait<1>();
         sm90::fence_registers(acc);
         if (prev_stage >= 0 && lane == 0) sm90::mbar_arrive(empty(prev_stage));
-        prev_stage = stage;
+        prev_stage = used;
       }
-      if (++stage == p.stages) {
-        stage = 0;
-        phase ^= 1u;
-      }
-    }
-    if constexpr (!kBlocked) {
       sm90::wgmma_wait<0>();
       sm90::fence_registers(acc);
       if (lane == 0) sm90::mbar_arrive(empty(prev_stage));
@@ -410,17 +451,17 @@ void require_sm90() {
                            " (use the cublaslt or lpbench INT8 GEMM there)");
 }
 
-int max_stages(int tile_n, bool blocked) {
-  const size_t stage = tile_n == 256 ? Layout<256>::smem_bytes(1, blocked) - 1024
-                                     : Layout<128>::smem_bytes(1, blocked) - 1024;
+int max_stages(int tile_n) {
+  const size_t stage =
+      tile_n == 256 ? Layout<256>::smem_bytes(1) - 1024 : Layout<128>::smem_bytes(1) - 1024;
   return static_cast<int>((kSmemLimit - 1024) / stage);
 }
 
-template <int BN, bool kBlocked, typename OutT>
+template <int BN, bool kBlocked, typename OutT, bool kColumnB = false>
 void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int sms,
             cudaStream_t stream) {
-  const size_t smem = Layout<BN>::smem_bytes(p.stages, kBlocked);
-  auto kernel = wgmma_gemm_kernel<BN, kBlocked, OutT>;
+  const size_t smem = Layout<BN>::smem_bytes(p.stages);
+  auto kernel = wgmma_gemm_kernel<BN, kBlocked, OutT, kColumnB>;
   LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smem)));
   const int tiles = p.tiles_m * p.tiles_n;
@@ -482,17 +523,26 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
              : launch<128, false, float>(p, ma, mb, d.sms, stream);
       }
       break;
-    case WgmmaScaling::block:
-      problem.out == DType::bf16 ? launch<128, true, __nv_bfloat16>(p, ma, mb, d.sms, stream)
-                                 : launch<128, true, float>(p, ma, mb, d.sms, stream);
+    case WgmmaScaling::block: {
+      // Block mode's tiles are 128 columns wide and start at multiples of 128: where B's scale
+      // blocks are multiples of 128 rows, one B scale serves a tile and K block.
+      const bool column_b = p.b_block_rows % kBK != 0;
+      if (problem.out == DType::bf16) {
+        column_b ? launch<128, true, __nv_bfloat16, true>(p, ma, mb, d.sms, stream)
+                 : launch<128, true, __nv_bfloat16>(p, ma, mb, d.sms, stream);
+      } else {
+        column_b ? launch<128, true, float, true>(p, ma, mb, d.sms, stream)
+                 : launch<128, true, float>(p, ma, mb, d.sms, stream);
+      }
       break;
+    }
   }
 }
 
 }  // namespace
 
-int wgmma_max_stages(int tile_n, bool blocked) {
-  return max_stages(tile_n, blocked);
+int wgmma_max_stages(int tile_n) {
+  return max_stages(tile_n);
 }
 
 bool wgmma_supported() {

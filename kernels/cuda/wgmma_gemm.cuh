@@ -51,7 +51,7 @@ WgmmaConfig select_wgmma_config(const WgmmaProblem& problem, int sm_count);
 std::string wgmma_config_error(const WgmmaProblem& problem, const WgmmaConfig& config);
 
 // How many pipeline stages fit in shared memory (227 KiB a CTA on H100/H200) for a tile width.
-int wgmma_max_stages(int tile_n, bool blocked);
+int wgmma_max_stages(int tile_n);
 
 // Whether the current device runs these kernels (compute capability 9.0: H100, H200, GH200),
 // cached per device.

@@ -350,7 +350,7 @@ TEST(WgmmaGemmArgs, HeuristicPicksWideTilesForLargeUnblockedProblems) {
   const WgmmaProblem big{16384, 4096, 4096, WgmmaScaling::tensor, DType::bf16, false};
   const WgmmaConfig c = select_wgmma_config(big, 132);
   EXPECT_EQ(c.tile_n, 256);
-  EXPECT_EQ(c.stages, wgmma_max_stages(256, false));
+  EXPECT_EQ(c.stages, wgmma_max_stages(256));
   EXPECT_TRUE(wgmma_config_error(big, c).empty());
   WgmmaProblem blocked = big;
   blocked.scaling = WgmmaScaling::block;
@@ -368,10 +368,10 @@ TEST(WgmmaGemmArgs, HeuristicPicksWideTilesForLargeUnblockedProblems) {
   EXPECT_EQ(cs.tile_n, 128);
   EXPECT_EQ(cs.stages, 2);
   EXPECT_TRUE(wgmma_config_error(small, cs).empty());
-  // Shared memory: the 128-wide ring holds more stages than the 256-wide one, all at least 4.
-  EXPECT_GE(wgmma_max_stages(256, false), 4);
-  EXPECT_GT(wgmma_max_stages(128, false), wgmma_max_stages(256, false));
-  EXPECT_GE(wgmma_max_stages(128, true), 4);
+  // Shared memory: the 128-wide ring holds more stages than the 256-wide one, which holds at
+  // least 4.
+  EXPECT_GE(wgmma_max_stages(256), 4);
+  EXPECT_GT(wgmma_max_stages(128), wgmma_max_stages(256));
   EXPECT_EQ(to_string(big), "16384x4096x4096 tensor -> bf16");
   EXPECT_EQ(to_string(c), "tile 128x256x128, 4 stages, cluster 1x1, 2 consumer warpgroups");
 }

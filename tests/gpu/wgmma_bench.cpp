@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "unknown flag %s; usage: wgmma_bench [--tokens N] [--samples S] [--shapes N] "
-                   "[--t128-stages S] [--block-stages S]\n",
+                   "[--t128-stages S] [--block-stages S] [--time-unchecked]\n",
                    argv[i]);
       return 2;
     }
@@ -211,33 +211,20 @@ int main(int argc, char** argv) {
 
       const double ops_count = 2.0 * m * n * k;
       auto tops = [&](double ms) { return ops_count / (ms * 1e-3) / 1e12; };
-      const double t_tensor =
-          (tensor_ok && int32_ok) || unchecked
-              ? median_ms(
-                    [&](int i) {
-                      cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream);
-                    },
-                    copies, samples)
-              : 0;
-      const double t_block =
-          block_ok || unchecked
-              ? median_ms(
-                    [&](int i) {
-                      cuda::wgmma_scaled_gemm(
-                          args_of(ops[i], ops[i].sa_block, ops[i].sb_block, true, c_bf16), stream,
-                          &block_config);
-                    },
-                    copies, samples)
-              : 0;
-      const double t_narrow =
-          narrow_ok || unchecked
-              ? median_ms(
-                    [&](int i) {
-                      cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream,
-                                              &narrow);
-                    },
-                    copies, samples)
-              : 0;
+      // A wgmma variant is timed only where its check passed (or with --time-unchecked).
+      const auto checked_ms = [&](bool ok, const std::function<void(int)>& fn) {
+        return ok || unchecked ? median_ms(fn, copies, samples) : 0.0;
+      };
+      const double t_tensor = checked_ms(tensor_ok && int32_ok, [&](int i) {
+        cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream);
+      });
+      const double t_block = checked_ms(block_ok, [&](int i) {
+        cuda::wgmma_scaled_gemm(args_of(ops[i], ops[i].sa_block, ops[i].sb_block, true, c_bf16),
+                                stream, &block_config);
+      });
+      const double t_narrow = checked_ms(narrow_ok, [&](int i) {
+        cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream, &narrow);
+      });
       const double t_lt = median_ms(
           [&](int i) {
             cublaslt::int8_gemm(ops[i].a8.data_ptr<int8_t>(), ops[i].b8.data_ptr<int8_t>(),

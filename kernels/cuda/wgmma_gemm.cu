@@ -233,9 +233,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   struct Scales {
     float sa0, sa1, sb;
   };
+  // Where each column has its own B scale (kColumnB): this thread's columns' scales for K block
+  // kt, sbc[2·j + e] for column 8·j + 2·t + e, loaded while the block's wgmmas run.
+  constexpr int kColumnScales = kColumnB ? BN / 4 : 1;
+  const auto load_column_scales = [&](float(&sbc)[kColumnScales], int kt, int n0) {
+#pragma unroll
+    for (int i = 0; i < kColumnScales; ++i) {
+      const int col = min(n0 + 8 * (i / 2) + 2 * t + i % 2, p.n - 1);
+      sbc[i] =
+          __ldg(p.b_scales + static_cast<int64_t>(scale_row(col, p.b_block_rows)) * p.kext + kt);
+    }
+  };
   // Adds a finished K block's partial · (sa·sb) into accf, as the reference rounds: I2F (exact),
   // FMUL, FADD. Accumulator j·4 + r holds row g (+8 for r ≥ 2), column 8·j + 2·t + r % 2.
-  const auto fold = [&](int kt, const Scales& sc, int n0) {
+  const auto fold = [&](const Scales& sc, const float(&sbc)[kColumnScales]) {
     const float sc0 = __fmul_rn(sc.sa0, sc.sb);
     const float sc1 = __fmul_rn(sc.sa1, sc.sb);
     for (int rep = 0; rep < LPBENCH_WGMMA_FOLD_REPEAT; ++rep) {
@@ -243,16 +254,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int j = 0; j < BN / 8; ++j) {
         float f[4] = {sc0, sc0, sc1, sc1};
         if constexpr (kColumnB) {
-          const int col = n0 + 8 * j + 2 * t;
-          const float* b = p.b_scales + kt;
-          const float sb0 = __ldg(
-              b + static_cast<int64_t>(scale_row(min(col, p.n - 1), p.b_block_rows)) * p.kext);
-          const float sb1 = __ldg(
-              b + static_cast<int64_t>(scale_row(min(col + 1, p.n - 1), p.b_block_rows)) * p.kext);
-          f[0] = __fmul_rn(sc.sa0, sb0);
-          f[1] = __fmul_rn(sc.sa0, sb1);
-          f[2] = __fmul_rn(sc.sa1, sb0);
-          f[3] = __fmul_rn(sc.sa1, sb1);
+          f[0] = __fmul_rn(sc.sa0, sbc[2 * j]);
+          f[1] = __fmul_rn(sc.sa0, sbc[2 * j + 1]);
+          f[2] = __fmul_rn(sc.sa1, sbc[2 * j]);
+          f[3] = __fmul_rn(sc.sa1, sbc[2 * j + 1]);
         }
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
@@ -297,11 +302,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int kt = 0; kt < p.ktiles; ++kt) {
         const Scales next = load_scales(min(kt + 1, p.ktiles - 1));
         const int used = issue(true);
+        float sbc[kColumnScales];
+        if constexpr (kColumnB) load_column_scales(sbc, kt, n0);
         sm90::wgmma_wait<0>();
         sm90::fence_registers(acc);
         __syncwarp();
         if (lane == 0) sm90::mbar_arrive(empty(used));
-        fold(kt, cur, n0);
+        fold(cur, sbc);
         cur = next;
       }
     } else {

@@ -5,9 +5,12 @@
 // against another path before it is timed (INT32 against cuBLASLt, tensorwise against cuBLASLt +
 // lpbench's dequantize, block against lpbench's mma.sync kernel). Timing: CUDA events around each
 // launch, inputs rotated over copies that together exceed 4× L2, 5 warm-up launches, the median of
-// --samples (default 30).
+// --samples (default 30). Block scales as int8-block makes them: A 1 × 128; B 128 × 128 in fprop
+// and dgrad (the weights), 1 × 128 in wgrad (the activations; each column its own scale).
 //
 //   wgmma_bench [--tokens 16384] [--samples 30] [--shapes N] [--t128-stages S] [--block-stages S]
+//               [--uniform-b]        (128 × 128 B blocks in wgrad too: the tables before 2026-11-23
+//                                     evening)
 //               [--time-unchecked]   (times the wgmma runs even where their check failed: for
 //                                     the timing-experiment builds, scripts/gpu-fold-diag)
 // (N: only the first N shapes; S: the pipeline depth of the 128 × 128 tensorwise run or of the
@@ -39,7 +42,8 @@ struct Operands {
   at::Tensor a8, b8;              // int8
   at::Tensor a16, b16;            // bf16
   at::Tensor af8, bf8;            // fp8 e4m3
-  at::Tensor sa_block, sb_block;  // [m, kb], [ceil(n/128), kb]
+  at::Tensor sa_block, sb_block;  // [m, kb], [ceil(n/b_rows), kb]
+  int b_rows = 128;               // rows of B per block scale
 };
 
 double median_ms(const std::function<void(int)>& fn, int copies, int samples) {
@@ -75,7 +79,7 @@ cuda::ScaledGemmArgs args_of(const Operands& o, const at::Tensor& sa, const at::
   a.a_scales = sa.data_ptr<float>();
   a.a_block_rows = block ? 1 : 0;
   a.b_scales = sb.data_ptr<float>();
-  a.b_block_rows = block ? 128 : 0;
+  a.b_block_rows = block ? o.b_rows : 0;
   a.kblock = block ? 128 : 0;
   a.c = c.data_ptr();
   a.c_type = cuda::DType::bf16;
@@ -96,10 +100,11 @@ int main(int argc, char** argv) {
   int narrow_stages = 0;   // 0: the heuristic's
   int block_stages = 0;    // 0: the heuristic's
   bool unchecked = false;  // time variants whose check failed (diagnostic builds)
+  bool uniform_b = false;  // 128 × 128 B blocks for every GEMM, wgrad's too
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--time-unchecked") {
-      unchecked = true;
+    if (flag == "--time-unchecked" || flag == "--uniform-b") {
+      (flag == "--uniform-b" ? uniform_b : unchecked) = true;
       --i;
       continue;
     }
@@ -120,7 +125,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "unknown flag %s; usage: wgmma_bench [--tokens N] [--samples S] [--shapes N] "
-                   "[--t128-stages S] [--block-stages S] [--time-unchecked]\n",
+                   "[--t128-stages S] [--block-stages S] [--uniform-b] [--time-unchecked]\n",
                    argv[i]);
       return 2;
     }
@@ -156,6 +161,9 @@ int main(int argc, char** argv) {
       if (static_cast<int64_t>(seen.size()) >= max_shapes) break;
       if (!seen.insert({s.m, s.n, s.k}).second) continue;
       const int64_t m = s.m, n = s.n, k = s.k, kb = (k + 127) / 128;
+      // As int8-block quantizes them in training: B is W (128 × 128 blocks) in fprop and dgrad,
+      // and the activations X (1 × 128 blocks along the tokens) in wgrad.
+      const int b_rows = kind == kernels::GemmKind::wgrad && !uniform_b ? 1 : 128;
       // Enough copies that one pass over them evicts L2 four times over (counted in BF16).
       const int64_t bytes = 2 * (m + n) * k;
       const int copies = static_cast<int>(std::clamp<int64_t>(4LL * l2 / bytes + 1, 2, 16));
@@ -170,7 +178,8 @@ int main(int argc, char** argv) {
         o.af8 = o.a16.to(at::kFloat8_e4m3fn);
         o.bf8 = o.b16.to(at::kFloat8_e4m3fn);
         o.sa_block = torch::rand({m, kb}, opts) * 1e-3 + 1e-4;
-        o.sb_block = torch::rand({(n + 127) / 128, kb}, opts) * 1e-3 + 1e-4;
+        o.sb_block = torch::rand({(n + b_rows - 1) / b_rows, kb}, opts) * 1e-3 + 1e-4;
+        o.b_rows = b_rows;
         ops.push_back(o);
       }
       const at::Tensor one = torch::full({1}, 1e-3, opts);

@@ -46,7 +46,12 @@ struct Operands {
   int b_rows = 128;               // rows of B per block scale
 };
 
-double median_ms(const std::function<void(int)>& fn, int copies, int samples) {
+// Launch times over the samples, ms.
+struct Timing {
+  double p10 = 0, median = 0, p90 = 0;
+};
+
+Timing time_ms(const std::function<void(int)>& fn, int copies, int samples) {
   for (int i = 0; i < 5; ++i)
     fn(i % copies);
   cudaEvent_t start, stop;
@@ -65,7 +70,11 @@ double median_ms(const std::function<void(int)>& fn, int copies, int samples) {
   LPBENCH_CUDA_CHECK(cudaEventDestroy(start));
   LPBENCH_CUDA_CHECK(cudaEventDestroy(stop));
   std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return {ms[ms.size() / 10], ms[ms.size() / 2], ms[ms.size() * 9 / 10]};
+}
+
+double median_ms(const std::function<void(int)>& fn, int copies, int samples) {
+  return time_ms(fn, copies, samples).median;
 }
 
 cuda::ScaledGemmArgs args_of(const Operands& o, const at::Tensor& sa, const at::Tensor& sb,
@@ -152,7 +161,7 @@ int main(int argc, char** argv) {
               prop.name, l2 >> 20, static_cast<long long>(tokens), samples);
   std::printf("%-22s %-6s %11s %11s %11s %11s %9s %11s  %s\n", "MxNxK", "gemm", "wg-tens",
               "wg-t128", "wg-block", "lt-int8", "bf16", "fp8",
-              "TOP/s; x = over bf16 | wgmma configs");
+              "TOP/s; x = over bf16 | block spread, B scale blocks; wgmma configs");
 
   std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
   const auto opts = torch::TensorOptions().device(torch::kCUDA);
@@ -221,19 +230,22 @@ int main(int argc, char** argv) {
       const double ops_count = 2.0 * m * n * k;
       auto tops = [&](double ms) { return ops_count / (ms * 1e-3) / 1e12; };
       // A wgmma variant is timed only where its check passed (or with --time-unchecked).
-      const auto checked_ms = [&](bool ok, const std::function<void(int)>& fn) {
-        return ok || unchecked ? median_ms(fn, copies, samples) : 0.0;
+      const auto checked = [&](bool ok, const std::function<void(int)>& fn) {
+        return ok || unchecked ? time_ms(fn, copies, samples) : Timing{};
       };
-      const double t_tensor = checked_ms(tensor_ok && int32_ok, [&](int i) {
-        cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream);
-      });
-      const double t_block = checked_ms(block_ok, [&](int i) {
+      const double t_tensor =
+          checked(tensor_ok && int32_ok, [&](int i) {
+            cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream);
+          }).median;
+      const Timing block = checked(block_ok, [&](int i) {
         cuda::wgmma_scaled_gemm(args_of(ops[i], ops[i].sa_block, ops[i].sb_block, true, c_bf16),
                                 stream, &block_config);
       });
-      const double t_narrow = checked_ms(narrow_ok, [&](int i) {
-        cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream, &narrow);
-      });
+      const double t_block = block.median;
+      const double t_narrow =
+          checked(narrow_ok, [&](int i) {
+            cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream, &narrow);
+          }).median;
       const double t_lt = median_ms(
           [&](int i) {
             cublaslt::int8_gemm(ops[i].a8.data_ptr<int8_t>(), ops[i].b8.data_ptr<int8_t>(),
@@ -258,15 +270,19 @@ int main(int argc, char** argv) {
         }
         return std::string(buf);
       };
-      std::printf("%-22s %-6s %s %s %s %s %9.0f %s  | tensor: %s; block: %s%s\n",
-                  (std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)).c_str(),
-                  std::string(kernels::to_string(kind)).c_str(), cell(t_tensor).c_str(),
-                  cell(t_narrow).c_str(), cell(t_block).c_str(), cell(t_lt).c_str(), bf,
-                  cell(t_fp8).c_str(), cuda::to_string(cuda::wgmma_config_for(pt)).c_str(),
-                  cuda::to_string(block_config).c_str(),
-                  int32_ok && tensor_ok && narrow_ok && block_ok ? ""
-                  : unchecked                                    ? "  CHECK FAILED (timed anyway)"
-                                                                 : "  CHECK FAILED (not timed)");
+      std::printf(
+          "%-22s %-6s %s %s %s %s %9.0f %s  | block p10-p90 %.0f-%.0f TOP/s (B %s); "
+          "tensor: %s; block: %s%s\n",
+          (std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)).c_str(),
+          std::string(kernels::to_string(kind)).c_str(), cell(t_tensor).c_str(),
+          cell(t_narrow).c_str(), cell(t_block).c_str(), cell(t_lt).c_str(), bf,
+          cell(t_fp8).c_str(), block.p90 > 0 ? tops(block.p90) : 0.0,
+          block.p10 > 0 ? tops(block.p10) : 0.0, b_rows == 1 ? "1x128" : "128x128",
+          cuda::to_string(cuda::wgmma_config_for(pt)).c_str(),
+          cuda::to_string(block_config).c_str(),
+          int32_ok && tensor_ok && narrow_ok && block_ok ? ""
+          : unchecked                                    ? "  CHECK FAILED (timed anyway)"
+                                                         : "  CHECK FAILED (not timed)");
       std::fflush(stdout);
     }
   }

@@ -14,7 +14,9 @@
 // group in flight, and scale once in the epilogue. Block mode computes each K block into a fresh
 // INT32 partial, waits for it and folds it into FP32 accumulators (I2F, exact: |partial| ≤
 // 128·128² < 2²⁴; then partial · (sa·sb) added with separate roundings, in K-block order, as the
-// reference does). Each consumer thread reads its own scales from global memory a K block ahead.
+// reference does). Each consumer thread reads its own A scales and the tile's B scale from global
+// memory a K block ahead; where B's scales vary by column (wgrad's activations, 1 × 128), the
+// launcher copies them K-block-major and the producer brings each stage's 128 in with its operands.
 // docs/perf-log.md §6 has the versions tried and what each measured.
 #include <cuda.h>  // CUtensorMap and the encode function's types only: the driver function is
                    // reached through the runtime's entry-point query, so no -lcuda
@@ -65,20 +67,27 @@ struct Params {
   const float* b_scales;
   int b_block_rows;
   int kext;  // scale columns: ceil(K / 128) in block mode, else 1
+  // Block mode with per-column B scales (kColumnB): B's scales K-block-major, [kext, n_pad] with
+  // n_pad = tiles_n · 128, column c holding the scale of column min(c, N - 1), so that a tile's
+  // 128 scales for one K block are 512 contiguous bytes that TMA brings in with the operands.
+  const float* b_col_scales;
+  int n_pad;
   const float* bias;
   void* c;
   bool vec_c;  // paired stores: c aligned, N even
 };
 
 // Shared memory, from a 1024-byte aligned base (the 128-byte swizzle atom): `stages` × [A tile
-// 128×128 | B tile tile_n×128], then the full and empty barriers.
-template <int BN>
+// 128×128 | B tile tile_n×128], then the full and empty barriers, then (kColumnB) `stages` ×
+// the tile's tile_n column scales of B for the stage's K block.
+template <int BN, bool kColumnB = false>
 struct Layout {
   static constexpr int kABytes = kBM * kBK;
-  static constexpr int kStageBytes = kABytes + BN * kBK;
+  static constexpr int kOperandBytes = kABytes + BN * kBK;
+  static constexpr int kColumnScaleBytes = kColumnB ? BN * 4 : 0;
   static constexpr int kAccs = BN / 2;  // INT32 accumulators per consumer thread
   static size_t smem_bytes(int stages) {
-    return 1024 + static_cast<size_t>(stages) * (kStageBytes + 16);
+    return 1024 + static_cast<size_t>(stages) * (kOperandBytes + 16 + kColumnScaleBytes);
   }
 };
 
@@ -143,14 +152,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a,
                       const __grid_constant__ CUtensorMap tma_b, const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = Layout<BN>;
+  using L = Layout<BN, kColumnB>;
   constexpr bool kRaw = std::is_same_v<OutT, int32_t>;
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = sm90::smem_addr(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
-  const uint32_t bars = base + p.stages * L::kStageBytes;
+  const uint32_t bars = base + p.stages * L::kOperandBytes;
   const auto full = [&](int s) { return bars + 8u * s; };
   const auto empty = [&](int s) { return bars + 8u * (p.stages + s); };
+  const auto column_scales = [&](int s) {
+    return bars + 16u * p.stages + L::kColumnScaleBytes * s;
+  };
 
   const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) {
@@ -178,10 +190,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int n0 = tn * BN;
       for (int kt = 0; kt < p.ktiles; ++kt) {
         sm90::mbar_wait(empty(stage), phase ^ 1u);
-        const uint32_t dst = base + stage * L::kStageBytes;
-        sm90::mbar_arrive_expect_tx(full(stage), L::kStageBytes);
+        const uint32_t dst = base + stage * L::kOperandBytes;
+        sm90::mbar_arrive_expect_tx(full(stage), L::kOperandBytes + L::kColumnScaleBytes);
         sm90::tma_load_2d(dst, &tma_a, kt * kBK, m0, full(stage));
         sm90::tma_load_2d(dst + L::kABytes, &tma_b, kt * kBK, n0, full(stage));
+        if constexpr (kColumnB) {
+          sm90::bulk_load(column_scales(stage),
+                          p.b_col_scales + static_cast<int64_t>(kt) * p.n_pad + n0,
+                          L::kColumnScaleBytes, full(stage));
+        }
         if (++stage == p.stages) {
           stage = 0;
           phase ^= 1u;
@@ -209,8 +226,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // in the others, which accumulate all of K). Returns the stage it used and moves to the next.
   const auto issue = [&](bool restart) {
     sm90::mbar_wait(full(stage), phase);
-    const uint32_t a_tile = base + stage * L::kStageBytes + cwg * 64 * kBK;
-    const uint32_t b_tile = base + stage * L::kStageBytes + L::kABytes;
+    const uint32_t a_tile = base + stage * L::kOperandBytes + cwg * 64 * kBK;
+    const uint32_t b_tile = base + stage * L::kOperandBytes + L::kABytes;
     sm90::fence_registers(acc);
     sm90::wgmma_fence();
 #pragma unroll
@@ -233,15 +250,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   struct Scales {
     float sa0, sa1, sb;
   };
-  // Where each column has its own B scale (kColumnB): this thread's columns' scales for K block
-  // kt, sbc[2·j + e] for column 8·j + 2·t + e, loaded while the block's wgmmas run.
+  // Where each column has its own B scale (kColumnB): this thread's columns' scales for the
+  // stage's K block, sbc[2·j + e] for column 8·j + 2·t + e, read from the stage's copy while the
+  // block's wgmmas run (and before the stage is freed).
   constexpr int kColumnScales = kColumnB ? BN / 4 : 1;
-  const auto load_column_scales = [&](float(&sbc)[kColumnScales], int kt, int n0) {
+  const auto load_column_scales = [&](float(&sbc)[kColumnScales], int s) {
 #pragma unroll
-    for (int i = 0; i < kColumnScales; ++i) {
-      const int col = min(n0 + 8 * (i / 2) + 2 * t + i % 2, p.n - 1);
-      sbc[i] =
-          __ldg(p.b_scales + static_cast<int64_t>(scale_row(col, p.b_block_rows)) * p.kext + kt);
+    for (int j = 0; j < kColumnScales / 2; ++j) {
+      const float2 v = sm90::lds_f2(column_scales(s) + 4u * (8 * j + 2 * t));
+      sbc[2 * j] = v.x;
+      sbc[2 * j + 1] = v.y;
     }
   };
   // Adds a finished K block's partial · (sa·sb) into accf, as the reference rounds: I2F (exact),
@@ -303,7 +321,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const Scales next = load_scales(min(kt + 1, p.ktiles - 1));
         const int used = issue(true);
         float sbc[kColumnScales];
-        if constexpr (kColumnB) load_column_scales(sbc, kt, n0);
+        if constexpr (kColumnB) load_column_scales(sbc, used);
         sm90::wgmma_wait<0>();
         sm90::fence_registers(acc);
         __syncwarp();
@@ -458,16 +476,36 @@ void require_sm90() {
                            " (use the cublaslt or lpbench INT8 GEMM there)");
 }
 
+// The deepest ring that fits every mode of this tile width (block mode's per-column B scales
+// add 512 bytes a stage on 128-wide tiles).
 int max_stages(int tile_n) {
   const size_t stage =
-      tile_n == 256 ? Layout<256>::smem_bytes(1) - 1024 : Layout<128>::smem_bytes(1) - 1024;
+      tile_n == 256 ? Layout<256>::smem_bytes(1) - 1024 : Layout<128, true>::smem_bytes(1) - 1024;
   return static_cast<int>((kSmemLimit - 1024) / stage);
+}
+
+// out[kt · n_pad + c] = scales[scale_row(min(c, n - 1)) · kext + kt]: per-column B scales
+// K-block-major, through a shared-memory tile so both sides are coalesced.
+__global__ void column_scales_kmajor(const float* scales, int block_rows, int n, int kext,
+                                     int n_pad, float* out) {
+  __shared__ float tile[32][33];
+  const int c0 = blockIdx.x * 32, k0 = blockIdx.y * 32;
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    const int c = min(c0 + i, n - 1), kt = k0 + threadIdx.x;
+    if (kt < kext)
+      tile[i][threadIdx.x] = scales[static_cast<int64_t>(scale_row(c, block_rows)) * kext + kt];
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    const int kt = k0 + i, c = c0 + threadIdx.x;
+    if (kt < kext && c < n_pad) out[static_cast<int64_t>(kt) * n_pad + c] = tile[threadIdx.x][i];
+  }
 }
 
 template <int BN, bool kBlocked, typename OutT, bool kColumnB = false>
 void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int sms,
             cudaStream_t stream) {
-  const size_t smem = Layout<BN>::smem_bytes(p.stages);
+  const size_t smem = Layout<BN, kColumnB>::smem_bytes(p.stages);
   auto kernel = wgmma_gemm_kernel<BN, kBlocked, OutT, kColumnB>;
   LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smem)));
@@ -534,13 +572,31 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
       // Block mode's tiles are 128 columns wide and start at multiples of 128: where B's scale
       // blocks are multiples of 128 rows, one B scale serves a tile and K block.
       const bool column_b = p.b_block_rows % kBK != 0;
-      if (problem.out == DType::bf16) {
-        column_b ? launch<128, true, __nv_bfloat16, true>(p, ma, mb, d.sms, stream)
-                 : launch<128, true, __nv_bfloat16>(p, ma, mb, d.sms, stream);
-      } else {
-        column_b ? launch<128, true, float, true>(p, ma, mb, d.sms, stream)
-                 : launch<128, true, float>(p, ma, mb, d.sms, stream);
+      if (!column_b) {
+        problem.out == DType::bf16 ? launch<128, true, __nv_bfloat16>(p, ma, mb, d.sms, stream)
+                                   : launch<128, true, float>(p, ma, mb, d.sms, stream);
+        break;
       }
+      // Each column its own B scale (wgrad's activations): a K-block-major copy of B's scales,
+      // kext · n_pad floats (5.6 MB for K = 16384, N = 11008), made on the stream and freed
+      // after the GEMM, so that the producer brings each stage's 128 in with one bulk copy.
+      p.n_pad = p.tiles_n * 128;
+      float* kmajor = nullptr;
+      LPBENCH_CUDA_CHECK(
+          cudaMallocAsync(&kmajor, sizeof(float) * static_cast<size_t>(p.kext) * p.n_pad, stream));
+      const dim3 grid(static_cast<unsigned>(p.n_pad / 32),
+                      static_cast<unsigned>((p.kext + 31) / 32));
+      column_scales_kmajor<<<grid, dim3(32, 8), 0, stream>>>(p.b_scales, p.b_block_rows, p.n,
+                                                             p.kext, p.n_pad, kmajor);
+      LPBENCH_CUDA_CHECK_LAUNCH();
+      struct FreeOnExit {  // stream-ordered, also when a launch below throws
+        float* ptr;
+        cudaStream_t stream;
+        ~FreeOnExit() { (void)cudaFreeAsync(ptr, stream); }
+      } free_on_exit{kmajor, stream};
+      p.b_col_scales = kmajor;
+      problem.out == DType::bf16 ? launch<128, true, __nv_bfloat16, true>(p, ma, mb, d.sms, stream)
+                                 : launch<128, true, float, true>(p, ma, mb, d.sms, stream);
       break;
     }
   }

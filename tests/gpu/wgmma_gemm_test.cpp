@@ -15,6 +15,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/wgmma_gemm.cuh"
@@ -277,9 +278,15 @@ TEST_F(WgmmaGemm, ScaledEdgeShapesEveryModeAndConfig) {
 TEST_F(WgmmaGemm, ScaledMatchesTheCpuReference) {
   // The definition itself, run on the CPU, for one case per mode.
   int64_t i = 300;
-  for (WgmmaScaling mode : {WgmmaScaling::tensor, WgmmaScaling::row, WgmmaScaling::block}) {
+  // Block mode twice: B's scales over 128-row blocks (weights) and per row (wgrad's activations,
+  // which the kernel copies K-block-major and brings in by TMA).
+  const std::vector<std::pair<WgmmaScaling, int64_t>> cases = {{WgmmaScaling::tensor, 128},
+                                                               {WgmmaScaling::row, 128},
+                                                               {WgmmaScaling::block, 128},
+                                                               {WgmmaScaling::block, 1}};
+  for (const auto& [mode, bbr] : cases) {
     torch::manual_seed(++i);
-    const ScaledCase g{257, 390, 528, mode, 128, DType::bf16, true};
+    const ScaledCase g{257, 390, 528, mode, bbr, DType::bf16, true};
     SCOPED_TRACE(describe(g));
     const ScaledRun r = run_scaled(g, nullptr, /*cpu_reference=*/true);
     EXPECT_TRUE(same_bits(r.want, r.got));

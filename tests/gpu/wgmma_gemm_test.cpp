@@ -109,8 +109,8 @@ TEST_F(WgmmaGemm, Int32IsExactWithEveryTileWidthAndAShallowRing) {
   // 2048 × 2048: 256 (or 128) tiles over 132 SMs, so CTAs take several tiles and the ring's
   // phases run on across tiles; K = 17 tiles + 16 wraps a 2- and 3-stage ring many times.
   torch::manual_seed(11);
-  for (const WgmmaConfig& c :
-       {forced(128, 2), forced(128, 3), forced(256, 2), forced(256, 4), forced(128, 7)}) {
+  for (const WgmmaConfig& c : {forced(128, 2), forced(128, 3), forced(256, 2), forced(256, 4),
+                               forced(128, wgmma_max_stages(128))}) {
     check_int32(2048, 2048, 128 * 17 + 16, &c);
     check_int32(300, 520, 1040, &c);
   }

@@ -86,7 +86,11 @@ std::string wgmma_config_error(const WgmmaProblem& problem, const WgmmaConfig& c
     return "wgmma config: block scaling takes tile_n 128 (FP32 and INT32 accumulators of 256 "
            "columns exceed the register file)";
   }
-  if (c.cluster_m != 1 || c.cluster_n != 1) return "wgmma config: clusters are not implemented";
+  if ((c.cluster_m != 1 && c.cluster_m != 2) || c.cluster_n != 1) {
+    return "wgmma config: clusters are 1x1 or 2x1 (two CTAs on adjacent tile rows sharing B), "
+           "got " +
+           std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n);
+  }
   if (c.consumer_warpgroups != 2) return "wgmma config: 2 consumer warpgroups only";
   const int most = wgmma_max_stages(c.tile_n);
   if (c.stages < 2 || c.stages > most) {

@@ -62,6 +62,8 @@ constexpr int kConsumerRegs = 232;  // 40·128 + 232·256 ≤ 65536
 struct Params {
   int m, n, k;
   int ktiles, tiles_m, tiles_n, stages;
+  int cluster_m;  // 1, or 2: CTA pairs on vertically adjacent tiles, each loading half of the
+                  // shared B tile and multicasting it to both
   const float* a_scales;
   int a_block_rows;  // 0: one scale for all rows
   const float* b_scales;
@@ -165,35 +167,66 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
 
   const int tid = static_cast<int>(threadIdx.x);
+  // In a cluster of two, a stage is free only when both CTAs' consumers are done with it (the
+  // peer's producer writes half of it), and no CTA leaves while its peer may still write into its
+  // shared memory or arrive on its barriers.
+  const int cluster = p.cluster_m;
+  const uint32_t rank = cluster > 1 ? sm90::cluster_ctarank() : 0u;
   if (tid == 0) {
     for (int s = 0; s < p.stages; ++s) {
       sm90::mbar_init(full(s), 1);
-      sm90::mbar_init(empty(s), kConsumerWarps);
+      sm90::mbar_init(empty(s), kConsumerWarps * cluster);
     }
     sm90::mbar_init_fence();
   }
-  __syncthreads();
+  if (cluster > 1) {
+    sm90::cluster_sync();
+  } else {
+    __syncthreads();
+  }
+  const auto finish = [&] {
+    if (cluster > 1) sm90::cluster_sync();
+  };
 
-  const int num_tiles = p.tiles_m * p.tiles_n;
+  // Tiles go to clusters: unit u covers tile rows cluster·um .. + cluster - 1 of tile column un,
+  // this CTA taking row cluster·um + rank. A row past the last (odd tiles_m) still loads (its A
+  // rows clamped) and computes, so that its peer gets its half of B; its stores are all skipped.
+  const int tiles_m_c = (p.tiles_m + cluster - 1) / cluster;
+  const int num_units = tiles_m_c * p.tiles_n;
+  const int first_unit = static_cast<int>(blockIdx.x) / cluster;
+  const int unit_step = static_cast<int>(gridDim.x) / cluster;
+  const auto unit_coords = [&](int u, int& tm, int& tn) {
+    tile_coords(u, tiles_m_c, p.tiles_n, tm, tn);
+    tm = tm * cluster + static_cast<int>(rank);
+  };
   if (tid < 128) {
     // ---- producer warpgroup ----
     sm90::setmaxnreg_dec<kProducerRegs>();
-    // One thread issues the TMA loads; the rest of the warpgroup leaves.
-    if (tid != 0) return;
+    // One thread issues the TMA loads; the rest of the warpgroup waits at the end.
+    if (tid != 0) {
+      finish();
+      return;
+    }
     int stage = 0;
     uint32_t phase = 0;
-    for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles;
-         tile += static_cast<int>(gridDim.x)) {
+    for (int u = first_unit; u < num_units; u += unit_step) {
       int tm, tn;
-      tile_coords(tile, p.tiles_m, p.tiles_n, tm, tn);
-      const int m0 = tm * kBM;
+      unit_coords(u, tm, tn);
+      const int m0 = min(tm, p.tiles_m - 1) * kBM;
       const int n0 = tn * BN;
+      // This CTA's half of B in a cluster (rows past N clamped: their columns are never stored).
+      const int b_row = cluster > 1 ? min(n0 + static_cast<int>(rank) * (BN / 2), p.n - 1) : n0;
+      const uint32_t b_off = L::kABytes + rank * (BN / 2) * kBK;
       for (int kt = 0; kt < p.ktiles; ++kt) {
         sm90::mbar_wait(empty(stage), phase ^ 1u);
         const uint32_t dst = base + stage * L::kOperandBytes;
         sm90::mbar_arrive_expect_tx(full(stage), L::kOperandBytes + L::kColumnScaleBytes);
         sm90::tma_load_2d(dst, &tma_a, kt * kBK, m0, full(stage));
-        sm90::tma_load_2d(dst + L::kABytes, &tma_b, kt * kBK, n0, full(stage));
+        if (cluster > 1) {
+          sm90::tma_load_2d_multicast(dst + b_off, &tma_b, kt * kBK, b_row, full(stage), 0x3);
+        } else {
+          sm90::tma_load_2d(dst + L::kABytes, &tma_b, kt * kBK, n0, full(stage));
+        }
         if constexpr (kColumnB) {
           sm90::bulk_load(column_scales(stage),
                           p.b_col_scales + static_cast<int64_t>(kt) * p.n_pad + n0,
@@ -205,6 +238,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
+    finish();
     return;
   }
 
@@ -220,6 +254,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   float accf[kBlocked ? L::kAccs : 1];  // block mode's FP32 sums
   int stage = 0;
   uint32_t phase = 0;
+  // The consumer warp's arrival on a stage's empty barrier, in both CTAs of a cluster.
+  const auto release = [&](int s) {
+    if (lane != 0) return;
+    sm90::mbar_arrive(empty(s));
+    if (cluster > 1) sm90::mbar_arrive_cluster(empty(s), rank ^ 1u);
+  };
 
   // Waits for the stage's operands and issues its K block's wgmmas into acc as one group, the
   // first of them overwriting acc where `restart` (each K block in block mode; the tile's first
@@ -250,21 +290,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   struct Scales {
     float sa0, sa1, sb;
   };
-  // Where each column has its own B scale (kColumnB): this thread's columns' scales for the
-  // stage's K block, sbc[2·j + e] for column 8·j + 2·t + e, read from the stage's copy while the
-  // block's wgmmas run (and before the stage is freed).
-  constexpr int kColumnScales = kColumnB ? BN / 4 : 1;
-  const auto load_column_scales = [&](float(&sbc)[kColumnScales], int s) {
-#pragma unroll
-    for (int j = 0; j < kColumnScales / 2; ++j) {
-      const float2 v = sm90::lds_f2(column_scales(s) + 4u * (8 * j + 2 * t));
-      sbc[2 * j] = v.x;
-      sbc[2 * j + 1] = v.y;
-    }
-  };
   // Adds a finished K block's partial · (sa·sb) into accf, as the reference rounds: I2F (exact),
   // FMUL, FADD. Accumulator j·4 + r holds row g (+8 for r ≥ 2), column 8·j + 2·t + r % 2.
-  const auto fold = [&](const Scales& sc, const float(&sbc)[kColumnScales]) {
+  // Where each column has its own B scale (kColumnB), the stage `s` still holds them: column
+  // 8·j + 2·t + e's at 4·(8·j + 2·t + e) bytes into its column-scale slot.
+  const auto fold = [&](const Scales& sc, int s) {
     const float sc0 = __fmul_rn(sc.sa0, sc.sb);
     const float sc1 = __fmul_rn(sc.sa1, sc.sb);
     for (int rep = 0; rep < LPBENCH_WGMMA_FOLD_REPEAT; ++rep) {
@@ -272,10 +302,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int j = 0; j < BN / 8; ++j) {
         float f[4] = {sc0, sc0, sc1, sc1};
         if constexpr (kColumnB) {
-          f[0] = __fmul_rn(sc.sa0, sbc[2 * j]);
-          f[1] = __fmul_rn(sc.sa0, sbc[2 * j + 1]);
-          f[2] = __fmul_rn(sc.sa1, sbc[2 * j]);
-          f[3] = __fmul_rn(sc.sa1, sbc[2 * j + 1]);
+          const float2 sb = sm90::lds_f2(column_scales(s) + 4u * (8 * j + 2 * t));
+          f[0] = __fmul_rn(sc.sa0, sb.x);
+          f[1] = __fmul_rn(sc.sa0, sb.y);
+          f[2] = __fmul_rn(sc.sa1, sb.x);
+          f[3] = __fmul_rn(sc.sa1, sb.y);
         }
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
@@ -290,10 +321,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
-  for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles;
-       tile += static_cast<int>(gridDim.x)) {
+  for (int u = first_unit; u < num_units; u += unit_step) {
     int tm, tn;
-    tile_coords(tile, p.tiles_m, p.tiles_n, tm, tn);
+    unit_coords(u, tm, tn);
     const int m0 = tm * kBM;
     const int n0 = tn * BN;
     if constexpr (kBlocked) {
@@ -312,21 +342,25 @@ __global__ void __launch_bounds__(kThreads, 1)
         return Scales{__ldg(sa_row0 + kt), __ldg(sa_row1 + kt),
                       kColumnB ? 1.0f : __ldg(sb_tile + kt)};
       };
-      // Each K block: its wgmmas, the wait, the stage freed, the fold. The next block's scales
-      // are loaded first, so their latency hides under this block's MMAs. (Staging the scales in
-      // shared memory through the producer made every stage wait for those copies and halved the
-      // kernel's speed; folding one block while the next one's wgmmas run did not help: §6c.)
+      // Each K block: its wgmmas, the wait, the stage freed, the fold (with per-column B scales
+      // the stage is freed after the fold, which reads them from it). The next block's A and
+      // tile B scales are loaded first, so their latency hides under this block's MMAs. (Staging
+      // those in shared memory by the producer's own loads made every stage wait for them and
+      // halved the kernel's speed; folding one block while the next one's wgmmas run did not
+      // help: §6c.)
       Scales cur = load_scales(0);
       for (int kt = 0; kt < p.ktiles; ++kt) {
         const Scales next = load_scales(min(kt + 1, p.ktiles - 1));
         const int used = issue(true);
-        float sbc[kColumnScales];
-        if constexpr (kColumnB) load_column_scales(sbc, used);
         sm90::wgmma_wait<0>();
         sm90::fence_registers(acc);
         __syncwarp();
-        if (lane == 0) sm90::mbar_arrive(empty(used));
-        fold(cur, sbc);
+        if constexpr (!kColumnB) release(used);
+        fold(cur, used);
+        if constexpr (kColumnB) {
+          __syncwarp();
+          release(used);
+        }
         cur = next;
       }
     } else {
@@ -337,12 +371,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int used = issue(kt == 0);
         sm90::wgmma_wait<1>();
         sm90::fence_registers(acc);
-        if (prev_stage >= 0 && lane == 0) sm90::mbar_arrive(empty(prev_stage));
+        if (prev_stage >= 0) release(prev_stage);
         prev_stage = used;
       }
       sm90::wgmma_wait<0>();
       sm90::fence_registers(acc);
-      if (lane == 0) sm90::mbar_arrive(empty(prev_stage));
+      release(prev_stage);
     }
 
     // Epilogue: accumulator j·4 + r holds row g (+8 for r ≥ 2), column 8·j + 2·t + r % 2.
@@ -391,6 +425,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   }
+  finish();
 #else
   // Built for sm_90a only; the launcher refuses other devices before launching.
   (void)tma_a;
@@ -509,9 +544,34 @@ void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int s
   auto kernel = wgmma_gemm_kernel<BN, kBlocked, OutT, kColumnB>;
   LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smem)));
-  const int tiles = p.tiles_m * p.tiles_n;
-  kernel<<<static_cast<unsigned>(std::min(tiles, sms)), kThreads, smem, stream>>>(ma, mb, p);
-  LPBENCH_CUDA_CHECK_LAUNCH();
+  if (p.cluster_m == 1) {
+    const int tiles = p.tiles_m * p.tiles_n;
+    kernel<<<static_cast<unsigned>(std::min(tiles, sms)), kThreads, smem, stream>>>(ma, mb, p);
+    LPBENCH_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  // Pairs of CTAs: as many as can be resident at once (a pair needs two free SMs of one GPC),
+  // never more than there are pairs of tile rows' units.
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(p.cluster_m);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  config.gridDim = dim3(static_cast<unsigned>(sms / p.cluster_m * p.cluster_m));
+  int resident = 0;
+  LPBENCH_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&resident, kernel, &config));
+  LPBENCH_CUDA_REQUIRE(resident > 0, "no cluster of " + std::to_string(p.cluster_m) +
+                                         " CTAs fits on this device with " + std::to_string(smem) +
+                                         " bytes of shared memory each");
+  const int units = (p.tiles_m + p.cluster_m - 1) / p.cluster_m * p.tiles_n;
+  config.gridDim = dim3(static_cast<unsigned>(std::min(units, resident) * p.cluster_m));
+  LPBENCH_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, ma, mb, p));
 }
 
 // The common path of both entry points, after their own argument checks.
@@ -549,8 +609,10 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
   p.tiles_m = static_cast<int>(tiles_m);
   p.tiles_n = static_cast<int>(tiles_n);
   p.stages = config.stages;
+  p.cluster_m = config.cluster_m;
   const CUtensorMap ma = operand_map(a, problem.m, problem.k, kBM);
-  const CUtensorMap mb = operand_map(b, problem.n, problem.k, config.tile_n);
+  // In a cluster each CTA loads its share of B's tile rows.
+  const CUtensorMap mb = operand_map(b, problem.n, problem.k, config.tile_n / config.cluster_m);
   NvtxRange range("lpbench::cuda::wgmma_gemm");
   const bool wide = config.tile_n == 256;
   switch (problem.scaling) {

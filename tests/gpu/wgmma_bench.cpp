@@ -13,6 +13,8 @@
 //                                     evening)
 //               [--time-unchecked]   (times the wgmma runs even where their check failed: for
 //                                     the timing-experiment builds, scripts/gpu-fold-diag)
+//               [--cluster2]         (two more columns: the tensorwise and block configs again
+//                                     in clusters of two CTAs sharing B by TMA multicast)
 // (N: only the first N shapes; S: the pipeline depth of the 128 × 128 tensorwise run or of the
 // block-scaled run, default the heuristic's)
 #include <cuda_runtime.h>
@@ -110,10 +112,11 @@ int main(int argc, char** argv) {
   int block_stages = 0;    // 0: the heuristic's
   bool unchecked = false;  // time variants whose check failed (diagnostic builds)
   bool uniform_b = false;  // 128 × 128 B blocks for every GEMM, wgrad's too
+  bool cluster2 = false;   // also time the tensorwise and block configs in clusters of two
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--time-unchecked" || flag == "--uniform-b") {
-      (flag == "--uniform-b" ? uniform_b : unchecked) = true;
+    if (flag == "--time-unchecked" || flag == "--uniform-b" || flag == "--cluster2") {
+      (flag == "--uniform-b" ? uniform_b : flag == "--cluster2" ? cluster2 : unchecked) = true;
       --i;
       continue;
     }
@@ -134,7 +137,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "unknown flag %s; usage: wgmma_bench [--tokens N] [--samples S] [--shapes N] "
-                   "[--t128-stages S] [--block-stages S] [--uniform-b] [--time-unchecked]\n",
+                   "[--t128-stages S] [--block-stages S] [--uniform-b] [--time-unchecked] "
+                   "[--cluster2]\n",
                    argv[i]);
       return 2;
     }
@@ -226,6 +230,21 @@ int main(int argc, char** argv) {
       cuda::wgmma_scaled_gemm(args_of(o0, o0.sa_block, o0.sb_block, true, c_bf16), stream,
                               &block_config);
       const bool block_ok = same(c_bf16, c_ref);
+      // The same configs in clusters of two (B multicast), each checked like its twin.
+      cuda::WgmmaConfig tensor_c2 = cuda::wgmma_config_for(pt), block_c2 = block_config;
+      tensor_c2.cluster_m = block_c2.cluster_m = 2;
+      bool tensor_c2_ok = false, block_c2_ok = false;
+      if (cluster2) {
+        cuda::wgmma_scaled_gemm(args_of(o0, one, one, false, c_bf16), stream, &tensor_c2);
+        at::Tensor c_tensor = c_bf16.clone();
+        cuda::dequantize_int32(acc_ref.data_ptr<int32_t>(), args_of(o0, one, one, false, c_ref),
+                               stream);
+        tensor_c2_ok = int32_ok && same(c_tensor, c_ref);
+        cuda::scaled_gemm_mma(args_of(o0, o0.sa_block, o0.sb_block, true, c_ref), stream);
+        cuda::wgmma_scaled_gemm(args_of(o0, o0.sa_block, o0.sb_block, true, c_bf16), stream,
+                                &block_c2);
+        block_c2_ok = same(c_bf16, c_ref);
+      }
 
       const double ops_count = 2.0 * m * n * k;
       auto tops = [&](double ms) { return ops_count / (ms * 1e-3) / 1e12; };
@@ -246,6 +265,18 @@ int main(int argc, char** argv) {
           checked(narrow_ok, [&](int i) {
             cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream, &narrow);
           }).median;
+      double t_tensor_c2 = 0, t_block_c2 = 0;
+      if (cluster2) {
+        t_tensor_c2 =
+            checked(tensor_c2_ok, [&](int i) {
+              cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream, &tensor_c2);
+            }).median;
+        t_block_c2 = checked(block_c2_ok, [&](int i) {
+                       cuda::wgmma_scaled_gemm(
+                           args_of(ops[i], ops[i].sa_block, ops[i].sb_block, true, c_bf16), stream,
+                           &block_c2);
+                     }).median;
+      }
       const double t_lt = median_ms(
           [&](int i) {
             cublaslt::int8_gemm(ops[i].a8.data_ptr<int8_t>(), ops[i].b8.data_ptr<int8_t>(),
@@ -270,19 +301,23 @@ int main(int argc, char** argv) {
         }
         return std::string(buf);
       };
+      const std::string c2_cells =
+          cluster2 ? " | cluster 2: tensor " + cell(t_tensor_c2) + ", block " + cell(t_block_c2)
+                   : "";
+      const bool c2_ok = !cluster2 || (tensor_c2_ok && block_c2_ok);
       std::printf(
-          "%-22s %-6s %s %s %s %s %9.0f %s  | block p10-p90 %.0f-%.0f TOP/s (B %s); "
+          "%-22s %-6s %s %s %s %s %9.0f %s%s  | block p10-p90 %.0f-%.0f TOP/s (B %s); "
           "tensor: %s; block: %s%s\n",
           (std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)).c_str(),
           std::string(kernels::to_string(kind)).c_str(), cell(t_tensor).c_str(),
           cell(t_narrow).c_str(), cell(t_block).c_str(), cell(t_lt).c_str(), bf,
-          cell(t_fp8).c_str(), block.p90 > 0 ? tops(block.p90) : 0.0,
+          cell(t_fp8).c_str(), c2_cells.c_str(), block.p90 > 0 ? tops(block.p90) : 0.0,
           block.p10 > 0 ? tops(block.p10) : 0.0, b_rows == 1 ? "1x128" : "128x128",
           cuda::to_string(cuda::wgmma_config_for(pt)).c_str(),
           cuda::to_string(block_config).c_str(),
-          int32_ok && tensor_ok && narrow_ok && block_ok ? ""
-          : unchecked                                    ? "  CHECK FAILED (timed anyway)"
-                                                         : "  CHECK FAILED (not timed)");
+          int32_ok && tensor_ok && narrow_ok && block_ok && c2_ok ? ""
+          : unchecked                                             ? "  CHECK FAILED (timed anyway)"
+                                                                  : "  CHECK FAILED (not timed)");
       std::fflush(stdout);
     }
   }

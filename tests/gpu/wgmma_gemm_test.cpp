@@ -90,10 +90,11 @@ std::vector<workloads::GemmShape> llama2_gemms(int64_t tokens) {
   return out;
 }
 
-WgmmaConfig forced(int tile_n, int stages) {
+WgmmaConfig forced(int tile_n, int stages, int cluster_m = 1) {
   WgmmaConfig c;
   c.tile_n = tile_n;
   c.stages = stages;
+  c.cluster_m = cluster_m;
   return c;
 }
 
@@ -109,8 +110,10 @@ TEST_F(WgmmaGemm, Int32IsExactWithEveryTileWidthAndAShallowRing) {
   // 2048 × 2048: 256 (or 128) tiles over 132 SMs, so CTAs take several tiles and the ring's
   // phases run on across tiles; K = 17 tiles + 16 wraps a 2- and 3-stage ring many times.
   torch::manual_seed(11);
-  for (const WgmmaConfig& c : {forced(128, 2), forced(128, 3), forced(256, 2), forced(256, 4),
-                               forced(128, wgmma_max_stages(128))}) {
+  // Clusters of two: 300 rows are 3 tile rows, so the last pair has a row past the edge.
+  for (const WgmmaConfig& c :
+       {forced(128, 2), forced(128, 3), forced(256, 2), forced(256, 4),
+        forced(128, wgmma_max_stages(128)), forced(128, 2, 2), forced(256, 4, 2)}) {
     check_int32(2048, 2048, 128 * 17 + 16, &c);
     check_int32(300, 520, 1040, &c);
   }
@@ -129,9 +132,11 @@ TEST_F(WgmmaGemm, Int32EdgeShapes) {
     }
   }
   torch::manual_seed(7);
-  const WgmmaConfig wide = forced(256, 4);
-  check_int32(129, 257, 400, &wide);
-  check_int32(1, 1, 16, &wide);
+  for (const WgmmaConfig& c : {forced(256, 4), forced(256, 4, 2), forced(128, 4, 2)}) {
+    check_int32(129, 257, 400, &c);
+    check_int32(1, 1, 16, &c);
+    check_int32(300, 70, 144, &c);  // B's second half entirely past N
+  }
 }
 
 TEST_F(WgmmaGemm, Int32AtTheOverflowBoundStaysExact) {
@@ -265,7 +270,8 @@ TEST_F(WgmmaGemm, ScaledEdgeShapesEveryModeAndConfig) {
     }
   }
   // Forced configs: both tile widths, shallow and deep rings, several tiles per CTA.
-  for (const WgmmaConfig& c : {forced(128, 2), forced(128, 6), forced(256, 2), forced(256, 4)}) {
+  for (const WgmmaConfig& c : {forced(128, 2), forced(128, 6), forced(256, 2), forced(256, 4),
+                               forced(128, 4, 2), forced(256, 4, 2)}) {
     for (WgmmaScaling mode : {WgmmaScaling::tensor, WgmmaScaling::row, WgmmaScaling::block}) {
       if (mode == WgmmaScaling::block && (c.tile_n == 256 || c.stages > 6)) continue;
       torch::manual_seed(++i);
@@ -337,15 +343,21 @@ TEST(WgmmaGemmArgs, RefusesWhatItCannotRunWithAClearReason) {
   EXPECT_FALSE(refusal(with([](ScaledGemmArgs& a) { a.b_scales = nullptr; })).empty());
   EXPECT_FALSE(refusal(with([](ScaledGemmArgs& a) { a.m = 0; })).empty());
   EXPECT_FALSE(refusal(with([](ScaledGemmArgs& a) { a.c = nullptr; })).empty());
-  // Configs: block scaling takes 128-wide tiles only; stages within shared memory; no clusters.
+  // Configs: block scaling takes 128-wide tiles only; stages within shared memory; clusters of
+  // one or two CTAs along M.
   const ScaledGemmArgs block = with([](ScaledGemmArgs& a) { a.kblock = 128; });
   const WgmmaConfig wide = forced(256, 4);
   EXPECT_NE(refusal(block, &wide).find("tile_n 128"), std::string::npos);
   const WgmmaConfig deep = forced(128, 40);
   EXPECT_NE(refusal(valid_args(), &deep).find("stages"), std::string::npos);
-  WgmmaConfig cluster = forced(128, 4);
-  cluster.cluster_m = 2;
-  EXPECT_NE(refusal(valid_args(), &cluster).find("cluster"), std::string::npos);
+  for (const auto& [cm, cn] : std::vector<std::pair<int, int>>{{4, 1}, {1, 2}, {0, 1}}) {
+    WgmmaConfig cluster = forced(128, 4);
+    cluster.cluster_m = cm;
+    cluster.cluster_n = cn;
+    EXPECT_NE(refusal(valid_args(), &cluster).find("cluster"), std::string::npos);
+  }
+  const WgmmaConfig pair = forced(128, 4, 2);
+  EXPECT_TRUE(wgmma_config_error(wgmma_problem(valid_args()), pair).empty());
   // The INT32 variant checks the same way.
   alignas(16) static int8_t op[16];
   alignas(16) static int32_t out[4];

@@ -34,12 +34,15 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
-// One arrival on the barrier at the same offset in CTA `cta` of this cluster (release at cluster
-// scope: this thread's reads of its own stage are ordered before the peer's producer reuses it).
+// One arrival on the barrier at the same offset in CTA `cta` of this cluster. The default
+// semantics (release, CTA scope) as CUTLASS's cluster barriers use: what it orders are this warp's
+// wgmma reads of the stage, already complete (wgmma.wait_group). An explicit .release.cluster
+// compiles to MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR before every arrival and made the clustered
+// kernel 35-45 % slower than the plain one (docs/perf-log.md §6d).
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
   asm volatile(
       "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
       "r"(cta)
       : "memory");
 }

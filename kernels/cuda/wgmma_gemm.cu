@@ -26,8 +26,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -572,15 +570,6 @@ void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int s
                                          " CTAs fits on this device with " + std::to_string(smem) +
                                          " bytes of shared memory each");
   const int units = (p.tiles_m + p.cluster_m - 1) / p.cluster_m * p.tiles_n;
-  // DIAGNOSTIC (branch only): the occupancy answer, and a grid of sms / 2 pairs instead.
-  static std::atomic<bool> said{false};
-  if (std::getenv("LPBENCH_WGMMA_VERBOSE") != nullptr && !said.exchange(true)) {
-    std::fprintf(stderr, "wgmma cluster: %d resident pairs of %d-thread CTAs, %zu B smem, %d SMs\n",
-                 resident, kThreads, smem, sms);
-  }
-  if (const char* g = std::getenv("LPBENCH_WGMMA_CLUSTER_GRID"); g != nullptr) {
-    resident = std::atoi(g);
-  }
   config.gridDim = dim3(static_cast<unsigned>(std::min(units, resident) * p.cluster_m));
   LPBENCH_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, ma, mb, p));
 }

@@ -8,7 +8,9 @@
 // barrier (one arrival per consumer warp after its wgmmas that read the stage have completed). The
 // grid is persistent: CTA i takes tiles i, i + grid, ... in a grouped order (8 tile rows share each
 // B tile column in L2), and the producer runs ahead into the next tile while the consumers store
-// the previous one.
+// the previous one. With cluster_m 2, CTA pairs take vertically adjacent tiles, each loading its
+// own A and half of the shared B tile by TMA multicast into both; a stage is then free when the
+// consumers of both CTAs have arrived on its empty barrier.
 //
 // Tensor and row modes keep INT32 accumulators over all of K (exact up to K = 133143), one wgmma
 // group in flight, and scale once in the epilogue. Block mode computes each K block into a fresh

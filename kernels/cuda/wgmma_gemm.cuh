@@ -25,7 +25,9 @@ struct WgmmaProblem {
 // How it is computed. tile_m is fixed at 128 (two consumer warpgroups of 64 rows) and tile_k at
 // 128 (one 128-byte swizzle row of INT8, also the K block of block scaling); tile_n is 128 or
 // 256 (256 only without block scaling: its FP32 accumulators would not fit in registers beside
-// the INT32 ones). cluster is always 1×1 (no multicast yet).
+// the INT32 ones). cluster_m 2 pairs CTAs on vertically adjacent tiles that share B by TMA
+// multicast (cluster_n is 1); the heuristic leaves it at 1: on the H100 it won on 2 of the 14
+// llama2-7b shapes at 16384 tokens and lost or tied on the rest (docs/perf-log.md §6d).
 struct WgmmaConfig {
   int tile_m = 128;
   int tile_n = 128;
@@ -43,8 +45,8 @@ std::string to_string(const WgmmaConfig& c);
 WgmmaProblem wgmma_problem(const ScaledGemmArgs& args);
 
 // The shape heuristic: 128×256 tiles where they still give every SM a tile (fewer B re-reads,
-// more MMA per byte of shared memory), else 128×128; block scaling always 128×128; as many
-// stages as shared memory holds. `sm_count` is the device's multiprocessor count.
+// more MMA per byte of shared memory), else 128×128; block scaling always 128×128; at most 4
+// stages; no clusters. `sm_count` is the device's multiprocessor count.
 WgmmaConfig select_wgmma_config(const WgmmaProblem& problem, int sm_count);
 
 // Empty when `config` can run `problem`, else what is wrong (one line).

@@ -50,7 +50,8 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
                  "Capture this step with torch's profiler into a Chrome/Perfetto trace beside "
                  "the database");
   run.add_option("--int8-gemm", config.int8_gemm,
-                 "GPU INT8 GEMM for tensor and row scales: cublaslt, lpbench or torch (the stock "
+                 "GPU INT8 GEMM: auto (wgmma on Hopper where it takes the operands, cublaslt "
+                 "elsewhere); for tensor and row scales cublaslt, lpbench or torch (the stock "
                  "at::_int_mm, a baseline); wgmma: lpbench's Hopper kernel for tensor, row and "
                  "block scales (sm_90 only, cublaslt elsewhere); all give the same bits")
       ->capture_default_str();

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "harness/errors.h"
+#include "kernels/int8_backend.h"
 #include "kernels/recipe.h"
 
 namespace lpbench::config {
@@ -55,10 +56,9 @@ void check_run_options(const RunConfig& config) {
   check_range("--metrics-every", config.metrics_every, 0, kMaxSteps);
   check_range("--diagnostics", config.diagnostics_every, 0, kMaxSteps);
   check_range("--trace-step", config.trace_step, -1, config.steps - 1);
-  if (config.int8_gemm != "cublaslt" && config.int8_gemm != "lpbench" &&
-      config.int8_gemm != "torch" && config.int8_gemm != "wgmma") {
-    throw InputError(fmt::format("unknown --int8-gemm '{}'; valid: cublaslt, lpbench, torch, wgmma",
-                                 config.int8_gemm));
+  if (!kernels::int8_backend_named(config.int8_gemm)) {
+    throw InputError(fmt::format("unknown --int8-gemm '{}'; valid: {}", config.int8_gemm,
+                                 kernels::kInt8GemmNames));
   }
   if (!std::isfinite(config.lr) || config.lr < 0.0) {
     throw InputError(fmt::format("--lr must be a positive number, got {}", config.lr));

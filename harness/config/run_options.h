@@ -31,14 +31,14 @@ struct RunConfig {
   int64_t diagnostics_every = 0;  // quantization diagnostics every N steps (and the last); 0: off
   std::string device = "auto";    // auto, cpu, cuda, cuda:N
   std::string db = "lpbench.db";
-  std::string label;                   // a sweep label, e.g. "nightly"
-  bool regions = false;                // time the named regions with CUDA events, per step
-  int64_t trace_step = -1;             // capture this step with torch's profiler; -1: none
-  std::string int8_gemm = "cublaslt";  // GPU INT8 GEMM for tensor/row scales: cublaslt, lpbench,
-                                       // wgmma (sm_90: also block scales),
-                                       // torch (at::_int_mm, the stock baseline)
-  bool memory_plan = true;  // refuse what cannot fit; off only to test the device's limit
-  bool interleave = true;   // alternate recipes step by step, so machine drift hits all alike
+  std::string label;               // a sweep label, e.g. "nightly"
+  bool regions = false;            // time the named regions with CUDA events, per step
+  int64_t trace_step = -1;         // capture this step with torch's profiler; -1: none
+  std::string int8_gemm = "auto";  // GPU INT8 GEMM: auto (wgmma on sm_90, else cublaslt),
+                                   // cublaslt, lpbench, torch (at::_int_mm, the stock baseline)
+                                   // for tensor/row scales, wgmma (sm_90: also block scales)
+  bool memory_plan = true;         // refuse what cannot fit; off only to test the device's limit
+  bool interleave = true;  // alternate recipes step by step, so machine drift hits all alike
 };
 
 // Throws InputError for the first option out of its range (sizes, steps, recipes, learning

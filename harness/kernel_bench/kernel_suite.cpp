@@ -37,7 +37,7 @@ struct Options {
   int64_t iterations = 10;
   int64_t warmup = 2;
   int64_t buffer_sets = 0;
-  std::string int8_gemm = "cublaslt";
+  std::string int8_gemm = "auto";
   uint64_t seed = 1234;
   std::string db;
   std::string label;
@@ -238,8 +238,9 @@ void add_options(CLI::App& app, Options& o) {
                  "least 2; 2 on the CPU)");
   app.add_option(
          "--int8-gemm", o.int8_gemm,
-         "INT8 GEMM for tensorwise and rowwise scales: cublaslt, lpbench, torch; wgmma (sm_90: "
-         "also block scales)")
+         "INT8 GEMM: auto (wgmma on sm_90 where it takes the operands, else cublaslt), "
+         "cublaslt, lpbench, torch (tensorwise and rowwise scales), wgmma (sm_90: also block "
+         "scales)")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the random operands")->capture_default_str();
   app.add_option("--db", o.db, "Write each case's row into this SQLite database, as a new sweep");
@@ -262,10 +263,9 @@ void check_options(const Options& o) {
     throw InputError(fmt::format("--buffer-sets must be between 1 and {} (0: from the L2 size)",
                                  kMaxBufferSets));
   }
-  if (o.int8_gemm != "cublaslt" && o.int8_gemm != "lpbench" && o.int8_gemm != "torch" &&
-      o.int8_gemm != "wgmma") {
-    throw InputError(fmt::format("unknown --int8-gemm '{}'; valid: cublaslt, lpbench, torch, wgmma",
-                                 o.int8_gemm));
+  if (!kernels::int8_backend_named(o.int8_gemm)) {
+    throw InputError(
+        fmt::format("unknown --int8-gemm '{}'; valid: {}", o.int8_gemm, kernels::kInt8GemmNames));
   }
   if (!o.label.empty() && o.db.empty()) {
     throw InputError("--label names the sweep written with --db; give --db FILE too");
@@ -324,10 +324,7 @@ int kernel_suite_main(int argc, char** argv, const std::string& program) {
   }
 
   suite.device = device_info(config::resolve_device(options.device));
-  kernels::set_int8_backend(options.int8_gemm == "lpbench" ? kernels::Int8Backend::lpbench_mma
-                            : options.int8_gemm == "torch" ? kernels::Int8Backend::torch_int_mm
-                            : options.int8_gemm == "wgmma" ? kernels::Int8Backend::lpbench_wgmma
-                                                           : kernels::Int8Backend::cublaslt);
+  kernels::set_int8_backend(*kernels::int8_backend_named(options.int8_gemm));
   const env::Provenance provenance = env::collect_provenance(suite.device.device);
   suite.settings.device = suite.device.device.str();
   suite.settings.timer = suite.device.device.is_cuda() ? "cuda-events" : "host-clock";

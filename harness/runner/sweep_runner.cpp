@@ -88,11 +88,10 @@ class Sweep {
   SweepOutcome execute(const std::string& command_line, const std::string& label) {
     provenance_ = env::collect_provenance(run_.device);
     profiling::set_region_timing(run_.config.regions, run_.device);
-    kernels::set_int8_backend(
-        run_.config.int8_gemm == "lpbench" ? kernels::Int8Backend::lpbench_mma
-        : run_.config.int8_gemm == "torch" ? kernels::Int8Backend::torch_int_mm
-        : run_.config.int8_gemm == "wgmma" ? kernels::Int8Backend::lpbench_wgmma
-                                           : kernels::Int8Backend::cublaslt);
+    // Validated with the options; a stored config from before "auto" existed names one of the
+    // others.
+    kernels::set_int8_backend(kernels::int8_backend_named(run_.config.int8_gemm)
+                                  .value_or(kernels::Int8Backend::automatic));
     store::SweepRecord sweep{0,
                              env::utc_now_iso8601(),
                              command_line,

@@ -23,7 +23,7 @@ namespace lpbench::kernels {
 
 namespace {
 
-std::atomic<Int8Backend> g_int8_backend{Int8Backend::cublaslt};
+std::atomic<Int8Backend> g_int8_backend{Int8Backend::automatic};
 
 bool scales_along_k(const Quantized& q) {
   return q.block_cols() < q.cols();
@@ -115,7 +115,9 @@ at::Tensor int8_gemm_cuda(const Quantized& a_in, const Quantized& b_in, at::Scal
   const cuda::ScaledGemmArgs args = int8_args(a, b, bias, c);
   const cudaStream_t stream = stream_of(a.values);
   const Int8Backend backend = g_int8_backend.load();
-  if (backend == Int8Backend::lpbench_wgmma && wgmma_takes(a, b)) {
+  const bool wgmma_chosen =
+      backend == Int8Backend::lpbench_wgmma || backend == Int8Backend::automatic;
+  if (wgmma_chosen && wgmma_takes(a, b)) {
     cuda::wgmma_scaled_gemm(args, stream);
     return c;
   }
@@ -309,6 +311,8 @@ Int8Backend int8_backend() {
 
 std::string_view to_string(Int8Backend backend) {
   switch (backend) {
+    case Int8Backend::automatic:
+      return "auto";
     case Int8Backend::cublaslt:
       return "cublaslt";
     case Int8Backend::lpbench_mma:
@@ -339,7 +343,9 @@ std::string scaled_gemm_backend(const Quantized& a, const Quantized& b, const at
   if (!device.is_cuda()) return "cpu-reference";
 #ifdef LPBENCH_CUDA_GLUE
   if (a.spec.format == NumberFormat::int8) {
-    if (int8_backend() == Int8Backend::lpbench_wgmma && wgmma_takes(pad_k(a, 16), pad_k(b, 16))) {
+    const Int8Backend backend = int8_backend();
+    if ((backend == Int8Backend::lpbench_wgmma || backend == Int8Backend::automatic) &&
+        wgmma_takes(pad_k(a, 16), pad_k(b, 16))) {
       return "lpbench-wgmma";
     }
     const bool along_k = scales_along_k(a) || scales_along_k(b);

@@ -3,7 +3,9 @@
 #include <ATen/ATen.h>
 
 #include <string>
+#include <string_view>
 
+#include "kernels/int8_backend.h"
 #include "kernels/recipe.h"
 #include "kernels/reference/quantize.h"
 
@@ -11,16 +13,6 @@ namespace lpbench::kernels {
 
 using reference::Quantized;
 
-// Which INT8 GEMM runs the tensorwise and rowwise products on a GPU. Both give the same bits
-// (exact INT32 products, the same epilogue); they differ in speed only.
-enum class Int8Backend {
-  cublaslt,       // cuBLASLt's INT8 GEMM (heuristic, workspace), then lpbench's dequantize kernel
-  lpbench_mma,    // lpbench's tensor-core kernel with the dequantization fused into it
-  torch_int_mm,   // torch's at::_int_mm (cuBLASLt without a search or workspace), then dequantize:
-                  // the stock path, as a baseline
-  lpbench_wgmma,  // lpbench's Hopper kernel (wgmma + TMA) for tensor, row and block scales, with
-                  // the scaling fused; on other GPUs the cublaslt choice stands in
-};
 void set_int8_backend(Int8Backend backend);
 Int8Backend int8_backend();
 std::string_view to_string(Int8Backend backend);

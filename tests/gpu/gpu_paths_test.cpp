@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "kernels/cuda/wgmma_gemm.cuh"
 #include "kernels/recipe.h"
 #include "kernels/reference/int8_gemm.h"
 #include "kernels/torch/gemm_stats.h"
@@ -50,7 +51,7 @@ class GpuPaths : public ::testing::Test {
   void SetUp() override {
     if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: the GPU paths are not run";
   }
-  void TearDown() override { set_int8_backend(Int8Backend::cublaslt); }
+  void TearDown() override { set_int8_backend(Int8Backend::automatic); }
 };
 
 TEST_F(GpuPaths, Int8RecipesMatchTheCpuReferenceBitForBitOnEveryBackend) {
@@ -61,8 +62,9 @@ TEST_F(GpuPaths, Int8RecipesMatchTheCpuReferenceBitForBitOnEveryBackend) {
     take_fallback_counts();
     const Results cpu = run(in, gemms, torch::kCPU);
     const auto cpu_counts = take_fallback_counts();
-    for (Int8Backend backend : {Int8Backend::cublaslt, Int8Backend::lpbench_mma,
-                                Int8Backend::torch_int_mm, Int8Backend::lpbench_wgmma}) {
+    for (Int8Backend backend :
+         {Int8Backend::cublaslt, Int8Backend::lpbench_mma, Int8Backend::torch_int_mm,
+          Int8Backend::lpbench_wgmma, Int8Backend::automatic}) {
       set_int8_backend(backend);
       const Results gpu = run(in, gemms, torch::Device(torch::kCUDA, 0));
       const std::string where = std::string(name) + " on " + std::string(to_string(backend));
@@ -97,8 +99,9 @@ TEST_F(GpuPaths, ShapesOffTheTensorCoreGridStillMatchTheReference) {
   for (const char* name : {"int8-tensor", "int8-row", "int8-block"}) {
     const LinearGemms gemms = parse_recipe(name).gemms;
     const Results cpu = run(in, gemms, torch::kCPU);
-    for (Int8Backend backend : {Int8Backend::cublaslt, Int8Backend::lpbench_mma,
-                                Int8Backend::torch_int_mm, Int8Backend::lpbench_wgmma}) {
+    for (Int8Backend backend :
+         {Int8Backend::cublaslt, Int8Backend::lpbench_mma, Int8Backend::torch_int_mm,
+          Int8Backend::lpbench_wgmma, Int8Backend::automatic}) {
       set_int8_backend(backend);
       const Results gpu = run(in, gemms, torch::Device(torch::kCUDA, 0));
       const std::string where = std::string(name) + " on " + std::string(to_string(backend));
@@ -130,8 +133,27 @@ TEST_F(GpuPaths, TheWgmmaBackendPassesOnAKTooLongForItsAccumulators) {
   set_int8_backend(Int8Backend::lpbench_wgmma);
   EXPECT_NE(scaled_gemm_backend(a, b, x.device()), "lpbench-wgmma");
   const at::Tensor via_wgmma_choice = scaled_gemm(a, b, at::kBFloat16);
+  set_int8_backend(Int8Backend::automatic);
+  EXPECT_NE(scaled_gemm_backend(a, b, x.device()), "lpbench-wgmma");
+  const at::Tensor via_auto = scaled_gemm(a, b, at::kBFloat16);
   set_int8_backend(Int8Backend::cublaslt);
-  EXPECT_TRUE(torch::equal(via_wgmma_choice, scaled_gemm(a, b, at::kBFloat16)));
+  const at::Tensor via_cublaslt = scaled_gemm(a, b, at::kBFloat16);
+  EXPECT_TRUE(torch::equal(via_wgmma_choice, via_cublaslt));
+  EXPECT_TRUE(torch::equal(via_auto, via_cublaslt));
+}
+
+// The default backend: the wgmma kernel for every INT8 recipe's products on Hopper, cuBLASLt (and
+// lpbench's mma.sync kernel for block scales) on other GPUs.
+TEST_F(GpuPaths, TheDefaultInt8BackendIsTheWgmmaKernelOnHopperOnly) {
+  ASSERT_EQ(int8_backend(), Int8Backend::automatic);
+  const torch::Device gpu(torch::kCUDA, 0);
+  const bool hopper = cuda::wgmma_supported();
+  EXPECT_EQ(gemm_backends(parse_recipe("int8-tensor").gemms, gpu),
+            hopper ? "lpbench-wgmma" : "cublaslt-int8+dequantize");
+  EXPECT_EQ(gemm_backends(parse_recipe("int8-row").gemms, gpu),
+            hopper ? "lpbench-wgmma" : "cublaslt-int8+dequantize");
+  EXPECT_EQ(gemm_backends(parse_recipe("int8-block").gemms, gpu),
+            hopper ? "lpbench-wgmma" : "lpbench-mma");
 }
 
 TEST_F(GpuPaths, Fp8RecipesAgreeWithTheReferenceWithinTheirAccumulation) {

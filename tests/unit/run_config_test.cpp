@@ -80,6 +80,20 @@ TEST(Resolve, NamesTheProblemAndTheValidChoices) {
   c = cpu_config();
   c.data = "wikipedia";
   EXPECT_NE(error_of(c).find("--data 'wikipedia': no such file"), std::string::npos);
+  c = cpu_config();
+  c.int8_gemm = "cutlass";
+  EXPECT_NE(error_of(c).find("unknown --int8-gemm 'cutlass'; valid: auto, cublaslt, lpbench, "
+                             "torch, wgmma"),
+            std::string::npos);
+}
+
+TEST(Resolve, TheInt8GemmDefaultsToAutoAndTakesEveryNamedBackend) {
+  EXPECT_EQ(RunConfig{}.int8_gemm, "auto");
+  for (const char* name : {"auto", "cublaslt", "lpbench", "torch", "wgmma"}) {
+    RunConfig c = cpu_config();
+    c.int8_gemm = name;
+    EXPECT_EQ(error_of(c), "") << name;
+  }
 }
 
 TEST(Resolve, RejectsAbsurdSizes) {

@@ -136,6 +136,10 @@ PreparedCase::PreparedCase(const KernelCase& c, const DeviceInfo& device, int64_
   check_ = check_product(result, lhs, rhs, c.spec);
   if (c.spec.quantized()) {
     backend_ = kernels::scaled_gemm_backend(*lhs.q, *rhs.q, device_);
+    // The wgmma kernel's config depends on the shape: recorded with the case's result.
+    if (backend_ == "lpbench-wgmma") {
+      backend_ += " (" + kernels::wgmma_config_name(*lhs.q, *rhs.q) + ")";
+    }
   } else {
     backend_ = device_.is_cuda() ? "cublas-bf16" : "cpu-aten-mm";
   }

@@ -368,6 +368,23 @@ std::string scaled_gemm_backend(const Quantized& a, const Quantized& b, const at
 #endif
 }
 
+std::string wgmma_config_name(const Quantized& a_in, const Quantized& b_in) {
+#ifdef LPBENCH_CUDA_GLUE
+  if (a_in.spec.format != NumberFormat::int8 || !a_in.values.is_cuda()) return "";
+  const c10::cuda::CUDAGuard guard(a_in.values.device());
+  const Quantized a = pad_k(a_in, 16);
+  const Quantized b = pad_k(b_in, 16);
+  if (!wgmma_takes(a, b)) return "";
+  // The sizes and scale shapes come from the operands; the output only gives its type.
+  const at::Tensor c = at::empty({0}, a.values.options().dtype(at::kBFloat16));
+  return cuda::to_string(cuda::wgmma_config_for(cuda::wgmma_problem(int8_args(a, b, {}, c))));
+#else
+  (void)a_in;
+  (void)b_in;
+  return "";
+#endif
+}
+
 std::string gemm_backends(const LinearGemms& gemms, const at::Device& device) {
   std::string first;
   std::string all;

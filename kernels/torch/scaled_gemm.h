@@ -28,6 +28,10 @@ at::Tensor scaled_gemm(const Quantized& a, const Quantized& b, at::ScalarType ou
 // not a fast path: said so wherever it is used).
 std::string scaled_gemm_backend(const Quantized& a, const Quantized& b, const at::Device& device);
 
+// The config lpbench's wgmma kernel runs these operands with (its heuristic on this device, as
+// printed by cuda::to_string(WgmmaConfig)), or empty where that kernel does not take them.
+std::string wgmma_config_name(const Quantized& a, const Quantized& b);
+
 // The backend of each quantized GEMM of `gemms` on `device`, as the store records it with a run:
 // one name when all agree ("cpu-reference"), else "fprop: ...; dgrad: ...; wgrad: ...".
 std::string gemm_backends(const LinearGemms& gemms, const at::Device& device);

@@ -156,6 +156,27 @@ TEST_F(GpuPaths, TheDefaultInt8BackendIsTheWgmmaKernelOnHopperOnly) {
             hopper ? "lpbench-wgmma" : "lpbench-mma");
 }
 
+// The kernel suite records the wgmma kernel's config with each case it runs.
+TEST_F(GpuPaths, TheWgmmaConfigIsNamedForTheOperandsItRuns) {
+  torch::manual_seed(3);
+  const at::Tensor x = torch::randn({4096, 1024}, torch::kCUDA).to(torch::kBFloat16);
+  const at::Tensor w = torch::randn({2048, 1024}, torch::kCUDA).to(torch::kBFloat16);
+  const Quantized a = kernels::quantize(x, QuantSpec{});
+  const Quantized b = kernels::quantize(w, QuantSpec{});
+  const std::string name = wgmma_config_name(a, b);
+  if (!cuda::wgmma_supported()) {
+    EXPECT_EQ(name, "");
+    return;
+  }
+  const cuda::WgmmaProblem problem{4096, 2048, 1024, cuda::WgmmaScaling::tensor, cuda::DType::bf16,
+                                   false};
+  EXPECT_EQ(name, cuda::to_string(cuda::wgmma_config_for(problem)));
+  EXPECT_NE(name.find("tile 128x"), std::string::npos) << name;
+  EXPECT_EQ(wgmma_config_name(reference::quantize(x.cpu(), QuantSpec{}),
+                              reference::quantize(w.cpu(), QuantSpec{})),
+            "");
+}
+
 TEST_F(GpuPaths, Fp8RecipesAgreeWithTheReferenceWithinTheirAccumulation) {
   const Inputs in = inputs(2);
   for (const char* name : {"fp8-tensor", "fp8-row", "fp8-block"}) {

@@ -1,25 +1,28 @@
-# cmake -P script: writes build_info.cpp with the git state of SOURCE_DIR. Where the tree is not
-# a git checkout (a copy sent to the GPU machine), LPBENCH_GIT_COMMIT / LPBENCH_GIT_DIRTY from the
-# environment stand in, as scripts/gpu-run sets them.
+# cmake -P script: writes build_info.cpp with the git state of SOURCE_DIR. LPBENCH_GIT_COMMIT /
+# LPBENCH_GIT_DIRTY in the environment win where set: the GPU machine's copy of the tree may carry
+# a .git of an older commit (seen: runs stamped with the session's first commit), and
+# scripts/lib.sh's lpbench_gpu_configure sets them from .gpu-bundle, which scripts/gpu-bundle
+# wrote from the commit actually sent.
 set(commit "unknown")
 set(dirty 0)
-find_package(Git QUIET)
-if(GIT_FOUND)
-  execute_process(COMMAND ${GIT_EXECUTABLE} -C ${SOURCE_DIR} rev-parse HEAD
-    OUTPUT_VARIABLE _head OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _rc)
-  if(_rc EQUAL 0 AND _head)
-    set(commit ${_head})
-    execute_process(COMMAND ${GIT_EXECUTABLE} -C ${SOURCE_DIR} status --porcelain
-      OUTPUT_VARIABLE _status OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-    if(_status)
-      set(dirty 1)
-    endif()
-  endif()
-endif()
-if(commit STREQUAL "unknown" AND DEFINED ENV{LPBENCH_GIT_COMMIT})
+if(NOT "$ENV{LPBENCH_GIT_COMMIT}" STREQUAL "")
   set(commit $ENV{LPBENCH_GIT_COMMIT})
   if("$ENV{LPBENCH_GIT_DIRTY}" STREQUAL "1")
     set(dirty 1)
+  endif()
+else()
+  find_package(Git QUIET)
+  if(GIT_FOUND)
+    execute_process(COMMAND ${GIT_EXECUTABLE} -C ${SOURCE_DIR} rev-parse HEAD
+      OUTPUT_VARIABLE _head OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _rc)
+    if(_rc EQUAL 0 AND _head)
+      set(commit ${_head})
+      execute_process(COMMAND ${GIT_EXECUTABLE} -C ${SOURCE_DIR} status --porcelain
+        OUTPUT_VARIABLE _status OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+      if(_status)
+        set(dirty 1)
+      endif()
+    endif()
   endif()
 endif()
 set(dirty_bool false)

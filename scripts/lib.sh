@@ -37,3 +37,16 @@ lpbench_torch_lib_dir() {
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
+
+# Configures build/gpu on the GPU machine (after scripts/gpu-bundle here, with .gpu-bundle
+# carried): SQLite's header from the bundle and the machine's library, and the commit sent (from
+# the bundle) stamped into every run's provenance. Extra arguments go to cmake.
+lpbench_gpu_configure() {
+  local bundle="$LPBENCH_ROOT/.gpu-bundle" sqlite_lib
+  export LPBENCH_GIT_COMMIT LPBENCH_GIT_DIRTY
+  LPBENCH_GIT_COMMIT=$(cat "$bundle/git-commit" 2>/dev/null || echo unknown)
+  LPBENCH_GIT_DIRTY=$(cat "$bundle/git-dirty" 2>/dev/null || echo 0)
+  sqlite_lib=$(ls /usr/lib/x86_64-linux-gnu/libsqlite3.so* 2>/dev/null | head -n 1)
+  (cd "$LPBENCH_ROOT" && cmake --preset gpu -DSQLite3_INCLUDE_DIR="$bundle/sqlite/usr/include" \
+    -DSQLite3_LIBRARY="$sqlite_lib" "$@")
+}

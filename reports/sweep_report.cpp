@@ -1,9 +1,13 @@
 #include "reports/sweep_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "reports/throughput.h"
 
@@ -104,8 +108,17 @@ SweepTable sweep_table(const SweepReport& report) {
   bool any_clock_fell = false;
   std::vector<std::string> errors;
   std::vector<std::string> throughput_notes;
+  // Where each run's quantized products ran on a GPU (the default backend differs by GPU), in the
+  // order first seen: backend, then its runs.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> int8_backends;
   for (const RunSummary& s : report.runs) {
     any_emulated = any_emulated || int8_emulated(s.run);
+    if (s.run.int8_backend && !int8_emulated(s.run)) {
+      auto at = std::find_if(int8_backends.begin(), int8_backends.end(),
+                             [&](const auto& b) { return b.first == *s.run.int8_backend; });
+      if (at == int8_backends.end()) at = int8_backends.insert(at, {*s.run.int8_backend, {}});
+      at->second.push_back(s.run.id);
+    }
     any_cpu = any_cpu || s.run.device == "cpu";
     any_clock_fell = any_clock_fell || s.run.clock_fell.value_or(false);
     const Throughput t = throughput(s);
@@ -140,6 +153,14 @@ SweepTable sweep_table(const SweepReport& report) {
       "other bytes over bandwidth, over the measured time.");
   for (const std::string& note : throughput_notes)
     out.notes.push_back(note + ".");
+  if (!int8_backends.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [backend, ids] : int8_backends) {
+      parts.push_back(
+          fmt::format("{} (run{} {})", backend, ids.size() > 1 ? "s" : "", fmt::join(ids, ", ")));
+    }
+    out.notes.push_back(fmt::format("Quantized GEMMs ran on: {}.", fmt::join(parts, "; ")));
+  }
   if (any_clock_fell) {
     out.notes.push_back(
         "‡ the GPU's SM clock fell during the run's measured steps (see run_events, "

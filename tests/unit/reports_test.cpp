@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "harness/env/process.h"
 #include "harness/store/store.h"
@@ -101,6 +103,41 @@ TEST(SweepReport, ShowsTheStoredNumbersWithSpeedupAndLossGap) {
   EXPECT_NE(text.find("99900"), std::string::npos) << text;  // tokens/s of bf16: 1000 / 10.01 ms
   EXPECT_NE(text.find("cpu †"), std::string::npos) << text;
   EXPECT_NE(text.find("emulated"), std::string::npos) << text;
+  // The CPU reference's runs carry the mark, not a backend note.
+  EXPECT_EQ(text.find("Quantized GEMMs ran on"), std::string::npos) << text;
+}
+
+TEST(SweepReport, SaysWhereEachRunsInt8ProductsRan) {
+  lpbench::testing::TempDir dir;
+  store::Store store = store::Store::open(dir / "r.db", store::Store::Mode::write);
+  const int64_t sweep = store.add_sweep({0, "2026-11-22T00:00:00.000Z", "lpbench run", "h", "0"});
+  const env::ProcessIdentity self = env::current_process();
+  auto add_run = [&](const std::string& recipe, std::optional<std::string> backend) {
+    store::RunRecord r;
+    r.sweep_id = sweep;
+    r.workload = "layer:tiny";
+    r.recipe = recipe;
+    r.level = "layer";
+    r.device = "cuda:0";
+    r.int8_backend = std::move(backend);
+    r.config_json = "{}";
+    r.started_at = "2026-11-22T00:00:00.000Z";
+    r.pid = self.pid;
+    r.process_start = self.start;
+    r.provenance.host = env::host_name();
+    r.provenance.git_commit = "abc";
+    r.provenance.torch_version = "2.11.0";
+    r.provenance.lpbench_version = "0";
+    store.finish_run(store.add_run(r), store::RunStatus::ok, std::nullopt);
+  };
+  add_run("bf16", std::nullopt);
+  add_run("int8-tensor", "lpbench-wgmma");
+  add_run("int8-row", "lpbench-wgmma");
+  add_run("int8-block", "lpbench-mma");
+  const std::string text = render_sweep_markdown(build_sweep_report(store, *store.sweep(sweep)));
+  EXPECT_NE(text.find("Quantized GEMMs ran on: lpbench-wgmma (runs 2, 3); lpbench-mma (run 4)."),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

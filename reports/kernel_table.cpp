@@ -52,8 +52,8 @@ std::string speedup_cell(const KernelResultRecord& r, const std::vector<KernelRe
   if (r.recipe == "bf16") return timed(r) ? "1.00× (twin)" : "—";
   const KernelResultRecord* twin = twin_of(r, all);
   if (!twin || !timed(*twin) || !timed(r)) return "—";
-  return fmt::format("{:.2f}× {}", *twin->median_ms / *r.median_ms,
-                     to_string(compare_spread(summary_of(r), summary_of(*twin))));
+  return speedup_text(*twin->median_ms / *r.median_ms,
+                      compare_spread(summary_of(r), summary_of(*twin)));
 }
 
 // "skipped [1]": the reason is listed once under the table, however many cases share it.

@@ -1,5 +1,7 @@
 #include "reports/run_summary.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -15,6 +17,12 @@ std::string_view to_string(SpeedVerdict verdict) {
       return "same";
   }
   return "?";
+}
+
+std::string speedup_text(double ratio, SpeedVerdict verdict) {
+  std::string number = fmt::format("{:.2f}", ratio);
+  if (number == "1.00" && verdict != SpeedVerdict::same) number = fmt::format("{:.3f}", ratio);
+  return fmt::format("{}× {}", number, to_string(verdict));
 }
 
 std::optional<double> final_loss(const std::vector<store::StepRecord>& steps, double share) {

@@ -12,6 +12,9 @@ namespace lpbench::reports {
 // Whether a recipe's step time differs from its baseline's beyond the measured spread.
 enum class SpeedVerdict { faster, slower, same };
 std::string_view to_string(SpeedVerdict verdict);
+// "1.25× faster", "0.85× slower", "1.01× same": two decimals, three where two would print 1.00
+// beside a verdict of faster or slower ("0.996× slower", not "1.00× slower").
+std::string speedup_text(double ratio, SpeedVerdict verdict);
 
 // A run's figures, computed from its stored steps, as every report shows them.
 struct RunSummary {

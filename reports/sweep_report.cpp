@@ -59,7 +59,7 @@ std::string step_ms_cell(const timing::Summary& summary) {
 std::string speedup_cell(const RunSummary& s) {
   if (!s.speedup) return "—";
   if (s.run.recipe == "bf16") return "1.00× (baseline)";
-  return fmt::format("{:.2f}× {}", *s.speedup, to_string(*s.verdict));
+  return speedup_text(*s.speedup, *s.verdict);
 }
 
 std::string loss_cell(const std::optional<double>& loss) {

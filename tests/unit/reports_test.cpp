@@ -107,6 +107,14 @@ TEST(SweepReport, ShowsTheStoredNumbersWithSpeedupAndLossGap) {
   EXPECT_EQ(text.find("Quantized GEMMs ran on"), std::string::npos) << text;
 }
 
+TEST(SpeedupText, NeverPrintsOnePointZeroBesideFasterOrSlower) {
+  EXPECT_EQ(speedup_text(1.25, SpeedVerdict::faster), "1.25× faster");
+  EXPECT_EQ(speedup_text(0.85, SpeedVerdict::slower), "0.85× slower");
+  EXPECT_EQ(speedup_text(0.9964, SpeedVerdict::slower), "0.996× slower");
+  EXPECT_EQ(speedup_text(1.0021, SpeedVerdict::faster), "1.002× faster");
+  EXPECT_EQ(speedup_text(0.998, SpeedVerdict::same), "1.00× same");
+}
+
 TEST(SweepReport, SaysWhereEachRunsInt8ProductsRan) {
   lpbench::testing::TempDir dir;
   store::Store store = store::Store::open(dir / "r.db", store::Store::Mode::write);

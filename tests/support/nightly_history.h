@@ -8,6 +8,7 @@
 
 #include "harness/env/process.h"
 #include "harness/store/store.h"
+#include "tests/support/run_record.h"
 
 namespace lpbench::testing {
 
@@ -16,20 +17,10 @@ inline int64_t add_nightly(store::Store& store, double ms, int day, std::mt19937
                            const std::string& command_line = "lpbench run") {
   const int64_t sweep = store.add_sweep({0, fmt::format("2026-11-{:02d}T03:00:00.000Z", day),
                                          command_line, env::host_name(), "0", "nightly"});
-  const env::ProcessIdentity self = env::current_process();
-  store::RunRecord r;
-  r.sweep_id = sweep;
-  r.workload = "model:tiny";
-  r.recipe = "bf16";
-  r.device = "cpu";
+  store::RunRecord r = test_run_record(sweep, "bf16");
   r.config_json = R"({"training":{"steps":40,"seed":0}})";
   r.started_at = "2026-11-01T00:00:00.000Z";
-  r.pid = self.pid;
-  r.process_start = self.start;
-  r.provenance.host = env::host_name();
   r.provenance.git_commit = "abcdef0123";
-  r.provenance.torch_version = "2.11.0";
-  r.provenance.lpbench_version = "0";
   r.tokens_per_step = 128;
   r.level = "model";
   r.model = "tiny";

@@ -9,6 +9,7 @@
 #include "reports/run_summary.h"
 #include "reports/sweep_report.h"
 #include "reports/text_table.h"
+#include "tests/support/run_record.h"
 #include "tests/support/temp_dir.h"
 
 namespace lpbench::reports {
@@ -67,23 +68,10 @@ TEST(SweepReport, ShowsTheStoredNumbersWithSpeedupAndLossGap) {
   lpbench::testing::TempDir dir;
   store::Store store = store::Store::open(dir / "r.db", store::Store::Mode::write);
   const int64_t sweep = store.add_sweep({0, "2026-11-22T00:00:00.000Z", "lpbench run", "h", "0"});
-  const env::ProcessIdentity self = env::current_process();
   auto add_run = [&](const std::string& recipe, double ms, double loss) {
-    store::RunRecord r;
-    r.sweep_id = sweep;
-    r.workload = "model:tiny";
-    r.recipe = recipe;
+    store::RunRecord r = lpbench::testing::test_run_record(sweep, recipe);
     r.level = "model";
-    r.device = "cpu";
     if (recipe != "bf16") r.int8_backend = "cpu-exact";
-    r.config_json = "{}";
-    r.started_at = "2026-11-22T00:00:00.000Z";
-    r.pid = self.pid;
-    r.process_start = self.start;
-    r.provenance.host = env::host_name();
-    r.provenance.git_commit = "abc";
-    r.provenance.torch_version = "2.11.0";
-    r.provenance.lpbench_version = "0";
     r.tokens_per_step = 1000;
     const int64_t id = store.add_run(r);
     for (int64_t step = 0; step < 20; ++step) {
@@ -119,23 +107,11 @@ TEST(SweepReport, SaysWhereEachRunsInt8ProductsRan) {
   lpbench::testing::TempDir dir;
   store::Store store = store::Store::open(dir / "r.db", store::Store::Mode::write);
   const int64_t sweep = store.add_sweep({0, "2026-11-22T00:00:00.000Z", "lpbench run", "h", "0"});
-  const env::ProcessIdentity self = env::current_process();
   auto add_run = [&](const std::string& recipe, std::optional<std::string> backend) {
-    store::RunRecord r;
-    r.sweep_id = sweep;
+    store::RunRecord r = lpbench::testing::test_run_record(sweep, recipe, "cuda:0");
     r.workload = "layer:tiny";
-    r.recipe = recipe;
     r.level = "layer";
-    r.device = "cuda:0";
     r.int8_backend = std::move(backend);
-    r.config_json = "{}";
-    r.started_at = "2026-11-22T00:00:00.000Z";
-    r.pid = self.pid;
-    r.process_start = self.start;
-    r.provenance.host = env::host_name();
-    r.provenance.git_commit = "abc";
-    r.provenance.torch_version = "2.11.0";
-    r.provenance.lpbench_version = "0";
     store.finish_run(store.add_run(r), store::RunStatus::ok, std::nullopt);
   };
   add_run("bf16", std::nullopt);

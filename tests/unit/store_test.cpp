@@ -7,6 +7,7 @@
 #include "harness/errors.h"
 #include "harness/store/migrations.h"
 #include "harness/store/store.h"
+#include "tests/support/run_record.h"
 #include "tests/support/temp_dir.h"
 
 namespace lpbench::store {
@@ -17,19 +18,11 @@ using lpbench::testing::TempDir;
 using lpbench::testing::write_file;
 
 RunRecord sample_run(int64_t sweep_id, const env::ProcessIdentity& process) {
-  RunRecord r;
-  r.sweep_id = sweep_id;
-  r.workload = "model:tiny";
-  r.recipe = "int8-tensor";
-  r.device = "cpu";
+  RunRecord r = lpbench::testing::test_run_record(sweep_id, "int8-tensor");
   r.int8_backend = "cpu-exact";
   r.config_json = R"({"seed":0})";
-  r.started_at = "2026-11-22T00:00:00.000Z";
   r.pid = process.pid;
   r.process_start = process.start;
-  r.provenance.host = env::host_name();
-  r.provenance.git_commit = "abc";
-  r.provenance.torch_version = "2.11.0";
   r.provenance.lpbench_version = "0.1.0";
   r.provenance.build_type = "Release";
   r.tokens_per_step = 512;

@@ -88,8 +88,7 @@ class Sweep {
   SweepOutcome execute(const std::string& command_line, const std::string& label) {
     provenance_ = env::collect_provenance(run_.device);
     profiling::set_region_timing(run_.config.regions, run_.device);
-    // Validated with the options; a stored config from before "auto" existed names one of the
-    // others.
+    // The name was validated with the options (check_run_options).
     kernels::set_int8_backend(kernels::int8_backend_named(run_.config.int8_gemm)
                                   .value_or(kernels::Int8Backend::automatic));
     store::SweepRecord sweep{0,

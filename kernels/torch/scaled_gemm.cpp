@@ -107,6 +107,14 @@ bool wgmma_takes(const Quantized& a, const Quantized& b) {
          cuda::wgmma_supported();
 }
 
+// Whether the chosen backend sends these (K-padded) operands to the wgmma kernel: `wgmma` or
+// `auto`, where that kernel takes them.
+bool runs_on_wgmma(const Quantized& a, const Quantized& b) {
+  const Int8Backend backend = g_int8_backend.load();
+  return (backend == Int8Backend::lpbench_wgmma || backend == Int8Backend::automatic) &&
+         wgmma_takes(a, b);
+}
+
 at::Tensor int8_gemm_cuda(const Quantized& a_in, const Quantized& b_in, at::ScalarType dtype,
                           const at::Tensor& bias) {
   const Quantized a = pad_k(a_in, 16);
@@ -115,9 +123,7 @@ at::Tensor int8_gemm_cuda(const Quantized& a_in, const Quantized& b_in, at::Scal
   const cuda::ScaledGemmArgs args = int8_args(a, b, bias, c);
   const cudaStream_t stream = stream_of(a.values);
   const Int8Backend backend = g_int8_backend.load();
-  const bool wgmma_chosen =
-      backend == Int8Backend::lpbench_wgmma || backend == Int8Backend::automatic;
-  if (wgmma_chosen && wgmma_takes(a, b)) {
+  if (runs_on_wgmma(a, b)) {
     cuda::wgmma_scaled_gemm(args, stream);
     return c;
   }
@@ -343,11 +349,7 @@ std::string scaled_gemm_backend(const Quantized& a, const Quantized& b, const at
   if (!device.is_cuda()) return "cpu-reference";
 #ifdef LPBENCH_CUDA_GLUE
   if (a.spec.format == NumberFormat::int8) {
-    const Int8Backend backend = int8_backend();
-    if ((backend == Int8Backend::lpbench_wgmma || backend == Int8Backend::automatic) &&
-        wgmma_takes(pad_k(a, 16), pad_k(b, 16))) {
-      return "lpbench-wgmma";
-    }
+    if (runs_on_wgmma(pad_k(a, 16), pad_k(b, 16))) return "lpbench-wgmma";
     const bool along_k = scales_along_k(a) || scales_along_k(b);
     if (along_k || int8_backend() == Int8Backend::lpbench_mma) return "lpbench-mma";
     return int8_backend() == Int8Backend::torch_int_mm ? "torch-int-mm+dequantize"

@@ -197,54 +197,63 @@ int main(int argc, char** argv) {
       }
       const at::Tensor one = torch::full({1}, 1e-3, opts);
       at::Tensor c_bf16 = torch::empty({m, n}, opts.dtype(at::kBFloat16));
-      at::Tensor c_ref = torch::empty({m, n}, opts.dtype(at::kBFloat16));
+      at::Tensor c_tensor_ref = torch::empty({m, n}, opts.dtype(at::kBFloat16));
+      at::Tensor c_block_ref = torch::empty({m, n}, opts.dtype(at::kBFloat16));
       at::Tensor acc = torch::empty({m, n}, opts.dtype(at::kInt));
       at::Tensor acc_ref = torch::empty({m, n}, opts.dtype(at::kInt));
       const cudaStream_t stream = nullptr;
+      // One launch of the wgmma kernel on copy i, tensorwise or block-scaled, with `config`
+      // (null: the heuristic's).
+      const auto tensor_run = [&](const cuda::WgmmaConfig* config) {
+        return [&, config](int i) {
+          cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream, config);
+        };
+      };
+      const auto block_run = [&](const cuda::WgmmaConfig* config) {
+        return [&, config](int i) {
+          cuda::wgmma_scaled_gemm(args_of(ops[i], ops[i].sa_block, ops[i].sb_block, true, c_bf16),
+                                  stream, config);
+        };
+      };
 
-      // Checked before timed.
+      // Checked before timed, on copy 0: INT32 against cuBLASLt, tensorwise against cuBLASLt +
+      // dequantize, block against the mma.sync kernel.
       const Operands& o0 = ops[0];
       cublaslt::int8_gemm(o0.a8.data_ptr<int8_t>(), o0.b8.data_ptr<int8_t>(),
                           acc_ref.data_ptr<int32_t>(), m, n, k, stream);
       cuda::wgmma_int8_gemm(o0.a8.data_ptr<int8_t>(), o0.b8.data_ptr<int8_t>(),
                             acc.data_ptr<int32_t>(), m, n, k, stream);
       const bool int32_ok = same(acc, acc_ref);
-      cuda::dequantize_int32(acc_ref.data_ptr<int32_t>(), args_of(o0, one, one, false, c_ref),
-                             stream);
-      cuda::wgmma_scaled_gemm(args_of(o0, one, one, false, c_bf16), stream);
-      const bool tensor_ok = same(c_bf16, c_ref);
+      cuda::dequantize_int32(acc_ref.data_ptr<int32_t>(),
+                             args_of(o0, one, one, false, c_tensor_ref), stream);
+      cuda::scaled_gemm_mma(args_of(o0, o0.sa_block, o0.sb_block, true, c_block_ref), stream);
+      const auto tensor_passes = [&](const cuda::WgmmaConfig* config) {
+        tensor_run(config)(0);
+        return int32_ok && same(c_bf16, c_tensor_ref);
+      };
+      const auto block_passes = [&](const cuda::WgmmaConfig* config) {
+        block_run(config)(0);
+        return same(c_bf16, c_block_ref);
+      };
+      const bool tensor_ok = tensor_passes(nullptr);
       // Tensorwise on block mode's 128 × 128 tile: what the tile alone costs, so that the gap
       // between this column and wg-block is the K-block fold's.
       // The heuristic's 128-wide config: what it picks on a GPU too wide for 256-wide tiles.
       cuda::WgmmaConfig narrow = cuda::select_wgmma_config(
           {m, n, k, cuda::WgmmaScaling::tensor, cuda::DType::bf16, false}, 1 << 30);
       if (narrow_stages > 0) narrow.stages = narrow_stages;
-      cuda::wgmma_scaled_gemm(args_of(o0, one, one, false, c_bf16), stream, &narrow);
-      const bool narrow_ok = same(c_bf16, c_ref) && tensor_ok;
+      const bool narrow_ok = tensor_passes(&narrow);
       cuda::WgmmaProblem pt{m, n, k, cuda::WgmmaScaling::tensor, cuda::DType::bf16, false};
       cuda::WgmmaProblem pb = pt;
       pb.scaling = cuda::WgmmaScaling::block;
       cuda::WgmmaConfig block_config = cuda::wgmma_config_for(pb);
       if (block_stages > 0) block_config.stages = block_stages;
-      cuda::scaled_gemm_mma(args_of(o0, o0.sa_block, o0.sb_block, true, c_ref), stream);
-      cuda::wgmma_scaled_gemm(args_of(o0, o0.sa_block, o0.sb_block, true, c_bf16), stream,
-                              &block_config);
-      const bool block_ok = same(c_bf16, c_ref);
+      const bool block_ok = block_passes(&block_config);
       // The same configs in clusters of two (B multicast), each checked like its twin.
       cuda::WgmmaConfig tensor_c2 = cuda::wgmma_config_for(pt), block_c2 = block_config;
       tensor_c2.cluster_m = block_c2.cluster_m = 2;
-      bool tensor_c2_ok = false, block_c2_ok = false;
-      if (cluster2) {
-        cuda::wgmma_scaled_gemm(args_of(o0, one, one, false, c_bf16), stream, &tensor_c2);
-        at::Tensor c_tensor = c_bf16.clone();
-        cuda::dequantize_int32(acc_ref.data_ptr<int32_t>(), args_of(o0, one, one, false, c_ref),
-                               stream);
-        tensor_c2_ok = int32_ok && same(c_tensor, c_ref);
-        cuda::scaled_gemm_mma(args_of(o0, o0.sa_block, o0.sb_block, true, c_ref), stream);
-        cuda::wgmma_scaled_gemm(args_of(o0, o0.sa_block, o0.sb_block, true, c_bf16), stream,
-                                &block_c2);
-        block_c2_ok = same(c_bf16, c_ref);
-      }
+      const bool tensor_c2_ok = cluster2 && tensor_passes(&tensor_c2);
+      const bool block_c2_ok = cluster2 && block_passes(&block_c2);
 
       const double ops_count = 2.0 * m * n * k;
       auto tops = [&](double ms) { return ops_count / (ms * 1e-3) / 1e12; };
@@ -252,39 +261,21 @@ int main(int argc, char** argv) {
       const auto checked = [&](bool ok, const std::function<void(int)>& fn) {
         return ok || unchecked ? time_ms(fn, copies, samples) : Timing{};
       };
-      const double t_tensor =
-          checked(tensor_ok && int32_ok, [&](int i) {
-            cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream);
-          }).median;
-      const Timing block = checked(block_ok, [&](int i) {
-        cuda::wgmma_scaled_gemm(args_of(ops[i], ops[i].sa_block, ops[i].sb_block, true, c_bf16),
-                                stream, &block_config);
-      });
+      const double t_tensor = checked(tensor_ok, tensor_run(nullptr)).median;
+      const Timing block = checked(block_ok, block_run(&block_config));
       const double t_block = block.median;
-      const double t_narrow =
-          checked(narrow_ok, [&](int i) {
-            cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream, &narrow);
-          }).median;
-      double t_tensor_c2 = 0, t_block_c2 = 0;
-      if (cluster2) {
-        t_tensor_c2 =
-            checked(tensor_c2_ok, [&](int i) {
-              cuda::wgmma_scaled_gemm(args_of(ops[i], one, one, false, c_bf16), stream, &tensor_c2);
-            }).median;
-        t_block_c2 = checked(block_c2_ok, [&](int i) {
-                       cuda::wgmma_scaled_gemm(
-                           args_of(ops[i], ops[i].sa_block, ops[i].sb_block, true, c_bf16), stream,
-                           &block_c2);
-                     }).median;
-      }
+      const double t_narrow = checked(narrow_ok, tensor_run(&narrow)).median;
+      const double t_tensor_c2 =
+          cluster2 ? checked(tensor_c2_ok, tensor_run(&tensor_c2)).median : 0;
+      const double t_block_c2 = cluster2 ? checked(block_c2_ok, block_run(&block_c2)).median : 0;
       const double t_lt = median_ms(
           [&](int i) {
             cublaslt::int8_gemm(ops[i].a8.data_ptr<int8_t>(), ops[i].b8.data_ptr<int8_t>(),
                                 acc_ref.data_ptr<int32_t>(), m, n, k, stream);
           },
           copies, samples);
-      const double t_bf16 =
-          median_ms([&](int i) { at::mm_out(c_ref, ops[i].a16, ops[i].b16.t()); }, copies, samples);
+      const double t_bf16 = median_ms(
+          [&](int i) { at::mm_out(c_bf16, ops[i].a16, ops[i].b16.t()); }, copies, samples);
       const double t_fp8 = median_ms(
           [&](int i) {
             (void)at::_scaled_mm(ops[i].af8, ops[i].bf8.t(), one, one, std::nullopt, std::nullopt,

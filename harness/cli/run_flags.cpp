@@ -55,6 +55,10 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
                  "at::_int_mm, a baseline); wgmma: lpbench's Hopper kernel for tensor, row and "
                  "block scales (sm_90 only, cublaslt elsewhere); all give the same bits")
       ->capture_default_str();
+  run.add_flag("--separate-layout-quantize", config.separate_layout_quantize,
+               "Quantize each layout of an operand (X and its transpose, W and Wᵀ, dY and dYᵀ) "
+               "in its own pass, where by default one pass writes both: an ablation of that "
+               "fusion; the same bits either way");
   run.add_flag("!--no-memory-plan", config.memory_plan,
                "Run what the memory plan says cannot fit (to test the device's limit: the run "
                "ends oom and the sweep goes on)");

@@ -301,6 +301,7 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
       {"interleave", w.interleave},
       {"regions", run.config.regions},
       {"int8_gemm", run.config.int8_gemm},
+      {"separate_layout_quantize", run.config.separate_layout_quantize},
       {"memory_plan_enforced", run.config.memory_plan},
   };
   if (!w.interleave_note.empty()) json["interleave_note"] = w.interleave_note;
@@ -331,6 +332,7 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"regions", c.regions},
           {"trace_step", c.trace_step},
           {"int8_gemm", c.int8_gemm},
+          {"separate_layout_quantize", c.separate_layout_quantize},
           {"interleave", c.interleave}};
 }
 
@@ -359,6 +361,7 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.regions = json.value("regions", d.regions);
   c.trace_step = json.value("trace_step", d.trace_step);
   c.int8_gemm = json.value("int8_gemm", d.int8_gemm);
+  c.separate_layout_quantize = json.value("separate_layout_quantize", d.separate_layout_quantize);
   c.interleave = json.value("interleave", d.interleave);
 }
 

@@ -38,6 +38,9 @@ struct RunConfig {
                                    // cublaslt, lpbench, torch (at::_int_mm, the stock baseline)
                                    // for tensor/row scales, wgmma (sm_90: also block scales)
   bool memory_plan = true;         // refuse what cannot fit; off only to test the device's limit
+  // Quantize an operand's two layouts (X and Xᵀ, ...) in separate passes even where one pass
+  // could write both: an ablation of that fusion, the same bits either way.
+  bool separate_layout_quantize = false;
   bool interleave = true;  // alternate recipes step by step, so machine drift hits all alike
 };
 

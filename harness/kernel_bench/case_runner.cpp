@@ -122,8 +122,15 @@ PreparedCase::PreparedCase(const KernelCase& c, const DeviceInfo& device, int64_
   }
 
   if (c.op == Op::quantize) {
-    const kernels::reference::Quantized got = kernels::quantize(sets_[0].lhs_source, c.quant);
-    check_ = check_quantized(got, kernels::reference::quantize(sets_[0].lhs_source, c.quant));
+    const at::Tensor& x = sets_[0].lhs_source;
+    if (c.with_transpose) {
+      const auto [got, got_t] = kernels::quantize_with_transpose(x, c.quant);
+      check_ = check_quantized(got, kernels::reference::quantize(x, c.quant));
+      if (check_.ok) check_ = check_quantized(got_t, kernels::reference::quantize(x.t(), c.quant));
+    } else {
+      check_ =
+          check_quantized(kernels::quantize(x, c.quant), kernels::reference::quantize(x, c.quant));
+    }
 #ifdef LPBENCH_CUDA_GLUE
     backend_ = device_.is_cuda() ? "lpbench-quantize" : "cpu-reference";
 #else
@@ -148,7 +155,11 @@ PreparedCase::PreparedCase(const KernelCase& c, const DeviceInfo& device, int64_
 at::Tensor PreparedCase::run_once(const Set& set, kernels::GemmOperand* lhs_used,
                                   kernels::GemmOperand* rhs_used) const {
   const KernelCase& c = case_;
-  if (c.op == Op::quantize) return kernels::quantize(set.lhs_source, c.quant).values;
+  if (c.op == Op::quantize) {
+    if (c.with_transpose)
+      return kernels::quantize_with_transpose(set.lhs_source, c.quant).second.values;
+    return kernels::quantize(set.lhs_source, c.quant).values;
+  }
   const kernels::GemmKind kind = *c.kind;
   if (c.variant == Variant::with_quantization) {
     const kernels::GemmOperand lhs =

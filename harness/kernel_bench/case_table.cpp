@@ -9,6 +9,7 @@
 
 #include "harness/errors.h"
 #include "kernels/torch/gemm.h"
+#include "kernels/torch/quantize.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/model_config.h"
 
@@ -76,8 +77,11 @@ double KernelCase::flops() const {
 
 double KernelCase::bytes() const {
   const double mn = static_cast<double>(m) * static_cast<double>(n);
-  if (op == Op::quantize)
-    return mn * (2.0 + element_bytes(quant.format)) + 4.0 * scale_count(m, n, quant);
+  if (op == Op::quantize) {
+    const double copies = with_transpose ? 2.0 : 1.0;
+    return mn * (2.0 + copies * element_bytes(quant.format)) +
+           copies * 4.0 * scale_count(m, n, quant);
+  }
   const double mk = static_cast<double>(m) * static_cast<double>(k);
   const double nk = static_cast<double>(n) * static_cast<double>(k);
   if (variant == Variant::prequantized) {
@@ -201,6 +205,8 @@ std::vector<KernelCase> kernel_cases(const CaseFilter& filter) {
         const QuantizeKey key{recipe.name, rows, cols, q.format, q.block_rows, q.block_cols};
         if (auto it = seen.find(key); it != seen.end()) {
           cases[it->second].part += "," + operand;
+          // Its "+transpose" twin, registered right after it.
+          if (kernels::transposes_exactly(q)) cases[it->second + 1].part += "," + operand;
           return;
         }
         KernelCase c;
@@ -217,6 +223,11 @@ std::vector<KernelCase> kernel_cases(const CaseFilter& filter) {
                              describe_blocks(q));
         seen[key] = cases.size();
         cases.push_back(c);
+        if (kernels::transposes_exactly(q)) {
+          c.with_transpose = true;
+          c.name += "+transpose";
+          cases.push_back(c);
+        }
       };
       for (int64_t tokens : filter.tokens) {
         for (const workloads::LinearShape& linear : linears)

@@ -39,6 +39,9 @@ struct KernelCase {
   // The layout the training step holds the sources in: dgrad reads Wᵀ, wgrad dYᵀ and Xᵀ, so
   // their quantization fuses a transpose (see kernels/torch/quantized_linear.cpp).
   bool lhs_transposed = false, rhs_transposed = false;
+  // Quantize only: Xᵀ written too, from the same pass (square blocks and tensorwise), as a
+  // training step quantizes an operand that two GEMMs read in both layouts.
+  bool with_transpose = false;
 
   bool quantized() const { return op == Op::quantize || spec.quantized(); }
   // INT8 products count operations (TOP/s), the others floating-point ones (TFLOP/s).
@@ -67,7 +70,8 @@ std::vector<std::string> seed_models();
 
 // The cases of `filter`, in registration order: per model and token count, per linear part and
 // GEMM, bf16 first (the twin), then each quantized recipe's variants; then the model's quantize
-// cases, one per distinct (shape, scheme). Throws InputError for an unknown model or recipe, or a
+// cases, one per distinct (shape, scheme), each followed by its "+transpose" twin where the
+// scheme transposes exactly. Throws InputError for an unknown model or recipe, or a
 // token count below 1.
 std::vector<KernelCase> kernel_cases(const CaseFilter& filter);
 

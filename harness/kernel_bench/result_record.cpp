@@ -48,6 +48,7 @@ store::KernelResultRecord make_record(const KernelCase& c, const CaseOutcome& ou
     config["format"] = std::string(kernels::to_string(c.quant.format));
     config["blocks"] = describe_blocks(c.quant);
     config["operands"] = c.part;
+    config["with_transpose"] = c.with_transpose;
   }
   if (outcome.check) {
     config["validation"] = {{"error", outcome.check->error},

@@ -21,6 +21,7 @@
 #include "harness/timing/step_timer.h"
 #include "harness/timing/trace.h"
 #include "kernels/profiling/range.h"
+#include "kernels/torch/gemm.h"
 #include "kernels/torch/scaled_gemm.h"
 
 namespace lpbench::runner {
@@ -91,6 +92,7 @@ class Sweep {
     // The name was validated with the options (check_run_options).
     kernels::set_int8_backend(kernels::int8_backend_named(run_.config.int8_gemm)
                                   .value_or(kernels::Int8Backend::automatic));
+    kernels::set_layout_sharing(!run_.config.separate_layout_quantize);
     store::SweepRecord sweep{0,
                              env::utc_now_iso8601(),
                              command_line,

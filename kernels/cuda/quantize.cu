@@ -10,6 +10,11 @@
 //           block amaxes into the workspace (atomicMax on the float bits), scales and inverse
 //           scales per block, then the tile kernel reading the inverse scales.
 //
+// The tile and general paths can also write Xᵀ from the same tile (square blocks only, where
+// the transpose of the quantization is the quantization of the transpose): a training step
+// reads each operand in both layouts, and one pass saves a read of X and, for tensorwise, its
+// amax pass.
+//
 // Amax is carried as the bits of |x| (sign cleared) compared as unsigned integers: for
 // non-negative floats the order is the same, and every NaN (sign cleared) compares above +Inf,
 // so a NaN anywhere in a block makes its amax NaN without a separate flag.
@@ -148,7 +153,12 @@ struct TileParams {
   float fmax;
   uint8_t* values;
   float* scales;
-  int64_t nbc;  // scale columns of the whole output
+  int64_t nbr, nbc;  // the scale grid of the whole output
+  // The transposed copy (nullptr: none; only with transpose false): [cols, rows], its scales
+  // the transposed grid [nbc, nbr].
+  uint8_t* values_t;
+  float* scales_t;
+  bool vec_out_t;
   // Fused (in-tile amax): the block, powers of two dividing the tile, and their log2.
   int br, bc;
   int br_log2, bc_log2;
@@ -244,16 +254,83 @@ __device__ __forceinline__ void read_micro(const float* tile, bool transpose, in
   }
 }
 
-__device__ __forceinline__ void store4(const TileParams& p, int64_t gr, int64_t gc,
-                                       const float (&q)[4]) {
-  if (gr >= p.rows) return;
-  uint8_t* out = p.values + gr * p.cols + gc;
-  if (p.vec_out && gc + 4 <= p.cols) {
-    *reinterpret_cast<uint32_t*>(out) = pack2(q[0], q[1], p.fmt) | (pack2(q[2], q[3], p.fmt) << 16);
+__device__ __forceinline__ void store4(uint8_t* values, int64_t rows, int64_t cols, bool vec_out,
+                                       DType fmt, int64_t gr, int64_t gc, const float (&q)[4]) {
+  if (gr >= rows) return;
+  uint8_t* out = values + gr * cols + gc;
+  if (vec_out && gc + 4 <= cols) {
+    *reinterpret_cast<uint32_t*>(out) = pack2(q[0], q[1], fmt) | (pack2(q[2], q[3], fmt) << 16);
   } else {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      if (gc + e < p.cols) out[e] = pack1(q[e], p.fmt);
+      if (gc + e < cols) out[e] = pack1(q[e], fmt);
+    }
+  }
+}
+
+// Quantizes the tile held in shared memory and stores one output: the output itself
+// (`second` false) or the transposed copy of an untransposed output. `block_inv` holds the
+// tile's inverse scales (kFused), in the first output's block coordinates; otherwise they come
+// from p.inv. Each thread handles 4×4 micro-tiles: output rows r..r+3 (r = pass·32 + warp·4)
+// of the tile, columns 4·lane..4·lane+3.
+template <bool kFused>
+__device__ __forceinline__ void quantize_and_store(const TileParams& p, const float* tile,
+                                                   const uint32_t* block_inv, int64_t r0,
+                                                   int64_t c0, bool second) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int nbc_tile = kTile >> p.bc_log2;
+  // The transposed copy swaps the output's origin and extent; its element (i, j) is the first
+  // output's (j, i), whose block gives its inverse scale.
+  const int64_t o_r0 = second ? c0 : r0;
+  const int64_t o_c0 = second ? r0 : c0;
+  const int64_t o_rows = second ? p.cols : p.rows;
+  const int64_t o_cols = second ? p.rows : p.cols;
+  uint8_t* values = second ? p.values_t : p.values;
+  const bool vec_out = second ? p.vec_out_t : p.vec_out;
+
+  // Block index = row part (this output's row) + column part (its column), fixed per column.
+  int64_t col_part[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int tc = 4 * lane + e;
+    if constexpr (kFused) {
+      col_part[e] = second ? (tc >> p.br_log2) * nbc_tile : (tc >> p.bc_log2);
+    } else {
+      const int64_t gc = o_c0 + tc;
+      const uint32_t clamped = static_cast<uint32_t>(gc < o_cols ? gc : o_cols - 1);
+      col_part[e] = second ? static_cast<int64_t>(clamped / static_cast<uint32_t>(p.gbr)) * p.nbc
+                           : clamped / static_cast<uint32_t>(p.gbc);
+    }
+  }
+#pragma unroll 1
+  for (int pass = 0; pass < kTile / 32; ++pass) {
+    const int r = pass * 32 + warp * 4;
+    float v[4][4];
+    read_micro(tile, second || p.transpose, r, lane, v);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int tr = r + q;
+      const int64_t gr = o_r0 + tr;
+      float out[4];
+      if constexpr (kFused) {
+        // Blocks are at least 4 wide along the micro-tile's columns: one inverse for all four.
+        const int row_part = second ? (tr >> p.bc_log2) : (tr >> p.br_log2) * nbc_tile;
+        const float inv = __uint_as_float(block_inv[row_part + col_part[0]]);
+        const bool nonfinite = inv != inv;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          out[e] = scaled(v[q][e], inv, nonfinite);
+      } else {
+        const uint32_t clamped = static_cast<uint32_t>(gr < o_rows ? gr : o_rows - 1);
+        const int64_t row_part =
+            second ? clamped / static_cast<uint32_t>(p.gbc)
+                   : static_cast<int64_t>(clamped / static_cast<uint32_t>(p.gbr)) * p.nbc;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          out[e] = scaled(v[q][e], __ldg(p.inv + row_part + col_part[e]));
+      }
+      store4(values, o_rows, o_cols, vec_out, p.fmt, gr, o_c0 + 4 * lane, out);
     }
   }
 }
@@ -322,51 +399,18 @@ __global__ void __launch_bounds__(kThreads, 3) quantize_tile_kernel(const TilePa
       scale_of(block_amax[b], p.fmax, &scale, &inv);
       if (r0 + static_cast<int64_t>(rb) * p.br < p.rows &&
           c0 + static_cast<int64_t>(cb) * p.bc < p.cols) {
-        p.scales[(r0 / p.br + rb) * p.nbc + c0 / p.bc + cb] = scale;
+        const int64_t grb = r0 / p.br + rb;
+        const int64_t gcb = c0 / p.bc + cb;
+        p.scales[grb * p.nbc + gcb] = scale;
+        if (p.scales_t != nullptr) p.scales_t[gcb * p.nbr + grb] = scale;
       }
       block_amax[b] = __float_as_uint(inv);
     }
     __syncthreads();
   }
 
-  // Column blocks of this thread's four output columns (apply mode), fixed across passes.
-  int64_t cblock[4] = {0, 0, 0, 0};
-  if constexpr (!kFused) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int64_t gc = c0 + 4 * lane + e;
-      cblock[e] =
-          static_cast<uint32_t>(gc < p.cols ? gc : p.cols - 1) / static_cast<uint32_t>(p.gbc);
-    }
-  }
-#pragma unroll 1
-  for (int pass = 0; pass < kTile / 32; ++pass) {
-    const int r = pass * 32 + warp * 4;
-    float v[4][4];
-    read_micro(tile, p.transpose, r, lane, v);
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const int64_t gr = r0 + r + q;
-      float out[4];
-      if constexpr (kFused) {
-        const float inv = __uint_as_float(
-            block_amax[((r + q) >> p.br_log2) * nbc_tile + ((4 * lane) >> p.bc_log2)]);
-        const bool nonfinite = inv != inv;
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          out[e] = scaled(v[q][e], inv, nonfinite);
-      } else {
-        const int64_t rowbase =
-            static_cast<int64_t>(static_cast<uint32_t>(gr < p.rows ? gr : p.rows - 1) /
-                                 static_cast<uint32_t>(p.gbr)) *
-            p.nbc;
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          out[e] = scaled(v[q][e], __ldg(p.inv + rowbase + cblock[e]));
-      }
-      store4(p, gr, c0 + 4 * lane, out);
-    }
-  }
+  quantize_and_store<kFused>(p, tile, block_amax, r0, c0, /*second=*/false);
+  if (p.values_t != nullptr) quantize_and_store<kFused>(p, tile, block_amax, r0, c0, true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -575,14 +619,16 @@ __global__ void __launch_bounds__(kThreads) block_amax_kernel(const AmaxParams p
   }
 }
 
-__global__ void finalize_scales_kernel(uint32_t* amax_inv, float* scales, int64_t blocks,
-                                       float fmax) {
-  for (int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; b < blocks;
+// Scales (and the transposed grid's, when scales_t is set) and inverse scales in place.
+__global__ void finalize_scales_kernel(uint32_t* amax_inv, float* scales, float* scales_t,
+                                       int64_t nbr, int64_t nbc, float fmax) {
+  for (int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; b < nbr * nbc;
        b += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float scale;
     float inv;
     scale_of(amax_inv[b], fmax, &scale, &inv);
     scales[b] = scale;
+    if (scales_t != nullptr) scales_t[(b % nbc) * nbr + b / nbc] = scale;
     amax_inv[b] = __float_as_uint(inv);
   }
 }
@@ -622,6 +668,12 @@ Plan plan(const QuantizeArgs& a) {
   } else {
     p.path = Path::general;
   }
+  // The transposed copy: the rows kernel has no tile to transpose, and the tile kernel's copy
+  // takes one inverse scale per 4 columns, i.e. blocks at least 4 rows tall in the tile.
+  const bool copy = a.values_t != nullptr;
+  if (copy && (p.path == Path::rows || (p.path == Path::tile && p.tile_br < 4))) {
+    p.path = Path::general;
+  }
   return p;
 }
 
@@ -649,6 +701,14 @@ void validate(const QuantizeArgs& a) {
   validate_shape(a);
   LPBENCH_CUDA_REQUIRE(a.x != nullptr, "x is null");
   LPBENCH_CUDA_REQUIRE(a.values != nullptr && a.scales != nullptr, "values or scales is null");
+  if (a.values_t != nullptr || a.scales_t != nullptr) {
+    LPBENCH_CUDA_REQUIRE(a.values_t != nullptr && a.scales_t != nullptr,
+                         "the transposed copy needs both values_t and scales_t");
+    LPBENCH_CUDA_REQUIRE(!a.transpose && quantize_writes_transpose_too(a.block_rows, a.block_cols),
+                         "the transposed copy needs transpose off and square blocks, got {" +
+                             std::to_string(a.block_rows) + "," + std::to_string(a.block_cols) +
+                             "}");
+  }
 }
 
 template <bool kFused>
@@ -724,7 +784,11 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
   tp.fmax = fmax;
   tp.values = values;
   tp.scales = args.scales;
+  tp.nbr = p.nbr;
   tp.nbc = p.nbc;
+  tp.values_t = static_cast<uint8_t*>(args.values_t);
+  tp.scales_t = args.scales_t;
+  tp.vec_out_t = aligned(args.values_t, 4) && p.rows % 4 == 0;
 
   if (p.path == Path::tile) {
     tp.br = p.tile_br;
@@ -766,7 +830,7 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
 
   const int64_t fin_ctas = std::min<int64_t>(ceil_div(blocks, kThreads), 4096);
   finalize_scales_kernel<<<static_cast<unsigned>(fin_ctas), kThreads, 0, stream>>>(
-      amax, args.scales, blocks, fmax);
+      amax, args.scales, args.scales_t, p.nbr, p.nbc, fmax);
   LPBENCH_CUDA_CHECK_LAUNCH();
 
   tp.br = tp.bc = kTile;  // unused by the apply kernel, but keeps the tile's bookkeeping valid

@@ -28,12 +28,23 @@ struct QuantizeArgs {
   int64_t block_cols = 0;
   void* values = nullptr;   // [R, C]
   float* scales = nullptr;  // [ceil(R/br), ceil(C/bc)]
+  // Optional: the transposed output as well, from the same pass over X (a training step reads
+  // X in fprop and Xᵀ in wgrad, W and Wᵀ, dY and dYᵀ). Exact only where blocks map onto blocks,
+  // so it needs `transpose` false and square blocks (block_rows == block_cols; tensorwise {0,0}
+  // included): the transposed output is then what quantizing Xᵀ under the same spec gives.
+  void* values_t = nullptr;   // [C, R]
+  float* scales_t = nullptr;  // [ceil(C/bc), ceil(R/br)], the transpose of `scales`
   // Tensorwise and full-row/column reductions need a device scratch of at least
   // quantize_workspace_bytes(args) bytes.
   void* workspace = nullptr;
 };
 
 size_t quantize_workspace_bytes(const QuantizeArgs& args);
+
+// Whether one pass can write X and Xᵀ under this spec (see QuantizeArgs::values_t).
+inline bool quantize_writes_transpose_too(int64_t block_rows, int64_t block_cols) {
+  return block_rows == block_cols;
+}
 
 // Throws std::invalid_argument for inconsistent arguments and CudaError for a failed launch.
 void quantize(const QuantizeArgs& args, cudaStream_t stream);

@@ -1,5 +1,7 @@
 #include "kernels/torch/gemm.h"
 
+#include <atomic>
+
 #include "kernels/profiling/range.h"
 #include "kernels/torch/gemm_stats.h"
 #include "kernels/torch/quantize.h"
@@ -10,6 +12,8 @@ namespace lpbench::kernels {
 namespace {
 
 constexpr int64_t kBlock = 128;
+
+std::atomic<bool> g_layout_sharing{true};
 
 NumberFormat format_of(const GemmSpec& spec, Side side) {
   return side == Side::lhs ? spec.lhs : spec.rhs;
@@ -73,6 +77,44 @@ GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec, GemmKind 
   }
   if (spec.scaling == Scaling::fallback && side == Side::lhs) op.bf16 = transpose ? t.t() : t;
   return op;
+}
+
+void set_layout_sharing(bool enabled) {
+  g_layout_sharing.store(enabled);
+}
+
+bool layout_sharing() {
+  return g_layout_sharing.load();
+}
+
+std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
+                                                         const OperandUse& direct,
+                                                         const OperandUse& transposed) {
+  const auto apart = [&] {
+    return std::make_pair(prepare_operand(t, direct.spec, direct.kind, direct.side, false),
+                          prepare_operand(t, transposed.spec, transposed.kind, transposed.side,
+                                          /*transpose=*/true));
+  };
+  if (!layout_sharing() || !direct.spec.quantized() || !transposed.spec.quantized()) {
+    return apart();
+  }
+  // int8-fallback's left operand also keeps its BF16 values; its 1×128 blocks never pair anyway.
+  const QuantSpec spec = operand_spec(direct.spec, direct.kind, direct.side);
+  const QuantSpec other = operand_spec(transposed.spec, transposed.kind, transposed.side);
+  const bool same = spec.format == other.format && spec.block_rows == other.block_rows &&
+                    spec.block_cols == other.block_cols;
+  if (!same || !transposes_exactly(spec) || direct.spec.scaling == Scaling::fallback ||
+      transposed.spec.scaling == Scaling::fallback) {
+    return apart();
+  }
+  const profiling::Range range("quantize", std::string(to_string(direct.kind)) + "+" +
+                                               std::string(to_string(transposed.kind)));
+  auto [q, qt] = kernels::quantize_with_transpose(t, spec);
+  GemmOperand a;
+  GemmOperand b;
+  a.q = std::move(q);
+  b.q = std::move(qt);
+  return {std::move(a), std::move(b)};
 }
 
 at::Tensor gemm_nt(const GemmOperand& a, const GemmOperand& b, const GemmSpec& spec,

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "kernels/recipe.h"
 #include "kernels/reference/quantize.h"
@@ -36,6 +37,27 @@ struct GemmOperand {
 // wgrad's dYᵀ and Xᵀ). The transpose is fused into the quantization on the GPU.
 GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec, GemmKind kind, Side side,
                             bool transpose);
+
+// One use of an operand: the GEMM, which side, and under which spec.
+struct OperandUse {
+  GemmSpec spec;
+  GemmKind kind = GemmKind::fprop;
+  Side side = Side::lhs;
+};
+
+// A source read by two GEMMs, as it is by `direct` and transposed by `transposed`: fprop's X and
+// wgrad's Xᵀ, fprop's W and dgrad's Wᵀ, dgrad's dY and wgrad's dYᵀ. Where both uses quantize
+// it the same way and that quantization transposes exactly (tensorwise, square blocks), it is
+// quantized once for both (one pass writing both layouts on the GPU); otherwise as two
+// prepare_operand calls.
+//
+// set_layout_sharing(false) turns the shared quantization off process-wide (an ablation: each
+// layout gets its own pass; the operands are the same bits).
+void set_layout_sharing(bool enabled);
+bool layout_sharing();
+std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
+                                                         const OperandUse& direct,
+                                                         const OperandUse& transposed);
 
 // C[M,N] = A·Bᵀ under `spec`, as `out_dtype`. For int8-fallback, left-operand blocks whose amax
 // exceeds outlier_ratio × the median block amax get a second INT8 product of their quantization

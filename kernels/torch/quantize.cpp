@@ -1,5 +1,8 @@
 #include "kernels/torch/quantize.h"
 
+#include <optional>
+#include <utility>
+
 #ifdef LPBENCH_CUDA_GLUE
 #include <c10/cuda/CUDAStream.h>
 
@@ -29,7 +32,11 @@ cuda::DType cuda_type(NumberFormat format) {
   TORCH_CHECK(false, "quantize: BF16 is not a quantized format");
 }
 
-Quantized quantize_cuda(const at::Tensor& x, const QuantSpec& spec, bool transpose) {
+// The quantization of `input` (transposed with `transpose`) into fresh tensors, and with
+// `with_transpose` the transposed copy too (first: as asked; second: its transpose).
+std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x,
+                                                             const QuantSpec& spec, bool transpose,
+                                                             bool with_transpose) {
   at::Tensor input = x;
   if (input.stride(1) != 1) input = input.contiguous();
   TORCH_CHECK(input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kFloat,
@@ -38,12 +45,16 @@ Quantized quantize_cuda(const at::Tensor& x, const QuantSpec& spec, bool transpo
   const int64_t out_cols = transpose ? input.size(0) : input.size(1);
   const int64_t br = spec.block_rows > 0 ? std::min(spec.block_rows, out_rows) : out_rows;
   const int64_t bc = spec.block_cols > 0 ? std::min(spec.block_cols, out_cols) : out_cols;
-  Quantized q;
-  q.spec = spec;
-  q.values =
-      at::empty({out_rows, out_cols}, input.options().dtype(reference::storage_type(spec.format)));
-  q.scales = at::empty({ceil_div(out_rows, br), ceil_div(out_cols, bc)},
-                       input.options().dtype(at::kFloat));
+  const auto values_options = input.options().dtype(reference::storage_type(spec.format));
+  const auto scales_options = input.options().dtype(at::kFloat);
+  Quantized q{at::empty({out_rows, out_cols}, values_options),
+              at::empty({ceil_div(out_rows, br), ceil_div(out_cols, bc)}, scales_options), spec};
+  std::optional<Quantized> t;
+  if (with_transpose) {
+    t = Quantized{at::empty({out_cols, out_rows}, values_options),
+                  at::empty({ceil_div(out_cols, bc), ceil_div(out_rows, br)}, scales_options),
+                  spec};
+  }
   cuda::QuantizeArgs args;
   args.x = input.data_ptr();
   args.x_type = input.scalar_type() == at::kBFloat16 ? cuda::DType::bf16 : cuda::DType::fp32;
@@ -56,6 +67,10 @@ Quantized quantize_cuda(const at::Tensor& x, const QuantSpec& spec, bool transpo
   args.block_cols = spec.block_cols;
   args.values = q.values.data_ptr();
   args.scales = q.scales.data_ptr<float>();
+  if (t) {
+    args.values_t = t->values.data_ptr();
+    args.scales_t = t->scales.data_ptr<float>();
+  }
   const size_t scratch = cuda::quantize_workspace_bytes(args);
   at::Tensor workspace;
   if (scratch > 0) {
@@ -63,7 +78,7 @@ Quantized quantize_cuda(const at::Tensor& x, const QuantSpec& spec, bool transpo
     args.workspace = workspace.data_ptr();
   }
   cuda::quantize(args, c10::cuda::getCurrentCUDAStream(input.device().index()).stream());
-  return q;
+  return {std::move(q), std::move(t)};
 }
 #endif
 
@@ -72,9 +87,29 @@ Quantized quantize_cuda(const at::Tensor& x, const QuantSpec& spec, bool transpo
 Quantized quantize(const at::Tensor& x, const QuantSpec& spec, bool transpose) {
   TORCH_CHECK(x.dim() == 2, "quantize takes a 2-D tensor, got ", x.sizes());
 #ifdef LPBENCH_CUDA_GLUE
-  if (x.is_cuda()) return quantize_cuda(x, spec, transpose);
+  if (x.is_cuda()) return quantize_cuda(x, spec, transpose, false).first;
 #endif
   return reference::quantize(transpose ? x.t() : x, spec);
+}
+
+bool transposes_exactly(const QuantSpec& spec) {
+  return spec.block_rows == spec.block_cols;
+}
+
+std::pair<Quantized, Quantized> quantize_with_transpose(const at::Tensor& x,
+                                                        const QuantSpec& spec) {
+  TORCH_CHECK(x.dim() == 2, "quantize takes a 2-D tensor, got ", x.sizes());
+  TORCH_CHECK(transposes_exactly(spec), "quantize_with_transpose: blocks of ", spec.block_rows, "x",
+              spec.block_cols, " do not transpose exactly; quantize each layout instead");
+#ifdef LPBENCH_CUDA_GLUE
+  if (x.is_cuda()) {
+    auto [q, t] = quantize_cuda(x, spec, false, true);
+    return {std::move(q), std::move(*t)};
+  }
+#endif
+  Quantized q = reference::quantize(x, spec);
+  Quantized t = reference::transpose(q);
+  return {std::move(q), std::move(t)};
 }
 
 }  // namespace lpbench::kernels

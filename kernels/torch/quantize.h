@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <utility>
+
 #include "kernels/reference/quantize.h"
 
 namespace lpbench::kernels {
@@ -13,5 +15,14 @@ using reference::QuantSpec;
 // kernels/reference/quantize.h. With `transpose`, xᵀ is quantized (fused on the GPU; the spec's
 // blocks are in the transposed matrix's coordinates).
 Quantized quantize(const at::Tensor& x, const QuantSpec& spec, bool transpose = false);
+
+// Whether quantizing x once gives xᵀ's quantization exactly: one scale per tensor, or square
+// blocks (blocks map onto blocks, and clamping to the matrix is symmetric).
+bool transposes_exactly(const QuantSpec& spec);
+
+// x and xᵀ quantized under one spec that transposes exactly, equal to quantize(x, spec) and
+// quantize(x, spec, true): one pass over x on the GPU (both layouts from each tile), an exact
+// transpose of the quantization elsewhere. A training step reads each operand both ways.
+std::pair<Quantized, Quantized> quantize_with_transpose(const at::Tensor& x, const QuantSpec& spec);
 
 }  // namespace lpbench::kernels

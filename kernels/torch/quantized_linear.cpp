@@ -2,6 +2,9 @@
 
 #include <torch/autograd.h>
 
+#include <tuple>
+#include <utility>
+
 #include "kernels/profiling/range.h"
 #include "kernels/torch/gemm.h"
 #include "kernels/torch/operand_diagnostics.h"
@@ -23,35 +26,13 @@ GemmSpec decode(const std::vector<int64_t>& v, double ratio) {
           static_cast<Scaling>(v.at(2)), ratio};
 }
 
-// Quantizing once and transposing the result is exact when blocks map onto blocks: one scale
-// per tensor, or square blocks. On the CPU that saves a quantization. On the GPU it does not
-// pay: torch's copy of a transposed INT8 matrix ran far below bandwidth (layer:llama2-7b,
-// int8-tensor 0.84x BF16 with it, where int8-row, quantizing from the source, was 1.00x; see
-// docs/perf-log.md), so there the fused quantize-and-transpose kernel reads the source again.
-bool transposable(const std::optional<Quantized>& q, const QuantSpec& wanted) {
-  return q && !q->values.is_cuda() && q->spec.format == wanted.format &&
-         wanted.block_rows == wanted.block_cols && q->spec.block_rows == wanted.block_rows &&
-         q->spec.block_cols == wanted.block_cols;
-}
-
-GemmOperand transposed(const GemmOperand& op) {
-  GemmOperand t;
-  if (op.q) t.q = reference::transpose(*op.q);
-  if (op.bf16.defined()) t.bf16 = op.bf16.t();
-  return t;
-}
-
-// The right operand of a backward GEMM, from its source (W or X, transposed), reusing the
-// forward's quantization where that is exact.
-GemmOperand backward_rhs(const at::Tensor& source, const GemmOperand& forward, const GemmSpec& spec,
-                         GemmKind kind, const QuantSpec& forward_spec) {
-  if (spec.quantized()) {
-    const QuantSpec wanted = operand_spec(spec, kind, Side::rhs);
-    if (transposable(forward.q, wanted) && forward_spec.block_rows == wanted.block_rows) {
-      return transposed(forward);
-    }
-  }
-  return prepare_operand(source, spec, kind, Side::rhs, /*transpose=*/true);
+// The operand as the GEMM `direct` reads it and, when `transposed_too`, transposed as
+// `transposed` reads it; both from one quantization where that is exact (prepare_operand_pair).
+std::pair<GemmOperand, GemmOperand> prepare_uses(const at::Tensor& source, const OperandUse& direct,
+                                                 const OperandUse& transposed,
+                                                 bool transposed_too) {
+  if (transposed_too) return prepare_operand_pair(source, direct, transposed);
+  return {prepare_operand(source, direct.spec, direct.kind, direct.side, false), GemmOperand{}};
 }
 
 void save_operand(const GemmOperand& op, std::vector<at::Tensor>& tensors,
@@ -101,22 +82,21 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
                 w.sizes());
     const at::Tensor x2 = x.reshape({-1, k});
 
-    const GemmOperand a = prepare_operand(x2, gemms.fprop, GemmKind::fprop, Side::lhs, false);
-    const GemmOperand b = prepare_operand(w, gemms.fprop, GemmKind::fprop, Side::rhs, false);
+    // X serves fprop and, transposed, wgrad; W fprop and, transposed, dgrad. What backward
+    // needs is prepared now, in the format and layout it will use.
+    const auto [a, wgrad_rhs] =
+        prepare_uses(x2, {gemms.fprop, GemmKind::fprop, Side::lhs},
+                     {gemms.wgrad, GemmKind::wgrad, Side::rhs}, w.requires_grad());
+    const auto [b, dgrad_rhs] =
+        prepare_uses(w, {gemms.fprop, GemmKind::fprop, Side::rhs},
+                     {gemms.dgrad, GemmKind::dgrad, Side::rhs}, x.requires_grad());
     at::Tensor y = gemm_nt(a, b, gemms.fprop, x.scalar_type(), GemmKind::fprop, module);
     diagnose(module, GemmKind::fprop, "x", x2, a, gemms.fprop, Side::lhs);
     diagnose(module, GemmKind::fprop, "w", w, b, gemms.fprop, Side::rhs);
-
-    // What backward needs, in the format and layout it will use: dgrad's Wᵀ, wgrad's Xᵀ.
-    GemmOperand dgrad_rhs;
-    GemmOperand wgrad_rhs;
-    const QuantSpec no_spec{};
     if (x.requires_grad()) {
-      dgrad_rhs = backward_rhs(w, b, gemms.dgrad, GemmKind::dgrad, b.q ? b.q->spec : no_spec);
       diagnose(module, GemmKind::dgrad, "w", w.t(), dgrad_rhs, gemms.dgrad, Side::rhs);
     }
     if (w.requires_grad()) {
-      wgrad_rhs = backward_rhs(x2, a, gemms.wgrad, GemmKind::wgrad, a.q ? a.q->spec : no_spec);
       diagnose(module, GemmKind::wgrad, "x", x2.t(), wgrad_rhs, gemms.wgrad, Side::rhs);
     }
     std::vector<at::Tensor> tensors;
@@ -153,31 +133,32 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     const at::Tensor g2 = grad_y.reshape({-1, grad_y.size(-1)}).contiguous();
     const at::ScalarType dtype = grad_y.scalar_type();
 
+    const bool need_x = ctx->saved_data["need_x"].toBool();
+    const bool need_w = ctx->saved_data["need_w"].toBool();
+    // dY serves dgrad and, transposed, wgrad.
+    const OperandUse dgrad_use{dgrad, GemmKind::dgrad, Side::lhs};
+    const OperandUse wgrad_use{wgrad, GemmKind::wgrad, Side::lhs};
+    GemmOperand dgrad_lhs;
+    GemmOperand wgrad_lhs;
+    if (need_x) {
+      std::tie(dgrad_lhs, wgrad_lhs) = prepare_uses(g2, dgrad_use, wgrad_use, need_w);
+    } else if (need_w) {
+      wgrad_lhs = prepare_operand(g2, wgrad, GemmKind::wgrad, Side::lhs, /*transpose=*/true);
+    }
     at::Tensor grad_x;
     at::Tensor grad_w;
-    GemmOperand dgrad_lhs;
-    if (ctx->saved_data["need_x"].toBool()) {
+    if (need_x) {
       // dX[M,K] = dY[M,N] · (Wᵀ[K,N])ᵀ
-      dgrad_lhs = prepare_operand(g2, dgrad, GemmKind::dgrad, Side::lhs, false);
       diagnose(module, GemmKind::dgrad, "dy", g2, dgrad_lhs, dgrad, Side::lhs);
       grad_x = gemm_nt(dgrad_lhs, load_operand(saved, 0, specs, 0), dgrad, dtype, GemmKind::dgrad,
                        module)
                    .view(x_sizes);
     }
-    if (ctx->saved_data["need_w"].toBool()) {
+    if (need_w) {
       // dW[N,K] = dYᵀ[N,M] · (Xᵀ[K,M])ᵀ
-      GemmOperand lhs;
-      const QuantSpec wanted =
-          wgrad.quantized() ? operand_spec(wgrad, GemmKind::wgrad, Side::lhs) : QuantSpec{};
-      if (wgrad.quantized() && dgrad == wgrad && transposable(dgrad_lhs.q, wanted) &&
-          wgrad.scaling != Scaling::fallback) {
-        lhs = transposed(dgrad_lhs);
-      } else {
-        lhs = prepare_operand(g2, wgrad, GemmKind::wgrad, Side::lhs, /*transpose=*/true);
-      }
-      diagnose(module, GemmKind::wgrad, "dy", g2.t(), lhs, wgrad, Side::lhs);
-      grad_w =
-          gemm_nt(lhs, load_operand(saved, 2, specs, 4), wgrad, dtype, GemmKind::wgrad, module);
+      diagnose(module, GemmKind::wgrad, "dy", g2.t(), wgrad_lhs, wgrad, Side::lhs);
+      grad_w = gemm_nt(wgrad_lhs, load_operand(saved, 2, specs, 4), wgrad, dtype, GemmKind::wgrad,
+                       module);
     }
     return {grad_x, grad_w, at::Tensor(), at::Tensor()};
   }

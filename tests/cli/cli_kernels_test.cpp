@@ -101,8 +101,9 @@ TEST(CliKernels, TinyCpuRunWritesRowsThatReadBackAndSkipsFp8WithItsReason) {
   for (const auto& r : rows)
     by_name[r.name] = r;
   // qkv and output fprop: bf16 + int8-tensor×2 + fp8-tensor×2 each; quantize of the 512×256
-  // weights (qkv's and output's: one case per scheme): int8-tensor and fp8-tensor.
-  EXPECT_EQ(rows.size(), 2u * 5 + 2) << run.out;
+  // weights (qkv's and output's: one case per scheme): int8-tensor and fp8-tensor, each alone
+  // and with its transpose from the same pass.
+  EXPECT_EQ(rows.size(), 2u * 5 + 2 * 2) << run.out;
 
   const auto& ok = by_name.at("gemm/tiny/qkv/fprop/T16/int8-tensor/with_quantization");
   EXPECT_EQ(ok.status, "ok");
@@ -141,6 +142,11 @@ TEST(CliKernels, TinyCpuRunWritesRowsThatReadBackAndSkipsFp8WithItsReason) {
   EXPECT_EQ(quantize.op, "quantize");
   EXPECT_FALSE(quantize.tflops);
   EXPECT_TRUE(quantize.gb_s);
+  const auto& both = by_name.at("quantize/tiny/512x256/int8-tensor/tensor+transpose");
+  EXPECT_EQ(both.status, "ok") << both.reason.value_or("");
+  EXPECT_NE(both.config_json.find("\"with_transpose\":true"), std::string::npos)
+      << both.config_json;
+  EXPECT_NE(quantize.config_json.find("\"with_transpose\":false"), std::string::npos);
 
   // The report shows the kernel table with the speedup over the bf16 twin.
   const auto report = run_process({LPBENCH_BINARY, "report", "--db", db});

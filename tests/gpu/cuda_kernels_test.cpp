@@ -127,11 +127,13 @@ std::string describe(const at::Tensor& x, const QuantCase& c) {
 }
 
 struct KernelQuant {
-  at::Tensor values;  // uint8 [R, C]
-  at::Tensor scales;  // fp32
+  at::Tensor values;              // uint8 [R, C]
+  at::Tensor scales;              // fp32
+  at::Tensor values_t, scales_t;  // the transposed copy, when asked for
 };
 
-KernelQuant run_quantize(const at::Tensor& x, const QuantCase& c) {
+// With `with_transpose`, the kernel also writes the transposed copy (QuantizeArgs::values_t).
+KernelQuant run_quantize(const at::Tensor& x, const QuantCase& c, bool with_transpose = false) {
   const int64_t rows = x.size(0);
   const int64_t cols = x.size(1);
   const int64_t out_rows = c.transpose ? cols : rows;
@@ -157,6 +159,14 @@ KernelQuant run_quantize(const at::Tensor& x, const QuantCase& c) {
   args.block_cols = c.bc;
   args.values = k.values.data_ptr();
   args.scales = k.scales.data_ptr<float>();
+  if (with_transpose) {
+    k.values_t = torch::full({out_cols, out_rows}, c.out == DType::int8 ? 0x80 : 0x7f,
+                             cuda.dtype(at::kByte));
+    k.scales_t = torch::full({(out_cols + bc - 1) / bc, (out_rows + br - 1) / br}, -1.0F,
+                             cuda.dtype(at::kFloat));
+    args.values_t = k.values_t.data_ptr();
+    args.scales_t = k.scales_t.data_ptr<float>();
+  }
   const size_t ws_bytes = quantize_workspace_bytes(args);
   const at::Tensor ws =
       torch::full({static_cast<int64_t>(ws_bytes) + 16}, 0xff, cuda.dtype(at::kByte));
@@ -175,12 +185,22 @@ KernelQuant expected_quantize(const at::Tensor& x, const QuantCase& c) {
   return {q.values.view(at::kByte), ref::quantize(amax, {fmt, 1, 1}).scales};
 }
 
+// Checks the kernel's output, and wherever the spec allows it (untransposed, square blocks)
+// also the same call writing the transposed copy: both outputs against the reference's
+// quantization of X and of Xᵀ.
 void check_quantize(const at::Tensor& x, const QuantCase& c) {
   SCOPED_TRACE(describe(x, c));
   const KernelQuant want = expected_quantize(x, c);
   const KernelQuant got = run_quantize(x, c);
   EXPECT_TRUE(same_scales(want.scales, got.scales)) << "scales";
   EXPECT_TRUE(same_bits(want.values, got.values)) << "values";
+  if (c.transpose || !quantize_writes_transpose_too(c.br, c.bc)) return;
+  const KernelQuant want_t = expected_quantize(x, {true, c.out, c.br, c.bc});
+  const KernelQuant both = run_quantize(x, c, /*with_transpose=*/true);
+  EXPECT_TRUE(same_scales(want.scales, both.scales)) << "scales, with the transposed copy";
+  EXPECT_TRUE(same_bits(want.values, both.values)) << "values, with the transposed copy";
+  EXPECT_TRUE(same_scales(want_t.scales, both.scales_t)) << "the transposed copy's scales";
+  EXPECT_TRUE(same_bits(want_t.values, both.values_t)) << "the transposed copy's values";
 }
 
 // Random values whose magnitude varies by row and by column (outlier channels), so that blocks
@@ -231,6 +251,7 @@ TEST_F(GpuKernels, QuantizeEveryLinearShapeOfTheSeedModels) {
       const at::Tensor dy = random_matrix(kTokens, l.out_features, DType::bf16);
       check_quantize(dy, {false, fmt(), 1, 128});
       check_quantize(dy, {true, fmt(), 1, 128});
+      check_quantize(dy, {false, fmt(), 0, 0});  // with its transposed copy (int8-tensor)
     }
   }
 }
@@ -250,7 +271,19 @@ TEST_F(GpuKernels, QuantizeEdgeShapesEveryGranularityFormatAndLayout) {
   const std::vector<std::pair<int64_t, int64_t>> shapes = {
       {1, 1}, {1, 300}, {17, 130}, {128, 128}, {129, 127}, {130, 17}, {255, 257}, {300, 1}};
   std::vector<std::pair<int64_t, int64_t>> blocks = kGranularities;
-  blocks.insert(blocks.end(), {{2, 4}, {64, 1}, {1, 256}, {3, 5}, {0, 1}, {128, 0}, {16, 64}});
+  // Square ones also check the transposed copy: each path (tile, general) and the tile's
+  // smallest blocks.
+  blocks.insert(blocks.end(), {{2, 4},
+                               {64, 1},
+                               {1, 256},
+                               {3, 5},
+                               {0, 1},
+                               {128, 0},
+                               {16, 64},
+                               {1, 1},
+                               {2, 2},
+                               {4, 4},
+                               {96, 96}});
   int64_t seed = 1000;
   for (auto [rows, cols] : shapes) {
     for (DType type : {DType::bf16, DType::fp32}) {
@@ -563,6 +596,24 @@ TEST(GpuKernelArgs, QuantizeRejectsInconsistentArguments) {
   // Tensorwise needs the workspace.
   EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.block_rows = a.block_cols = 0; }), nullptr),
                std::invalid_argument);
+  // The transposed copy: both pointers, square blocks, no transpose of its own.
+  static char copy[16];
+  const auto with_copy = [&](auto change) {
+    return with([&](QuantizeArgs& a) {
+      a.block_rows = a.block_cols = 128;
+      a.values_t = copy;
+      a.scales_t = reinterpret_cast<float*>(copy);
+      change(a);
+    });
+  };
+  EXPECT_THROW(quantize(with_copy([](QuantizeArgs& a) { a.block_rows = 1; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(quantize(with_copy([](QuantizeArgs& a) { a.transpose = true; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(quantize(with_copy([](QuantizeArgs& a) { a.scales_t = nullptr; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(quantize(with_copy([](QuantizeArgs& a) { a.values_t = nullptr; }), nullptr),
+               std::invalid_argument);
 }
 
 TEST(GpuKernelArgs, QuantizeWorkspaceIsOneWordPerBlockOnlyForTwoPassGranularities) {
@@ -577,6 +628,17 @@ TEST(GpuKernelArgs, QuantizeWorkspaceIsOneWordPerBlockOnlyForTwoPassGranularitie
   EXPECT_EQ(quantize_workspace_bytes(a), 512U * 4);  // rowwise of Xᵀ: one amax per column of X
   a.block_rows = a.block_cols = 0;
   EXPECT_EQ(quantize_workspace_bytes(a), 4U);  // tensorwise
+  // 2×2 blocks of a 256 × 2 matrix take the tile kernel (a block spanning all columns spans
+  // the tile), but not with the transposed copy, which takes one scale per 4 of its columns
+  // and so needs blocks 4 rows tall: that goes the two-pass way, one word per block.
+  static char copy[16];
+  a.transpose = false;
+  a.cols = a.ld = 2;
+  a.block_rows = a.block_cols = 2;
+  EXPECT_EQ(quantize_workspace_bytes(a), 0U);
+  a.values_t = copy;
+  a.scales_t = reinterpret_cast<float*>(copy);
+  EXPECT_EQ(quantize_workspace_bytes(a), 128U * 4);
 }
 
 TEST(GpuKernelArgs, ScaledGemmRejectsInconsistentArguments) {

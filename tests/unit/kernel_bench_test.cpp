@@ -115,14 +115,27 @@ TEST(KernelCaseTable, QuantizeCasesOnePerShapeAndScheme) {
   filter.recipes = {"int8-block"};
   const std::vector<KernelCase> cases = kernel_cases(filter);
   // Activations [4096, 4096] (qkv, out, gate_up, output share it) and [4096, 11008] at 1×128;
-  // five weights at 128×128.
-  ASSERT_EQ(cases.size(), 2u + 5u);
+  // five weights at 128×128, each also with its transpose from the same pass (square blocks).
+  ASSERT_EQ(cases.size(), 2u + 5u + 5u);
   const KernelCase& x = find(cases, "quantize/llama2-7b/4096x4096/int8-block/1x128");
   EXPECT_EQ(x.part, "x.qkv,x.out,x.gate_up,x.output");
+  EXPECT_FALSE(x.with_transpose);
   const KernelCase& w = find(cases, "quantize/llama2-7b/32000x4096/int8-block/128x128");
   EXPECT_EQ(w.part, "w.output");
   EXPECT_EQ(w.quant.block_rows, 128);
   EXPECT_DOUBLE_EQ(w.bytes(), 32000.0 * 4096 * 3 + 4.0 * 250 * 32);
+  const KernelCase& wt = find(cases, "quantize/llama2-7b/32000x4096/int8-block/128x128+transpose");
+  EXPECT_TRUE(wt.with_transpose);
+  EXPECT_EQ(wt.part, "w.output");
+  EXPECT_DOUBLE_EQ(wt.bytes(), 32000.0 * 4096 * 4 + 2 * 4.0 * 250 * 32);
+  // Tensorwise transposes exactly too. One scale per tensor makes X [4096, 4096] and out's W
+  // one case, and X [4096, 11008] and down's W another: five shapes, each with its twin, which
+  // names the same operands.
+  filter.recipes = {"int8-tensor"};
+  const std::vector<KernelCase> tensor = kernel_cases(filter);
+  ASSERT_EQ(tensor.size(), 2u * 5u);
+  EXPECT_EQ(find(tensor, "quantize/llama2-7b/4096x4096/int8-tensor/tensor+transpose").part,
+            "x.qkv,x.out,x.gate_up,x.output,w.out");
 }
 
 TEST(KernelCaseTable, BadFiltersAreInputErrors) {

@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "kernels/profiling/range.h"
 #include "kernels/recipe.h"
 #include "kernels/reference/quantize.h"
 #include "kernels/reference/scaled_gemm.h"
+#include "kernels/torch/gemm.h"
 #include "kernels/torch/gemm_stats.h"
+#include "kernels/torch/quantize.h"
 #include "kernels/torch/quantized_linear.h"
 
 namespace lpbench::kernels {
@@ -81,6 +84,119 @@ TEST(QuantizedLinear, EachGemmIsExactlyItsDefinition) {
       reference::scaled_gemm(quantize(g.t(), {NumberFormat::int8, 1, 128}),
                              quantize(x.t(), {NumberFormat::int8, 1, 128}), at::kBFloat16);
   EXPECT_TRUE(torch::equal(ours.grad_w, dw)) << "wgrad";
+}
+
+TEST(QuantizedLinear, TensorwiseGemmsAreExactlyTheirDefinition) {
+  // int8-tensor quantizes X, W and dY once each for both layouts (one pass on the GPU); every
+  // product must still be the one that quantizes each operand in its own layout.
+  const LinearCase c = make_case(5, 256, 384, 128);
+  const Results ours = run(c, recipe_by_name("int8-tensor").gemms);
+  const at::Tensor x = c.x.reshape({-1, 384});
+  const at::Tensor g = c.grad_y.reshape({-1, 128});
+  const auto q = [](const at::Tensor& t) {
+    return reference::quantize(t, {NumberFormat::int8, 0, 0});
+  };
+  EXPECT_TRUE(
+      torch::equal(ours.y.reshape({-1, 128}), reference::scaled_gemm(q(x), q(c.w), at::kBFloat16)))
+      << "fprop";
+  EXPECT_TRUE(torch::equal(ours.grad_x.reshape({-1, 384}),
+                           reference::scaled_gemm(q(g), q(c.w.t()), at::kBFloat16)))
+      << "dgrad";
+  EXPECT_TRUE(torch::equal(ours.grad_w, reference::scaled_gemm(q(g.t()), q(x.t()), at::kBFloat16)))
+      << "wgrad";
+}
+
+void expect_same_operand(const GemmOperand& got, const GemmOperand& want, const char* what) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(got.q.has_value(), want.q.has_value());
+  EXPECT_EQ(got.bf16.defined(), want.bf16.defined());
+  if (got.bf16.defined()) {
+    EXPECT_TRUE(torch::equal(got.bf16, want.bf16));
+  }
+  if (!got.q) return;
+  EXPECT_EQ(got.q->spec.format, want.q->spec.format);
+  EXPECT_EQ(got.q->spec.block_rows, want.q->spec.block_rows);
+  EXPECT_EQ(got.q->spec.block_cols, want.q->spec.block_cols);
+  EXPECT_TRUE(torch::equal(got.q->values, want.q->values));
+  EXPECT_TRUE(torch::equal(got.q->scales, want.q->scales));
+}
+
+TEST(OperandPair, EqualsEachUsePreparedAloneUnderEveryRecipe) {
+  // The three sources a linear layer reads in both layouts, under every recipe: quantized once
+  // where the two uses agree on a spec that transposes exactly, twice otherwise, the same
+  // operands either way.
+  torch::manual_seed(6);
+  const at::Tensor x = torch::randn({200, 384}).to(torch::kBFloat16);
+  const at::Tensor w = (torch::randn({136, 384}) * 0.05).to(torch::kBFloat16);
+  const at::Tensor dy = torch::randn({200, 136}).to(torch::kBFloat16);
+  // And with the sharing turned off (lpbench run --separate-layout-quantize).
+  for (const bool sharing : {true, false}) {
+    set_layout_sharing(sharing);
+    for (const std::string& name : recipe_names()) {
+      SCOPED_TRACE(name + (sharing ? "" : ", separate passes"));
+      const LinearGemms g = recipe_by_name(name).gemms;
+      const struct {
+        const at::Tensor& source;
+        OperandUse direct, transposed;
+      } uses[] = {
+          {x, {g.fprop, GemmKind::fprop, Side::lhs}, {g.wgrad, GemmKind::wgrad, Side::rhs}},
+          {w, {g.fprop, GemmKind::fprop, Side::rhs}, {g.dgrad, GemmKind::dgrad, Side::rhs}},
+          {dy, {g.dgrad, GemmKind::dgrad, Side::lhs}, {g.wgrad, GemmKind::wgrad, Side::lhs}}};
+      for (const auto& u : uses) {
+        const auto [direct, transposed] = prepare_operand_pair(u.source, u.direct, u.transposed);
+        const OperandUse& d = u.direct;
+        const OperandUse& t = u.transposed;
+        expect_same_operand(direct, prepare_operand(u.source, d.spec, d.kind, d.side, false),
+                            "as it is");
+        expect_same_operand(transposed, prepare_operand(u.source, t.spec, t.kind, t.side, true),
+                            "transposed");
+      }
+    }
+  }
+  set_layout_sharing(true);
+}
+
+TEST(OperandPair, ALinearLayerQuantizesEachSourceOnceWhereTheLayoutsShare) {
+  // Counted through the "quantize" regions of one forward and backward: X, W and dY once each
+  // under int8-tensor; twice each with the sharing off, or where blocks do not transpose
+  // (int8-block's 1×128 X and dY; its 128×128 W still shares).
+  const LinearCase c = make_case(7, 128, 256, 128);
+  const auto quantize_calls = [&](const char* recipe, bool sharing) {
+    set_layout_sharing(sharing);
+    profiling::set_region_timing(true, c10::Device(c10::kCPU));
+    (void)profiling::take_region_times();
+    (void)run(c, recipe_by_name(recipe).gemms);
+    int64_t calls = 0;
+    for (const profiling::RegionTime& r : profiling::take_region_times()) {
+      if (r.key == "quantize") calls += r.calls;
+    }
+    profiling::set_region_timing(false, c10::Device(c10::kCPU));
+    set_layout_sharing(true);
+    return calls;
+  };
+  EXPECT_EQ(quantize_calls("int8-tensor", true), 3);
+  EXPECT_EQ(quantize_calls("int8-tensor", false), 6);
+  EXPECT_EQ(quantize_calls("int8-block", true), 5);
+  EXPECT_EQ(quantize_calls("bf16", true), 0);
+}
+
+TEST(OperandPair, QuantizeWithTransposeTakesOnlyBlocksThatTranspose) {
+  const at::Tensor x = torch::randn({64, 256});
+  for (const reference::QuantSpec& spec : {reference::QuantSpec{NumberFormat::int8, 0, 0},
+                                           reference::QuantSpec{NumberFormat::fp8_e4m3, 32, 32}}) {
+    ASSERT_TRUE(transposes_exactly(spec));
+    const auto [q, t] = quantize_with_transpose(x, spec);
+    EXPECT_TRUE(torch::equal(t.values, quantize(x, spec, true).values));
+    EXPECT_TRUE(torch::equal(t.scales, quantize(x, spec, true).scales));
+  }
+  try {
+    quantize_with_transpose(x, {NumberFormat::int8, 1, 128});
+    ADD_FAILURE() << "1x128 blocks do not transpose exactly";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what_without_backtrace()).find("do not transpose exactly"),
+              std::string::npos)
+        << e.what_without_backtrace();
+  }
 }
 
 // Relative error bounds that follow the formats. Per-tensor INT8 of a Gaussian operand of n

@@ -122,6 +122,7 @@ TEST(RunConfigJson, RoundTripsAndRecordsTheResolvedRun) {
   c.steps = 42;
   c.recipes = {"int8-tensor"};
   c.interleave = false;
+  c.separate_layout_quantize = true;
   c.workloads = {"model:tiny", "layer:tiny"};
   const nlohmann::json json = c;
   const RunConfig back = json.get<RunConfig>();
@@ -129,6 +130,8 @@ TEST(RunConfigJson, RoundTripsAndRecordsTheResolvedRun) {
   EXPECT_EQ(back.recipes, c.recipes);
   EXPECT_EQ(back.workloads, c.workloads);
   EXPECT_FALSE(back.interleave);
+  EXPECT_TRUE(back.separate_layout_quantize);
+  EXPECT_FALSE(RunConfig{}.separate_layout_quantize);
 
   const ResolvedRun run = resolve(c);
   const nlohmann::json recorded = run_config_json(run, run.workloads[0], 0);
@@ -140,6 +143,7 @@ TEST(RunConfigJson, RoundTripsAndRecordsTheResolvedRun) {
   EXPECT_EQ(recorded["device"], "cpu");
   EXPECT_GT(recorded["memory_plan"]["total_gib"].get<double>(), 0.0);
   EXPECT_EQ(recorded["model"]["published_layers"], 4);
+  EXPECT_EQ(recorded["separate_layout_quantize"], true);
 }
 
 TEST(MemoryPlan, RefusesWhatCannotFitAndItsSuggestionFits) {

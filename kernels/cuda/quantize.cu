@@ -22,7 +22,6 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <string>
 
 #include "kernels/cuda/check.cuh"
@@ -166,7 +165,6 @@ struct TileParams {
   // Apply (amax from the general path): inverse scales per block and the real block shape.
   const float* inv;
   int64_t gbr, gbc;
-  int64_t tiles_x, tiles;  // output tiles per row of tiles, and in all
 };
 
 // The tile in input orientation, FP32, 128 rows of 32 four-float chunks; a row's chunks are
@@ -176,75 +174,58 @@ __device__ __forceinline__ int swz(int i, int j) {
   return i * kTile + ((((j >> 2) ^ (i >> 2)) & 7) | ((j >> 2) & ~7)) * 4 + (j & 3);
 }
 
-// The input tile at (ir0, ic0) is read as 16-byte vectors, vector v = it·kThreads + thread:
-// fetch_vectors issues the loads of iterations first..first+N-1 into registers (full vectors
-// only; zeros elsewhere), fetch_tile_async copies a whole tile's into shared memory without
-// waiting, and stash_vector converts one to FP32 in the tile, reading a vector at the matrix's
-// edge element by element.
-template <typename InT>
-constexpr int kTileIters = kTile* kTile / Vec<InT>::kSize / kThreads;  // 8 (bf16), 16 (fp32)
-
-template <typename InT, int N>
-__device__ __forceinline__ void fetch_vectors(const TileParams& p, int64_t ir0, int64_t ic0,
-                                              int first, uint4 (&raw)[N]) {
-  constexpr int V = Vec<InT>::kSize;
-  constexpr int kVecPerRow = kTile / V;
-  const InT* x = static_cast<const InT*>(p.x);
-#pragma unroll
-  for (int it = 0; it < N; ++it) {
-    const int v = (first + it) * kThreads + static_cast<int>(threadIdx.x);
-    const int64_t gi = ir0 + v / kVecPerRow;
-    const int64_t gj = ic0 + (v % kVecPerRow) * V;
-    const bool full = p.vec_in && gi < p.in_rows && gj + V <= p.in_cols;
-    raw[it] = full ? load_vec(x + gi * p.ld + gj) : make_uint4(0, 0, 0, 0);
-  }
-}
-
-template <typename InT>
-__device__ __forceinline__ void stash_vector(const TileParams& p, float* tile, int64_t ir0,
-                                             int64_t ic0, int v, const uint4& raw) {
-  constexpr int V = Vec<InT>::kSize;
-  constexpr int kVecPerRow = kTile / V;
-  const InT* x = static_cast<const InT*>(p.x);
-  const int i = v / kVecPerRow;
-  const int m = v % kVecPerRow;
-  const int64_t gi = ir0 + i;
-  const int64_t gj = ic0 + m * V;
-  float f[V];
-  if (p.vec_in && gi < p.in_rows && gj + V <= p.in_cols) {
-    Vec<InT>::unpack(raw, f);
-  } else {
-#pragma unroll
-    for (int e = 0; e < V; ++e) {
-      f[e] = (gi < p.in_rows && gj + e < p.in_cols) ? load_elem(x + gi * p.ld + gj + e) : 0.0f;
-    }
-  }
-  if constexpr (V == 8) {
-    // Two chunks per thread: lanes 4..7 of each 8 store their odd chunk first, so that each
-    // store instruction's 8 lanes hit 8 distinct bank groups.
-    const bool odd_first = (m >> 2) & 1;
-    const float4 lo = make_float4(f[0], f[1], f[2], f[3]);
-    const float4 hi = make_float4(f[4], f[5], f[6], f[7]);
-    *reinterpret_cast<float4*>(&tile[swz(i, m * 8 + (odd_first ? 4 : 0))]) = odd_first ? hi : lo;
-    *reinterpret_cast<float4*>(&tile[swz(i, m * 8 + (odd_first ? 0 : 4))]) = odd_first ? lo : hi;
-  } else {
-    *reinterpret_cast<float4*>(&tile[swz(i, m * 4)]) = make_float4(f[0], f[1], f[2], f[3]);
-  }
-}
-
-// The whole tile, four vectors per thread in flight at a time.
 template <typename InT>
 __device__ __forceinline__ void load_tile(const TileParams& p, float* tile, int64_t ir0,
                                           int64_t ic0) {
+  constexpr int V = Vec<InT>::kSize;
+  constexpr int kVecPerRow = kTile / V;
+  constexpr int kIters = kTile * kVecPerRow / kThreads;  // 8 (bf16) or 16 (fp32)
   constexpr int kBatch = 4;
+  const InT* x = static_cast<const InT*>(p.x);
 #pragma unroll
-  for (int b0 = 0; b0 < kTileIters<InT>; b0 += kBatch) {
+  for (int b0 = 0; b0 < kIters; b0 += kBatch) {
     uint4 raw[kBatch];
-    fetch_vectors<InT>(p, ir0, ic0, b0, raw);
+    bool full[kBatch];
 #pragma unroll
-    for (int it = 0; it < kBatch; ++it)
-      stash_vector<InT>(p, tile, ir0, ic0, (b0 + it) * kThreads + static_cast<int>(threadIdx.x),
-                        raw[it]);
+    for (int it = 0; it < kBatch; ++it) {
+      const int v = (b0 + it) * kThreads + static_cast<int>(threadIdx.x);
+      const int i = v / kVecPerRow;
+      const int j = (v % kVecPerRow) * V;
+      const int64_t gi = ir0 + i;
+      const int64_t gj = ic0 + j;
+      full[it] = p.vec_in && gi < p.in_rows && gj + V <= p.in_cols;
+      raw[it] = full[it] ? load_vec(x + gi * p.ld + gj) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int it = 0; it < kBatch; ++it) {
+      const int v = (b0 + it) * kThreads + static_cast<int>(threadIdx.x);
+      const int i = v / kVecPerRow;
+      const int m = v % kVecPerRow;
+      const int64_t gi = ir0 + i;
+      const int64_t gj = ic0 + m * V;
+      float f[V];
+      if (full[it]) {
+        Vec<InT>::unpack(raw[it], f);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          f[e] = (gi < p.in_rows && gj + e < p.in_cols) ? load_elem(x + gi * p.ld + gj + e) : 0.0f;
+        }
+      }
+      if constexpr (V == 8) {
+        // Two chunks per thread: lanes 4..7 of each 8 store their odd chunk first, so that each
+        // store instruction's 8 lanes hit 8 distinct bank groups.
+        const bool odd_first = (m >> 2) & 1;
+        const float4 lo = make_float4(f[0], f[1], f[2], f[3]);
+        const float4 hi = make_float4(f[4], f[5], f[6], f[7]);
+        *reinterpret_cast<float4*>(&tile[swz(i, m * 8 + (odd_first ? 4 : 0))]) =
+            odd_first ? hi : lo;
+        *reinterpret_cast<float4*>(&tile[swz(i, m * 8 + (odd_first ? 0 : 4))]) =
+            odd_first ? lo : hi;
+      } else {
+        *reinterpret_cast<float4*>(&tile[swz(i, m * 4)]) = make_float4(f[0], f[1], f[2], f[3]);
+      }
+    }
   }
 }
 
@@ -354,150 +335,82 @@ __device__ __forceinline__ void quantize_and_store(const TileParams& p, const fl
   }
 }
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const auto to = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-}
-
-// The full vectors of the input tile at (ir0, ic0) into staged[v], in flight until
-// cp_async_wait_all. Each thread copies, and later reads, only its own vectors.
-template <typename InT>
-__device__ __forceinline__ void fetch_tile_async(const TileParams& p, int64_t ir0, int64_t ic0,
-                                                 uint4* staged) {
-  constexpr int V = Vec<InT>::kSize;
-  constexpr int kVecPerRow = kTile / V;
-  const InT* x = static_cast<const InT*>(p.x);
-#pragma unroll
-  for (int it = 0; it < kTileIters<InT>; ++it) {
-    const int v = it * kThreads + static_cast<int>(threadIdx.x);
-    const int64_t gi = ir0 + v / kVecPerRow;
-    const int64_t gj = ic0 + (v % kVecPerRow) * V;
-    if (p.vec_in && gi < p.in_rows && gj + V <= p.in_cols)
-      cp_async16(&staged[v], x + gi * p.ld + gj);
-  }
-  cp_async_commit();
-}
-
-// BF16 tiles are prefetched into a staging buffer of their raw bytes (32 KiB; the FP32 tile
-// takes 64). FP32 inputs (a 64 KiB stage) are loaded when their turn comes.
-template <typename InT>
-constexpr bool kPrefetchTile = Vec<InT>::kSize == 8;
-template <typename InT>
-constexpr size_t kStageBytes = kPrefetchTile<InT> ? sizeof(InT) * kTile* kTile : 0;
-
 // kFused: block amaxes computed in the tile (p.br × p.bc blocks). Otherwise the inverse scales
 // come from p.inv (the general path's second pass).
-//
-// Persistent: CTA b takes tiles b, b + gridDim.x, ... (row-major over the output), and while it
-// quantizes one tile from shared memory the copy of its next tile is in flight (BF16). With
-// one tile per CTA, each CTA's load phase and its quantize-and-store phase ran in turn, and at
-// three CTAs per SM the kernel moved data at half the DRAM's bandwidth (ncu, docs/perf-log.md).
 template <typename InT, bool kFused>
-__global__ void __launch_bounds__(kThreads, 2) quantize_tile_kernel(const TileParams p) {
+__global__ void __launch_bounds__(kThreads, 3) quantize_tile_kernel(const TileParams p) {
   extern __shared__ __align__(16) float smem[];
-  float* tile = smem;                                             // [128][128]
-  auto* staged = reinterpret_cast<uint4*>(smem + kTile * kTile);  // kStageBytes<InT>
-  uint32_t* block_amax =
-      reinterpret_cast<uint32_t*>(smem + kTile * kTile + kStageBytes<InT> / sizeof(float));
+  float* tile = smem;                                                        // [128][128]
+  uint32_t* block_amax = reinterpret_cast<uint32_t*>(smem + kTile * kTile);  // [128/br][128/bc]
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;
   const int nbc_tile = kTile >> p.bc_log2;
   const int nblocks_tile = (kTile >> p.br_log2) * nbc_tile;
-  // The tile's origin in the output, and in the input.
-  const auto out_r0 = [&](int64_t t) { return (t / p.tiles_x) * kTile; };
-  const auto out_c0 = [&](int64_t t) { return (t % p.tiles_x) * kTile; };
-  const auto in_r0 = [&](int64_t t) { return p.transpose ? out_c0(t) : out_r0(t); };
-  const auto in_c0 = [&](int64_t t) { return p.transpose ? out_r0(t) : out_c0(t); };
 
-  int64_t t = blockIdx.x;
-  if constexpr (kPrefetchTile<InT>) {
-    if (t < p.tiles) fetch_tile_async<InT>(p, in_r0(t), in_c0(t), staged);
+  if constexpr (kFused) {
+    for (int b = static_cast<int>(threadIdx.x); b < nblocks_tile; b += kThreads)
+      block_amax[b] = 0;
   }
-#pragma unroll 1
-  for (; t < p.tiles; t += gridDim.x) {
-    const int64_t r0 = out_r0(t);
-    const int64_t c0 = out_c0(t);
-    __syncthreads();  // the previous tile's readers are done with shared memory
-    if constexpr (kFused) {
-      for (int b = static_cast<int>(threadIdx.x); b < nblocks_tile; b += kThreads)
-        block_amax[b] = 0;
-    }
-    if constexpr (kPrefetchTile<InT>) {
-      cp_async_wait_all();
-#pragma unroll 1
-      for (int it = 0; it < kTileIters<InT>; ++it) {
-        const int v = it * kThreads + static_cast<int>(threadIdx.x);
-        stash_vector<InT>(p, tile, in_r0(t), in_c0(t), v, staged[v]);
-      }
-      const int64_t after = t + gridDim.x;
-      if (after < p.tiles) fetch_tile_async<InT>(p, in_r0(after), in_c0(after), staged);
-    } else {
-      load_tile<InT>(p, tile, in_r0(t), in_c0(t));
-    }
-    __syncthreads();
+  load_tile<InT>(p, tile, p.transpose ? c0 : r0, p.transpose ? r0 : c0);
+  __syncthreads();
 
-    if constexpr (kFused) {
-      const int lanes_per_block = p.bc / 4;  // 1..32
-      const int row_step = p.br < 4 ? p.br : 4;
+  if constexpr (kFused) {
+    const int lanes_per_block = p.bc / 4;  // 1..32
+    const int row_step = p.br < 4 ? p.br : 4;
 #pragma unroll 1
-      for (int pass = 0; pass < kTile / 32; ++pass) {
-        const int r = pass * 32 + warp * 4;
-        float v[4][4];
-        read_micro(tile, p.transpose, r, lane, v);
-        uint32_t m[4];
+    for (int pass = 0; pass < kTile / 32; ++pass) {
+      const int r = pass * 32 + warp * 4;
+      float v[4][4];
+      read_micro(tile, p.transpose, r, lane, v);
+      uint32_t m[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        m[q] = max(max(abs_bits(v[q][0]), abs_bits(v[q][1])),
+                   max(abs_bits(v[q][2]), abs_bits(v[q][3])));
+      }
+      for (int off = 1; off < lanes_per_block; off <<= 1) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          m[q] = max(m[q], __shfl_xor_sync(0xffffffffu, m[q], off));
+      }
+      if (p.br >= 2) {
+        m[0] = max(m[0], m[1]);
+        m[2] = max(m[2], m[3]);
+      }
+      if (p.br >= 4) m[0] = max(m[0], m[2]);
+      if ((lane & (lanes_per_block - 1)) == 0) {
+        const int cb = (4 * lane) >> p.bc_log2;
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-          m[q] = max(max(abs_bits(v[q][0]), abs_bits(v[q][1])),
-                     max(abs_bits(v[q][2]), abs_bits(v[q][3])));
-        }
-        for (int off = 1; off < lanes_per_block; off <<= 1) {
-#pragma unroll
-          for (int q = 0; q < 4; ++q)
-            m[q] = max(m[q], __shfl_xor_sync(0xffffffffu, m[q], off));
-        }
-        if (p.br >= 2) {
-          m[0] = max(m[0], m[1]);
-          m[2] = max(m[2], m[3]);
-        }
-        if (p.br >= 4) m[0] = max(m[0], m[2]);
-        if ((lane & (lanes_per_block - 1)) == 0) {
-          const int cb = (4 * lane) >> p.bc_log2;
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            if (q % row_step == 0)
-              atomicMax(&block_amax[((r + q) >> p.br_log2) * nbc_tile + cb], m[q]);
-          }
+          if (q % row_step == 0)
+            atomicMax(&block_amax[((r + q) >> p.br_log2) * nbc_tile + cb], m[q]);
         }
       }
-      __syncthreads();
-      // Scales of the tile's blocks (those inside the matrix), inverse scales in place.
-      for (int b = static_cast<int>(threadIdx.x); b < nblocks_tile; b += kThreads) {
-        const int rb = b / nbc_tile;
-        const int cb = b % nbc_tile;
-        float scale;
-        float inv;
-        scale_of(block_amax[b], p.fmax, &scale, &inv);
-        if (r0 + static_cast<int64_t>(rb) * p.br < p.rows &&
-            c0 + static_cast<int64_t>(cb) * p.bc < p.cols) {
-          const int64_t grb = r0 / p.br + rb;
-          const int64_t gcb = c0 / p.bc + cb;
-          p.scales[grb * p.nbc + gcb] = scale;
-          if (p.scales_t != nullptr) p.scales_t[gcb * p.nbr + grb] = scale;
-        }
-        block_amax[b] = __float_as_uint(inv);
-      }
-      __syncthreads();
     }
-
-    quantize_and_store<kFused>(p, tile, block_amax, r0, c0, /*second=*/false);
-    if (p.values_t != nullptr) quantize_and_store<kFused>(p, tile, block_amax, r0, c0, true);
+    __syncthreads();
+    // Scales of the tile's blocks (those inside the matrix), inverse scales in place.
+    for (int b = static_cast<int>(threadIdx.x); b < nblocks_tile; b += kThreads) {
+      const int rb = b / nbc_tile;
+      const int cb = b % nbc_tile;
+      float scale;
+      float inv;
+      scale_of(block_amax[b], p.fmax, &scale, &inv);
+      if (r0 + static_cast<int64_t>(rb) * p.br < p.rows &&
+          c0 + static_cast<int64_t>(cb) * p.bc < p.cols) {
+        const int64_t grb = r0 / p.br + rb;
+        const int64_t gcb = c0 / p.bc + cb;
+        p.scales[grb * p.nbc + gcb] = scale;
+        if (p.scales_t != nullptr) p.scales_t[gcb * p.nbr + grb] = scale;
+      }
+      block_amax[b] = __float_as_uint(inv);
+    }
+    __syncthreads();
   }
+
+  quantize_and_store<kFused>(p, tile, block_amax, r0, c0, /*second=*/false);
+  if (p.values_t != nullptr) quantize_and_store<kFused>(p, tile, block_amax, r0, c0, true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -778,8 +691,9 @@ void validate_shape(const QuantizeArgs& a) {
       std::string("out_type must be int8, fp8_e4m3 or fp8_e5m2, got ") + dtype_name(a.out_type));
   LPBENCH_CUDA_REQUIRE(a.block_rows >= 0 && a.block_cols >= 0,
                        "block sides must be >= 0 (0: the whole dimension)");
-  // Block indices are divided in 32 bits.
-  LPBENCH_CUDA_REQUIRE(a.rows < (int64_t{1} << 31) && a.cols < (int64_t{1} << 31),
+  // Block indices are divided in 32 bits, and the tile grid has at most 65535 rows of tiles.
+  LPBENCH_CUDA_REQUIRE(a.rows < (int64_t{1} << 31) && a.cols < (int64_t{1} << 31) &&
+                           ceil_div(a.transpose ? a.cols : a.rows, kTile) <= 65535,
                        "the matrix is too large");
 }
 
@@ -797,34 +711,23 @@ void validate(const QuantizeArgs& a) {
   }
 }
 
-// As many CTAs as fit on the device at once (or one per tile, if fewer).
-template <typename InT, bool kFused>
-void launch_tile_kernel(TileParams tp, size_t smem, cudaStream_t stream) {
-  smem += kStageBytes<InT>;
-  const auto kernel = quantize_tile_kernel<InT, kFused>;
-  LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(smem)));
-  int device = 0;
-  int sms = 0;
-  int per_sm = 0;
-  LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
-  LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  LPBENCH_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-  const int64_t ctas = std::min<int64_t>(tp.tiles, static_cast<int64_t>(std::max(per_sm, 1)) * sms);
-  kernel<<<static_cast<unsigned>(ctas), kThreads, smem, stream>>>(tp);
-}
-
 template <bool kFused>
-void launch_tile(TileParams tp, DType x_type, int64_t rows, int64_t cols, cudaStream_t stream) {
+void launch_tile(const TileParams& tp, DType x_type, int64_t rows, int64_t cols,
+                 cudaStream_t stream) {
   const size_t smem = sizeof(float) * kTile * kTile +
                       (kFused ? sizeof(uint32_t) * (kTile / tp.br) * (kTile / tp.bc) : 0);
-  tp.tiles_x = ceil_div(cols, kTile);
-  tp.tiles = tp.tiles_x * ceil_div(rows, kTile);
+  const dim3 grid(static_cast<unsigned>(ceil_div(cols, kTile)),
+                  static_cast<unsigned>(ceil_div(rows, kTile)));
   if (x_type == DType::bf16) {
-    launch_tile_kernel<__nv_bfloat16, kFused>(tp, smem, stream);
+    const auto kernel = quantize_tile_kernel<__nv_bfloat16, kFused>;
+    LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(smem)));
+    kernel<<<grid, kThreads, smem, stream>>>(tp);
   } else {
-    launch_tile_kernel<float, kFused>(tp, smem, stream);
+    const auto kernel = quantize_tile_kernel<float, kFused>;
+    LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(smem)));
+    kernel<<<grid, kThreads, smem, stream>>>(tp);
   }
   LPBENCH_CUDA_CHECK_LAUNCH();
 }

@@ -119,18 +119,32 @@ __device__ __forceinline__ float scaled(float x, float inv, bool nonfinite) {
   return nonfinite ? 0.0f : __fmul_rn(x, inv);
 }
 
-__device__ __forceinline__ uint32_t to_int8(float q) {
-  const int v = min(max(__float2int_rn(q), -127), 127);  // half to even, then the symmetric clamp
-  return static_cast<uint32_t>(v) & 0xffu;
+// q rounded half to even, as the low byte of the result (the other bytes are not the value).
+// Adding 1.5·2²³ leaves round(q) in the low mantissa bits, exact and two's complement for
+// |q| < 2²², with one FADD where a conversion instruction runs at a quarter of its rate (the
+// tile kernel was issue-bound, docs/perf-log.md). The reference's clamp to ±127 never binds:
+// |q| = |x| · (127 / amax) stays below 127.5 for |x| ≤ amax.
+__device__ __forceinline__ uint32_t int8_low_byte(float q) {
+  return __float_as_uint(__fadd_rn(q, 12582912.0f));
 }
 
 // Two values to two format bytes (the first in the low byte). For FP8 the reference clamps to
 // ±fmax, then rounds to nearest even; the saturating conversion is the same function (a finite
 // value that would round past fmax becomes fmax either way), so it needs no separate clamp.
 __device__ __forceinline__ uint32_t pack2(float a, float b, DType fmt) {
-  if (fmt == DType::int8) return to_int8(a) | (to_int8(b) << 8);
+  if (fmt == DType::int8) return __byte_perm(int8_low_byte(a), int8_low_byte(b), 0x0040) & 0xffffu;
   return __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE,
                                   fmt == DType::fp8_e4m3 ? __NV_E4M3 : __NV_E5M2);
+}
+
+// Four values to four format bytes, the first in the low byte.
+__device__ __forceinline__ uint32_t pack4(float a, float b, float c, float d, DType fmt) {
+  if (fmt == DType::int8) {
+    const uint32_t ab = __byte_perm(int8_low_byte(a), int8_low_byte(b), 0x0040);
+    const uint32_t cd = __byte_perm(int8_low_byte(c), int8_low_byte(d), 0x0040);
+    return __byte_perm(ab, cd, 0x5410);
+  }
+  return pack2(a, b, fmt) | (pack2(c, d, fmt) << 16);
 }
 
 __device__ __forceinline__ uint8_t pack1(float a, DType fmt) {
@@ -162,9 +176,11 @@ struct TileParams {
   // Fused (in-tile amax): the block, powers of two dividing the tile, and their log2.
   int br, bc;
   int br_log2, bc_log2;
-  // Apply (amax from the general path): inverse scales per block and the real block shape.
+  // Apply (amax from the general path): inverse scales per block and the real block shape;
+  // one_scale when a single block covers the matrix (tensorwise).
   const float* inv;
   int64_t gbr, gbc;
+  bool one_scale;
 };
 
 // The tile in input orientation, FP32, 128 rows of 32 four-float chunks; a row's chunks are
@@ -259,7 +275,7 @@ __device__ __forceinline__ void store4(uint8_t* values, int64_t rows, int64_t co
   if (gr >= rows) return;
   uint8_t* out = values + gr * cols + gc;
   if (vec_out && gc + 4 <= cols) {
-    *reinterpret_cast<uint32_t*>(out) = pack2(q[0], q[1], fmt) | (pack2(q[2], q[3], fmt) << 16);
+    *reinterpret_cast<uint32_t*>(out) = pack4(q[0], q[1], q[2], q[3], fmt);
   } else {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -303,6 +319,9 @@ __device__ __forceinline__ void quantize_and_store(const TileParams& p, const fl
                            : clamped / static_cast<uint32_t>(p.gbc);
     }
   }
+  // Tensorwise: one inverse for everything, read once (no per-element lookups).
+  const float inv0 = !kFused && p.one_scale ? __ldg(p.inv) : 0.0f;
+  const bool nonfinite0 = inv0 != inv0;
 #pragma unroll 1
   for (int pass = 0; pass < kTile / 32; ++pass) {
     const int r = pass * 32 + warp * 4;
@@ -321,6 +340,10 @@ __device__ __forceinline__ void quantize_and_store(const TileParams& p, const fl
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           out[e] = scaled(v[q][e], inv, nonfinite);
+      } else if (p.one_scale) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          out[e] = scaled(v[q][e], inv0, nonfinite0);
       } else {
         const uint32_t clamped = static_cast<uint32_t>(gr < o_rows ? gr : o_rows - 1);
         const int64_t row_part =
@@ -432,10 +455,9 @@ template <typename InT>
 __device__ __forceinline__ void store_vec(uint8_t* out, const float* q, DType fmt) {
   if constexpr (Vec<InT>::kSize == 8) {
     *reinterpret_cast<uint2*>(out) =
-        make_uint2(pack2(q[0], q[1], fmt) | (pack2(q[2], q[3], fmt) << 16),
-                   pack2(q[4], q[5], fmt) | (pack2(q[6], q[7], fmt) << 16));
+        make_uint2(pack4(q[0], q[1], q[2], q[3], fmt), pack4(q[4], q[5], q[6], q[7], fmt));
   } else {
-    *reinterpret_cast<uint32_t*>(out) = pack2(q[0], q[1], fmt) | (pack2(q[2], q[3], fmt) << 16);
+    *reinterpret_cast<uint32_t*>(out) = pack4(q[0], q[1], q[2], q[3], fmt);
   }
 }
 
@@ -838,6 +860,7 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
   tp.inv = reinterpret_cast<const float*>(amax);
   tp.gbr = p.br;
   tp.gbc = p.bc;
+  tp.one_scale = p.nbr == 1 && p.nbc == 1;
   launch_tile<false>(tp, args.x_type, p.rows, p.cols, stream);
 }
 

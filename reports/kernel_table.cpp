@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <utility>
 
 #include "reports/run_summary.h"
 #include "reports/text_table.h"
@@ -56,6 +58,17 @@ std::string speedup_cell(const KernelResultRecord& r, const std::vector<KernelRe
                       compare_spread(summary_of(r), summary_of(*twin)));
 }
 
+// A quantize case's block shape and whether it also wrote the transpose, from its name
+// (".../1x128", ".../tensor+transpose"; kernel_bench/case_table.cpp).
+std::pair<std::string, std::string> quantize_scheme(const KernelResultRecord& r) {
+  std::string last = r.name.substr(r.name.rfind('/') + 1);
+  const std::string suffix = "+transpose";
+  const bool both = last.size() > suffix.size() &&
+                    last.compare(last.size() - suffix.size(), suffix.size(), suffix) == 0;
+  if (both) last.resize(last.size() - suffix.size());
+  return {last, both ? "X and Xᵀ" : "X"};
+}
+
 // "skipped [1]": the reason is listed once under the table, however many cases share it.
 std::string status_cell(const KernelResultRecord& r, std::vector<std::string>& reasons) {
   if (r.status == "ok" || !r.reason) return r.status;
@@ -83,6 +96,8 @@ std::optional<KernelTables> kernel_tables(const std::vector<KernelResultRecord>&
                  TextTable({{"model"},
                             {"rows×cols", TextTable::Align::right},
                             {"recipe"},
+                            {"blocks"},
+                            {"writes"},
                             {"backend"},
                             {"median ms (p10–p90)", TextTable::Align::right},
                             {"GB/s", TextTable::Align::right},
@@ -91,7 +106,8 @@ std::optional<KernelTables> kernel_tables(const std::vector<KernelResultRecord>&
                  "the working stream (host clock on a CPU), inputs rotated through buffer sets "
                  "larger than the L2. TOP/s for INT8 products, TFLOP/s for the others. The speedup "
                  "is the bf16 twin's median over the case's: faster or slower only when the "
-                 "p10–p90 ranges do not overlap, else same.",
+                 "p10–p90 ranges do not overlap, else same. A quantize case writes X, or X and "
+                 "Xᵀ from the same pass (\"+transpose\"), as a training step needs both.",
                  {}};
   bool emulated = false;
   for (const KernelResultRecord& r : results) {
@@ -102,8 +118,10 @@ std::optional<KernelTables> kernel_tables(const std::vector<KernelResultRecord>&
                        r.variant, r.backend, time_cell(r), rate_cell(r.tflops), rate_cell(r.gb_s),
                        speedup_cell(r, results), status_cell(r, reasons)});
     } else {
-      t.quantize.add_row({r.model.value_or("—"), fmt::format("{}×{}", r.m, r.n), r.recipe,
-                          r.backend, time_cell(r), rate_cell(r.gb_s), status_cell(r, reasons)});
+      const auto [blocks, writes] = quantize_scheme(r);
+      t.quantize.add_row({r.model.value_or("—"), fmt::format("{}×{}", r.m, r.n), r.recipe, blocks,
+                          writes, r.backend, time_cell(r), rate_cell(r.gb_s),
+                          status_cell(r, reasons)});
     }
   }
   if (emulated) {

@@ -283,5 +283,29 @@ TEST(KernelTable, SpeedupAgainstTheTwinWithAVerdictFromTheSpread) {
   EXPECT_EQ(reports::render_kernel_table({}), "");
 }
 
+TEST(KernelTable, QuantizeRowsNameTheirBlocksAndWhetherTheyWroteTheTranspose) {
+  auto row = [](std::string name) {
+    store::KernelResultRecord r;
+    r.sweep_id = 1;
+    r.op = "quantize";
+    r.name = std::move(name);
+    r.model = "llama2-7b";
+    r.recipe = "int8-tensor";
+    r.backend = "lpbench-quantize";
+    r.m = 4096;
+    r.n = 4096;
+    r.status = "ok";
+    r.samples = 5;
+    r.median_ms = r.p10_ms = r.p90_ms = 0.05;
+    r.gb_s = 900.0;
+    return r;
+  };
+  const std::string table = reports::render_kernel_table(
+      {row("quantize/llama2-7b/4096x4096/int8-tensor/tensor"),
+       row("quantize/llama2-7b/4096x4096/int8-tensor/tensor+transpose")});
+  EXPECT_NE(table.find("| tensor | X        |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| tensor | X and Xᵀ |"), std::string::npos) << table;
+}
+
 }  // namespace
 }  // namespace lpbench::kernel_bench

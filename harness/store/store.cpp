@@ -4,8 +4,10 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
+#include <thread>
 
 #include "harness/env/files.h"
 #include "harness/env/process.h"
@@ -96,11 +98,40 @@ void refuse_damaged(const Connection& connection) {
       connection.path(), verdict));
 }
 
+// WAL is a property of the file, set by whichever writer gets there first. The switch needs an
+// exclusive lock, and two connections switching at once (several runs opening a new database at
+// one moment) can each hold a shared lock while waiting for the other's: a deadlock that the
+// busy handler would sit in until its timeout (seen once: a writer failed here after 10 s).
+// So each attempt waits briefly, a refused one lets its locks go, and attempts repeat until the
+// busy timeout; the waits differ by process so that one of two contenders gets through first.
+void use_wal(const Connection& connection) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  const int attempt_ms = 50 + static_cast<int>(env::current_process().pid % 100);
+  sqlite3_busy_timeout(connection.handle(), attempt_ms);
+  for (;;) {
+    try {
+      Statement mode(connection, "PRAGMA journal_mode = WAL");
+      mode.step();
+      break;
+    } catch (const InputError&) {
+      const int code = sqlite3_errcode(connection.handle()) & 0xff;
+      const bool busy = code == SQLITE_BUSY || code == SQLITE_LOCKED;
+      if (!busy || Clock::now() > deadline) {
+        sqlite3_busy_timeout(connection.handle(), kBusyTimeoutMs);
+        throw;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(attempt_ms / 5));
+  }
+  sqlite3_busy_timeout(connection.handle(), kBusyTimeoutMs);
+}
+
 void configure(Connection& connection, bool writable) {
   sqlite3_busy_timeout(connection.handle(), kBusyTimeoutMs);
   connection.exec("PRAGMA foreign_keys = ON");
   if (writable) {
-    connection.exec("PRAGMA journal_mode = WAL");
+    use_wal(connection);
     // In WAL mode NORMAL loses no committed transaction on a process crash (only, at worst, the
     // last ones on a power cut), and keeps one commit per step cheap.
     connection.exec("PRAGMA synchronous = NORMAL");

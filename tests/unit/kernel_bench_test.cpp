@@ -245,25 +245,32 @@ TEST(KernelResultRecord, StatisticsOfTheSamplesAndNoFiguresWhenSkipped) {
   EXPECT_EQ(s.samples, 0);
 }
 
+// A timed llama2-7b result of `op` under `recipe`, as the suite stores it.
+store::KernelResultRecord timed_result(std::string op, std::string recipe, double median,
+                                       double p10, double p90) {
+  store::KernelResultRecord r;
+  r.sweep_id = 1;
+  r.op = std::move(op);
+  r.model = "llama2-7b";
+  r.recipe = std::move(recipe);
+  r.backend = "x";
+  r.m = 4096;
+  r.n = 12288;
+  r.status = "ok";
+  r.samples = 10;
+  r.median_ms = median;
+  r.p10_ms = p10;
+  r.p90_ms = p90;
+  return r;
+}
+
 TEST(KernelTable, SpeedupAgainstTheTwinWithAVerdictFromTheSpread) {
   auto row = [](std::string recipe, std::string variant, double median, double p10, double p90) {
-    store::KernelResultRecord r;
-    r.sweep_id = 1;
-    r.op = "gemm";
-    r.model = "llama2-7b";
+    store::KernelResultRecord r = timed_result("gemm", std::move(recipe), median, p10, p90);
     r.part = "qkv";
     r.gemm = "fprop";
-    r.recipe = std::move(recipe);
     r.variant = std::move(variant);
-    r.backend = "x";
-    r.m = 4096;
-    r.n = 12288;
     r.k = 4096;
-    r.status = "ok";
-    r.samples = 10;
-    r.median_ms = median;
-    r.p10_ms = p10;
-    r.p90_ms = p90;
     r.tflops = 400.0;
     return r;
   };
@@ -285,18 +292,8 @@ TEST(KernelTable, SpeedupAgainstTheTwinWithAVerdictFromTheSpread) {
 
 TEST(KernelTable, QuantizeRowsNameTheirBlocksAndWhetherTheyWroteTheTranspose) {
   auto row = [](std::string name) {
-    store::KernelResultRecord r;
-    r.sweep_id = 1;
-    r.op = "quantize";
+    store::KernelResultRecord r = timed_result("quantize", "int8-tensor", 0.05, 0.05, 0.05);
     r.name = std::move(name);
-    r.model = "llama2-7b";
-    r.recipe = "int8-tensor";
-    r.backend = "lpbench-quantize";
-    r.m = 4096;
-    r.n = 4096;
-    r.status = "ok";
-    r.samples = 5;
-    r.median_ms = r.p10_ms = r.p90_ms = 0.05;
     r.gb_s = 900.0;
     return r;
   };

@@ -117,14 +117,10 @@ void use_wal(const Connection& connection) {
     } catch (const InputError&) {
       const int code = sqlite3_errcode(connection.handle()) & 0xff;
       const bool busy = code == SQLITE_BUSY || code == SQLITE_LOCKED;
-      if (!busy || Clock::now() > deadline) {
-        sqlite3_busy_timeout(connection.handle(), kBusyTimeoutMs);
-        throw;
-      }
+      if (!busy || Clock::now() > deadline) throw;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(attempt_ms / 5));
   }
-  sqlite3_busy_timeout(connection.handle(), kBusyTimeoutMs);
 }
 
 void configure(Connection& connection, bool writable) {
@@ -132,6 +128,7 @@ void configure(Connection& connection, bool writable) {
   connection.exec("PRAGMA foreign_keys = ON");
   if (writable) {
     use_wal(connection);
+    sqlite3_busy_timeout(connection.handle(), kBusyTimeoutMs);  // use_wal's short waits end here
     // In WAL mode NORMAL loses no committed transaction on a process crash (only, at worst, the
     // last ones on a power cut), and keeps one commit per step cheap.
     connection.exec("PRAGMA synchronous = NORMAL");

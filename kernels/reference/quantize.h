@@ -26,6 +26,7 @@ struct QuantSpec {
   NumberFormat format = NumberFormat::int8;
   int64_t block_rows = 0;  // 0: all rows
   int64_t block_cols = 0;  // 0: all columns
+  friend bool operator==(const QuantSpec&, const QuantSpec&) = default;
 };
 
 // Values in the format (int8, or torch's float8_e4m3fn / float8_e5m2) and FP32 scales of shape

@@ -44,6 +44,12 @@ void add_fallback_product(at::Tensor& c, const GemmOperand& a, const Quantized& 
   c.index_add_(0, rows, scaled_gemm(qr, qb, at::kFloat));
 }
 
+// int8-fallback's left operand keeps its BF16 values beside the quantization, for the residual.
+void keep_bf16_where_needed(GemmOperand& op, const at::Tensor& t, const GemmSpec& spec, Side side,
+                            bool transpose) {
+  if (spec.scaling == Scaling::fallback && side == Side::lhs) op.bf16 = transpose ? t.t() : t;
+}
+
 }  // namespace
 
 QuantSpec operand_spec(const GemmSpec& spec, GemmKind kind, Side side) {
@@ -75,7 +81,7 @@ GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec, GemmKind 
     const profiling::Range range("quantize", to_string(kind));
     op.q = kernels::quantize(t, operand_spec(spec, kind, side), transpose);
   }
-  if (spec.scaling == Scaling::fallback && side == Side::lhs) op.bf16 = transpose ? t.t() : t;
+  keep_bf16_where_needed(op, t, spec, side, transpose);
   return op;
 }
 
@@ -98,13 +104,9 @@ std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
   if (!layout_sharing() || !direct.spec.quantized() || !transposed.spec.quantized()) {
     return apart();
   }
-  // int8-fallback's left operand also keeps its BF16 values; its 1×128 blocks never pair anyway.
   const QuantSpec spec = operand_spec(direct.spec, direct.kind, direct.side);
-  const QuantSpec other = operand_spec(transposed.spec, transposed.kind, transposed.side);
-  const bool same = spec.format == other.format && spec.block_rows == other.block_rows &&
-                    spec.block_cols == other.block_cols;
-  if (!same || !transposes_exactly(spec) || direct.spec.scaling == Scaling::fallback ||
-      transposed.spec.scaling == Scaling::fallback) {
+  if (spec != operand_spec(transposed.spec, transposed.kind, transposed.side) ||
+      !transposes_exactly(spec)) {
     return apart();
   }
   const profiling::Range range("quantize", std::string(to_string(direct.kind)) + "+" +
@@ -114,6 +116,8 @@ std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
   GemmOperand b;
   a.q = std::move(q);
   b.q = std::move(qt);
+  keep_bf16_where_needed(a, t, direct.spec, direct.side, false);
+  keep_bf16_where_needed(b, t, transposed.spec, transposed.side, true);
   return {std::move(a), std::move(b)};
 }
 

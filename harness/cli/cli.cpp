@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/parse_command_line.h"
 #include "harness/env/build_info.h"
 
 namespace lpbench::cli {
@@ -44,7 +45,7 @@ int run_cli(int argc, char** argv) {
   add_converge_command(app, action, join_command_line(argc, argv));
   add_gemm_command(app);
   try {
-    app.parse(argc, argv);
+    parse_command_line(app, argc, argv);
   } catch (const CLI::ParseError& error) {
     if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
     fmt::print(stderr, "lpbench: error: {}; see lpbench --help\n", error.what());

@@ -11,6 +11,7 @@
 #include <memory>
 #include <regex>
 
+#include "harness/cli/parse_command_line.h"
 #include "harness/config/run_config.h"
 #include "harness/env/provenance.h"
 #include "harness/env/time_stamp.h"
@@ -303,7 +304,7 @@ int kernel_suite_main(int argc, char** argv, const std::string& program) {
   int remaining = argc;
   benchmark::Initialize(&remaining, args.data());
   try {
-    app.parse(remaining, args.data());
+    cli::parse_command_line(app, remaining, args.data());
   } catch (const CLI::ParseError& error) {
     throw InputError(fmt::format("{}; see {} --help", error.what(), program));
   }

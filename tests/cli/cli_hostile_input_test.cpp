@@ -301,6 +301,7 @@ TEST_F(CliHostileInput, AbsurdSizes) {
       {{"--lr", "inf"}, "--lr"},
       {{"--lr", "1e999"}, "--lr"},
       {{"--seed", "-1"}, "--seed"},
+      {{"--no-interleave=" + huge}, "out of range"},  // a flag's value past long long (fuzz)
       {{"--workload", "gemm:0x64x64"}, "unknown model '0x64x64'"},
       {{"--workload", "gemm:-4x64x64"}, "unknown model '-4x64x64'"},
       {{"--workload", "gemm:9223372036854775807x2x2"}, "at most"},

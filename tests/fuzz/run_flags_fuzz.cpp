@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/cli/parse_command_line.h"
 #include "harness/cli/run_flags.h"
 #include "harness/config/run_options.h"
 #include "harness/errors.h"
@@ -38,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (std::string& arg : args)
     argv.push_back(arg.data());
   try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
+    lpbench::cli::parse_command_line(app, static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError&) {
     return 0;
   }

@@ -19,7 +19,7 @@ endif()
 
 # The torch wheel's libtorch.so exports its own copy of std::filesystem (statically linked from
 # its build toolchain), and some of it crashes against the system's libstdc++ (seen: remove_all
-# jumping to address 0). lpbench itself calls none of it (harness/env/files.h); naming libstdc++
+# jumping to address 0). lpbench itself calls none of it (base/env/files.h); naming libstdc++
 # first among the executables' libraries makes the dynamic linker bind such calls to the
 # system's copy where torch makes them (this cured the crash on the CPU machine).
 target_link_options(lpbench_options INTERFACE

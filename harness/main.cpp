@@ -3,8 +3,8 @@
 
 #include <exception>
 
+#include "base/errors.h"
 #include "harness/cli/commands.h"
-#include "harness/errors.h"
 
 int main(int argc, char** argv) {
   try {

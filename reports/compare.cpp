@@ -8,9 +8,11 @@
 #include <map>
 #include <optional>
 
-#include "harness/timing/shift_test.h"
-#include "harness/timing/stats.h"
+#include "base/errors.h"
+#include "base/stats/shift_test.h"
+#include "base/stats/stats.h"
 #include "reports/run_summary.h"
+#include "reports/speedup.h"
 
 namespace lpbench::reports {
 
@@ -47,6 +49,65 @@ TrainingSignature training_signature(const store::RunRecord& run) {
                       t.value("seq_len", 0), t.value("lr", 0.0), run.data.value_or("?"))};
 }
 
+// "micro-batch 8 × seq-len 64" where the run recorded its sizes, else its tokens per step.
+std::string step_size(const store::RunRecord& run) {
+  const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
+  if (!config.is_discarded() && config.contains("training")) {
+    const nlohmann::json& t = config["training"];
+    if (t.contains("micro_batch") && t.contains("seq_len")) {
+      return fmt::format("micro-batch {} × seq-len {}", t.value("micro_batch", 0),
+                         t.value("seq_len", 0));
+    }
+  }
+  return fmt::format("{} tokens per step", run.tokens_per_step);
+}
+
+std::string gpu_model(const store::RunRecord& run) {
+  return run.provenance.gpu_name.value_or(run.device == "cpu" ? "the CPU" : run.device);
+}
+
+// What differs between two runs that a verdict cannot see past (the recipe may differ: that is
+// what a comparison of bf16 against int8-tensor is for); empty when they are alike.
+std::string unlike(const store::RunRecord& b, const store::RunRecord& c) {
+  std::vector<std::string> why;
+  auto differs = [&](std::string_view what, const std::string& x, const std::string& y) {
+    if (x != y) why.push_back(fmt::format("{} {} against {}", what, y, x));
+  };
+  differs("workload", b.workload, c.workload);
+  differs("size", step_size(b), step_size(c));
+  auto depth = [](const store::RunRecord& r) {
+    return r.layers_run ? fmt::format("{} layers", *r.layers_run) : std::string("unknown");
+  };
+  differs("depth", depth(b), depth(c));
+  differs("GPU", gpu_model(b), gpu_model(c));
+  std::string text;
+  for (const std::string& w : why)
+    text += (text.empty() ? "" : "; ") + w;
+  return text;
+}
+
+// Refuses (or, allowed, warns about) runs that are not alike, naming the first pair that differs.
+void check_alike(const std::vector<store::RunRecord>& baseline,
+                 const std::vector<store::RunRecord>& candidate, const ComparePolicy& policy,
+                 std::vector<std::string>& warnings) {
+  const store::RunRecord& reference = candidate.front();
+  for (const auto* side : {&baseline, &candidate}) {
+    for (const store::RunRecord& run : *side) {
+      const std::string why = unlike(run, reference);
+      if (why.empty()) continue;
+      const std::string text =
+          fmt::format("run {} and run {} are not alike ({})", reference.id, run.id, why);
+      if (!policy.allow_mismatch) {
+        throw InputError(text +
+                         "; compare runs of one workload, size, depth and GPU model, or pass "
+                         "--allow-mismatch to judge them anyway, with a warning");
+      }
+      warnings.push_back(text);
+      return;
+    }
+  }
+}
+
 Side collect(const store::Store& store, std::vector<store::RunRecord> runs) {
   Side side;
   side.runs = std::move(runs);
@@ -64,8 +125,8 @@ Side collect(const store::Store& store, std::vector<store::RunRecord> runs) {
       if (s.peak_mem_gib) peak = std::max(peak.value_or(0.0), *s.peak_mem_gib);
     }
     if (!times.empty()) {
-      side.run_median_ms.push_back(timing::summarize(times).median);
-      side.run_median_tokens_per_s.push_back(timing::summarize(rates).median);
+      side.run_median_ms.push_back(stats::summarize(times).median);
+      side.run_median_tokens_per_s.push_back(stats::summarize(rates).median);
     }
     side.step_ms.insert(side.step_ms.end(), times.begin(), times.end());
     side.tokens_per_s.insert(side.tokens_per_s.end(), rates.begin(), rates.end());
@@ -112,7 +173,7 @@ MetricResult compare_speed(Metric metric, const Side& b, const Side& c, bool acr
   const std::string_view format = time ? "{:.2f}" : "{:.0f}";
   auto figure = [&](const std::vector<double>& samples, size_t runs) {
     if (samples.empty()) return fmt::format("no measured steps, {}", runs_text(runs));
-    const timing::Summary s = timing::summarize(samples);
+    const stats::Summary s = stats::summarize(samples);
     return fmt::format("{} ({}–{}), {}, {} steps", fmt::format(fmt::runtime(format), s.median),
                        fmt::format(fmt::runtime(format), s.p10),
                        fmt::format(fmt::runtime(format), s.p90), runs_text(runs), s.count);
@@ -129,13 +190,16 @@ MetricResult compare_speed(Metric metric, const Side& b, const Side& c, bool acr
                            cs.size(), policy.min_samples);
     return r;
   }
-  const timing::ShiftEstimate e = timing::estimate_shift(bs, cs, policy.alpha);
-  const double base = timing::summarize(bs).median;
+  const stats::ShiftEstimate e = stats::estimate_shift(bs, cs, policy.alpha);
+  const double base = stats::summarize(bs).median;
   const double rel = e.shift / base;
   const double low = e.shift_low / base;
   const double high = e.shift_high / base;
-  r.change = fmt::format("{} ({:.0f} % CI {} … {}; p = {:.2g})", percent(rel),
-                         100.0 * (1.0 - policy.alpha), percent(low), percent(high), e.p_value);
+  // The speedup by the rule every report uses, from the step times whichever metric this is.
+  const Speedup ratio = speedup(stats::summarize(b.step_ms), stats::summarize(c.step_ms));
+  r.change = fmt::format("{} ({:.0f} % CI {} … {}; p = {:.2g}); speedup {}", percent(rel),
+                         100.0 * (1.0 - policy.alpha), percent(low), percent(high), e.p_value,
+                         speedup_range_text(ratio));
   // Worse means slower: a longer step, or fewer tokens per second.
   const double worse = time ? rel : -rel;
   const bool interval_excludes_zero = low > 0.0 || high < 0.0;
@@ -150,7 +214,7 @@ MetricResult compare_speed(Metric metric, const Side& b, const Side& c, bool acr
     return r;
   }
   if (interval_excludes_zero && std::abs(rel) >= effect) {
-    const double candidate_median = timing::summarize(cs).median;
+    const double candidate_median = stats::summarize(cs).median;
     const auto [lo_run, hi_run] = std::minmax_element(b_medians.begin(), b_medians.end());
     if (across_sweeps && candidate_median >= *lo_run && candidate_median <= *hi_run) {
       r.verdict = Verdict::unsure;
@@ -159,8 +223,20 @@ MetricResult compare_speed(Metric metric, const Side& b, const Side& c, bool acr
           range_text(b_medians, format));
       return r;
     }
+    // The report calls a difference inside the p10–p90 spreads "same"; compare does not call it
+    // faster or slower either.
+    const SpeedVerdict agrees = worse > 0 ? SpeedVerdict::slower : SpeedVerdict::faster;
+    if (ratio.verdict != agrees) {
+      r.verdict = Verdict::unsure;
+      r.reason = fmt::format(
+          "the shift is significant, but the speedup {} lies inside the p10–p90 spreads",
+          speedup_range_text(ratio));
+      return r;
+    }
     r.verdict = worse > 0 ? Verdict::regressed : Verdict::improved;
-    r.reason = fmt::format("the interval excludes 0 and the shift exceeds ±{}", magnitude(effect));
+    r.reason = fmt::format(
+        "the interval excludes 0, the shift exceeds ±{} and the p10–p90 spreads do not overlap",
+        magnitude(effect));
   } else if (low >= -effect && high <= effect) {
     r.verdict = Verdict::same;
     r.reason = fmt::format("the interval lies within ±{}", magnitude(effect));
@@ -310,13 +386,38 @@ std::vector<int64_t> ids(const std::vector<store::RunRecord>& runs) {
   return out;
 }
 
+// A speed verdict from runs that shared the machine with other work says as much about that
+// work as about the change: it is UNSURE, naming the runs.
+void decline_under_contention(GroupResult& g, const Side& b, const Side& c) {
+  std::vector<std::string> contended;
+  for (const Side* side : {&b, &c}) {
+    for (const store::RunRecord* run : side->ok) {
+      if (run->contention)
+        contended.push_back(fmt::format("run {}: {}", run->id, *run->contention));
+    }
+  }
+  if (contended.empty()) return;
+  std::string runs;
+  for (const std::string& text : contended)
+    runs += (runs.empty() ? "" : "; ") + text;
+  for (MetricResult& m : g.metrics) {
+    const bool speed = m.metric == Metric::step_ms || m.metric == Metric::tokens_per_s;
+    if (!speed || (m.verdict != Verdict::regressed && m.verdict != Verdict::improved)) continue;
+    m.reason = fmt::format(
+        "it would read {}, but {} measured under contention ({}), and that evidence alone does "
+        "not decide it",
+        verdict_word(m.metric, m.verdict), contended.size() == 1 ? "a run was" : "runs were", runs);
+    m.verdict = Verdict::unsure;
+  }
+}
+
 GroupResult compare_group(const store::Store& store, std::vector<store::RunRecord> baseline,
                           std::vector<store::RunRecord> candidate, const ComparePolicy& policy,
                           std::vector<std::string>& notes) {
   GroupResult g;
   g.workload = candidate.front().workload;
   g.recipe = candidate.front().recipe;
-  // Two single runs are compared whatever they ran; say so where they differ.
+  // Two single runs of one workload may differ in recipe (or, allowed, in workload); say so.
   if (baseline.front().workload != g.workload) {
     g.workload = fmt::format("{} → {}", baseline.front().workload, g.workload);
   }
@@ -354,13 +455,12 @@ GroupResult compare_group(const store::Store& store, std::vector<store::RunRecor
   }
   g.metrics.push_back(compare_loss(b, c, policy));
 
-  // Conditions that differ make a verdict weaker evidence; say so.
-  auto device = [](const store::RunRecord& r) {
-    return r.provenance.gpu_name.value_or(r.device) + " on " + r.provenance.host;
-  };
-  if (!b.ok.empty() && device(*b.ok.front()) != device(*c.ok.front())) {
-    notes.push_back(fmt::format("{} · {}: measured on {} against {}", g.workload, g.recipe,
-                                device(*c.ok.front()), device(*b.ok.front())));
+  decline_under_contention(g, b, c);
+
+  // Another host of the same GPU model is alike enough to judge, but say so.
+  if (!b.ok.empty() && b.ok.front()->provenance.host != c.ok.front()->provenance.host) {
+    notes.push_back(fmt::format("{} · {}: measured on host {} against {}", g.workload, g.recipe,
+                                c.ok.front()->provenance.host, b.ok.front()->provenance.host));
   }
   return g;
 }
@@ -439,6 +539,7 @@ Comparison compare_runs(const store::Store& store, const SelectedPair& runs,
   if (runs.baseline.empty() || runs.candidate.empty()) return out;
 
   if (runs.baseline.size() == 1 && runs.candidate.size() == 1) {
+    check_alike(runs.baseline, runs.candidate, policy, out.warnings);
     out.groups.push_back(compare_group(store, runs.baseline, runs.candidate, policy, out.notes));
     return out;
   }
@@ -454,6 +555,7 @@ Comparison compare_runs(const store::Store& store, const SelectedPair& runs,
                                       sides.first.empty() ? candidate_spec : baseline_spec));
       continue;
     }
+    check_alike(sides.first, sides.second, policy, out.warnings);
     out.groups.push_back(
         compare_group(store, std::move(sides.first), std::move(sides.second), policy, out.notes));
   }

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 #include "reports/selection.h"
 
 namespace lpbench::reports {
@@ -27,6 +27,9 @@ struct ComparePolicy {
   int64_t min_samples = 5;         // measured steps needed on each side
   double memory_tolerance = 0.02;  // allocator rounding and fragmentation
   double loss_band = 0.01;         // parity band of the final loss, same seed and data
+  // Judge runs that are not alike (another workload, step size, depth or GPU model): refused
+  // otherwise; with it, every verdict carries a warning.
+  bool allow_mismatch = false;
 };
 
 struct MetricResult {
@@ -52,7 +55,8 @@ struct Comparison {
   std::string candidate_spec;
   ComparePolicy policy;
   std::vector<GroupResult> groups;
-  std::vector<std::string> notes;  // unmatched groups, conditions that differ
+  std::vector<std::string> notes;     // unmatched groups, conditions that differ
+  std::vector<std::string> warnings;  // what --allow-mismatch let through, in the verdict
 
   int regressions() const;
   int unsure() const;
@@ -61,8 +65,11 @@ struct Comparison {
   int exit_code() const;
 };
 
-// Compares each workload and recipe present on both sides. When each side is one run, the two
-// runs are compared whatever their workload and recipe (e.g. bf16 against int8-tensor).
+// Compares each workload and recipe present on both sides; when each side is one run, the two
+// runs, whatever their recipe (e.g. bf16 against int8-tensor). Runs that are not alike (another
+// workload, micro-batch × sequence length, depth or GPU model) are refused with an InputError
+// naming the difference, unless the policy allows them. A speed verdict needs the statistical
+// test and the speedup rule (reports/speedup.h) to agree, and no run measured under contention.
 Comparison compare_runs(const store::Store& store, const SelectedPair& runs,
                         const std::string& baseline_spec, const std::string& candidate_spec,
                         const ComparePolicy& policy = {});

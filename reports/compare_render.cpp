@@ -61,6 +61,12 @@ std::string render_compare_markdown(const Comparison& c) {
   }
   std::string out = fmt::format("## lpbench compare: `{}` → `{}`\n\n{}\n\n", c.baseline_spec,
                                 c.candidate_spec, headline(c));
+  for (const std::string& warning : c.warnings) {
+    out += fmt::format(
+        "**WARNING** (--allow-mismatch): {}; the verdicts above compare unlike "
+        "runs.\n\n",
+        warning);
+  }
   if (table.rows() > 0) out += table.markdown() + "\n";
 
   bool any_reason = false;
@@ -86,12 +92,16 @@ std::string render_compare_markdown(const Comparison& c) {
   out += fmt::format(
       "\nHow: step times and tokens/s of the measured steps (warm-up left out) are compared with "
       "a Mann–Whitney U test; the change is the Hodges–Lehmann shift relative to the baseline's "
-      "median, with its {:.0f} % confidence interval. FASTER/SLOWER when the interval excludes 0 "
-      "and the shift is at least {:.0f} %; SAME when the interval lies within ±{:.0f} %; UNSURE "
-      "otherwise, with fewer than {} measured steps a side, or, when the sides come from "
-      "different sweeps, with fewer than three baseline runs or a candidate median inside the "
-      "range of the baseline's run medians (runs of other days vary more than steps of one "
-      "run). Peak memory: "
+      "median, with its {:.0f} % confidence interval, and the speedup (the baseline's median "
+      "step over the candidate's, with the range the p10–p90 spreads allow, as every lpbench "
+      "report computes it). FASTER/SLOWER when the interval excludes 0, the shift is at least "
+      "{:.0f} % and the speedup's range excludes 1; SAME when the interval lies within ±{:.0f} "
+      "%; UNSURE otherwise, with fewer than {} measured steps a side, when a run was measured "
+      "under contention (other processes busy on its machine or GPU), or, when the sides come "
+      "from different sweeps, with fewer than three baseline runs or a candidate median inside "
+      "the range of the baseline's run medians (runs of other days vary more than steps of one "
+      "run). Runs of another workload, size, depth or GPU model are not compared (exit 2) "
+      "unless --allow-mismatch is given. Peak memory: "
       "±{:.0f} % of the baseline's peaks. Final loss (mean of the last {:.0f} % of steps): a "
       "parity band of ±{:.0f} % (wider where the baseline's runs spread more), for runs trained "
       "alike.\n",
@@ -107,9 +117,11 @@ std::string render_compare_junit(const Comparison& c) {
   std::string cases;
   for (const GroupResult& g : c.groups) {
     for (const MetricResult& m : g.metrics) {
-      const std::string summary =
+      std::string summary =
           fmt::format("{}: {}; baseline {}; candidate {}; {}", verdict_word(m.metric, m.verdict),
                       m.change, m.baseline, m.candidate, m.reason);
+      for (const std::string& warning : c.warnings)
+        summary = fmt::format("WARNING (--allow-mismatch): {}. {}", warning, summary);
       cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\">",
                            xml_escape(g.workload + " · " + g.recipe),
                            xml_escape(std::string(to_string(m.metric))));

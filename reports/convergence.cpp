@@ -7,7 +7,7 @@
 #include <cmath>
 #include <map>
 
-#include "harness/errors.h"
+#include "base/errors.h"
 #include "reports/run_summary.h"
 #include "reports/text_table.h"
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/store/records.h"
-#include "harness/store/store.h"
+#include "base/store/records.h"
+#include "base/store/store.h"
 
 // Does a recipe train like BF16? Each recipe's final validation loss, over one or more seeds,
 // against the band BF16's seeds span, under a rule stated with the verdict.

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 #include "reports/document.h"
 #include "reports/sweep_report.h"
 #include "reports/text_table.h"

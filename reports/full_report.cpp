@@ -4,8 +4,8 @@
 
 #include <optional>
 
-#include "harness/env/build_info.h"
-#include "harness/env/time_stamp.h"
+#include "base/env/build_info.h"
+#include "base/env/time_stamp.h"
 #include "reports/diagnostics_report.h"
 #include "reports/hotspots.h"
 #include "reports/kernel_table.h"

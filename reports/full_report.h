@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 #include "reports/document.h"
 
 namespace lpbench::reports {

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 
 namespace lpbench::reports {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "reports/run_summary.h"
+#include "reports/speedup.h"
 #include "reports/text_table.h"
 
 namespace lpbench::reports {
@@ -20,8 +20,8 @@ bool timed(const KernelResultRecord& r) {
   return r.status == "ok" && r.median_ms && r.p10_ms && r.p90_ms;
 }
 
-timing::Summary summary_of(const KernelResultRecord& r) {
-  timing::Summary s;
+stats::Summary summary_of(const KernelResultRecord& r) {
+  stats::Summary s;
   s.count = r.samples;
   s.median = *r.median_ms;
   s.p10 = *r.p10_ms;
@@ -54,8 +54,7 @@ std::string speedup_cell(const KernelResultRecord& r, const std::vector<KernelRe
   if (r.recipe == "bf16") return timed(r) ? "1.00× (twin)" : "—";
   const KernelResultRecord* twin = twin_of(r, all);
   if (!twin || !timed(*twin) || !timed(r)) return "—";
-  return speedup_text(*twin->median_ms / *r.median_ms,
-                      compare_spread(summary_of(r), summary_of(*twin)));
+  return speedup_text(speedup(summary_of(*twin), summary_of(r)));
 }
 
 // A quantize case's block shape and whether it also wrote the transpose, from its name
@@ -111,23 +110,25 @@ std::optional<KernelTables> kernel_tables(const std::vector<KernelResultRecord>&
                  {}};
   bool emulated = false;
   for (const KernelResultRecord& r : results) {
-    emulated = emulated || r.backend == "cpu-reference" || r.backend == "cpu-aten-mm";
+    const bool on_cpu = store::emulated_on_cpu(r.backend);
+    emulated = emulated || on_cpu;
+    const std::string backend = on_cpu ? r.backend + " †" : r.backend;
     if (r.op == "gemm") {
       t.gemms.add_row({fmt::format("{}/{}", r.model.value_or("—"), r.part.value_or("—")),
                        r.gemm.value_or("—"), fmt::format("{}×{}×{}", r.m, r.n, r.k), r.recipe,
-                       r.variant, r.backend, time_cell(r), rate_cell(r.tflops), rate_cell(r.gb_s),
+                       r.variant, backend, time_cell(r), rate_cell(r.tflops), rate_cell(r.gb_s),
                        speedup_cell(r, results), status_cell(r, reasons)});
     } else {
       const auto [blocks, writes] = quantize_scheme(r);
       t.quantize.add_row({r.model.value_or("—"), fmt::format("{}×{}", r.m, r.n), r.recipe, blocks,
-                          writes, r.backend, time_cell(r), rate_cell(r.gb_s),
+                          writes, backend, time_cell(r), rate_cell(r.gb_s),
                           status_cell(r, reasons)});
     }
   }
   if (emulated) {
     t.notes.emplace_back(
-        "cpu-reference and cpu-aten-mm rows ran on the CPU: they check the suite, they are not a "
-        "hardware's speed.");
+        "† ran on the CPU (a cpu-… backend): such rows check the suite and its numerics, their "
+        "times are not a hardware's speed.");
   }
   for (size_t i = 0; i < reasons.size(); ++i)
     t.notes.push_back(fmt::format("[{}] {}", i + 1, reasons[i]));

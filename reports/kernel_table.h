@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/store/records.h"
-#include "harness/store/store.h"
+#include "base/store/records.h"
+#include "base/store/store.h"
 #include "reports/text_table.h"
 
 namespace lpbench::reports {

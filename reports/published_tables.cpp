@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "harness/errors.h"
+#include "base/errors.h"
 
 namespace lpbench::reports {
 

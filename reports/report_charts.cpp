@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "harness/timing/stats.h"
+#include "base/stats/stats.h"
 
 namespace lpbench::reports {
 
@@ -28,13 +28,6 @@ std::string label(const store::RunRecord& run, bool with_workload) {
 const RunCurves* bf16_of(const std::vector<RunCurves>& runs, const store::RunRecord& run) {
   for (const RunCurves& c : runs) {
     if (c.summary->run.recipe == "bf16" && c.summary->run.workload == run.workload) return &c;
-  }
-  return nullptr;
-}
-
-const RunSummary* bf16_summary(const SweepReport& report, const store::RunRecord& run) {
-  for (const RunSummary& s : report.runs) {
-    if (s.run.recipe == "bf16" && s.run.workload == run.workload) return &s;
   }
   return nullptr;
 }
@@ -166,12 +159,9 @@ std::optional<Figure> speedup_figure(const SweepReport& report) {
       "median, with the range the p10–p90 spreads allow", ChartSeries::Style::error_bars, -1, {}};
   for (const RunSummary& s : report.runs) {
     if (s.run.recipe == "bf16" || !s.speedup) continue;
-    const RunSummary* base = bf16_summary(report, s.run);
-    if (!base) continue;
     const double x = static_cast<double>(f.chart.categories.size());
     f.chart.categories.push_back(label(s.run, true));
-    series.points.push_back(
-        {x, *s.speedup, base->step_ms.p10 / s.step_ms.p90, base->step_ms.p90 / s.step_ms.p10, {}});
+    series.points.push_back({x, s.speedup->ratio, s.speedup->low, s.speedup->high, {}});
   }
   // The reference line at 1× stays inside the frame, with room around the bars.
   double low = 1.0;
@@ -209,7 +199,7 @@ std::optional<Figure> memory_figure(const SweepReport& report, const std::vector
       if (!s.warmup && s.peak_mem_gib) peaks.push_back(*s.peak_mem_gib);
     }
     if (peaks.empty()) continue;
-    const timing::Summary p = timing::summarize(peaks);
+    const stats::Summary p = stats::summarize(peaks);
     const double x = static_cast<double>(f.chart.categories.size());
     f.chart.categories.push_back(label(c.summary->run, true));
     series.points.push_back({x, p.max, p.p10, p.p90, {}});

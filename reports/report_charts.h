@@ -3,7 +3,7 @@
 #include <optional>
 #include <vector>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 #include "reports/document.h"
 #include "reports/sweep_report.h"
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 
 namespace lpbench::reports {
 

@@ -1,29 +1,9 @@
 #include "reports/run_summary.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 
 namespace lpbench::reports {
-
-std::string_view to_string(SpeedVerdict verdict) {
-  switch (verdict) {
-    case SpeedVerdict::faster:
-      return "faster";
-    case SpeedVerdict::slower:
-      return "slower";
-    case SpeedVerdict::same:
-      return "same";
-  }
-  return "?";
-}
-
-std::string speedup_text(double ratio, SpeedVerdict verdict) {
-  std::string number = fmt::format("{:.2f}", ratio);
-  if (number == "1.00" && verdict != SpeedVerdict::same) number = fmt::format("{:.3f}", ratio);
-  return fmt::format("{}× {}", number, to_string(verdict));
-}
 
 std::optional<double> final_loss(const std::vector<store::StepRecord>& steps, double share) {
   if (steps.empty()) return std::nullopt;
@@ -46,19 +26,13 @@ RunSummary summarize_run(const store::RunRecord& run, const std::vector<store::S
     if (step.peak_mem_gib)
       s.peak_mem_gib = std::max(s.peak_mem_gib.value_or(0.0), *step.peak_mem_gib);
   }
-  s.step_ms = timing::summarize(times);
+  s.step_ms = stats::summarize(times);
   if (s.step_ms.count > 0 && s.step_ms.median > 0.0) {
     s.tokens_per_s = static_cast<double>(run.tokens_per_step) / (s.step_ms.median / 1000.0);
   }
   // Only the model level trains on a loss; the others have none to report.
   if (run.level == "model") s.final_loss = final_loss(steps, kFinalLossShare);
   return s;
-}
-
-SpeedVerdict compare_spread(const timing::Summary& candidate, const timing::Summary& baseline) {
-  if (candidate.p90 < baseline.p10) return SpeedVerdict::faster;
-  if (candidate.p10 > baseline.p90) return SpeedVerdict::slower;
-  return SpeedVerdict::same;
 }
 
 void compare_with_bf16(std::vector<RunSummary>& runs) {
@@ -68,10 +42,15 @@ void compare_with_bf16(std::vector<RunSummary>& runs) {
              b.run.sweep_id == candidate.run.sweep_id;
     });
     if (baseline == runs.end()) continue;
-    if (candidate.step_ms.count > 0 && baseline->step_ms.count > 0) {
-      candidate.speedup = baseline->step_ms.median / candidate.step_ms.median;
-      candidate.verdict = compare_spread(candidate.step_ms, baseline->step_ms);
+    std::optional<std::string> refusal = speedup_refusal(baseline->run, baseline->step_ms);
+    if (!refusal && &*baseline != &candidate) {
+      refusal = speedup_refusal(candidate.run, candidate.step_ms);
     }
+    if (refusal) {
+      candidate.no_speedup = *refusal;
+      continue;
+    }
+    candidate.speedup = speedup(baseline->step_ms, candidate.step_ms);
     if (candidate.final_loss && baseline->final_loss && std::isfinite(*baseline->final_loss) &&
         *baseline->final_loss != 0.0) {
       candidate.loss_gap_pct =

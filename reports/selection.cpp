@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
-#include "harness/env/process.h"
-#include "harness/errors.h"
+#include "base/env/process.h"
+#include "base/errors.h"
 
 namespace lpbench::reports {
 

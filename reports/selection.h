@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 
 namespace lpbench::reports {
 

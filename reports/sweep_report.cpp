@@ -22,15 +22,9 @@ std::string or_dash(const std::optional<double>& value, std::string_view format)
   return fmt::format(fmt::runtime(format), *value);
 }
 
-// Quantized products computed by the CPU reference ("cpu-exact" in databases of lpbench 0.1).
-bool int8_emulated(const store::RunRecord& run) {
-  return run.int8_backend &&
-         (*run.int8_backend == "cpu-reference" || *run.int8_backend == "cpu-exact");
-}
-
 std::string device_cell(const store::RunRecord& run) {
   std::string cell = run.provenance.gpu_name.value_or(run.device);
-  if (int8_emulated(run)) cell += std::string(" ") + std::string(kEmulatedMark);
+  if (store::products_emulated(run)) cell += std::string(" ") + std::string(kEmulatedMark);
   return cell;
 }
 
@@ -44,14 +38,16 @@ std::string workload_cell(const store::RunRecord& run) {
   return run.workload;
 }
 
-// A run whose GPU clock fell during its measured steps is marked, not silently averaged in.
+// A run whose GPU clock fell during its measured steps, or that shared the machine with other
+// work, is marked, not silently averaged in.
 std::string status_cell(const RunSummary& s) {
   std::string cell(store::to_string(s.run.status));
   if (s.run.clock_fell.value_or(false)) cell += " ‡";
+  if (s.run.contention) cell += " §";
   return cell;
 }
 
-std::string step_ms_cell(const timing::Summary& summary) {
+std::string step_ms_cell(const stats::Summary& summary) {
   if (summary.count == 0) return "—";
   return fmt::format("{:.2f} ({:.2f}–{:.2f})", summary.median, summary.p10, summary.p90);
 }
@@ -59,7 +55,7 @@ std::string step_ms_cell(const timing::Summary& summary) {
 std::string speedup_cell(const RunSummary& s) {
   if (!s.speedup) return "—";
   if (s.run.recipe == "bf16") return "1.00× (baseline)";
-  return speedup_text(*s.speedup, *s.verdict);
+  return speedup_text(*s.speedup);
 }
 
 std::string loss_cell(const std::optional<double>& loss) {
@@ -107,13 +103,15 @@ SweepTable sweep_table(const SweepReport& report) {
   bool any_cpu = false;
   bool any_clock_fell = false;
   std::vector<std::string> errors;
+  std::vector<std::string> no_speedups;
+  std::vector<std::string> contended;
   std::vector<std::string> throughput_notes;
   // Where each run's quantized products ran on a GPU (the default backend differs by GPU), in the
   // order first seen: backend, then its runs.
   std::vector<std::pair<std::string, std::vector<int64_t>>> int8_backends;
   for (const RunSummary& s : report.runs) {
-    any_emulated = any_emulated || int8_emulated(s.run);
-    if (s.run.int8_backend && !int8_emulated(s.run)) {
+    any_emulated = any_emulated || store::products_emulated(s.run);
+    if (s.run.int8_backend && !store::products_emulated(s.run)) {
       auto at = std::find_if(int8_backends.begin(), int8_backends.end(),
                              [&](const auto& b) { return b.first == *s.run.int8_backend; });
       if (at == int8_backends.end()) at = int8_backends.insert(at, {*s.run.int8_backend, {}});
@@ -134,6 +132,14 @@ SweepTable sweep_table(const SweepReport& report) {
                        speedup_cell(s), loss_cell(s.final_loss), loss_gap_cell(s)});
     if (s.run.error)
       errors.push_back(fmt::format("run {} ({}): {}", s.run.id, s.run.recipe, *s.run.error));
+    if (s.no_speedup && s.run.recipe != "bf16") {
+      no_speedups.push_back(
+          fmt::format("run {} ({}): no speedup, {}", s.run.id, s.run.recipe, *s.no_speedup));
+    }
+    if (s.run.contention) {
+      contended.push_back(
+          fmt::format("run {} ({}): {}", s.run.id, s.run.recipe, *s.run.contention));
+    }
   }
   out.notes.push_back(
       "step_ms: median over the measured steps, warm-up left out; speedup: bf16's median over "
@@ -143,8 +149,8 @@ SweepTable sweep_table(const SweepReport& report) {
       100 * kFinalLossShare));
   if (any_cpu) {
     out.notes.push_back(
-        "CPU runs are timed with the host clock and say nothing about GPU speed; peak "
-        "memory is reported for GPUs only.");
+        "CPU runs are timed with the host clock and say nothing about GPU speed; their peak "
+        "memory is what torch's CPU allocator held (tensors), not the process's.");
   }
   out.notes.push_back(
       "TFLOP/s: model FLOPs per step (6·N + 12·L·H·Q·T per token; per product for the gemm and "
@@ -165,6 +171,14 @@ SweepTable sweep_table(const SweepReport& report) {
     out.notes.push_back(
         "‡ the GPU's SM clock fell during the run's measured steps (see run_events, "
         "device_samples): its times are flagged, not comparable as they are.");
+  }
+  for (const std::string& note : no_speedups)
+    out.notes.push_back(note + ".");
+  if (!contended.empty()) {
+    out.notes.push_back(fmt::format(
+        "§ measured while other work shared the machine, so its times carry that work's noise "
+        "(load_samples): {}.",
+        fmt::join(contended, "; ")));
   }
   if (any_emulated) {
     out.notes.push_back(fmt::format(

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 #include "reports/run_summary.h"
 #include "reports/text_table.h"
 

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/env/gpu_peaks.h"
+#include "base/env/gpu_peaks.h"
 
 namespace lpbench::reports {
 

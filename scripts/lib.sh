@@ -50,3 +50,68 @@ lpbench_gpu_configure() {
   (cd "$LPBENCH_ROOT" && cmake --preset gpu -DSQLite3_INCLUDE_DIR="$bundle/sqlite/usr/include" \
     -DSQLite3_LIBRARY="$sqlite_lib" "$@")
 }
+
+# The phases of a GPU visit (gpu-check, gpu-measure). `lpbench_phases_begin LOGS` starts a
+# record in LOGS; `lpbench_phase NAME LIMIT_S [--expect RC] COMMAND...` runs COMMAND under LIMIT_S
+# seconds (less where LPBENCH_BUDGET_S, counted from the begin, has less left), its output in
+# LOGS/NAME.log, and prints one line; an exit code other than RC (0 unless given) or a time-out
+# marks the phase failed, and a phase the budget leaves no room for is skipped. The record is
+# kept in files, so phases run in the background (`&`) count too. `lpbench_phases_end` prints
+# what failed or was skipped, last, and returns non-zero if anything did: a visit that did not do
+# what it was sent for never ends green.
+lpbench_phases_begin() {
+  export LPBENCH_LOGS=$1 LPBENCH_PHASES_START
+  LPBENCH_PHASES_START=$(date +%s)
+  mkdir -p "$LPBENCH_LOGS"
+  : >"$LPBENCH_LOGS/phases.failed"
+  : >"$LPBENCH_LOGS/phases.skipped"
+}
+lpbench_phase() {
+  local name=$1 limit=$2
+  shift 2
+  local expect=0
+  if [ "${1:-}" = --expect ]; then
+    expect=$2
+    shift 2
+  fi
+  if [ -n "${LPBENCH_BUDGET_S:-}" ]; then
+    local remaining=$((LPBENCH_BUDGET_S - ($(date +%s) - LPBENCH_PHASES_START)))
+    if [ "$remaining" -lt 20 ]; then
+      echo "[$name] skipped: $remaining s of the visit's budget left"
+      echo "$name" >>"$LPBENCH_LOGS/phases.skipped"
+      return 0
+    fi
+    [ "$limit" -gt "$remaining" ] && limit=$remaining
+  fi
+  local t0 rc=0 verdict=ok
+  t0=$(date +%s)
+  if declare -F "$1" >/dev/null; then
+    # A function of this file (lpbench_gpu_configure): timeout runs programs, so a child bash
+    # sources this file and calls it.
+    set -- bash -c 'source "$0"; "$@"' "$LPBENCH_ROOT/scripts/lib.sh" "$@"
+  fi
+  timeout --signal=TERM --kill-after=10 "$limit" "$@" >"$LPBENCH_LOGS/$name.log" 2>&1 || rc=$?
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    verdict="FAILED (timed out after $limit s)"
+  elif [ "$rc" -ne "$expect" ]; then
+    verdict="FAILED (exit $rc, expected $expect)"
+  fi
+  [ "$verdict" = ok ] || echo "$name" >>"$LPBENCH_LOGS/phases.failed"
+  echo "[$name] $verdict, exit $rc after $(($(date +%s) - t0)) s: $(tail -n 1 "$LPBENCH_LOGS/$name.log" | cut -c1-150)"
+}
+# Whether a phase of this record failed.
+lpbench_phase_failed() {
+  grep -qx "$1" "$LPBENCH_LOGS/phases.failed"
+}
+lpbench_phases_end() {
+  local failed skipped
+  failed=$(paste -sd' ' "$LPBENCH_LOGS/phases.failed")
+  skipped=$(paste -sd' ' "$LPBENCH_LOGS/phases.skipped")
+  [ -z "$skipped" ] || echo "phases skipped for the budget: $skipped"
+  if [ -n "$failed" ]; then
+    echo "phases failed: $failed"
+    return 1
+  fi
+  [ -z "$skipped" ] || return 1
+  echo "every phase passed"
+}

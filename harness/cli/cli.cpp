@@ -1,8 +1,8 @@
 #include <fmt/format.h>
 
+#include "base/env/build_info.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/parse_command_line.h"
-#include "harness/env/build_info.h"
 
 namespace lpbench::cli {
 

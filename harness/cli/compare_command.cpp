@@ -2,9 +2,9 @@
 
 #include <memory>
 
+#include "base/store/store.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/output_paths.h"
-#include "harness/store/store.h"
 #include "reports/compare.h"
 #include "reports/compare_render.h"
 #include "reports/selection.h"
@@ -19,6 +19,7 @@ struct CompareOptions {
   std::string candidate;
   std::string junit;     // empty: none
   std::string markdown;  // empty: stdout only
+  reports::ComparePolicy policy;
 };
 
 int execute(const CompareOptions& options) {
@@ -31,7 +32,7 @@ int execute(const CompareOptions& options) {
   const store::Store store = store::Store::open(options.db, store::Store::Mode::read);
   const reports::SelectedPair runs = reports::select_runs(store, baseline, candidate);
   const reports::Comparison comparison =
-      reports::compare_runs(store, runs, baseline.spec, candidate.spec);
+      reports::compare_runs(store, runs, baseline.spec, candidate.spec, options.policy);
 
   const std::string markdown = reports::render_compare_markdown(comparison);
   fmt::print("{}", markdown);
@@ -59,6 +60,9 @@ void add_compare_command(CLI::App& app, Action& action) {
   compare->add_option("--db", options->db, "SQLite database to read")->capture_default_str();
   compare->add_option("--junit", options->junit, "Also write JUnit XML for CI to this file");
   compare->add_option("--markdown", options->markdown, "Also write the Markdown to this file");
+  compare->add_flag("--allow-mismatch", options->policy.allow_mismatch,
+                    "Judge runs of another workload, size, depth or GPU model too (refused "
+                    "otherwise), with a warning in the verdict");
   compare->callback([&action, options] { action = [options] { return execute(*options); }; });
 }
 

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <memory>
 
+#include "base/errors.h"
+#include "base/store/store.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/diagnostics_option.h"
 #include "harness/config/run_config.h"
-#include "harness/errors.h"
 #include "harness/runner/sweep_runner.h"
-#include "harness/store/store.h"
 #include "reports/convergence.h"
 
 // `lpbench converge`: the stability question of the seed paper as one command. Each recipe

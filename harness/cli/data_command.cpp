@@ -3,8 +3,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "base/errors.h"
 #include "harness/cli/commands.h"
-#include "harness/errors.h"
 #include "workloads/data/corpus.h"
 
 namespace lpbench::cli {

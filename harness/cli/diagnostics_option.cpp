@@ -4,7 +4,7 @@
 
 #include <charconv>
 
-#include "harness/errors.h"
+#include "base/errors.h"
 
 namespace lpbench::cli {
 

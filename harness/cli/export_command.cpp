@@ -2,10 +2,10 @@
 
 #include <memory>
 
+#include "base/errors.h"
+#include "base/store/store.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/output_paths.h"
-#include "harness/errors.h"
-#include "harness/store/store.h"
 #include "reports/csv_export.h"
 #include "reports/gbench_json.h"
 

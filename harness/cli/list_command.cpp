@@ -3,8 +3,8 @@
 
 #include <memory>
 
+#include "base/store/store.h"
 #include "harness/cli/commands.h"
-#include "harness/store/store.h"
 #include "kernels/recipe.h"
 #include "reports/run_list.h"
 #include "reports/text_table.h"

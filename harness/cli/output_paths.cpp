@@ -8,8 +8,8 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "harness/env/files.h"
-#include "harness/errors.h"
+#include "base/env/files.h"
+#include "base/errors.h"
 
 namespace lpbench::cli {
 

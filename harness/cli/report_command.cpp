@@ -2,10 +2,10 @@
 
 #include <memory>
 
+#include "base/errors.h"
+#include "base/store/store.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/output_paths.h"
-#include "harness/errors.h"
-#include "harness/store/store.h"
 #include "reports/chart.h"
 #include "reports/diagnostics_report.h"
 #include "reports/full_report.h"

@@ -6,16 +6,17 @@
 #include <iterator>
 #include <memory>
 
+#include "base/env/files.h"
+#include "base/errors.h"
+#include "base/store/store.h"
 #include "harness/cli/commands.h"
-#include "harness/env/files.h"
-#include "harness/errors.h"
 #include "harness/reproduce/plan.h"
 #include "harness/reproduce/throughput_probe.h"
 #include "harness/runner/stop_signal.h"
 #include "harness/runner/sweep_runner.h"
-#include "harness/store/store.h"
 #include "reports/published_tables.h"
 #include "reports/run_summary.h"
+#include "reports/speedup.h"
 #include "reports/sweep_report.h"
 #include "reports/text_table.h"
 
@@ -33,7 +34,7 @@ struct ReproduceOptions {
 
 // The estimate's assumptions, printed with it.
 constexpr double kStepEfficiency = 0.40;  // a whole training step against the bare BF16 matmul
-constexpr double kCpuInt8Slowdown = 2.5;  // INT8 emulated on the CPU, against BF16
+constexpr double kCpuInt8Slowdown = 2.5;  // quantized products emulated on the CPU, against BF16
 
 std::vector<reports::PublishedTable> load_tables(const ReproduceOptions& options) {
   if (options.tables_file.empty()) return reports::published_tables();
@@ -107,8 +108,11 @@ std::string duration_text(double seconds) {
   return fmt::format("{:.1f} h", seconds / 3600);
 }
 
-bool emulated_int8(const reproduce::PlannedRow& r) {
-  return r.run.device.is_cpu() && r.row->recipe && r.row->recipe->rfind("int8", 0) == 0;
+// Quantized products on the CPU run on the reference: an emulation, slower than BF16 there.
+bool quantized_on_cpu(const reproduce::PlannedRow& r) {
+  return r.run.device.is_cpu() &&
+         std::any_of(r.run.recipes.begin(), r.run.recipes.end(),
+                     [](const kernels::Recipe& recipe) { return recipe.gemms.any_quantized(); });
 }
 
 int dry_run(const reproduce::Plan& plan, const ReproduceOptions& options) {
@@ -140,7 +144,7 @@ int dry_run(const reproduce::Plan& plan, const ReproduceOptions& options) {
     const workloads::TrainingOptions& tr = r.run.workloads.front().training;
     const double rate = probe->flops_per_s * kStepEfficiency;
     const double bf16_s = r.flops_per_step * static_cast<double>(tr.total_steps) / rate;
-    const double seconds = bf16_s * (1.0 + (emulated_int8(r) ? kCpuInt8Slowdown : 1.0));
+    const double seconds = bf16_s * (1.0 + (quantized_on_cpu(r) ? kCpuInt8Slowdown : 1.0));
     total_s += seconds;
     table.add_row({r.row->label, r.row->published_text, *r.row->workload,
                    fmt::format("{}, {}", *t.baseline_recipe, *r.row->recipe),
@@ -167,9 +171,9 @@ int dry_run(const reproduce::Plan& plan, const ReproduceOptions& options) {
         "and whether the depth fits in memory are not counted.\n",
         duration_text(total_s), probe->flops_per_s / 1e9, probe->size, 100 * kStepEfficiency,
         std::any_of(plan.rows.begin(), plan.rows.end(),
-                    [](const auto& r) { return r.unavailable.empty() && emulated_int8(r); })
-            ? fmt::format(", and INT8 emulated on the CPU assumed {:.1f}× the bf16 time (the "
-                          "README's CPU demo measured 0.41× the speed)",
+                    [](const auto& r) { return r.unavailable.empty() && quantized_on_cpu(r); })
+            ? fmt::format(", and quantized products emulated on the CPU assumed {:.1f}× the bf16 "
+                          "time (the README's CPU demo measured 0.41× the speed)",
                           kCpuInt8Slowdown)
             : "");
   }
@@ -177,7 +181,8 @@ int dry_run(const reproduce::Plan& plan, const ReproduceOptions& options) {
   return 0;
 }
 
-// The measured figure of a row from its sweep, with the range the p10–p90 spreads allow.
+// The measured figure of a row from its sweep, with the range the p10–p90 spreads allow, by the
+// one speedup rule of reports/speedup.h.
 struct Measured {
   std::optional<double> value, low, high;
   std::string verdict = "—";
@@ -200,34 +205,29 @@ Measured measure(const store::Store& store, int64_t sweep_id, const reproduce::P
     return m;
   }
   m.device = c->run.provenance.gpu_name.value_or(c->run.device == "cpu" ? "CPU" : c->run.device);
-  if (c->run.int8_backend == std::optional<std::string>("cpu-exact"))
-    m.device += " (INT8 emulated)";
+  if (store::products_emulated(c->run)) m.device += " (quantized products emulated)";
   for (const reports::RunSummary* s : {b, c}) {
-    if (s->run.status != store::RunStatus::ok) {
-      m.why =
-          fmt::format("{} run {} {}", s->run.recipe, s->run.id, store::to_string(s->run.status));
+    if (const auto refusal = reports::speedup_refusal(s->run, s->step_ms)) {
+      m.why = *refusal;
       return m;
     }
   }
   if (r.row->metric == "memory_reduction") {
     if (!b->peak_mem_gib || !c->peak_mem_gib) {
-      m.why = "peak memory not recorded (CPU)";
+      m.why = "peak memory not recorded";
       return m;
     }
     m.value = m.low = m.high = *b->peak_mem_gib / *c->peak_mem_gib;
     return m;
   }
-  if (b->step_ms.count == 0 || c->step_ms.count == 0) {
-    m.why = "no measured steps";
-    return m;
-  }
   // speedup and throughput ratio: the same figure where both steps hold the same tokens.
   const double tokens =
       static_cast<double>(c->run.tokens_per_step) / static_cast<double>(b->run.tokens_per_step);
-  m.value = tokens * b->step_ms.median / c->step_ms.median;
-  m.low = tokens * b->step_ms.p10 / c->step_ms.p90;
-  m.high = tokens * b->step_ms.p90 / c->step_ms.p10;
-  m.verdict = std::string(reports::to_string(reports::compare_spread(c->step_ms, b->step_ms)));
+  const reports::Speedup s = reports::speedup(b->step_ms, c->step_ms, tokens);
+  m.value = s.ratio;
+  m.low = s.low;
+  m.high = s.high;
+  m.verdict = std::string(reports::to_string(s.verdict));
   return m;
 }
 

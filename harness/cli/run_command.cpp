@@ -2,13 +2,13 @@
 
 #include <memory>
 
+#include "base/errors.h"
+#include "base/store/store.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/diagnostics_option.h"
 #include "harness/cli/run_flags.h"
 #include "harness/config/run_config.h"
-#include "harness/errors.h"
 #include "harness/runner/sweep_runner.h"
-#include "harness/store/store.h"
 
 namespace lpbench::cli {
 

@@ -62,6 +62,10 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
   run.add_flag("!--no-memory-plan", config.memory_plan,
                "Run what the memory plan says cannot fit (to test the device's limit: the run "
                "ends oom and the sweep goes on)");
+  run.add_option("--memory-budget-gib", config.memory_budget_gib,
+                 "Plan memory against this many GiB instead of the device's (a GPU shared with "
+                 "other jobs): what does not fit is refused, and recipes that do not fit together "
+                 "run one after another, each built when its turn comes");
   run.add_flag("!--no-interleave", config.interleave,
                "Run the recipes one after another instead of step by step in turn");
   return run.add_option("--label", label,

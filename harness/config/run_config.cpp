@@ -8,8 +8,8 @@
 #include <cmath>
 #include <functional>
 
-#include "harness/env/device_memory.h"
-#include "harness/errors.h"
+#include "base/errors.h"
+#include "harness/env/usable_memory.h"
 #include "harness/timing/trace.h"
 #include "workloads/data/token_file.h"
 #include "workloads/models/hf_config.h"
@@ -85,9 +85,11 @@ void plan_memory(ResolvedWorkload& w, const ResolvedRun& run) {
     advice += batch > 0
                   ? fmt::format("the largest --micro-batch that fits at this depth is {}", batch)
                   : std::string("at this depth no micro-batch fits at this sequence length");
-    throw InputError(fmt::format("{} under {} needs about {} but {} has {:.1f} GiB; {}",
-                                 w.spec.text(), run.recipes[worst].name, e.describe(),
-                                 run.device.str(), budget, advice));
+    const std::string room = run.config.memory_budget_gib > 0.0
+                                 ? fmt::format("--memory-budget-gib allows {:.1f} GiB", budget)
+                                 : fmt::format("{} has {:.1f} GiB", run.device.str(), budget);
+    throw InputError(fmt::format("{} under {} needs about {} but {}; {}", w.spec.text(),
+                                 run.recipes[worst].name, e.describe(), room, advice));
   }
   if (w.interleave && run.recipes.size() > 1 && persistent + peak_step > budget) {
     w.interleave = false;
@@ -223,6 +225,15 @@ ResolvedRun resolve(const RunConfig& config) {
   }
   run.device = resolve_device(config.device);
   run.device_memory_gib = env::usable_memory_gib(run.device);
+  if (config.memory_budget_gib > 0.0) {
+    if (config.memory_budget_gib > run.device_memory_gib) {
+      throw InputError(fmt::format(
+          "--memory-budget-gib {:.1f} is more than {} has ({:.1f} GiB usable); give at most that, "
+          "or --no-memory-plan to run past the plan",
+          config.memory_budget_gib, run.device.str(), run.device_memory_gib));
+    }
+    run.device_memory_gib = config.memory_budget_gib;
+  }
   for (ResolvedWorkload& w : run.workloads)
     plan_memory(w, run);
   return run;
@@ -303,6 +314,7 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
       {"int8_gemm", run.config.int8_gemm},
       {"separate_layout_quantize", run.config.separate_layout_quantize},
       {"memory_plan_enforced", run.config.memory_plan},
+      {"memory_budget_gib", run.config.memory_budget_gib},
   };
   if (!w.interleave_note.empty()) json["interleave_note"] = w.interleave_note;
   return json;
@@ -333,6 +345,7 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"trace_step", c.trace_step},
           {"int8_gemm", c.int8_gemm},
           {"separate_layout_quantize", c.separate_layout_quantize},
+          {"memory_budget_gib", c.memory_budget_gib},
           {"interleave", c.interleave}};
 }
 
@@ -362,6 +375,7 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.trace_step = json.value("trace_step", d.trace_step);
   c.int8_gemm = json.value("int8_gemm", d.int8_gemm);
   c.separate_layout_quantize = json.value("separate_layout_quantize", d.separate_layout_quantize);
+  c.memory_budget_gib = json.value("memory_budget_gib", d.memory_budget_gib);
   c.interleave = json.value("interleave", d.interleave);
 }
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "harness/errors.h"
+#include "base/errors.h"
 #include "kernels/int8_backend.h"
 #include "kernels/recipe.h"
 
@@ -62,6 +62,11 @@ void check_run_options(const RunConfig& config) {
   }
   if (!std::isfinite(config.lr) || config.lr < 0.0) {
     throw InputError(fmt::format("--lr must be a positive number, got {}", config.lr));
+  }
+  if (!std::isfinite(config.memory_budget_gib) || config.memory_budget_gib < 0.0) {
+    throw InputError(fmt::format(
+        "--memory-budget-gib must be a positive number of GiB (0: the device's memory), got {}",
+        config.memory_budget_gib));
   }
   if (config.workloads.empty()) throw InputError("no workload given; pass --workload");
 }

@@ -38,6 +38,9 @@ struct RunConfig {
                                    // cublaslt, lpbench, torch (at::_int_mm, the stock baseline)
                                    // for tensor/row scales, wgmma (sm_90: also block scales)
   bool memory_plan = true;         // refuse what cannot fit; off only to test the device's limit
+  // Plan memory against this many GiB instead of the device's (a GPU shared with other jobs, or
+  // a smaller GPU's budget); 0: the device's usable memory.
+  double memory_budget_gib = 0.0;
   // Quantize an operand's two layouts (X and Xᵀ, ...) in separate passes even where one pass
   // could write both: an ablation of that fusion, the same bits either way.
   bool separate_layout_quantize = false;

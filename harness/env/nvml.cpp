@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+
 #include <utility>
 #include <vector>
 
@@ -24,6 +26,18 @@ using ClockFn = NvmlReturn (*)(Device, unsigned int, unsigned int*);
 using TemperatureFn = NvmlReturn (*)(Device, unsigned int, unsigned int*);
 using PowerFn = NvmlReturn (*)(Device, unsigned int*);
 using ReasonsFn = NvmlReturn (*)(Device, unsigned long long*);
+struct Utilization {
+  unsigned gpu = 0;
+  unsigned memory = 0;
+};
+using UtilizationFn = NvmlReturn (*)(Device, Utilization*);
+struct ProcessInfo {  // nvmlProcessInfo_t of the _v3 entry point
+  unsigned pid = 0;
+  unsigned long long used_gpu_memory = 0;
+  unsigned gpu_instance_id = 0;
+  unsigned compute_instance_id = 0;
+};
+using ProcessesFn = NvmlReturn (*)(Device, unsigned*, ProcessInfo*);
 
 template <typename Fn>
 Fn symbol(void* library, const char* name) {
@@ -106,6 +120,26 @@ GpuSample Nvml::sample(int device) const {
     s.throttle_text = describe_throttle_reasons(mask);
   }
   return s;
+}
+
+std::optional<double> Nvml::utilization_pct(int device) const {
+  Device d = handle(device);
+  auto get = symbol<UtilizationFn>(library_, "nvmlDeviceGetUtilizationRates");
+  Utilization u;
+  if (d == nullptr || get == nullptr || get(d, &u) != 0) return std::nullopt;
+  return u.gpu;
+}
+
+std::optional<int64_t> Nvml::other_compute_processes(int device) const {
+  Device d = handle(device);
+  auto get = symbol<ProcessesFn>(library_, "nvmlDeviceGetComputeRunningProcesses_v3");
+  if (d == nullptr || get == nullptr) return std::nullopt;
+  std::vector<ProcessInfo> infos(64);
+  auto count = static_cast<unsigned>(infos.size());
+  if (get(d, &count, infos.data()) != 0) return std::nullopt;
+  // The caller holds a context on this GPU, so one of the processes is this one, whether NVML
+  // lists it under its own pid or (inside a container) under the host's.
+  return std::max<int64_t>(0, static_cast<int64_t>(count) - 1);
 }
 
 bool clock_fell(double first_mhz, double end_mhz, std::optional<uint64_t> reasons) {

@@ -26,6 +26,11 @@ class Nvml {
   std::optional<std::string> driver_version() const;
   std::optional<double> max_sm_clock_mhz(int device) const;
   GpuSample sample(int device) const;
+  // The share of the last sample period in which a kernel ran on the GPU, in percent (every
+  // process's kernels, lpbench's own included).
+  std::optional<double> utilization_pct(int device) const;
+  // Compute processes on the GPU other than this one, which must hold a context on it.
+  std::optional<int64_t> other_compute_processes(int device) const;
 
  private:
   Nvml();

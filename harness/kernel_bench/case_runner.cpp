@@ -8,7 +8,7 @@
 #include <cmath>
 #include <functional>
 
-#include "harness/errors.h"
+#include "base/errors.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/scaled_gemm.h"
 

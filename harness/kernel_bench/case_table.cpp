@@ -7,7 +7,7 @@
 #include <map>
 #include <tuple>
 
-#include "harness/errors.h"
+#include "base/errors.h"
 #include "kernels/torch/gemm.h"
 #include "kernels/torch/quantize.h"
 #include "workloads/levels/workload.h"

@@ -11,16 +11,16 @@
 #include <memory>
 #include <regex>
 
+#include "base/env/time_stamp.h"
+#include "base/errors.h"
+#include "base/stats/stats.h"
+#include "base/store/store.h"
 #include "harness/cli/parse_command_line.h"
 #include "harness/config/run_config.h"
-#include "harness/env/provenance.h"
-#include "harness/env/time_stamp.h"
-#include "harness/errors.h"
+#include "harness/env/provenance_probe.h"
 #include "harness/kernel_bench/case_runner.h"
 #include "harness/kernel_bench/case_table.h"
 #include "harness/kernel_bench/result_record.h"
-#include "harness/store/store.h"
-#include "harness/timing/stats.h"
 #include "harness/timing/step_timer.h"
 #include "kernels/torch/scaled_gemm.h"
 
@@ -145,7 +145,7 @@ void run_case(benchmark::State& state, size_t index) {
   }
   const std::vector<double> mine(outcome.samples_ms.begin() + static_cast<std::ptrdiff_t>(first),
                                  outcome.samples_ms.end());
-  const double seconds = timing::summarize(mine).median / 1e3;
+  const double seconds = stats::summarize(mine).median / 1e3;
   const KernelCase& c = suite.cases[index];
   if (seconds > 0) {
     if (c.op == Op::gemm)
@@ -170,6 +170,9 @@ class StoreReporter : public benchmark::ConsoleReporter {
       if (it == suite_.by_name.end()) continue;
       CaseOutcome& outcome = suite_.outcomes[it->second];
       ++outcome.repetitions_seen;
+      // Used only where the case was timed (a failed case records no time at all).
+      outcome.cpu_seconds += run.cpu_accumulated_time;
+      outcome.cpu_iterations += run.iterations;
       if (outcome.status != "ok" || outcome.repetitions_seen >= run.repetitions) {
         suite_.write(it->second);
       }

@@ -3,7 +3,7 @@
 
 #include <exception>
 
-#include "harness/errors.h"
+#include "base/errors.h"
 #include "harness/kernel_bench/kernel_suite.h"
 
 int main(int argc, char** argv) {

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/timing/stats.h"
+#include "base/stats/stats.h"
 
 namespace lpbench::kernel_bench {
 
@@ -64,15 +64,21 @@ store::KernelResultRecord make_record(const KernelCase& c, const CaseOutcome& ou
     r.reason = "no timed iteration was recorded";
   }
   r.samples = static_cast<int64_t>(outcome.samples_ms.size());
+  r.repetitions = outcome.repetitions_seen;
   if (timed) {
-    const timing::Summary s = timing::summarize(outcome.samples_ms);
+    const stats::Summary s = stats::summarize(outcome.samples_ms);
     r.median_ms = s.median;
     r.p10_ms = s.p10;
     r.p90_ms = s.p90;
     const double seconds = s.median / 1e3;
     if (c.op == Op::gemm && seconds > 0) r.tflops = c.flops() / seconds / 1e12;
     if (seconds > 0) r.gb_s = c.bytes() / seconds / 1e9;
-    config["mean_ms"] = s.mean;
+    r.mean_ms = s.mean;
+    // An iteration calls the case once per buffer set; the CPU time is per call, like the times.
+    if (outcome.cpu_iterations > 0 && outcome.buffer_sets > 0) {
+      r.cpu_ms = 1e3 * outcome.cpu_seconds / static_cast<double>(outcome.cpu_iterations) /
+                 static_cast<double>(outcome.buffer_sets);
+    }
     config["min_ms"] = s.min;
     config["max_ms"] = s.max;
   }

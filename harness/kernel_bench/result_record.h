@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "base/store/records.h"
 #include "harness/kernel_bench/case_table.h"
 #include "harness/kernel_bench/validation.h"
-#include "harness/store/records.h"
 
 namespace lpbench::kernel_bench {
 
@@ -20,6 +20,9 @@ struct CaseOutcome {
   int64_t buffer_sets = 0;
   std::optional<Check> check;
   int64_t repetitions_seen = 0;
+  // This process's CPU time over the timed iterations, as Google Benchmark measured it.
+  double cpu_seconds = 0.0;
+  int64_t cpu_iterations = 0;
   bool written = false;
 };
 

@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "harness/errors.h"
+#include "base/errors.h"
 #include "kernels/recipe.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/model_config.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/store/records.h"
+#include "base/store/records.h"
 #include "kernels/torch/operand_diagnostics.h"
 
 // `--diagnostics=K`: which steps are sampled, and how their figures are named in step_metrics.

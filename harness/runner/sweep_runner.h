@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "base/store/store.h"
 #include "harness/config/run_config.h"
-#include "harness/store/store.h"
 
 namespace lpbench::runner {
 

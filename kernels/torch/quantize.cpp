@@ -5,6 +5,7 @@
 
 #ifdef LPBENCH_CUDA_GLUE
 #include <c10/cuda/CUDAStream.h>
+#include "kernels/torch/cuda_types.h"
 
 #include "kernels/cuda/quantize.cuh"
 #endif
@@ -18,20 +19,6 @@ int64_t ceil_div(int64_t a, int64_t b) {
 }
 
 #ifdef LPBENCH_CUDA_GLUE
-cuda::DType cuda_type(NumberFormat format) {
-  switch (format) {
-    case NumberFormat::int8:
-      return cuda::DType::int8;
-    case NumberFormat::fp8_e4m3:
-      return cuda::DType::fp8_e4m3;
-    case NumberFormat::fp8_e5m2:
-      return cuda::DType::fp8_e5m2;
-    case NumberFormat::bf16:
-      break;
-  }
-  TORCH_CHECK(false, "quantize: BF16 is not a quantized format");
-}
-
 // The quantization of `input` (transposed with `transpose`) into fresh tensors, and with
 // `with_transpose` the transposed copy too (first: as asked; second: its transpose).
 std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x,
@@ -62,7 +49,7 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
   args.cols = input.size(1);
   args.ld = input.stride(0);
   args.transpose = transpose;
-  args.out_type = cuda_type(spec.format);
+  args.out_type = cuda_type(spec.format, "quantize");
   args.block_rows = spec.block_rows;
   args.block_cols = spec.block_cols;
   args.values = q.values.data_ptr();

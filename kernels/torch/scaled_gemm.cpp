@@ -13,6 +13,7 @@
 #ifdef LPBENCH_CUDA_GLUE
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include "kernels/torch/cuda_types.h"
 
 #include "kernels/cublaslt/gemm.h"
 #include "kernels/cuda/scaled_gemm.cuh"
@@ -30,20 +31,6 @@ bool scales_along_k(const Quantized& q) {
 }
 
 #ifdef LPBENCH_CUDA_GLUE
-
-cuda::DType cuda_type(NumberFormat format) {
-  switch (format) {
-    case NumberFormat::int8:
-      return cuda::DType::int8;
-    case NumberFormat::fp8_e4m3:
-      return cuda::DType::fp8_e4m3;
-    case NumberFormat::fp8_e5m2:
-      return cuda::DType::fp8_e5m2;
-    case NumberFormat::bf16:
-      break;
-  }
-  TORCH_CHECK(false, "scaled_gemm: BF16 operands are not quantized");
-}
 
 cuda::DType out_type(at::ScalarType dtype) {
   TORCH_CHECK(dtype == at::kBFloat16 || dtype == at::kFloat, "scaled_gemm: BF16 or FP32 out");
@@ -159,11 +146,11 @@ cublaslt::Fp8GemmArgs fp8_args(const Quantized& a, const at::Tensor& a_scales, c
                                const at::Tensor& b_scales, const at::Tensor& c) {
   cublaslt::Fp8GemmArgs args;
   args.a = a.values.data_ptr();
-  args.a_type = cuda_type(a.spec.format);
+  args.a_type = cuda_type(a.spec.format, "scaled_gemm");
   args.a_scales = a_scales.data_ptr<float>();
   args.a_mode = scale_mode(a);
   args.b = b.values.data_ptr();
-  args.b_type = cuda_type(b.spec.format);
+  args.b_type = cuda_type(b.spec.format, "scaled_gemm");
   args.b_scales = b_scales.data_ptr<float>();
   args.b_mode = scale_mode(b);
   args.m = a.rows();

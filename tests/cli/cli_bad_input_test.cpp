@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "harness/store/migrations.h"
+#include "base/store/migrations.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
@@ -135,7 +135,9 @@ TEST_F(CliBadInput, ReportCompareExportReproduceAndLabels) {
        {"compare", "--db", db_, "--baseline", "sweep:1", "--candidate", "sweep:1", "--junit",
         dir_ / "no-such-dir/j.xml"},
        "does not exist"},
-      {"export json", {"export", "--db", db_, "--format", "json", "--out", dir_ / "x"}, "unknown; use csv"},
+      {"export json",
+       {"export", "--db", db_, "--format", "json", "--out", dir_ / "x"},
+       "unknown; use csv"},
       {"export out is a file", {"export", "--db", db_, "--out", notes}, "is not a folder"},
       {"reproduce unknown table", {"reproduce", "paper9", "--db", db_}, "unknown table 'paper9'"},
       {"reproduce no table", {"reproduce", "--db", db_}, "name a table"},

@@ -4,11 +4,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 #include "tests/support/nightly_history.h"
 #include "tests/support/process.h"
+#include "tests/support/run_record.h"
 #include "tests/support/temp_dir.h"
 
 namespace lpbench {
@@ -55,6 +57,38 @@ TEST(CliCompare, ExitCodesAndFilesForARegressionSameAndNoHistory) {
                                        "commit:ffff", "--candidate", "sweep:1"});
   EXPECT_EQ(no_history.exit_code, 3) << no_history.out << no_history.err;
   EXPECT_NE(no_history.out.find("UNSURE"), std::string::npos) << no_history.out;
+}
+
+// Two single runs of different workloads: no verdict, one line saying why, exit 2 and the
+// database untouched; --allow-mismatch judges them with a warning in the verdict.
+TEST(CliCompare, UnlikeRunsAreRefusedWithExitTwoUnlessAllowed) {
+  TempDir dir;
+  const std::string db = dir / "c.db";
+  {
+    store::Store store = store::Store::open(db, store::Store::Mode::write);
+    const int64_t sweep = store.add_sweep({0, "2026-11-25T03:00:00.000Z", "lpbench run", "h", "0"});
+    for (const char* workload : {"model:tiny", "layer:tiny"}) {
+      store::RunRecord r = testing::test_run_record(sweep, "bf16");
+      r.workload = workload;
+      r.tokens_per_step = 128;
+      const int64_t run = store.add_run(r);
+      for (int step = 0; step < 12; ++step)
+        store.add_step({run, step, step < 2, 3.0, 10.0 + step % 3, 128, 1e-3, 0.5, {}, {}});
+      store.finish_run(run, store::RunStatus::ok, std::nullopt);
+    }
+  }
+  const std::string before = testing::read_file(db);
+  const auto refused = run_process(
+      {LPBENCH_BINARY, "compare", "--db", db, "--baseline", "run:1", "--candidate", "run:2"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+  EXPECT_NE(refused.err.find("workload layer:tiny against model:tiny"), std::string::npos)
+      << refused.err;
+  EXPECT_EQ(testing::read_file(db), before);
+  const auto allowed = run_process({LPBENCH_BINARY, "compare", "--db", db, "--baseline", "run:1",
+                                    "--candidate", "run:2", "--allow-mismatch"});
+  EXPECT_NE(allowed.exit_code, 2) << allowed.err;
+  EXPECT_NE(allowed.out.find("**WARNING** (--allow-mismatch)"), std::string::npos) << allowed.out;
 }
 
 }  // namespace

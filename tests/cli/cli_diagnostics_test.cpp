@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 #include "tests/support/process.h"
 #include "tests/support/programs.h"
 #include "tests/support/temp_dir.h"

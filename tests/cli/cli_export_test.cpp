@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 #include "tests/support/csv.h"
 #include "tests/support/nightly_history.h"
 #include "tests/support/process.h"

@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 #include "tests/support/process.h"
 #include "tests/support/sqlite_query.h"
 #include "tests/support/temp_dir.h"

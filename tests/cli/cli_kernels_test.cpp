@@ -5,12 +5,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 #include <sstream>
 
+#include "base/store/store.h"
 #include "harness/kernel_bench/case_table.h"
-#include "harness/store/store.h"
 #include "tests/support/process.h"
 #include "tests/support/programs.h"
 #include "tests/support/temp_dir.h"
@@ -157,8 +159,9 @@ TEST(CliKernels, TinyCpuRunWritesRowsThatReadBackAndSkipsFp8WithItsReason) {
   EXPECT_NE(report.out.find("needs FP8 tensor cores"), std::string::npos);
   EXPECT_EQ(report.out.find("No runs were recorded"), std::string::npos);
 
-  // Exported in Google Benchmark's format: one benchmark per stored row, the median as real_time,
-  // skipped rows as errors with their reason; and as CSV, one line per row.
+  // Exported in Google Benchmark's format: one benchmark per stored row with only what was
+  // measured (the mean and this process's CPU time per call, the timed calls, the repetitions),
+  // skipped rows as errors with their reason and no time; and as CSV, one line per row.
   const std::string out = dir / "export";
   const auto exported =
       run_process({LPBENCH_BINARY, "export", "--db", db, "--format", "gbench-json", "--out", out});
@@ -169,11 +172,18 @@ TEST(CliKernels, TinyCpuRunWritesRowsThatReadBackAndSkipsFp8WithItsReason) {
     const auto& r = by_name.at(b.at("name").get<std::string>());
     EXPECT_EQ(b.at("time_unit"), "ms");
     if (r.status == "ok") {
-      EXPECT_DOUBLE_EQ(b.at("real_time").get<double>(), *r.median_ms) << r.name;
+      ASSERT_TRUE(r.mean_ms && r.cpu_ms && r.repetitions) << r.name;
+      EXPECT_DOUBLE_EQ(b.at("real_time").get<double>(), *r.mean_ms) << r.name;
+      EXPECT_DOUBLE_EQ(b.at("cpu_time").get<double>(), *r.cpu_ms) << r.name;
+      EXPECT_GT(*r.cpu_ms, 0.0) << r.name;  // measured: the CPU does the work here
+      EXPECT_DOUBLE_EQ(b.at("median_ms").get<double>(), *r.median_ms) << r.name;
+      EXPECT_EQ(b.at("iterations").get<int64_t>(), r.samples) << r.name;
+      EXPECT_EQ(b.at("repetitions").get<int64_t>(), *r.repetitions) << r.name;
       EXPECT_FALSE(b.contains("error_occurred")) << r.name;
     } else {
       EXPECT_TRUE(b.at("error_occurred").get<bool>()) << r.name;
       EXPECT_EQ(b.at("error_message").get<std::string>(), r.reason.value_or("")) << r.name;
+      EXPECT_FALSE(b.contains("real_time") || b.contains("cpu_time")) << r.name;
     }
   }
   const auto csv =
@@ -184,6 +194,43 @@ TEST(CliKernels, TinyCpuRunWritesRowsThatReadBackAndSkipsFp8WithItsReason) {
             static_cast<std::ptrdiff_t>(rows.size() + 1));
   EXPECT_NE(kernels_csv.find("gemm/tiny/qkv/fprop/T16/int8-tensor/with_quantization"),
             std::string::npos);
+}
+
+// Google Benchmark's own comparison tool (tools/compare.py, Debian's libbenchmark-tools) reads
+// the export of two kernel-suite runs and compares every timed case by its time and CPU time.
+TEST(CliKernels, GoogleBenchmarksCompareReadsTheExport) {
+  const std::string compare_py = "/usr/share/benchmark/compare.py";
+  const auto python = testing::find_on_path({"python3"});
+  if (access(compare_py.c_str(), R_OK) != 0 || !python) {
+    GTEST_SKIP() << "no " << compare_py << " (scripts/setup installs libbenchmark-tools)";
+  }
+  const testing::ScopedEnv one_thread("OMP_NUM_THREADS", "1");
+  TempDir dir;
+  std::vector<std::string> files;
+  for (const char* name : {"a", "b"}) {
+    const std::string db = dir / (std::string(name) + ".db");
+    const auto run = run_process({LPBENCH_KERNELS_BINARY, "--models", "tiny", "--tokens", "16",
+                                  "--recipes", "int8-tensor", "--device", "cpu", "--iterations",
+                                  "3", "--benchmark_filter=qkv/fprop", "--db", db});
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+    const std::string out = dir / name;
+    const auto exported = run_process(
+        {LPBENCH_BINARY, "export", "--db", db, "--format", "gbench-json", "--out", out});
+    ASSERT_EQ(exported.exit_code, 0) << exported.err;
+    files.push_back(out + "/kernels.json");
+  }
+  // Debian's python3 has the scipy that compare.py imports.
+  const std::string interpreter =
+      access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : *python;
+  const auto compared = run_process({interpreter, compare_py, "benchmarks", files[0], files[1]});
+  ASSERT_EQ(compared.exit_code, 0) << compared.out << compared.err;
+  for (const char* name :
+       {"gemm/tiny/qkv/fprop/T16/bf16", "gemm/tiny/qkv/fprop/T16/int8-tensor/prequantized",
+        "gemm/tiny/qkv/fprop/T16/int8-tensor/with_quantization"}) {
+    EXPECT_NE(compared.out.find(name), std::string::npos) << name << "\n" << compared.out;
+  }
+  EXPECT_NE(compared.out.find("Time"), std::string::npos) << compared.out;
+  EXPECT_NE(compared.out.find("CPU"), std::string::npos) << compared.out;
 }
 
 TEST(CliKernels, ExportingKernelsFromADatabaseWithoutThemIsOneLineAndExitTwo) {

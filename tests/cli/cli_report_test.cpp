@@ -8,7 +8,7 @@
 #include <cmath>
 #include <set>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 #include "tests/support/process.h"
 #include "tests/support/programs.h"
 #include "tests/support/temp_dir.h"
@@ -54,9 +54,9 @@ TEST(CliReport, WritesTablesAndChartsAndThePageRendersInChromium) {
   const std::string out = dir / "out";
   const auto report = run_process({LPBENCH_BINARY, "report", "--db", db, "--out", out});
   ASSERT_EQ(report.exit_code, 0) << report.err;
-  for (const char* file :
-       {"report.md", "report.html", "sweep-1-loss.svg", "sweep-1-loss-gap.svg",
-        "sweep-1-speedup.svg", "nightly-step-ms.svg", "nightly-tokens-per-s.svg"}) {
+  for (const char* file : {"report.md", "report.html", "sweep-1-loss.svg", "sweep-1-loss-gap.svg",
+                           "sweep-1-speedup.svg", "sweep-1-memory.svg", "nightly-step-ms.svg",
+                           "nightly-tokens-per-s.svg"}) {
     EXPECT_TRUE(exists(out + "/" + file)) << file;
   }
   const std::string md = read_file(out + "/report.md");
@@ -82,7 +82,8 @@ TEST(CliReport, WritesTablesAndChartsAndThePageRendersInChromium) {
     EXPECT_NE(html.find(median_text), std::string::npos) << r.recipe << " " << median_text;
     EXPECT_NE(html.find(loss_text), std::string::npos) << r.recipe << " " << loss_text;
   }
-  EXPECT_EQ(svgs_with_paths(html), 5);
+  // CPU runs record what torch's CPU allocator held, so the memory chart is drawn too.
+  EXPECT_EQ(svgs_with_paths(html), 6);
 
   const std::optional<std::string> chromium =
       testing::find_on_path({"chromium", "chromium-browser", "google-chrome"});
@@ -95,10 +96,10 @@ TEST(CliReport, WritesTablesAndChartsAndThePageRendersInChromium) {
                    "--dump-dom", "file://" + out + "/report.html"});
   ASSERT_EQ(browser.exit_code, 0) << browser.err;
   const std::string& dom = browser.out;
-  EXPECT_NE(dom.find("data-charts=\"5\""), std::string::npos) << dom.substr(dom.size() - 600);
-  EXPECT_NE(dom.find("data-drawn=\"5\""), std::string::npos) << dom.substr(dom.size() - 600);
+  EXPECT_NE(dom.find("data-charts=\"6\""), std::string::npos) << dom.substr(dom.size() - 600);
+  EXPECT_NE(dom.find("data-drawn=\"6\""), std::string::npos) << dom.substr(dom.size() - 600);
   EXPECT_NE(dom.find("data-errors=\"0\""), std::string::npos) << dom.substr(dom.size() - 600);
-  EXPECT_EQ(svgs_with_paths(dom), 5);
+  EXPECT_EQ(svgs_with_paths(dom), 6);
   EXPECT_EQ(browser.err.find(":CONSOLE"), std::string::npos) << browser.err;
 }
 
@@ -162,7 +163,8 @@ TEST(CliReport, HotspotsAndKernelTablesReachReportMdAndHtml) {
   for (const std::string* file : {&md, &html}) {
     EXPECT_NE(file->find("Kernel benchmarks: GEMMs"), std::string::npos) << *file;
     EXPECT_NE(file->find("1.00× (twin)"), std::string::npos);
-    EXPECT_NE(file->find("they are not a hardware"), std::string::npos);
+    EXPECT_NE(file->find("their times are not a hardware"), std::string::npos);
+    EXPECT_NE(file->find("cpu-aten-mm †"), std::string::npos);  // the CPU rows are marked
     EXPECT_EQ(file->find("No runs were recorded"), std::string::npos);
   }
 }

@@ -1,7 +1,7 @@
 // `lpbench reproduce`: every published table's dry run, and a table run through the runner.
 #include <gtest/gtest.h>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 #include "tests/support/process.h"
 #include "tests/support/programs.h"
 #include "tests/support/temp_dir.h"
@@ -105,6 +105,8 @@ TEST(CliReproduce, ATableFromAFileRunsThroughTheRunner) {
   EXPECT_TRUE(has(run.out, "depth 2 of 4 layers")) << run.out;
   EXPECT_TRUE(has(run.out, "seq len 16 (published: 2048)")) << run.out;
   EXPECT_TRUE(has(run.out, "(published: a test machine)")) << run.out;
+  // The CPU emulated the INT8 products: the row says so beside the device.
+  EXPECT_TRUE(has(run.out, "device CPU (quantized products emulated)")) << run.out;
 
   const store::Store store = store::Store::open(db, store::Store::Mode::read);
   ASSERT_EQ(store.sweeps().size(), 1U);

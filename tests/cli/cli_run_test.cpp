@@ -6,7 +6,7 @@
 #include <numeric>
 #include <thread>
 
-#include "harness/store/store.h"
+#include "base/store/store.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 

@@ -10,10 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/errors.h"
 #include "harness/cli/parse_command_line.h"
 #include "harness/cli/run_flags.h"
 #include "harness/config/run_options.h"
-#include "harness/errors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> args{"lpbench", "run"};

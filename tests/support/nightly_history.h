@@ -6,8 +6,8 @@
 #include <random>
 #include <string>
 
-#include "harness/env/process.h"
-#include "harness/store/store.h"
+#include "base/env/process.h"
+#include "base/store/store.h"
 #include "tests/support/run_record.h"
 
 namespace lpbench::testing {

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string>
 
-#include "harness/env/process.h"
-#include "harness/store/records.h"
+#include "base/env/process.h"
+#include "base/store/records.h"
 
 namespace lpbench::testing {
 

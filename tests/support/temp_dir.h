@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-// Test helpers on POSIX calls, not std::filesystem (see harness/env/files.h for why).
+// Test helpers on POSIX calls, not std::filesystem (see base/env/files.h for why).
 namespace lpbench::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it at scope exit.

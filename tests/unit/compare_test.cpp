@@ -1,11 +1,13 @@
 // compare's verdicts and exit codes on synthetic histories written through the store.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <random>
 
-#include "harness/env/process.h"
-#include "harness/errors.h"
-#include "harness/store/store.h"
+#include "base/env/process.h"
+#include "base/errors.h"
+#include "base/store/store.h"
 #include "reports/compare.h"
 #include "reports/compare_render.h"
 #include "reports/selection.h"
@@ -28,6 +30,10 @@ class History {
     store::RunStatus status = store::RunStatus::ok;
     std::string recipe = "bf16";
     std::string commit = "0123456789abcdef";
+    std::string workload = "model:tiny";
+    int seq_len = 64;
+    std::string gpu = "NVIDIA H100";
+    std::optional<std::string> contention;
   };
 
   // One sweep with one run per spec; returns the sweep's id.
@@ -38,21 +44,21 @@ class History {
     for (const RunSpec& spec : runs) {
       store::RunRecord r;
       r.sweep_id = id;
-      r.workload = "model:tiny";
+      r.workload = spec.workload;
       r.recipe = spec.recipe;
       r.device = "cuda:0";
       r.config_json = fmt::format(
-          R"({{"training":{{"steps":{},"seed":0,"micro_batch":8,"seq_len":64,"lr":0.003}}}})",
-          spec.steps);
+          R"({{"training":{{"steps":{},"seed":0,"micro_batch":8,"seq_len":{},"lr":0.003}}}})",
+          spec.steps, spec.seq_len);
       r.started_at = "2026-11-01T00:00:00.000Z";
       r.pid = self.pid;
       r.process_start = self.start;
       r.provenance.host = env::host_name();
       r.provenance.git_commit = spec.commit;
-      r.provenance.gpu_name = "NVIDIA H100";
+      r.provenance.gpu_name = spec.gpu;
       r.provenance.torch_version = "2.11.0";
       r.provenance.lpbench_version = "0";
-      r.tokens_per_step = 512;
+      r.tokens_per_step = 8 * spec.seq_len;
       r.data = "synthetic";
       const int64_t run = store_.add_run(r);
       std::normal_distribution<double> noise(spec.median_ms, spec.noise_ms);
@@ -61,6 +67,7 @@ class History {
         store_.add_step({run, step, warmup, spec.loss, warmup ? 10 * spec.median_ms : noise(rng_),
                          512, 1e-3, 1.0, spec.peak_gib, spec.peak_gib});
       }
+      if (spec.contention) store_.set_contention(run, spec.contention);
       store_.finish_run(
           run, spec.status,
           spec.status == store::RunStatus::ok ? std::nullopt : std::optional<std::string>("boom"));
@@ -68,10 +75,11 @@ class History {
     return id;
   }
 
-  Comparison compare(const std::string& baseline, const std::string& candidate) {
+  Comparison compare(const std::string& baseline, const std::string& candidate,
+                     const ComparePolicy& policy = {}) {
     const Selection b = parse_selection(baseline, "--baseline");
     const Selection c = parse_selection(candidate, "--candidate");
-    return compare_runs(store_, select_runs(store_, b, c), baseline, candidate);
+    return compare_runs(store_, select_runs(store_, b, c), baseline, candidate, policy);
   }
 
   store::Store& store() { return store_; }
@@ -262,6 +270,80 @@ TEST(Compare, TwoSingleRunsAreComparedWhateverTheirRecipe) {
   ASSERT_EQ(c.groups.size(), 1U);
   EXPECT_EQ(c.groups[0].recipe, "bf16 → int8-tensor");
   EXPECT_EQ(metric(c, Metric::step_ms).verdict, Verdict::improved);
+}
+
+// Runs of another workload, step size or GPU model are not judged against each other (exit 2),
+// unless allowed, and then every verdict carries a warning.
+TEST(Compare, RunsThatAreNotAlikeAreRefusedUnlessAllowed) {
+  History h;
+  History::RunSpec base;
+  History::RunSpec other_workload;
+  other_workload.workload = "layer:tiny";
+  other_workload.median_ms = 50.0;
+  History::RunSpec other_size;
+  other_size.seq_len = 128;
+  History::RunSpec other_gpu;
+  other_gpu.gpu = "NVIDIA H200";
+  h.sweep({base, other_workload, other_size, other_gpu});
+  for (const auto& [run, words] : std::vector<std::pair<std::string, std::string>>{
+           {"run:2", "workload layer:tiny against model:tiny"},
+           {"run:3", "size micro-batch 8 × seq-len 128 against micro-batch 8 × seq-len 64"},
+           {"run:4", "GPU NVIDIA H200 against NVIDIA H100"}}) {
+    try {
+      h.compare("run:1", run);
+      ADD_FAILURE() << run << " was judged against run 1";
+    } catch (const InputError& error) {
+      const std::string text = error.what();
+      EXPECT_NE(text.find(words), std::string::npos) << text;
+      EXPECT_NE(text.find("--allow-mismatch"), std::string::npos) << text;
+    }
+  }
+  ComparePolicy allow;
+  allow.allow_mismatch = true;
+  const Comparison c = h.compare("run:1", "run:2", allow);
+  ASSERT_EQ(c.warnings.size(), 1U);
+  EXPECT_NE(render_compare_markdown(c).find("**WARNING** (--allow-mismatch): run 2 and run 1 are "
+                                            "not alike (workload layer:tiny against model:tiny)"),
+            std::string::npos)
+      << render_compare_markdown(c);
+  EXPECT_NE(render_compare_junit(c).find("WARNING (--allow-mismatch)"), std::string::npos);
+}
+
+// Four identical sweeps, the last measured while other jobs shared the machine and 7 % slower:
+// compare names the run and does not call a regression on that evidence alone.
+TEST(Compare, ARunMeasuredUnderContentionIsNoRegressionOnItsOwn) {
+  History h;
+  const std::string baseline = five_nights(h);
+  History::RunSpec busy;
+  busy.median_ms = 107.0;
+  busy.contention = "other processes used 52 % of the 2 CPUs' time (load average 3.1)";
+  const int64_t candidate = h.sweep({busy});
+  const Comparison c = h.compare(baseline, fmt::format("sweep:{}", candidate));
+  const MetricResult& step = metric(c, Metric::step_ms);
+  EXPECT_EQ(step.verdict, Verdict::unsure);
+  EXPECT_NE(step.reason.find("it would read SLOWER"), std::string::npos) << step.reason;
+  EXPECT_NE(step.reason.find(fmt::format("run {}: other processes used 52 %", candidate)),
+            std::string::npos)
+      << step.reason;
+  EXPECT_EQ(c.regressions(), 0);
+  EXPECT_EQ(c.exit_code(), 3);
+}
+
+// A shift the U test finds significant but that lies inside the p10–p90 spreads is "same" in the
+// report, so compare does not call it faster or slower either.
+TEST(Compare, AShiftInsideTheSpreadsIsNeverFasterOrSlower) {
+  History h;
+  History::RunSpec base;
+  base.steps = 400;
+  base.noise_ms = 3.0;
+  History::RunSpec slightly_slower = base;
+  slightly_slower.median_ms = 103.0;
+  h.sweep({base, slightly_slower});
+  const Comparison c = h.compare("run:1", "run:2");
+  const MetricResult& step = metric(c, Metric::step_ms);
+  EXPECT_EQ(step.verdict, Verdict::unsure) << step.change;
+  EXPECT_NE(step.reason.find("inside the p10–p90 spreads"), std::string::npos) << step.reason;
+  EXPECT_NE(step.change.find("speedup 0.97×"), std::string::npos) << step.change;
 }
 
 TEST(Compare, CommitAndSinceSelectRuns) {

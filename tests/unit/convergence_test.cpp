@@ -2,6 +2,8 @@
 // a diverged run, one BF16 seed (said so), and no BF16 at all.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "reports/convergence.h"
 
 namespace lpbench::reports {

@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "harness/errors.h"
+#include "base/errors.h"
 #include "harness/kernel_bench/case_runner.h"
 #include "harness/kernel_bench/case_table.h"
 #include "harness/kernel_bench/result_record.h"

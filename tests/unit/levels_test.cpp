@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "kernels/profiling/range.h"
 #include "kernels/recipe.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/decoder.h"
@@ -53,6 +54,47 @@ TEST_P(EveryLevel, RunsStepsWithFiniteOutputs) {
   for (const auto& d : workload->modules())
     any_quantized = any_quantized || d.quantized;
   EXPECT_EQ(any_quantized, int8);
+}
+
+// The gemm level quantizes its BF16 operands inside every step, as a training step does (each
+// of X, W and dY once for both layouts under int8-tensor), unless it is the prequantized variant.
+TEST(GemmLevel, QuantizesInsideEveryStepUnlessPrequantized) {
+  const TrainingOptions o = small_options();
+  const auto quantize_calls_per_step = [&](const char* workload, const char* recipe) {
+    const WorkloadSpec spec = parse_workload(workload);
+    auto level =
+        make_workload(spec, builtin_model("tiny"), kernels::recipe_by_name(recipe), o, torch::kCPU);
+    profiling::set_region_timing(true, c10::Device(c10::kCPU));
+    (void)profiling::take_region_times();
+    (void)level->step(0);
+    (void)level->step(1);
+    int64_t calls = 0;
+    for (const profiling::RegionTime& r : profiling::take_region_times()) {
+      if (r.key == "quantize") calls += r.calls;
+    }
+    profiling::set_region_timing(false, c10::Device(c10::kCPU));
+    return calls / 2;
+  };
+  const int64_t linears = static_cast<int64_t>(linear_shapes(builtin_model("tiny")).size());
+  EXPECT_EQ(quantize_calls_per_step("gemm:tiny", "int8-tensor"), 3 * linears);
+  EXPECT_EQ(quantize_calls_per_step("gemm:tiny:down", "int8-tensor"), 3);
+  EXPECT_EQ(quantize_calls_per_step("gemm:64x32x48", "int8-tensor"), 2);
+  EXPECT_EQ(quantize_calls_per_step("gemm:tiny:prequantized", "int8-tensor"), 0);
+  EXPECT_EQ(quantize_calls_per_step("gemm:tiny", "bf16"), 0);
+}
+
+TEST(GemmLevel, ThePrequantizedVariantIsNamedWhereverTheWorkloadIs) {
+  const WorkloadSpec spec = parse_workload("gemm:tiny:down:prequantized");
+  EXPECT_TRUE(spec.prequantized);
+  EXPECT_EQ(spec.part, "down");
+  EXPECT_EQ(spec.text(), "gemm:tiny:down:prequantized");
+  EXPECT_EQ(parse_workload("gemm:64x32x48:prequantized").text(), "gemm:64x32x48:prequantized");
+  EXPECT_FALSE(parse_workload("gemm:tiny").prequantized);
+  EXPECT_THROW(parse_workload("layer:tiny:prequantized"), std::invalid_argument);
+  auto level = make_workload(spec, builtin_model("tiny"), kernels::recipe_by_name("int8-tensor"),
+                             small_options(), torch::kCPU);
+  EXPECT_NE(level->shape_description().find("(prequantized)"), std::string::npos);
+  EXPECT_NE(level->modules().at(0).reason.find("quantized once"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(

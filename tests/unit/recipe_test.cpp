@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "base/store/records.h"
 #include "kernels/recipe.h"
+#include "kernels/torch/scaled_gemm.h"
 
 namespace lpbench::kernels {
 namespace {
@@ -94,6 +96,28 @@ TEST(ParseRecipe, NamesWhatIsWrong) {
   EXPECT_NE(error_of("int8-tensor:ratio=4").find("int8-fallback only"), std::string::npos);
   EXPECT_NE(error_of("int8-fallback:ratio=0.5").find("above 1"), std::string::npos);
   EXPECT_NE(error_of("int8-tensor:fast").find("unknown modifier 'fast'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lpbench::kernels
+
+namespace lpbench::kernels {
+namespace {
+
+// Whatever a recipe's products run on when the device is the CPU, the store's one predicate reads
+// it as emulated (the report marks such runs), and a BF16 recipe has nothing emulated.
+TEST(RecipeBackends, EveryCpuBackendNameReadsAsEmulated) {
+  std::vector<std::string> names = recipe_names();
+  for (const char* modified : {"int8-tensor:wgrad=bf16", "int8-tensor:fprop=bf16",
+                               "int8-fallback:ratio=8", "fp8-tensor:dgrad=bf16"}) {
+    names.emplace_back(modified);
+  }
+  for (const std::string& name : names) {
+    const Recipe recipe = parse_recipe(name);
+    if (!recipe.gemms.any_quantized()) continue;
+    const std::string backend = gemm_backends(recipe.gemms, at::Device(at::kCPU));
+    EXPECT_TRUE(store::emulated_on_cpu(backend)) << name << ": " << backend;
+  }
 }
 
 }  // namespace

@@ -1,12 +1,15 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <optional>
 #include <string>
 
-#include "harness/env/process.h"
-#include "harness/store/store.h"
+#include "base/env/process.h"
+#include "base/store/store.h"
 #include "reports/run_summary.h"
+#include "reports/speedup.h"
 #include "reports/sweep_report.h"
 #include "reports/text_table.h"
 #include "tests/support/run_record.h"
@@ -15,8 +18,8 @@
 namespace lpbench::reports {
 namespace {
 
-timing::Summary spread(double p10, double median, double p90) {
-  timing::Summary s;
+stats::Summary spread(double p10, double median, double p90) {
+  stats::Summary s;
   s.count = 10;
   s.p10 = p10;
   s.median = median;
@@ -24,11 +27,34 @@ timing::Summary spread(double p10, double median, double p90) {
   return s;
 }
 
-TEST(CompareSpread, ClaimsADifferenceOnlyBeyondTheSpread) {
-  const timing::Summary base = spread(9.0, 10.0, 11.0);
-  EXPECT_EQ(compare_spread(spread(7.0, 8.0, 8.9), base), SpeedVerdict::faster);
-  EXPECT_EQ(compare_spread(spread(11.1, 12.0, 13.0), base), SpeedVerdict::slower);
-  EXPECT_EQ(compare_spread(spread(8.0, 9.5, 10.0), base), SpeedVerdict::same);
+TEST(Speedup, ClaimsADifferenceOnlyBeyondTheSpread) {
+  const stats::Summary base = spread(9.0, 10.0, 11.0);
+  EXPECT_EQ(speedup(base, spread(7.0, 8.0, 8.9)).verdict, SpeedVerdict::faster);
+  EXPECT_EQ(speedup(base, spread(11.1, 12.0, 13.0)).verdict, SpeedVerdict::slower);
+  EXPECT_EQ(speedup(base, spread(8.0, 9.5, 10.0)).verdict, SpeedVerdict::same);
+  const Speedup s = speedup(base, spread(7.0, 8.0, 8.9));
+  EXPECT_DOUBLE_EQ(s.ratio, 1.25);
+  EXPECT_DOUBLE_EQ(s.low, 9.0 / 8.9);
+  EXPECT_DOUBLE_EQ(s.high, 11.0 / 7.0);
+  // Twice the work per step in the same time is twice the speed.
+  EXPECT_DOUBLE_EQ(speedup(base, base, 2.0).ratio, 2.0);
+  EXPECT_EQ(speedup(base, base, 2.0).verdict, SpeedVerdict::faster);
+}
+
+TEST(Speedup, OnlyARunThatEndedOkWithMeasuredStepsCounts) {
+  store::RunRecord run = lpbench::testing::test_run_record(1, "bf16");
+  run.id = 7;
+  run.status = store::RunStatus::ok;
+  EXPECT_FALSE(speedup_refusal(run, spread(1, 2, 3)).has_value());
+  stats::Summary none;
+  EXPECT_EQ(speedup_refusal(run, none), "bf16 run 7 has no measured step");
+  for (const store::RunStatus status :
+       {store::RunStatus::diverged, store::RunStatus::oom, store::RunStatus::failed,
+        store::RunStatus::interrupted, store::RunStatus::running}) {
+    run.status = status;
+    EXPECT_EQ(speedup_refusal(run, spread(1, 2, 3)),
+              "bf16 run 7 ended " + std::string(store::to_string(status)));
+  }
 }
 
 std::vector<store::StepRecord> losses(std::initializer_list<double> values) {
@@ -63,28 +89,48 @@ TEST(TextTable, PadsColumnsAndAlignsNumbersRight) {
   EXPECT_THROW(table.add_row({"only one cell"}), std::invalid_argument);
 }
 
-// A sweep with known step times and losses, through the store, into the rendered table.
-TEST(SweepReport, ShowsTheStoredNumbersWithSpeedupAndLossGap) {
-  lpbench::testing::TempDir dir;
-  store::Store store = store::Store::open(dir / "r.db", store::Store::Mode::write);
-  const int64_t sweep = store.add_sweep({0, "2026-11-22T00:00:00.000Z", "lpbench run", "h", "0"});
-  auto add_run = [&](const std::string& recipe, double ms, double loss) {
-    store::RunRecord r = lpbench::testing::test_run_record(sweep, recipe);
+// A sweep written through the store: runs with known step times and losses.
+class StoredSweep {
+ public:
+  StoredSweep()
+      : store_(store::Store::open(dir_ / "r.db", store::Store::Mode::write)),
+        sweep_(store_.add_sweep({0, "2026-11-22T00:00:00.000Z", "lpbench run", "h", "0"})) {}
+
+  int64_t add_run(const std::string& recipe, double ms, double loss,
+                  std::optional<std::string> backend = std::nullopt,
+                  store::RunStatus status = store::RunStatus::ok) {
+    store::RunRecord r = lpbench::testing::test_run_record(sweep_, recipe);
     r.level = "model";
-    if (recipe != "bf16") r.int8_backend = "cpu-exact";
+    r.int8_backend = std::move(backend);
     r.tokens_per_step = 1000;
-    const int64_t id = store.add_run(r);
+    const int64_t id = store_.add_run(r);
     for (int64_t step = 0; step < 20; ++step) {
       // Two warm-up steps far off, then a tight spread around `ms`.
       const double t = step < 2 ? 100 * ms : ms + 0.01 * static_cast<double>(step % 3);
-      store.add_step({id, step, step < 2, loss, t, 1000, 1e-3, 1.0, std::nullopt, std::nullopt});
+      store_.add_step({id, step, step < 2, loss, t, 1000, 1e-3, 1.0, std::nullopt, std::nullopt});
     }
-    store.finish_run(id, store::RunStatus::ok, std::nullopt);
-  };
-  add_run("bf16", 10.0, 2.0);
-  add_run("int8-tensor", 8.0, 2.02);
+    store_.finish_run(
+        id, status,
+        status == store::RunStatus::ok ? std::nullopt : std::optional<std::string>("it broke"));
+    return id;
+  }
 
-  const std::string text = render_sweep_markdown(build_sweep_report(store, *store.sweep(sweep)));
+  std::string markdown() const {
+    return render_sweep_markdown(build_sweep_report(store_, *store_.sweep(sweep_)));
+  }
+  store::Store& store() { return store_; }
+
+ private:
+  lpbench::testing::TempDir dir_;
+  store::Store store_;
+  int64_t sweep_;
+};
+
+TEST(SweepReport, ShowsTheStoredNumbersWithSpeedupAndLossGap) {
+  StoredSweep sweep;
+  sweep.add_run("bf16", 10.0, 2.0);
+  sweep.add_run("int8-tensor", 8.0, 2.02, "cpu-reference");
+  const std::string text = sweep.markdown();
   EXPECT_NE(text.find("10.01 (10.00–10.02)"), std::string::npos) << text;  // warm-up left out
   EXPECT_NE(text.find("1.25× faster"), std::string::npos) << text;
   EXPECT_NE(text.find("+1.00 %"), std::string::npos) << text;
@@ -95,12 +141,72 @@ TEST(SweepReport, ShowsTheStoredNumbersWithSpeedupAndLossGap) {
   EXPECT_EQ(text.find("Quantized GEMMs ran on"), std::string::npos) << text;
 }
 
+// Every name a CPU path records is marked: the reference, int8-fallback's reference with its
+// residual, a recipe whose GEMMs differ, and the name of lpbench 0.1's databases.
+TEST(SweepReport, MarksEveryRunWhoseProductsWereEmulatedOnTheCpu) {
+  StoredSweep sweep;
+  sweep.add_run("bf16", 10.0, 2.0);
+  for (const char* backend :
+       {"cpu-reference", "cpu-reference+residual",
+        "fprop: cpu-reference; dgrad: cpu-reference; wgrad: bf16", "cpu-exact"}) {
+    sweep.add_run("int8-tensor", 8.0, 2.0, backend);
+  }
+  const std::string text = sweep.markdown();
+  size_t marked = 0;
+  for (size_t at = text.find("| cpu †"); at != std::string::npos; at = text.find("| cpu †", at + 1))
+    ++marked;
+  EXPECT_EQ(marked, 4U) << text;
+  EXPECT_EQ(text.find("Quantized GEMMs ran on"), std::string::npos) << text;
+}
+
+TEST(SweepReport, ABf16RunThatDidNotEndOkIsNoBaseline) {
+  for (const store::RunStatus status :
+       {store::RunStatus::diverged, store::RunStatus::oom, store::RunStatus::interrupted}) {
+    StoredSweep sweep;
+    const int64_t bf16 = sweep.add_run("bf16", 10.0, 2.0, std::nullopt, status);
+    sweep.add_run("int8-tensor", 8.0, 2.02, "cpu-reference");
+    const std::string text = sweep.markdown();
+    EXPECT_EQ(text.find("faster"), std::string::npos) << text;
+    EXPECT_EQ(text.find("+1.00 %"), std::string::npos) << text;  // nor a loss gap
+    EXPECT_NE(text.find(fmt::format("run 2 (int8-tensor): no speedup, bf16 run {} ended {}", bf16,
+                                    store::to_string(status))),
+              std::string::npos)
+        << text;
+  }
+}
+
+TEST(SweepReport, ARecipeRunThatDidNotEndOkGetsNoSpeedup) {
+  StoredSweep sweep;
+  sweep.add_run("bf16", 10.0, 2.0);
+  sweep.add_run("int8-tensor", 8.0, 2.0, "cpu-reference", store::RunStatus::diverged);
+  const std::string text = sweep.markdown();
+  EXPECT_EQ(text.find("faster"), std::string::npos) << text;
+  EXPECT_NE(text.find("run 2 (int8-tensor): no speedup, int8-tensor run 2 ended diverged"),
+            std::string::npos)
+      << text;
+}
+
+TEST(SweepReport, MarksARunMeasuredUnderContention) {
+  StoredSweep sweep;
+  sweep.add_run("bf16", 10.0, 2.0);
+  const int64_t busy = sweep.add_run("int8-tensor", 8.0, 2.0, "cpu-reference");
+  sweep.store().set_contention(busy, "other processes used 48 % of the 2 CPUs' time");
+  const std::string text = sweep.markdown();
+  EXPECT_NE(text.find("| ok §"), std::string::npos) << text;
+  EXPECT_NE(text.find("run 2 (int8-tensor): other processes used 48 % of the 2 CPUs' time"),
+            std::string::npos)
+      << text;
+}
+
 TEST(SpeedupText, NeverPrintsOnePointZeroBesideFasterOrSlower) {
-  EXPECT_EQ(speedup_text(1.25, SpeedVerdict::faster), "1.25× faster");
-  EXPECT_EQ(speedup_text(0.85, SpeedVerdict::slower), "0.85× slower");
-  EXPECT_EQ(speedup_text(0.9964, SpeedVerdict::slower), "0.996× slower");
-  EXPECT_EQ(speedup_text(1.0021, SpeedVerdict::faster), "1.002× faster");
-  EXPECT_EQ(speedup_text(0.998, SpeedVerdict::same), "1.00× same");
+  auto text = [](double ratio, SpeedVerdict verdict) {
+    return speedup_text({ratio, ratio, ratio, verdict});
+  };
+  EXPECT_EQ(text(1.25, SpeedVerdict::faster), "1.25× faster");
+  EXPECT_EQ(text(0.85, SpeedVerdict::slower), "0.85× slower");
+  EXPECT_EQ(text(0.9964, SpeedVerdict::slower), "0.996× slower");
+  EXPECT_EQ(text(1.0021, SpeedVerdict::faster), "1.002× faster");
+  EXPECT_EQ(text(0.998, SpeedVerdict::same), "1.00× same");
 }
 
 TEST(SweepReport, SaysWhereEachRunsInt8ProductsRan) {

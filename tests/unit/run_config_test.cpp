@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/errors.h"
 #include "harness/config/run_config.h"
-#include "harness/errors.h"
 
 namespace lpbench::config {
 namespace {

@@ -4,9 +4,9 @@
 #include <random>
 #include <vector>
 
-#include "harness/timing/shift_test.h"
+#include "base/stats/shift_test.h"
 
-namespace lpbench::timing {
+namespace lpbench::stats {
 namespace {
 
 TEST(NormalQuantile, MatchesTheTables) {
@@ -80,4 +80,4 @@ TEST(EstimateShift, LargeSamplesAreThinnedForThePairwiseDifferences) {
 }
 
 }  // namespace
-}  // namespace lpbench::timing
+}  // namespace lpbench::stats

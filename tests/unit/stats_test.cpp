@@ -3,9 +3,9 @@
 #include <cmath>
 #include <vector>
 
-#include "harness/timing/stats.h"
+#include "base/stats/stats.h"
 
-namespace lpbench::timing {
+namespace lpbench::stats {
 namespace {
 
 TEST(Summarize, KnownSeries) {
@@ -47,4 +47,4 @@ TEST(Percentile, RejectsQuantilesOutsideTheUnitInterval) {
 }
 
 }  // namespace
-}  // namespace lpbench::timing
+}  // namespace lpbench::stats

@@ -3,10 +3,10 @@
 
 #include <cmath>
 
-#include "harness/env/process.h"
-#include "harness/errors.h"
-#include "harness/store/migrations.h"
-#include "harness/store/store.h"
+#include "base/env/process.h"
+#include "base/errors.h"
+#include "base/store/migrations.h"
+#include "base/store/store.h"
 #include "tests/support/run_record.h"
 #include "tests/support/temp_dir.h"
 
@@ -291,6 +291,41 @@ TEST(Store, SelectsSweepsByLabelHostAndTimeAndRunsByIdAndCommit) {
   EXPECT_EQ(store.runs_of_commit("abc").size(), 2U);
   EXPECT_EQ(store.runs_of_commit("abc%").size(), 1U);
   EXPECT_TRUE(store.runs_of_commit("0000").empty());
+}
+
+TEST(Store, KeepsTheLoadAroundARunAndWhyItWasContended) {
+  lpbench::testing::TempDir dir;
+  Store store = Store::open(dir / "l.db", Store::Mode::write);
+  const int64_t sweep = store.add_sweep({0, "2026-11-25T00:00:00.000Z", "lpbench run", "h", "0"});
+  const int64_t run = store.add_run(lpbench::testing::test_run_record(sweep, "bf16"));
+  store.add_load_sample({run, "start", 0.5, 2, std::nullopt, std::nullopt, std::nullopt, ""});
+  store.add_load_sample({run, "end", 2.5, 2, 0.48, 97.0, 1, ""});
+  store.set_contention(run, "other processes used 48 % of the 2 CPUs' time");
+  const std::vector<LoadSampleRecord> samples = store.load_samples(run);
+  ASSERT_EQ(samples.size(), 2U);
+  EXPECT_EQ(samples[0].phase, "start");
+  EXPECT_FALSE(samples[0].others_cpu_share);
+  EXPECT_EQ(samples[1].phase, "end");
+  EXPECT_DOUBLE_EQ(*samples[1].others_cpu_share, 0.48);
+  EXPECT_EQ(samples[1].gpu_other_processes, 1);
+  EXPECT_FALSE(samples[1].at.empty());
+  EXPECT_EQ(store.run(run)->contention, "other processes used 48 % of the 2 CPUs' time");
+}
+
+TEST(Records, EveryCpuBackendNameIsEmulated) {
+  for (const char* name : {"cpu-reference", "cpu-reference+residual", "cpu-aten-mm", "cpu-exact",
+                           "fprop: cpu-reference; dgrad: cpu-reference; wgrad: bf16",
+                           "fprop: bf16; dgrad: bf16; wgrad: cpu-reference"}) {
+    EXPECT_TRUE(emulated_on_cpu(name)) << name;
+  }
+  for (const char* name : {"lpbench-wgmma", "cublaslt-int8+dequantize", "reference-on-gpu",
+                           "fprop: lpbench-wgmma; dgrad: lpbench-wgmma; wgrad: bf16", ""}) {
+    EXPECT_FALSE(emulated_on_cpu(name)) << name;
+  }
+  RunRecord run;
+  EXPECT_FALSE(products_emulated(run));  // bf16: nothing quantized
+  run.int8_backend = "cpu-reference+residual";
+  EXPECT_TRUE(products_emulated(run));
 }
 
 }  // namespace

@@ -106,26 +106,39 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
 
   switch (spec.level) {
     case Level::gemm: {
-      double bytes = 0.0;
+      // BF16 sources (X, W, dY of each linear layer, or A and B), plus the INT8 or FP8 copies of
+      // the operands: all of them when prequantized, one linear layer's at a time otherwise (a
+      // BF16 product reads its sources).
+      double sources = 0.0;
+      double copies_all = 0.0;
+      double copies_one = 0.0;
       double largest_output = 0.0;
-      auto add = [&](const kernels::GemmSpec& gemm, const GemmShape& s) {
+      auto copies = [&](const kernels::GemmSpec& gemm, const GemmShape& s) {
         const double mn = static_cast<double>(s.m) * static_cast<double>(s.n);
-        bytes += saved_bytes(gemm) * static_cast<double>(s.k) *
-                 (static_cast<double>(s.m) + static_cast<double>(s.n));
         // The INT32 accumulator and the BF16 result of the product being computed.
         largest_output = std::max(largest_output, mn * (gemm.quantized() ? 6.0 : 2.0));
+        return (gemm.quantized() ? 1.0 : 0.0) * static_cast<double>(s.k) *
+               (static_cast<double>(s.m) + static_cast<double>(s.n));
       };
       if (spec.shape) {
-        add(recipe.gemms.fprop, *spec.shape);
+        const GemmShape& s = *spec.shape;
+        sources = 2.0 * static_cast<double>(s.k) * static_cast<double>(s.m + s.n);
+        copies_all = copies_one = copies(recipe.gemms.fprop, s);
       } else {
         for (const LinearShape& linear : linear_shapes(m)) {
           if (!spec.part.empty() && linear.part != spec.part) continue;
+          const double in = static_cast<double>(linear.in_features);
+          const double out = static_cast<double>(linear.out_features);
+          sources += 2.0 * (tokens * in + out * in + tokens * out);
+          double layer = 0.0;
           for (const auto& [kind, shape] : training_gemms(linear, o.micro_batch * o.seq_len)) {
-            add(recipe.gemms[kind], shape);
+            layer += copies(recipe.gemms[kind], shape);
           }
+          copies_all += layer;
+          copies_one = std::max(copies_one, layer);
         }
       }
-      e.activations_gib = gib(bytes);
+      e.activations_gib = gib(sources + (spec.prequantized ? copies_all : copies_one));
       e.transient_gib += gib(largest_output);
       return e;
     }

@@ -19,6 +19,7 @@ namespace lpbench::workloads {
 namespace {
 
 constexpr std::array<Level, 4> kLevels{Level::gemm, Level::linear, Level::layer, Level::model};
+constexpr std::string_view kPrequantized = "prequantized";
 
 std::optional<int64_t> parse_positive(std::string_view text) {
   int64_t value = 0;
@@ -74,9 +75,10 @@ std::vector<std::string> linear_part_names() {
 }
 
 std::string WorkloadSpec::text() const {
-  if (shape) return fmt::format("gemm:{}x{}x{}", shape->m, shape->n, shape->k);
-  std::string text = fmt::format("{}:{}", to_string(level), model);
-  if (!part.empty()) text += ":" + part;
+  std::string text = shape ? fmt::format("gemm:{}x{}x{}", shape->m, shape->n, shape->k)
+                           : fmt::format("{}:{}", to_string(level), model);
+  if (!shape && !part.empty()) text += ":" + part;
+  if (prequantized) text += std::string(":") + std::string(kPrequantized);
   return text;
 }
 
@@ -84,7 +86,8 @@ WorkloadSpec parse_workload(std::string_view text) {
   const size_t colon = text.find(':');
   if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size()) {
     throw std::invalid_argument(fmt::format(
-        "workload '{}' is not of the form <level>:<model>[:<part>] (for example model:tiny)",
+        "workload '{}' is not of the form <level>:<model>[:<part>] (for example model:tiny; "
+        "gemm:<model>[:<part>][:prequantized] or gemm:<M>x<N>x<K>[:prequantized])",
         text));
   }
   const std::string_view level_text = text.substr(0, colon);
@@ -100,6 +103,16 @@ WorkloadSpec parse_workload(std::string_view text) {
   if (!known) {
     throw std::invalid_argument(fmt::format("unknown level '{}' in workload '{}'; valid levels: {}",
                                             level_text, text, fmt::join(level_names(), ", ")));
+  }
+  if (rest.ends_with(std::string(":") + std::string(kPrequantized))) {
+    if (spec.level != Level::gemm) {
+      throw std::invalid_argument(
+          fmt::format("workload '{}': only the gemm level takes :{} (the other levels quantize "
+                      "in every step, as training does)",
+                      text, kPrequantized));
+    }
+    spec.prequantized = true;
+    rest.remove_suffix(kPrequantized.size() + 1);
   }
   if (spec.level == Level::gemm) {
     if (auto shape = parse_shape(rest)) {

@@ -18,7 +18,7 @@ namespace lpbench::workloads {
 
 // How much of a model one measurement covers.
 enum class Level {
-  gemm,    // matrix products alone, operands already in the GEMM's format
+  gemm,    // matrix products alone, their operands' quantization included (or prequantized)
   linear,  // one linear layer, forward and backward, quantization included
   layer,   // one decoder layer, forward and backward
   model,   // embedding to loss with the optimizer step
@@ -28,14 +28,17 @@ struct GemmShape {
   int64_t m = 0, n = 0, k = 0;  // C[m,n] = A[m,k]·B[n,k]ᵀ
 };
 
-// "<level>:<model>[:<part>]" or "gemm:<M>x<N>x<K>". The model is a built-in name or a path to a
-// Hugging Face config.json; the part names one linear layer (qkv, out, gate_up, down, output)
-// for the gemm and linear levels.
+// "<level>:<model>[:<part>]" or "gemm:<M>x<N>x<K>", and for the gemm level a trailing
+// ":prequantized". The model is a built-in name or a path to a Hugging Face config.json; the
+// part names one linear layer (qkv, out, gate_up, down, output) for the gemm and linear levels.
 struct WorkloadSpec {
   Level level = Level::model;
   std::string model;
   std::string part;
   std::optional<GemmShape> shape;
+  // gemm level: operands quantized once before timing, so a step times the products alone (by
+  // default a step quantizes its BF16 operands first, as training does).
+  bool prequantized = false;
   std::string text() const;
 };
 

@@ -1,8 +1,8 @@
-#include "harness/store/migrations.h"
+#include "base/store/migrations.h"
 
 #include <fmt/format.h>
 
-#include "harness/store/sqlite.h"
+#include "base/store/sqlite.h"
 
 namespace lpbench::store {
 
@@ -24,7 +24,7 @@ CREATE TABLE runs (
   workload         TEXT NOT NULL,          -- '<level>:<model>'
   recipe           TEXT NOT NULL,
   device           TEXT NOT NULL,          -- 'cpu', 'cuda:0'
-  int8_backend     TEXT,                   -- where INT8 products ran ('cpu-exact' is an emulation); NULL: none
+  int8_backend     TEXT,                   -- where INT8 products ran ('cpu-…' is an emulation); NULL: none
   config_json      TEXT NOT NULL,          -- the resolved configuration of this run
   status           TEXT NOT NULL CHECK (status IN
                      ('running', 'ok', 'diverged', 'oom', 'failed', 'interrupted')),
@@ -183,6 +183,28 @@ CREATE TABLE kernel_results (
 CREATE INDEX kernel_results_by_sweep ON kernel_results(sweep_id);
 )sql";
 
+// Version 5: how busy the machine was around each run, and the kernel suite's mean and CPU time
+// per call (what Google Benchmark's own JSON carries) with its repetitions.
+constexpr std::string_view kSchemaV5 = R"sql(
+ALTER TABLE runs ADD COLUMN contention TEXT;   -- why the run counts as measured under contention; NULL: it does not
+
+CREATE TABLE load_samples (
+  run_id               INTEGER NOT NULL REFERENCES runs(id),
+  phase                TEXT NOT NULL,    -- 'start', 'end'
+  load_1m              REAL,             -- /proc/loadavg
+  cpu_count            INTEGER NOT NULL, -- online CPUs
+  others_cpu_share     REAL,             -- end: the share of all CPUs' time since the start that other processes used
+  gpu_utilization_pct  REAL,             -- NVML, the run's GPU (lpbench's own work included)
+  gpu_other_processes  INTEGER,          -- NVML, compute processes on the run's GPU other than lpbench
+  at                   TEXT NOT NULL,
+  PRIMARY KEY (run_id, phase)
+) WITHOUT ROWID;
+
+ALTER TABLE kernel_results ADD COLUMN mean_ms REAL;        -- mean over the timed calls
+ALTER TABLE kernel_results ADD COLUMN cpu_ms REAL;         -- this process's CPU time per call
+ALTER TABLE kernel_results ADD COLUMN repetitions INTEGER; -- Google Benchmark repetitions pooled
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -191,6 +213,7 @@ const std::vector<Migration>& migrations() {
       {2, "run level, model and depth, sweep labels, eval_steps, run_events", kSchemaV2},
       {3, "step_metrics", kSchemaV3},
       {4, "regions, device_samples, run_artifacts, kernel_results, runs.clock_fell", kSchemaV4},
+      {5, "load_samples, runs.contention, kernel mean, CPU time and repetitions", kSchemaV5},
   };
   return list;
 }

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <span>
 
-namespace lpbench::timing {
+namespace lpbench::stats {
 
 // Whether a candidate's samples sit higher or lower than a baseline's, with no assumption about
 // their distribution (step times are skewed and have outliers): the Mann–Whitney U test, and
@@ -25,4 +25,4 @@ ShiftEstimate estimate_shift(std::span<const double> baseline, std::span<const d
 // The standard normal's upper quantile: z with P(Z > z) = p, for p in (0, 1).
 double normal_upper_quantile(double p);
 
-}  // namespace lpbench::timing
+}  // namespace lpbench::stats

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "harness/env/provenance.h"
+#include "base/env/provenance.h"
 
 // The rows of the store, as typed values. Names carry units where they have one.
 namespace lpbench::store {
@@ -51,7 +51,20 @@ struct RunRecord {
   std::optional<std::string> data;
   std::optional<double> memory_estimate_gib;
   std::optional<bool> clock_fell;  // measured steps ran at a lower SM clock at the end
+  // Why the run counts as measured on a busy machine (other processes' CPU time, other processes
+  // on its GPU); none when it does not, or for runs of databases older than the check.
+  std::optional<std::string> contention;
 };
+
+// Whether a backend name says products ran on the CPU (the reference's emulation of a GPU path,
+// or torch's CPU matmul): every name lpbench writes for a CPU path starts with "cpu-"
+// ("cpu-reference", "cpu-reference+residual", "cpu-aten-mm"; "cpu-exact" in lpbench 0.1), and a
+// run whose GEMMs differ records "fprop: <name>; dgrad: <name>; wgrad: <name>", emulated where
+// any of them is.
+bool emulated_on_cpu(std::string_view backend);
+// A run whose quantized products were emulated on the CPU: its numerics are the GPU path's, its
+// times are not a hardware figure. Every table that prints a time marks such runs.
+bool products_emulated(const RunRecord& run);
 
 struct StepRecord {
   int64_t run_id = 0;
@@ -110,6 +123,18 @@ struct DeviceSampleRecord {
   std::string at;
 };
 
+// How busy the machine was at a run's start and end (load_samples).
+struct LoadSampleRecord {
+  int64_t run_id = 0;
+  std::string phase;  // start, end
+  std::optional<double> load_1m;
+  int64_t cpu_count = 0;
+  std::optional<double> others_cpu_share;  // end: other processes' share of all CPUs' time
+  std::optional<double> gpu_utilization_pct;
+  std::optional<int64_t> gpu_other_processes;
+  std::string at;
+};
+
 struct ArtifactRecord {
   int64_t id = 0;
   int64_t run_id = 0;
@@ -135,6 +160,9 @@ struct KernelResultRecord {
   std::optional<double> median_ms, p10_ms, p90_ms, tflops, gb_s;
   std::optional<std::string> gpu_name;
   std::string config_json;
+  std::optional<double> mean_ms;       // over the timed calls
+  std::optional<double> cpu_ms;        // this process's CPU time per call (Google Benchmark's)
+  std::optional<int64_t> repetitions;  // Google Benchmark repetitions pooled into the samples
 };
 
 struct ModuleRecord {

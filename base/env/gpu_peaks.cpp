@@ -1,4 +1,4 @@
-#include "harness/env/gpu_peaks.h"
+#include "base/env/gpu_peaks.h"
 
 #include <array>
 

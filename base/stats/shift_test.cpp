@@ -1,4 +1,4 @@
-#include "harness/timing/shift_test.h"
+#include "base/stats/shift_test.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace lpbench::timing {
+namespace lpbench::stats {
 
 namespace {
 
@@ -129,4 +129,4 @@ ShiftEstimate estimate_shift(std::span<const double> baseline, std::span<const d
   return e;
 }
 
-}  // namespace lpbench::timing
+}  // namespace lpbench::stats

@@ -9,7 +9,7 @@
 struct sqlite3;
 struct sqlite3_stmt;
 
-// A thin RAII layer over the SQLite C API. Only harness/store includes this.
+// A thin RAII layer over the SQLite C API. Only base/store includes this.
 namespace lpbench::store {
 
 // An unexpected database failure (not the user's input): a bug, or a broken environment.
@@ -60,7 +60,15 @@ class Statement {
   Statement& bind(int index, std::optional<double> value);
   Statement& bind(int index, std::optional<int64_t> value);
   Statement& bind(int index, const std::optional<std::string>& value);
+  Statement& bind(int index, bool value) { return bind(index, static_cast<int64_t>(value)); }
   Statement& bind_null(int index);
+  // Binds `values` to parameters 1, 2, ... in order.
+  template <typename... Values>
+  Statement& bind_all(const Values&... values) {
+    int index = 0;
+    (bind(++index, values), ...);
+    return *this;
+  }
 
   bool step();  // true while a row is available
   void run();   // steps to completion, then resets for the next bind-and-run
@@ -70,11 +78,34 @@ class Statement {
   std::optional<double> column_optional_double(int index) const;
   std::string column_text(int index) const;
   std::optional<std::string> column_optional_text(int index) const;
+  std::optional<int64_t> column_optional_int(int index) const;
   bool column_is_null(int index) const;
 
  private:
   const Connection& connection_;
   sqlite3_stmt* stmt_ = nullptr;
+};
+
+// Reads a result row's columns left to right, so that a reader lists fields, not indices.
+class Columns {
+ public:
+  explicit Columns(const Statement& statement) : statement_(statement) {}
+  int64_t integer() { return statement_.column_int(next_++); }
+  double real() { return statement_.column_double(next_++); }
+  std::string text() { return statement_.column_text(next_++); }
+  bool flag() { return statement_.column_int(next_++) != 0; }
+  std::optional<int64_t> optional_integer() { return statement_.column_optional_int(next_++); }
+  std::optional<double> optional_real() { return statement_.column_optional_double(next_++); }
+  std::optional<std::string> optional_text() { return statement_.column_optional_text(next_++); }
+  std::optional<bool> optional_flag() {
+    const std::optional<int64_t> value = optional_integer();
+    if (!value) return std::nullopt;
+    return *value != 0;
+  }
+
+ private:
+  const Statement& statement_;
+  int next_ = 0;
 };
 
 // BEGIN IMMEDIATE ... COMMIT: takes the write lock up front, so a busy database fails (after

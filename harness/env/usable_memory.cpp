@@ -1,4 +1,4 @@
-#include "harness/env/device_memory.h"
+#include "harness/env/usable_memory.h"
 
 #include <unistd.h>
 

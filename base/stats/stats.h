@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <span>
 
-namespace lpbench::timing {
+namespace lpbench::stats {
 
 // The statistics every timed series is reported with. The median is the figure quoted; p10 and
 // p90 are its spread.
@@ -24,4 +24,4 @@ Summary summarize(std::span<const double> values);
 // q in [0, 1] of a sorted series.
 double percentile_sorted(std::span<const double> sorted, double q);
 
-}  // namespace lpbench::timing
+}  // namespace lpbench::stats

@@ -1,9 +1,11 @@
-#include "harness/store/sqlite.h"
+#include "base/store/sqlite.h"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
 
-#include "harness/errors.h"
+#include <utility>
+
+#include "base/errors.h"
 
 namespace lpbench::store {
 
@@ -171,6 +173,11 @@ std::string Statement::column_text(int index) const {
 std::optional<std::string> Statement::column_optional_text(int index) const {
   if (column_is_null(index)) return std::nullopt;
   return column_text(index);
+}
+
+std::optional<int64_t> Statement::column_optional_int(int index) const {
+  if (column_is_null(index)) return std::nullopt;
+  return column_int(index);
 }
 
 bool Statement::column_is_null(int index) const {

@@ -1,4 +1,4 @@
-#include "harness/timing/stats.h"
+#include "base/stats/stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace lpbench::timing {
+namespace lpbench::stats {
 
 double percentile_sorted(std::span<const double> sorted, double q) {
   if (sorted.empty()) return NAN;
@@ -36,4 +36,4 @@ Summary summarize(std::span<const double> values) {
   return s;
 }
 
-}  // namespace lpbench::timing
+}  // namespace lpbench::stats

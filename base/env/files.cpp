@@ -1,4 +1,4 @@
-#include "harness/env/files.h"
+#include "base/env/files.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/store/records.h"
-#include "harness/store/sqlite.h"
+#include "base/store/records.h"
+#include "base/store/sqlite.h"
 
 namespace lpbench::store {
 
@@ -42,8 +42,10 @@ class Store {
   void add_metrics(const std::vector<MetricRecord>& metrics);  // one transaction
   void add_regions(const std::vector<RegionRecord>& regions);  // one transaction
   void add_device_sample(const DeviceSampleRecord& sample);
+  void add_load_sample(const LoadSampleRecord& sample);  // one per run and phase
   int64_t add_artifact(const ArtifactRecord& artifact);
   void set_clock_fell(int64_t run_id, bool fell);
+  void set_contention(int64_t run_id, const std::optional<std::string>& contention);
   int64_t add_kernel_result(const KernelResultRecord& result);
   void finish_run(int64_t run_id, RunStatus status, const std::optional<std::string>& error);
   // Marks `running` runs of this host whose process is gone as interrupted; returns how many.
@@ -67,6 +69,7 @@ class Store {
   std::vector<MetricRecord> metrics(int64_t run_id, const std::string& prefix = "") const;
   std::vector<RegionRecord> regions(int64_t run_id) const;
   std::vector<DeviceSampleRecord> device_samples(int64_t run_id) const;
+  std::vector<LoadSampleRecord> load_samples(int64_t run_id) const;
   std::vector<ArtifactRecord> artifacts(int64_t run_id) const;
   std::vector<KernelResultRecord> kernel_results(
       std::optional<int64_t> sweep_id = std::nullopt) const;

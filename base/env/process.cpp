@@ -1,4 +1,4 @@
-#include "harness/env/process.h"
+#include "base/env/process.h"
 
 #include <unistd.h>
 

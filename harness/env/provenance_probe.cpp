@@ -1,4 +1,4 @@
-#include "harness/env/provenance.h"
+#include "harness/env/provenance_probe.h"
 
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <fmt/format.h>
@@ -6,9 +6,9 @@
 
 #include <fstream>
 
-#include "harness/env/build_info.h"
+#include "base/env/build_info.h"
+#include "base/env/process.h"
 #include "harness/env/nvml.h"
-#include "harness/env/process.h"
 
 #ifdef LPBENCH_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>

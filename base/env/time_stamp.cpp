@@ -1,4 +1,4 @@
-#include "harness/env/time_stamp.h"
+#include "base/env/time_stamp.h"
 
 #include <fmt/chrono.h>
 

@@ -1,4 +1,4 @@
-#include "harness/store/store.h"
+#include "base/store/store.h"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -8,12 +8,13 @@
 #include <cmath>
 #include <fstream>
 #include <thread>
+#include <tuple>
 
-#include "harness/env/files.h"
-#include "harness/env/process.h"
-#include "harness/env/time_stamp.h"
-#include "harness/errors.h"
-#include "harness/store/migrations.h"
+#include "base/env/files.h"
+#include "base/env/process.h"
+#include "base/env/time_stamp.h"
+#include "base/errors.h"
+#include "base/store/migrations.h"
 
 namespace lpbench::store {
 
@@ -144,46 +145,43 @@ constexpr std::string_view kRunColumns =
     "started_at, finished_at, host, pid, process_start, git_commit, git_dirty, cpu_name, "
     "gpu_name, driver_version, cuda_version, torch_version, lpbench_version, build_type, "
     "tokens_per_step, level, model, layers_run, layers_published, data, memory_estimate_gib, "
-    "clock_fell";
-
-std::optional<int64_t> optional_int(const Statement& s, int index) {
-  if (s.column_is_null(index)) return std::nullopt;
-  return s.column_int(index);
-}
+    "clock_fell, contention";
 
 RunRecord read_run(const Statement& s) {
+  Columns c(s);
   RunRecord r;
-  r.id = s.column_int(0);
-  r.sweep_id = s.column_int(1);
-  r.workload = s.column_text(2);
-  r.recipe = s.column_text(3);
-  r.device = s.column_text(4);
-  r.int8_backend = s.column_optional_text(5);
-  r.config_json = s.column_text(6);
-  r.status = parse_run_status(s.column_text(7));
-  r.error = s.column_optional_text(8);
-  r.started_at = s.column_text(9);
-  r.finished_at = s.column_optional_text(10);
-  r.provenance.host = s.column_text(11);
-  r.pid = s.column_int(12);
-  r.process_start = s.column_text(13);
-  r.provenance.git_commit = s.column_text(14);
-  r.provenance.git_dirty = s.column_int(15) != 0;
-  r.provenance.cpu_name = s.column_optional_text(16);
-  r.provenance.gpu_name = s.column_optional_text(17);
-  r.provenance.driver_version = s.column_optional_text(18);
-  r.provenance.cuda_version = s.column_optional_text(19);
-  r.provenance.torch_version = s.column_text(20);
-  r.provenance.lpbench_version = s.column_text(21);
-  r.provenance.build_type = s.column_text(22);
-  r.tokens_per_step = s.column_int(23);
-  r.level = s.column_optional_text(24).value_or("");
-  r.model = s.column_optional_text(25).value_or("");
-  r.layers_run = optional_int(s, 26);
-  r.layers_published = optional_int(s, 27);
-  r.data = s.column_optional_text(28);
-  r.memory_estimate_gib = s.column_optional_double(29);
-  if (!s.column_is_null(30)) r.clock_fell = s.column_int(30) != 0;
+  r.id = c.integer();
+  r.sweep_id = c.integer();
+  r.workload = c.text();
+  r.recipe = c.text();
+  r.device = c.text();
+  r.int8_backend = c.optional_text();
+  r.config_json = c.text();
+  r.status = parse_run_status(c.text());
+  r.error = c.optional_text();
+  r.started_at = c.text();
+  r.finished_at = c.optional_text();
+  r.provenance.host = c.text();
+  r.pid = c.integer();
+  r.process_start = c.text();
+  r.provenance.git_commit = c.text();
+  r.provenance.git_dirty = c.flag();
+  r.provenance.cpu_name = c.optional_text();
+  r.provenance.gpu_name = c.optional_text();
+  r.provenance.driver_version = c.optional_text();
+  r.provenance.cuda_version = c.optional_text();
+  r.provenance.torch_version = c.text();
+  r.provenance.lpbench_version = c.text();
+  r.provenance.build_type = c.text();
+  r.tokens_per_step = c.integer();
+  r.level = c.optional_text().value_or("");
+  r.model = c.optional_text().value_or("");
+  r.layers_run = c.optional_integer();
+  r.layers_published = c.optional_integer();
+  r.data = c.optional_text();
+  r.memory_estimate_gib = c.optional_real();
+  r.clock_fell = c.optional_flag();
+  r.contention = c.optional_text();
   return r;
 }
 
@@ -191,8 +189,68 @@ constexpr std::string_view kSweepColumns =
     "id, started_at, command_line, host, lpbench_version, label";
 
 SweepRecord read_sweep(const Statement& s) {
-  return {s.column_int(0),  s.column_text(1), s.column_text(2),
-          s.column_text(3), s.column_text(4), s.column_optional_text(5)};
+  Columns c(s);
+  SweepRecord r;
+  r.id = c.integer();
+  r.started_at = c.text();
+  r.command_line = c.text();
+  r.host = c.text();
+  r.lpbench_version = c.text();
+  r.label = c.optional_text();
+  return r;
+}
+
+// "INSERT INTO table (columns) VALUES (?, ...)" with one placeholder per column.
+std::string insert_sql(std::string_view verb, std::string_view table, std::string_view columns,
+                       size_t values) {
+  const size_t named = static_cast<size_t>(std::count(columns.begin(), columns.end(), ',')) + 1;
+  if (named != values) {
+    throw StoreError(
+        fmt::format("{} {}: {} columns named, {} values given", verb, table, named, values));
+  }
+  std::string placeholders;
+  for (size_t i = 0; i < values; ++i)
+    placeholders += i == 0 ? "?" : ", ?";
+  return fmt::format("{} INTO {} ({}) VALUES ({})", verb, table, columns, placeholders);
+}
+
+// One row, in its own transaction; returns its rowid.
+template <typename... Values>
+int64_t insert_row(Connection& connection, std::string_view table, std::string_view columns,
+                   const Values&... values) {
+  Transaction transaction(connection);
+  Statement(connection, insert_sql("INSERT", table, columns, sizeof...(Values)))
+      .bind_all(values...)
+      .run();
+  const int64_t id = connection.last_insert_rowid();
+  transaction.commit();
+  return id;
+}
+
+// Every row of `rows` in one transaction, each bound from the tuple `fields(row)` returns.
+template <typename Row, typename Fields>
+void insert_rows(Connection& connection, std::string_view verb, std::string_view table,
+                 std::string_view columns, const std::vector<Row>& rows, Fields fields) {
+  if (rows.empty()) return;
+  Transaction transaction(connection);
+  using Tuple = decltype(fields(rows.front()));
+  Statement insert(connection, insert_sql(verb, table, columns, std::tuple_size_v<Tuple>));
+  for (const Row& row : rows) {
+    std::apply([&](const auto&... values) { insert.bind_all(values...); }, fields(row));
+    insert.run();
+  }
+  transaction.commit();
+}
+
+// UPDATE runs SET <assignment> WHERE id = run_id, in its own transaction.
+template <typename... Values>
+void update_run(Connection& connection, int64_t run_id, std::string_view assignments,
+                const Values&... values) {
+  Transaction transaction(connection);
+  Statement(connection, fmt::format("UPDATE runs SET {} WHERE id = ?", assignments))
+      .bind_all(values..., run_id)
+      .run();
+  transaction.commit();
 }
 
 bool process_gone(const RunRecord& run, const std::string& this_host) {
@@ -241,6 +299,26 @@ RunStatus parse_run_status(std::string_view text) {
   throw StoreError(fmt::format("unknown run status '{}' in the database", text));
 }
 
+bool emulated_on_cpu(std::string_view backend) {
+  // One name, or "fprop: <name>; dgrad: <name>; wgrad: <name>" where the GEMMs differ.
+  while (!backend.empty()) {
+    const size_t end = std::min(backend.find(';'), backend.size());
+    std::string_view name = backend.substr(0, end);
+    backend.remove_prefix(std::min(end + 1, backend.size()));
+    if (const size_t colon = name.find(": "); colon != std::string_view::npos) {
+      name.remove_prefix(colon + 2);
+    }
+    while (name.starts_with(' '))
+      name.remove_prefix(1);
+    if (name.starts_with("cpu-")) return true;
+  }
+  return false;
+}
+
+bool products_emulated(const RunRecord& run) {
+  return run.int8_backend && emulated_on_cpu(*run.int8_backend);
+}
+
 Store Store::open(const std::string& path, Mode mode) {
   check_path(path, mode);
   const bool read_only_possible = mode == Mode::read;
@@ -273,240 +351,114 @@ int Store::schema_version() const {
   return read_schema_version(connection_);
 }
 
-int64_t Store::add_sweep(const SweepRecord& sweep) {
-  Transaction transaction(connection_);
-  Statement(connection_,
-            "INSERT INTO sweeps (started_at, command_line, host, lpbench_version, label) "
-            "VALUES (?, ?, ?, ?, ?)")
-      .bind(1, sweep.started_at)
-      .bind(2, sweep.command_line)
-      .bind(3, sweep.host)
-      .bind(4, sweep.lpbench_version)
-      .bind(5, sweep.label)
-      .run();
-  const int64_t id = connection_.last_insert_rowid();
-  transaction.commit();
-  return id;
+int64_t Store::add_sweep(const SweepRecord& w) {
+  return insert_row(connection_, "sweeps", "started_at, command_line, host, lpbench_version, label",
+                    w.started_at, w.command_line, w.host, w.lpbench_version, w.label);
 }
 
 int64_t Store::add_run(const RunRecord& r) {
-  Transaction transaction(connection_);
   const env::Provenance& p = r.provenance;
-  Statement(connection_, fmt::format("INSERT INTO runs ({}) VALUES (NULL, ?, ?, ?, ?, ?, ?, "
-                                     "'running', NULL, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                                     "?, ?, ?, ?, ?, ?, ?, ?, NULL)",
-                                     kRunColumns))
-      .bind(1, r.sweep_id)
-      .bind(2, r.workload)
-      .bind(3, r.recipe)
-      .bind(4, r.device)
-      .bind(5, r.int8_backend)
-      .bind(6, r.config_json)
-      .bind(7, r.started_at)
-      .bind(8, p.host)
-      .bind(9, r.pid)
-      .bind(10, r.process_start)
-      .bind(11, p.git_commit)
-      .bind(12, static_cast<int64_t>(p.git_dirty))
-      .bind(13, p.cpu_name)
-      .bind(14, p.gpu_name)
-      .bind(15, p.driver_version)
-      .bind(16, p.cuda_version)
-      .bind(17, p.torch_version)
-      .bind(18, p.lpbench_version)
-      .bind(19, p.build_type)
-      .bind(20, r.tokens_per_step)
-      .bind(21, r.level)
-      .bind(22, r.model)
-      .bind(23, r.layers_run)
-      .bind(24, r.layers_published)
-      .bind(25, r.data)
-      .bind(26, r.memory_estimate_gib)
-      .run();
-  const int64_t id = connection_.last_insert_rowid();
-  transaction.commit();
-  return id;
+  return insert_row(connection_, "runs",
+                    "sweep_id, workload, recipe, device, int8_backend, config_json, status, "
+                    "started_at, host, pid, process_start, git_commit, git_dirty, cpu_name, "
+                    "gpu_name, driver_version, cuda_version, torch_version, lpbench_version, "
+                    "build_type, tokens_per_step, level, model, layers_run, layers_published, "
+                    "data, memory_estimate_gib",
+                    r.sweep_id, r.workload, r.recipe, r.device, r.int8_backend, r.config_json,
+                    to_string(RunStatus::running), r.started_at, p.host, r.pid, r.process_start,
+                    p.git_commit, p.git_dirty, p.cpu_name, p.gpu_name, p.driver_version,
+                    p.cuda_version, p.torch_version, p.lpbench_version, p.build_type,
+                    r.tokens_per_step, r.level, r.model, r.layers_run, r.layers_published, r.data,
+                    r.memory_estimate_gib);
 }
 
 void Store::add_modules(int64_t run_id, const std::vector<ModuleRecord>& modules) {
-  Transaction transaction(connection_);
-  Statement insert(connection_,
-                   "INSERT INTO run_modules (run_id, module, kind, quantized, gemms, reason) "
-                   "VALUES (?, ?, ?, ?, ?, ?)");
-  for (const ModuleRecord& m : modules) {
-    insert.bind(1, run_id)
-        .bind(2, m.module)
-        .bind(3, m.kind)
-        .bind(4, static_cast<int64_t>(m.quantized))
-        .bind(5, m.gemms)
-        .bind(6, m.reason)
-        .run();
-  }
-  transaction.commit();
+  insert_rows(connection_, "INSERT", "run_modules",
+              "run_id, module, kind, quantized, gemms, reason", modules,
+              [&](const ModuleRecord& m) {
+                return std::tuple(run_id, m.module, m.kind, m.quantized, m.gemms, m.reason);
+              });
 }
 
 void Store::add_step(const StepRecord& s) {
-  Transaction transaction(connection_);
-  Statement(connection_,
-            "INSERT INTO steps (run_id, step, warmup, loss, step_ms, tokens, lr, grad_norm, "
-            "peak_mem_gib, peak_reserved_gib) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-      .bind(1, s.run_id)
-      .bind(2, s.step)
-      .bind(3, static_cast<int64_t>(s.warmup))
-      .bind(4, s.loss)
-      .bind(5, s.step_ms)
-      .bind(6, s.tokens)
-      .bind(7, s.lr)
-      .bind(8, s.grad_norm)
-      .bind(9, s.peak_mem_gib)
-      .bind(10, s.peak_reserved_gib)
-      .run();
-  transaction.commit();
+  insert_row(connection_, "steps",
+             "run_id, step, warmup, loss, step_ms, tokens, lr, grad_norm, peak_mem_gib, "
+             "peak_reserved_gib",
+             s.run_id, s.step, s.warmup, s.loss, s.step_ms, s.tokens, s.lr, s.grad_norm,
+             s.peak_mem_gib, s.peak_reserved_gib);
 }
 
 void Store::add_eval(const EvalRecord& e) {
-  Transaction transaction(connection_);
-  Statement(connection_,
-            "INSERT INTO eval_steps (run_id, step, val_loss, tokens) VALUES (?, ?, ?, ?)")
-      .bind(1, e.run_id)
-      .bind(2, e.step)
-      .bind(3, e.val_loss)
-      .bind(4, e.tokens)
-      .run();
-  transaction.commit();
+  insert_row(connection_, "eval_steps", "run_id, step, val_loss, tokens", e.run_id, e.step,
+             e.val_loss, e.tokens);
 }
 
 int64_t Store::add_event(const EventRecord& e) {
-  Transaction transaction(connection_);
-  Statement(connection_,
-            "INSERT INTO run_events (run_id, step, kind, detail, at) VALUES (?, ?, ?, ?, ?)")
-      .bind(1, e.run_id)
-      .bind(2, e.step)
-      .bind(3, e.kind)
-      .bind(4, e.detail)
-      .bind(5, e.at.empty() ? env::utc_now_iso8601() : e.at)
-      .run();
-  const int64_t id = connection_.last_insert_rowid();
-  transaction.commit();
-  return id;
+  return insert_row(connection_, "run_events", "run_id, step, kind, detail, at", e.run_id, e.step,
+                    e.kind, e.detail, e.at.empty() ? env::utc_now_iso8601() : e.at);
 }
 
 void Store::add_metrics(const std::vector<MetricRecord>& metrics) {
-  if (metrics.empty()) return;
-  Transaction transaction(connection_);
-  Statement insert(connection_,
-                   "INSERT INTO step_metrics (run_id, step, name, value) VALUES (?, ?, ?, ?)");
-  for (const MetricRecord& m : metrics) {
-    insert.bind(1, m.run_id).bind(2, m.step).bind(3, m.name).bind(4, m.value).run();
-  }
-  transaction.commit();
+  insert_rows(connection_, "INSERT", "step_metrics", "run_id, step, name, value", metrics,
+              [](const MetricRecord& m) { return std::tuple(m.run_id, m.step, m.name, m.value); });
 }
 
 void Store::add_regions(const std::vector<RegionRecord>& regions) {
-  if (regions.empty()) return;
-  Transaction transaction(connection_);
-  Statement insert(
-      connection_,
-      "INSERT INTO regions (run_id, step, name, calls, total_ms) VALUES (?, ?, ?, ?, ?)");
-  for (const RegionRecord& r : regions) {
-    insert.bind(1, r.run_id)
-        .bind(2, r.step)
-        .bind(3, r.name)
-        .bind(4, r.calls)
-        .bind(5, r.total_ms)
-        .run();
-  }
-  transaction.commit();
+  insert_rows(connection_, "INSERT", "regions", "run_id, step, name, calls, total_ms", regions,
+              [](const RegionRecord& r) {
+                return std::tuple(r.run_id, r.step, r.name, r.calls, r.total_ms);
+              });
 }
 
 void Store::add_device_sample(const DeviceSampleRecord& d) {
-  Transaction transaction(connection_);
-  Statement(connection_,
-            "INSERT OR REPLACE INTO device_samples (run_id, phase, step, sm_clock_mhz, "
-            "memory_clock_mhz, temperature_c, power_w, throttle_reasons, throttle_text, at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-      .bind(1, d.run_id)
-      .bind(2, d.phase)
-      .bind(3, d.step)
-      .bind(4, d.sm_clock_mhz)
-      .bind(5, d.memory_clock_mhz)
-      .bind(6, d.temperature_c)
-      .bind(7, d.power_w)
-      .bind(8, d.throttle_reasons)
-      .bind(9, d.throttle_text)
-      .bind(10, d.at.empty() ? env::utc_now_iso8601() : d.at)
-      .run();
-  transaction.commit();
+  insert_rows(connection_, "INSERT OR REPLACE", "device_samples",
+              "run_id, phase, step, sm_clock_mhz, memory_clock_mhz, temperature_c, power_w, "
+              "throttle_reasons, throttle_text, at",
+              std::vector<DeviceSampleRecord>{d}, [](const DeviceSampleRecord& x) {
+                return std::tuple(x.run_id, x.phase, x.step, x.sm_clock_mhz, x.memory_clock_mhz,
+                                  x.temperature_c, x.power_w, x.throttle_reasons, x.throttle_text,
+                                  x.at.empty() ? env::utc_now_iso8601() : x.at);
+              });
+}
+
+void Store::add_load_sample(const LoadSampleRecord& l) {
+  insert_rows(connection_, "INSERT OR REPLACE", "load_samples",
+              "run_id, phase, load_1m, cpu_count, others_cpu_share, gpu_utilization_pct, "
+              "gpu_other_processes, at",
+              std::vector<LoadSampleRecord>{l}, [](const LoadSampleRecord& x) {
+                return std::tuple(x.run_id, x.phase, x.load_1m, x.cpu_count, x.others_cpu_share,
+                                  x.gpu_utilization_pct, x.gpu_other_processes,
+                                  x.at.empty() ? env::utc_now_iso8601() : x.at);
+              });
 }
 
 int64_t Store::add_artifact(const ArtifactRecord& a) {
-  Transaction transaction(connection_);
-  Statement(connection_,
-            "INSERT INTO run_artifacts (run_id, kind, step, path, detail) VALUES (?, ?, ?, ?, ?)")
-      .bind(1, a.run_id)
-      .bind(2, a.kind)
-      .bind(3, a.step)
-      .bind(4, a.path)
-      .bind(5, a.detail)
-      .run();
-  const int64_t id = connection_.last_insert_rowid();
-  transaction.commit();
-  return id;
+  return insert_row(connection_, "run_artifacts", "run_id, kind, step, path, detail", a.run_id,
+                    a.kind, a.step, a.path, a.detail);
 }
 
 void Store::set_clock_fell(int64_t run_id, bool fell) {
-  Transaction transaction(connection_);
-  Statement(connection_, "UPDATE runs SET clock_fell = ? WHERE id = ?")
-      .bind(1, static_cast<int64_t>(fell))
-      .bind(2, run_id)
-      .run();
-  transaction.commit();
+  update_run(connection_, run_id, "clock_fell = ?", fell);
+}
+
+void Store::set_contention(int64_t run_id, const std::optional<std::string>& contention) {
+  update_run(connection_, run_id, "contention = ?", contention);
 }
 
 int64_t Store::add_kernel_result(const KernelResultRecord& k) {
-  Transaction transaction(connection_);
-  Statement(connection_,
-            "INSERT INTO kernel_results (sweep_id, name, op, model, part, gemm, recipe, variant, "
-            "backend, m, n, k, status, reason, samples, median_ms, p10_ms, p90_ms, tflops, gb_s, "
-            "gpu_name, config_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?)")
-      .bind(1, k.sweep_id)
-      .bind(2, k.name)
-      .bind(3, k.op)
-      .bind(4, k.model)
-      .bind(5, k.part)
-      .bind(6, k.gemm)
-      .bind(7, k.recipe)
-      .bind(8, k.variant)
-      .bind(9, k.backend)
-      .bind(10, k.m)
-      .bind(11, k.n)
-      .bind(12, k.k)
-      .bind(13, k.status)
-      .bind(14, k.reason)
-      .bind(15, k.samples)
-      .bind(16, k.median_ms)
-      .bind(17, k.p10_ms)
-      .bind(18, k.p90_ms)
-      .bind(19, k.tflops)
-      .bind(20, k.gb_s)
-      .bind(21, k.gpu_name)
-      .bind(22, k.config_json)
-      .run();
-  const int64_t id = connection_.last_insert_rowid();
-  transaction.commit();
-  return id;
+  return insert_row(connection_, "kernel_results",
+                    "sweep_id, name, op, model, part, gemm, recipe, variant, backend, m, n, k, "
+                    "status, reason, samples, median_ms, p10_ms, p90_ms, tflops, gb_s, gpu_name, "
+                    "config_json, mean_ms, cpu_ms, repetitions",
+                    k.sweep_id, k.name, k.op, k.model, k.part, k.gemm, k.recipe, k.variant,
+                    k.backend, k.m, k.n, k.k, k.status, k.reason, k.samples, k.median_ms, k.p10_ms,
+                    k.p90_ms, k.tflops, k.gb_s, k.gpu_name, k.config_json, k.mean_ms, k.cpu_ms,
+                    k.repetitions);
 }
 
 void Store::finish_run(int64_t run_id, RunStatus status, const std::optional<std::string>& error) {
-  Transaction transaction(connection_);
-  Statement(connection_, "UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?")
-      .bind(1, to_string(status))
-      .bind(2, error)
-      .bind(3, env::utc_now_iso8601())
-      .bind(4, run_id)
-      .run();
-  transaction.commit();
+  update_run(connection_, run_id, "status = ?, error = ?, finished_at = ?", to_string(status),
+             error, env::utc_now_iso8601());
 }
 
 int Store::mark_interrupted_runs() {
@@ -594,17 +546,18 @@ std::vector<StepRecord> Store::steps(int64_t run_id) const {
                   "peak_reserved_gib FROM steps WHERE run_id = ? ORDER BY step");
   query.bind(1, run_id);
   while (query.step()) {
+    Columns c(query);
     StepRecord s;
     s.run_id = run_id;
-    s.step = query.column_int(0);
-    s.warmup = query.column_int(1) != 0;
-    s.loss = nan_if_null(query.column_optional_double(2));
-    s.step_ms = query.column_double(3);
-    s.tokens = query.column_int(4);
-    s.lr = query.column_double(5);
-    s.grad_norm = nan_if_null(query.column_optional_double(6));
-    s.peak_mem_gib = query.column_optional_double(7);
-    s.peak_reserved_gib = query.column_optional_double(8);
+    s.step = c.integer();
+    s.warmup = c.flag();
+    s.loss = nan_if_null(c.optional_real());
+    s.step_ms = c.real();
+    s.tokens = c.integer();
+    s.lr = c.real();
+    s.grad_norm = nan_if_null(c.optional_real());
+    s.peak_mem_gib = c.optional_real();
+    s.peak_reserved_gib = c.optional_real();
     out.push_back(s);
   }
   return out;
@@ -616,8 +569,13 @@ std::vector<EvalRecord> Store::evals(int64_t run_id) const {
                   "SELECT step, val_loss, tokens FROM eval_steps WHERE run_id = ? ORDER BY step");
   query.bind(1, run_id);
   while (query.step()) {
-    out.push_back({run_id, query.column_int(0), nan_if_null(query.column_optional_double(1)),
-                   query.column_int(2)});
+    Columns c(query);
+    EvalRecord e;
+    e.run_id = run_id;
+    e.step = c.integer();
+    e.val_loss = nan_if_null(c.optional_real());
+    e.tokens = c.integer();
+    out.push_back(e);
   }
   return out;
 }
@@ -628,8 +586,15 @@ std::vector<EventRecord> Store::events(int64_t run_id) const {
                   "SELECT id, step, kind, detail, at FROM run_events WHERE run_id = ? ORDER BY id");
   query.bind(1, run_id);
   while (query.step()) {
-    out.push_back({query.column_int(0), run_id, optional_int(query, 1), query.column_text(2),
-                   query.column_text(3), query.column_text(4)});
+    Columns c(query);
+    EventRecord e;
+    e.id = c.integer();
+    e.run_id = run_id;
+    e.step = c.optional_integer();
+    e.kind = c.text();
+    e.detail = c.text();
+    e.at = c.text();
+    out.push_back(e);
   }
   return out;
 }
@@ -641,8 +606,13 @@ std::vector<MetricRecord> Store::metrics(int64_t run_id, const std::string& pref
                   "substr(name, 1, length(?2)) = ?2 ORDER BY step, name");
   query.bind(1, run_id).bind(2, prefix);
   while (query.step()) {
-    out.push_back({run_id, query.column_int(0), query.column_text(1),
-                   nan_if_null(query.column_optional_double(2))});
+    Columns c(query);
+    MetricRecord m;
+    m.run_id = run_id;
+    m.step = c.integer();
+    m.name = c.text();
+    m.value = nan_if_null(c.optional_real());
+    out.push_back(m);
   }
   return out;
 }
@@ -654,8 +624,14 @@ std::vector<RegionRecord> Store::regions(int64_t run_id) const {
                   "ORDER BY step, name");
   query.bind(1, run_id);
   while (query.step()) {
-    out.push_back({run_id, query.column_int(0), query.column_text(1), query.column_int(2),
-                   query.column_double(3)});
+    Columns c(query);
+    RegionRecord r;
+    r.run_id = run_id;
+    r.step = c.integer();
+    r.name = c.text();
+    r.calls = c.integer();
+    r.total_ms = c.real();
+    out.push_back(r);
   }
   return out;
 }
@@ -668,18 +644,41 @@ std::vector<DeviceSampleRecord> Store::device_samples(int64_t run_id) const {
                   "ORDER BY phase DESC");
   query.bind(1, run_id);
   while (query.step()) {
+    Columns c(query);
     DeviceSampleRecord d;
     d.run_id = run_id;
-    d.phase = query.column_text(0);
-    d.step = optional_int(query, 1);
-    d.sm_clock_mhz = query.column_optional_double(2);
-    d.memory_clock_mhz = query.column_optional_double(3);
-    d.temperature_c = query.column_optional_double(4);
-    d.power_w = query.column_optional_double(5);
-    d.throttle_reasons = optional_int(query, 6);
-    d.throttle_text = query.column_optional_text(7).value_or("");
-    d.at = query.column_text(8);
+    d.phase = c.text();
+    d.step = c.optional_integer();
+    d.sm_clock_mhz = c.optional_real();
+    d.memory_clock_mhz = c.optional_real();
+    d.temperature_c = c.optional_real();
+    d.power_w = c.optional_real();
+    d.throttle_reasons = c.optional_integer();
+    d.throttle_text = c.optional_text().value_or("");
+    d.at = c.text();
     out.push_back(d);
+  }
+  return out;
+}
+
+std::vector<LoadSampleRecord> Store::load_samples(int64_t run_id) const {
+  std::vector<LoadSampleRecord> out;
+  Statement query(connection_,
+                  "SELECT phase, load_1m, cpu_count, others_cpu_share, gpu_utilization_pct, "
+                  "gpu_other_processes, at FROM load_samples WHERE run_id = ? ORDER BY phase DESC");
+  query.bind(1, run_id);
+  while (query.step()) {
+    Columns c(query);
+    LoadSampleRecord l;
+    l.run_id = run_id;
+    l.phase = c.text();
+    l.load_1m = c.optional_real();
+    l.cpu_count = c.integer();
+    l.others_cpu_share = c.optional_real();
+    l.gpu_utilization_pct = c.optional_real();
+    l.gpu_other_processes = c.optional_integer();
+    l.at = c.text();
+    out.push_back(l);
   }
   return out;
 }
@@ -691,8 +690,15 @@ std::vector<ArtifactRecord> Store::artifacts(int64_t run_id) const {
                   "ORDER BY id");
   query.bind(1, run_id);
   while (query.step()) {
-    out.push_back({query.column_int(0), run_id, query.column_text(1), optional_int(query, 2),
-                   query.column_text(3), query.column_optional_text(4)});
+    Columns c(query);
+    ArtifactRecord a;
+    a.id = c.integer();
+    a.run_id = run_id;
+    a.kind = c.text();
+    a.step = c.optional_integer();
+    a.path = c.text();
+    a.detail = c.optional_text();
+    out.push_back(a);
   }
   return out;
 }
@@ -702,38 +708,42 @@ std::vector<KernelResultRecord> Store::kernel_results(std::optional<int64_t> swe
   Statement query(connection_,
                   "SELECT id, sweep_id, name, op, model, part, gemm, recipe, variant, backend, m, "
                   "n, k, status, reason, samples, median_ms, p10_ms, p90_ms, tflops, gb_s, "
-                  "gpu_name, config_json FROM kernel_results WHERE ?1 IS NULL OR sweep_id = ?1 "
-                  "ORDER BY id");
+                  "gpu_name, config_json, mean_ms, cpu_ms, repetitions FROM kernel_results "
+                  "WHERE ?1 IS NULL OR sweep_id = ?1 ORDER BY id");
   if (sweep_id) {
     query.bind(1, *sweep_id);
   } else {
     query.bind_null(1);
   }
   while (query.step()) {
+    Columns c(query);
     KernelResultRecord k;
-    k.id = query.column_int(0);
-    k.sweep_id = query.column_int(1);
-    k.name = query.column_text(2);
-    k.op = query.column_text(3);
-    k.model = query.column_optional_text(4);
-    k.part = query.column_optional_text(5);
-    k.gemm = query.column_optional_text(6);
-    k.recipe = query.column_text(7);
-    k.variant = query.column_text(8);
-    k.backend = query.column_text(9);
-    k.m = query.column_int(10);
-    k.n = query.column_int(11);
-    k.k = query.column_int(12);
-    k.status = query.column_text(13);
-    k.reason = query.column_optional_text(14);
-    k.samples = query.column_int(15);
-    k.median_ms = query.column_optional_double(16);
-    k.p10_ms = query.column_optional_double(17);
-    k.p90_ms = query.column_optional_double(18);
-    k.tflops = query.column_optional_double(19);
-    k.gb_s = query.column_optional_double(20);
-    k.gpu_name = query.column_optional_text(21);
-    k.config_json = query.column_text(22);
+    k.id = c.integer();
+    k.sweep_id = c.integer();
+    k.name = c.text();
+    k.op = c.text();
+    k.model = c.optional_text();
+    k.part = c.optional_text();
+    k.gemm = c.optional_text();
+    k.recipe = c.text();
+    k.variant = c.text();
+    k.backend = c.text();
+    k.m = c.integer();
+    k.n = c.integer();
+    k.k = c.integer();
+    k.status = c.text();
+    k.reason = c.optional_text();
+    k.samples = c.integer();
+    k.median_ms = c.optional_real();
+    k.p10_ms = c.optional_real();
+    k.p90_ms = c.optional_real();
+    k.tflops = c.optional_real();
+    k.gb_s = c.optional_real();
+    k.gpu_name = c.optional_text();
+    k.config_json = c.text();
+    k.mean_ms = c.optional_real();
+    k.cpu_ms = c.optional_real();
+    k.repetitions = c.optional_integer();
     out.push_back(std::move(k));
   }
   return out;
@@ -746,8 +756,15 @@ std::vector<ModuleRecord> Store::modules(int64_t run_id) const {
                   "WHERE run_id = ? ORDER BY rowid");
   query.bind(1, run_id);
   while (query.step()) {
-    out.push_back({run_id, query.column_text(0), query.column_text(1), query.column_int(2) != 0,
-                   query.column_text(3), query.column_text(4)});
+    Columns c(query);
+    ModuleRecord m;
+    m.run_id = run_id;
+    m.module = c.text();
+    m.kind = c.text();
+    m.quantized = c.flag();
+    m.gemms = c.text();
+    m.reason = c.text();
+    out.push_back(m);
   }
   return out;
 }

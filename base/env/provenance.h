@@ -3,11 +3,10 @@
 #include <optional>
 #include <string>
 
-#include <c10/core/Device.h>
-
 namespace lpbench::env {
 
-// Where and with what a run was measured; stored with every run.
+// Where and with what a run was measured; stored with every run (harness/env/provenance_probe.h
+// collects it).
 struct Provenance {
   std::string host;
   std::string git_commit;
@@ -20,7 +19,5 @@ struct Provenance {
   std::optional<std::string> driver_version;  // the NVIDIA driver, through NVML
   std::optional<std::string> cuda_version;    // the CUDA runtime torch was built with
 };
-
-Provenance collect_provenance(const c10::Device& device);
 
 }  // namespace lpbench::env

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/store/records.h"
+#include "harness/runner/active_run.h"
+#include "harness/runner/sweep_context.h"
+
+// The machine around a run: the GPU's clocks (a run whose SM clock fell is flagged, not averaged
+// in quietly) and how busy the machine was besides lpbench (a run measured beside other work is
+// flagged as contended, and compare does not call a regression on its evidence alone).
+namespace lpbench::runner {
+
+// Other processes using this share of all CPUs' time, or more, over a run make it contended: on
+// a 2-core runner that is one busy thread a fifth of the time; a quiet machine's background stays
+// under a few percent.
+inline constexpr double kContendedCpuShare = 0.10;
+
+// The load at the start of a run, once its workload is built.
+void watch_start(SweepContext& context, ActiveRun& active);
+// The GPU's clocks at the first measured step.
+void watch_first_measured(SweepContext& context, ActiveRun& active, int64_t step);
+// The clocks and the load at the end, and the verdicts on both.
+void watch_end(SweepContext& context, ActiveRun& active);
+
+// Why a run counts as contended, from its end sample and the other GPU processes seen at its
+// start; none when it does not.
+std::optional<std::string> contention(const store::LoadSampleRecord& end,
+                                      std::optional<int64_t> gpu_others_at_start);
+
+}  // namespace lpbench::runner

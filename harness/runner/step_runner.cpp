@@ -1,0 +1,137 @@
+#include "harness/runner/step_runner.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+#include "harness/runner/diagnostics.h"
+#include "harness/runner/machine_watch.h"
+#include "harness/timing/trace.h"
+#include "kernels/profiling/range.h"
+
+namespace lpbench::runner {
+
+namespace {
+
+using store::RunStatus;
+
+bool every(int64_t step, int64_t period, int64_t total) {
+  return period > 0 && ((step + 1) % period == 0 || step + 1 == total);
+}
+
+// The trace goes beside the database: <db without .db>-run<N>-step<S>.trace.json.
+void save_trace(SweepContext& context, const ActiveRun& active, int64_t step,
+                timing::TraceCapture& trace) {
+  std::string base = context.run.config.db;
+  if (base.size() > 3 && base.substr(base.size() - 3) == ".db") base.resize(base.size() - 3);
+  const std::string path = fmt::format("{}-run{}-step{}.trace.json", base, active.run_id, step);
+  trace.save(path);
+  context.store.add_artifact({0, active.run_id, "trace", step, path,
+                              "torch profiler (kineto), Chrome/Perfetto JSON; this step is left "
+                              "out of the timing statistics"});
+  context.message(
+      fmt::format("{}: trace of step {} written to {}", active.recipe->name, step, path));
+}
+
+void record_regions(SweepContext& context, const ActiveRun& active, int64_t step) {
+  if (!profiling::region_timing()) return;
+  std::vector<store::RegionRecord> rows;
+  for (const profiling::RegionTime& r : profiling::take_region_times()) {
+    rows.push_back({active.run_id, step, r.key, r.calls, r.total_ms});
+  }
+  context.store.add_regions(rows);
+}
+
+// Sampled figures and validation, outside the timed step.
+void record_extras(SweepContext& context, ActiveRun& active, int64_t step) {
+  const config::ResolvedRun& run = context.run;
+  const int64_t total = run.config.steps;
+  try {
+    if (every(step, run.config.metrics_every, total)) {
+      std::vector<store::MetricRecord> metrics;
+      for (const auto& [name, value] : active.workload->step_metrics()) {
+        metrics.push_back({active.run_id, step, name, value});
+      }
+      context.store.add_metrics(metrics);
+    }
+    if (every(step, run.eval_every, total)) {
+      if (auto eval = active.workload->evaluate()) {
+        context.store.add_eval({active.run_id, step, eval->loss, eval->tokens});
+      }
+    }
+  } catch (const std::exception& error) {
+    if (!out_of_memory(error)) throw;
+    end_run(context, active, RunStatus::oom,
+            fmt::format("evaluating after step {}: {}", step, error_text(error)));
+  }
+}
+
+}  // namespace
+
+void train_step(SweepContext& context, ActiveRun& active, int64_t step) {
+  const config::ResolvedRun& run = context.run;
+  const int64_t before = context.memory.allocated_bytes();
+  context.memory.reset_peaks();
+  workloads::StepOutput out;
+  double step_ms = 0.0;
+  bool finite = true;
+  const bool traced = step == run.config.trace_step;
+  const bool diagnosed = diagnostic_step(step, run.config.diagnostics_every, run.config.steps);
+  std::map<std::string, kernels::OperandStats> diagnostics;
+  try {
+    std::optional<timing::TraceCapture> trace;
+    if (traced) trace.emplace(run.device);
+    context.timer.start();
+    {
+      const DiagnosticScope scope(diagnosed);
+      const profiling::Range range("step", active.recipe->name);
+      out = active.workload->step(step);
+    }
+    step_ms = context.timer.stop_ms();
+    if (trace) save_trace(context, active, step, *trace);
+    finite = active.workload->last_step_finite();
+    if (diagnosed) diagnostics = kernels::take_operand_stats();
+  } catch (const std::exception& error) {
+    end_run(context, active, out_of_memory(error) ? RunStatus::oom : RunStatus::failed,
+            fmt::format("step {}: {}", step, error_text(error)));
+    return;
+  }
+
+  // A traced or diagnosed step carries the profiler's or the diagnostics' overhead: it is kept,
+  // but out of the statistics.
+  const bool excluded = step < run.timing_warmup_steps || traced || diagnosed;
+  store::StepRecord record{active.run_id, step,        excluded, out.loss.value_or(NAN),
+                           step_ms,       out.tokens,  out.lr,   out.grad_norm.value_or(NAN),
+                           std::nullopt,  std::nullopt};
+  record.peak_mem_gib =
+      to_gib(active.resident_bytes + (context.memory.peak_allocated_bytes() - before));
+  if (const auto reserved = context.memory.peak_reserved_bytes()) {
+    record.peak_reserved_gib = to_gib(*reserved);
+  }
+  active.resident_bytes += context.memory.allocated_bytes() - before;
+  context.store.add_step(record);
+  context.store.add_metrics(diagnostic_metrics(active.run_id, step, diagnostics));
+  record_regions(context, active, step);
+  if (step == run.timing_warmup_steps) watch_first_measured(context, active, step);
+  context.progress->step(active.index, step, out.loss, step_ms);
+  for (const Instability& event : active.instability.observe(step, out.loss, out.grad_norm)) {
+    context.store.add_event({0, active.run_id, event.step, event.kind, event.detail, ""});
+  }
+
+  if (out.loss && (!std::isfinite(*out.loss) || !std::isfinite(out.grad_norm.value_or(0.0)))) {
+    end_run(context, active, RunStatus::diverged,
+            fmt::format("non-finite {} at step {} (loss {}, gradient norm {})",
+                        std::isfinite(*out.loss) ? "gradient norm" : "loss", step, *out.loss,
+                        out.grad_norm.value_or(NAN)));
+    return;
+  }
+  if (!finite) {
+    end_run(context, active, RunStatus::diverged,
+            fmt::format("non-finite outputs at step {}", step));
+    return;
+  }
+  record_extras(context, active, step);
+}
+
+}  // namespace lpbench::runner

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "reports/throughput.h"
 
 namespace lpbench::reports {
@@ -20,6 +22,32 @@ constexpr std::string_view kEmulatedMark = "†";
 std::string or_dash(const std::optional<double>& value, std::string_view format) {
   if (!value) return "—";
   return fmt::format(fmt::runtime(format), *value);
+}
+
+using RunsByName = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+
+void add_run(RunsByName& groups, const std::string& name, int64_t run) {
+  auto at =
+      std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == name; });
+  if (at == groups.end()) at = groups.insert(at, {name, {}});
+  at->second.push_back(run);
+}
+
+// "name (runs 1, 2); other (run 3)"
+std::string runs_text(const RunsByName& groups) {
+  std::vector<std::string> parts;
+  for (const auto& [name, ids] : groups) {
+    parts.push_back(
+        fmt::format("{} (run{} {})", name, ids.size() > 1 ? "s" : "", fmt::join(ids, ", ")));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+// The operator set a run recorded ("fused; attention: cudnn"), or "" for runs from before it did.
+std::string operators_of(const store::RunRecord& run) {
+  const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
+  if (config.is_discarded() || !config.is_object()) return "";
+  return config.value("operators", std::string());
 }
 
 std::string device_cell(const store::RunRecord& run) {
@@ -106,17 +134,17 @@ SweepTable sweep_table(const SweepReport& report) {
   std::vector<std::string> no_speedups;
   std::vector<std::string> contended;
   std::vector<std::string> throughput_notes;
-  // Where each run's quantized products ran on a GPU (the default backend differs by GPU), in the
-  // order first seen: backend, then its runs.
+  // Where each run's quantized products ran on a GPU (the default backend differs by GPU), and
+  // the operator set each ran on, in the order first seen: the name, then its runs.
   std::vector<std::pair<std::string, std::vector<int64_t>>> int8_backends;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> operator_sets;
   for (const RunSummary& s : report.runs) {
     any_emulated = any_emulated || store::products_emulated(s.run);
     if (s.run.int8_backend && !store::products_emulated(s.run)) {
-      auto at = std::find_if(int8_backends.begin(), int8_backends.end(),
-                             [&](const auto& b) { return b.first == *s.run.int8_backend; });
-      if (at == int8_backends.end()) at = int8_backends.insert(at, {*s.run.int8_backend, {}});
-      at->second.push_back(s.run.id);
+      add_run(int8_backends, *s.run.int8_backend, s.run.id);
     }
+    if (const std::string ops = operators_of(s.run); !ops.empty())
+      add_run(operator_sets, ops, s.run.id);
     any_cpu = any_cpu || s.run.device == "cpu";
     any_clock_fell = any_clock_fell || s.run.clock_fell.value_or(false);
     const Throughput t = throughput(s);
@@ -160,12 +188,13 @@ SweepTable sweep_table(const SweepReport& report) {
   for (const std::string& note : throughput_notes)
     out.notes.push_back(note + ".");
   if (!int8_backends.empty()) {
-    std::vector<std::string> parts;
-    for (const auto& [backend, ids] : int8_backends) {
-      parts.push_back(
-          fmt::format("{} (run{} {})", backend, ids.size() > 1 ? "s" : "", fmt::join(ids, ", ")));
-    }
-    out.notes.push_back(fmt::format("Quantized GEMMs ran on: {}.", fmt::join(parts, "; ")));
+    out.notes.push_back(fmt::format("Quantized GEMMs ran on: {}.", runs_text(int8_backends)));
+  }
+  if (!operator_sets.empty()) {
+    out.notes.push_back(fmt::format(
+        "Operators (--fusion; fused: lpbench's norm, RoPE and SwiGLU kernels, BF16 weight copies, "
+        "FP32 gradients from the products, fused AdamW and loss): {}.",
+        runs_text(operator_sets)));
   }
   if (any_clock_fell) {
     out.notes.push_back(

@@ -59,6 +59,11 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
                "Quantize each layout of an operand (X and its transpose, W and Wᵀ, dY and dYᵀ) "
                "in its own pass, where by default one pass writes both: an ablation of that "
                "fusion; the same bits either way");
+  run.add_option("--fusion", config.fusion,
+                 "Operators: fused (lpbench's one-pass norm, RoPE, SwiGLU, attention glue, "
+                 "BF16 weight copies, fused AdamW and loss), none (the readable libtorch "
+                 "composition, the ablation) or auto (fused on a GPU, none on the CPU)")
+      ->capture_default_str();
   run.add_flag("!--no-memory-plan", config.memory_plan,
                "Run what the memory plan says cannot fit (to test the device's limit: the run "
                "ends oom and the sweep goes on)");

@@ -168,6 +168,12 @@ ResolvedWorkload resolve_workload(const std::string& text, const RunConfig& conf
   return w;
 }
 
+workloads::Fusion resolve_fusion(const std::string& text, const torch::Device& device) {
+  if (text == "fused") return workloads::Fusion::fused;
+  if (text == "none") return workloads::Fusion::none;
+  return device.is_cuda() ? workloads::Fusion::fused : workloads::Fusion::none;
+}
+
 }  // namespace
 
 torch::Device resolve_device(const std::string& text) {
@@ -224,6 +230,8 @@ ResolvedRun resolve(const RunConfig& config) {
     throw InputError("--layers applies to model-level workloads, and none is given");
   }
   run.device = resolve_device(config.device);
+  for (ResolvedWorkload& w : run.workloads)
+    w.training.fusion = resolve_fusion(config.fusion, run.device);
   run.device_memory_gib = env::usable_memory_gib(run.device);
   if (config.memory_budget_gib > 0.0) {
     if (config.memory_budget_gib > run.device_memory_gib) {
@@ -295,6 +303,7 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
         {"betas", {t.beta1, t.beta2}},
         {"grad_clip", t.grad_clip},
         {"activation_checkpointing", t.activation_checkpointing},
+        {"fusion", std::string(workloads::to_string(t.fusion))},
         {"eval_every", run.eval_every},
         {"eval_batches", t.eval_batches}}},
       {"data", t.data.text()},
@@ -346,6 +355,7 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"int8_gemm", c.int8_gemm},
           {"separate_layout_quantize", c.separate_layout_quantize},
           {"memory_budget_gib", c.memory_budget_gib},
+          {"fusion", c.fusion},
           {"interleave", c.interleave}};
 }
 
@@ -376,6 +386,7 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.int8_gemm = json.value("int8_gemm", d.int8_gemm);
   c.separate_layout_quantize = json.value("separate_layout_quantize", d.separate_layout_quantize);
   c.memory_budget_gib = json.value("memory_budget_gib", d.memory_budget_gib);
+  c.fusion = json.value("fusion", d.fusion);
   c.interleave = json.value("interleave", d.interleave);
 }
 

@@ -68,6 +68,11 @@ void check_run_options(const RunConfig& config) {
         "--memory-budget-gib must be a positive number of GiB (0: the device's memory), got {}",
         config.memory_budget_gib));
   }
+  if (config.fusion != "auto" && config.fusion != "fused" && config.fusion != "none") {
+    throw InputError(
+        fmt::format("unknown --fusion '{}'; valid: auto (fused on a GPU), fused, none",
+                    config.fusion));
+  }
   if (config.workloads.empty()) throw InputError("no workload given; pass --workload");
 }
 

@@ -45,6 +45,9 @@ struct RunConfig {
   // could write both: an ablation of that fusion, the same bits either way.
   bool separate_layout_quantize = false;
   bool interleave = true;  // alternate recipes step by step, so machine drift hits all alike
+  // The operator set: fused (lpbench's kernels, BF16 weight copies, the fused optimizer and
+  // loss), none (the readable libtorch composition: the ablation), or auto (fused on a GPU).
+  std::string fusion = "auto";
 };
 
 // Throws InputError for the first option out of its range (sizes, steps, recipes, learning

@@ -99,6 +99,7 @@ ActiveRun start_run(SweepContext& context, const config::ResolvedWorkload& w, si
     const workloads::FlopCount gemm = active.workload->gemm_flops();
     config["gemm_flops_per_step"] = {{"bf16", gemm.bf16}, {"int8", gemm.int8}, {"fp8", gemm.fp8}};
     config["data"] = active.workload->data_description();
+    if (!active.workload->operators().empty()) config["operators"] = active.workload->operators();
   } catch (const std::exception& error) {
     failure = {out_of_memory(error) ? RunStatus::oom : RunStatus::failed,
                "building the workload: " + error_text(error)};

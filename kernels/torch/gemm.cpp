@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "kernels/profiling/range.h"
+#include "kernels/torch/bf16_matmul.h"
 #include "kernels/torch/gemm_stats.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/scaled_gemm.h"
@@ -124,7 +125,7 @@ std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
 at::Tensor gemm_nt(const GemmOperand& a, const GemmOperand& b, const GemmSpec& spec,
                    at::ScalarType out_dtype, GemmKind kind, const std::string& module) {
   const profiling::Range range("gemm", to_string(kind));
-  if (!spec.quantized()) return at::mm(a.bf16, b.bf16.t());
+  if (!spec.quantized()) return matmul_nt(a.bf16, b.bf16, out_dtype);
   TORCH_CHECK(a.q && b.q, "gemm_nt: a quantized GEMM needs quantized operands");
   if (spec.scaling != Scaling::fallback) return scaled_gemm(*a.q, *b.q, out_dtype);
   // Both products in FP32, added, then rounded once.

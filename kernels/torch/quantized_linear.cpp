@@ -74,8 +74,10 @@ void diagnose(const std::string& module, GemmKind kind, const char* operand,
 
 class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinearFunction> {
  public:
+  // `grad_target` receives the weight's gradient: `w` itself, or the FP32 master it copies.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
-                            const LinearGemms& gemms, const std::string& module) {
+                            const at::Tensor& grad_target, const LinearGemms& gemms,
+                            const std::string& module) {
     const profiling::Range range("linear", module);
     const int64_t k = x.size(-1);
     TORCH_CHECK(w.dim() == 2 && w.size(1) == k, "quantized_linear: X is ", x.sizes(), " but W is ",
@@ -84,9 +86,9 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
 
     // X serves fprop and, transposed, wgrad; W fprop and, transposed, dgrad. What backward
     // needs is prepared now, in the format and layout it will use.
-    const auto [a, wgrad_rhs] =
-        prepare_uses(x2, {gemms.fprop, GemmKind::fprop, Side::lhs},
-                     {gemms.wgrad, GemmKind::wgrad, Side::rhs}, w.requires_grad());
+    const bool need_w = grad_target.requires_grad();
+    const auto [a, wgrad_rhs] = prepare_uses(x2, {gemms.fprop, GemmKind::fprop, Side::lhs},
+                                             {gemms.wgrad, GemmKind::wgrad, Side::rhs}, need_w);
     const auto [b, dgrad_rhs] =
         prepare_uses(w, {gemms.fprop, GemmKind::fprop, Side::rhs},
                      {gemms.dgrad, GemmKind::dgrad, Side::rhs}, x.requires_grad());
@@ -96,7 +98,7 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     if (x.requires_grad()) {
       diagnose(module, GemmKind::dgrad, "w", w.t(), dgrad_rhs, gemms.dgrad, Side::rhs);
     }
-    if (w.requires_grad()) {
+    if (need_w) {
       diagnose(module, GemmKind::wgrad, "x", x2.t(), wgrad_rhs, gemms.wgrad, Side::rhs);
     }
     std::vector<at::Tensor> tensors;
@@ -111,7 +113,9 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     ctx->saved_data["x_sizes"] = x.sizes();
     ctx->saved_data["module"] = module;
     ctx->saved_data["need_x"] = x.requires_grad();
-    ctx->saved_data["need_w"] = w.requires_grad();
+    ctx->saved_data["need_w"] = need_w;
+    ctx->saved_data["w_grad_type"] = static_cast<int64_t>(grad_target.scalar_type());
+    ctx->saved_data["master"] = !grad_target.is_same(w);
 
     std::vector<int64_t> out_sizes = x.sizes().vec();
     out_sizes.back() = w.size(0);
@@ -157,18 +161,27 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     if (need_w) {
       // dW[N,K] = dYᵀ[N,M] · (Xᵀ[K,M])ᵀ
       diagnose(module, GemmKind::wgrad, "dy", g2.t(), wgrad_lhs, wgrad, Side::lhs);
-      grad_w = gemm_nt(wgrad_lhs, load_operand(saved, 2, specs, 4), wgrad, dtype, GemmKind::wgrad,
-                       module);
+      const auto w_type = static_cast<at::ScalarType>(ctx->saved_data["w_grad_type"].toInt());
+      grad_w = gemm_nt(wgrad_lhs, load_operand(saved, 2, specs, 4), wgrad, w_type,
+                       GemmKind::wgrad, module);
     }
-    return {grad_x, grad_w, at::Tensor(), at::Tensor()};
+    if (ctx->saved_data["master"].toBool()) {
+      return {grad_x, at::Tensor(), grad_w, at::Tensor(), at::Tensor()};
+    }
+    return {grad_x, grad_w, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
 at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms,
-                            const std::string& module) {
-  return QuantizedLinearFunction::apply(x, w, gemms, module);
+                            const std::string& module, const at::Tensor& master) {
+  if (master.defined()) {
+    TORCH_CHECK(master.sizes() == w.sizes(), "quantized_linear: master ", master.sizes(),
+                " is not the shape of w ", w.sizes());
+    return QuantizedLinearFunction::apply(x, w, master, gemms, module);
+  }
+  return QuantizedLinearFunction::apply(x, w, w, gemms, module);
 }
 
 }  // namespace lpbench::kernels

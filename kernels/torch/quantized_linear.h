@@ -13,7 +13,12 @@ namespace lpbench::kernels {
 // in forward, in the layout backward uses them in, and saved that way instead of in BF16 (as
 // Jetfire does): the memory a layer holds between forward and backward falls with the recipe.
 // `module` names the layer in the statistics the GEMMs report (int8-fallback's outlier blocks).
+//
+// With `master` (the FP32 parameter that `w` is a BF16 copy of), the weight's gradient is
+// computed by the wgrad product itself in FP32 and given to `master`, as Megatron's gradient
+// accumulation into FP32 main grads does: no cast of W in the forward, no cast of dW in the
+// backward. Without it, the gradient goes to `w` in w's type.
 at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms,
-                            const std::string& module = "");
+                            const std::string& module = "", const at::Tensor& master = {});
 
 }  // namespace lpbench::kernels

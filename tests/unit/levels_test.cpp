@@ -198,3 +198,89 @@ TEST(ActivationCheckpointing, GivesTheSameGradients) {
 
 }  // namespace
 }  // namespace lpbench::workloads
+
+namespace lpbench::workloads {
+namespace {
+
+double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a.to(torch::kDouble) - b.to(torch::kDouble)).norm() / b.to(torch::kDouble).norm())
+      .item<double>();
+}
+
+// The same decoder under both operator sets, from the same seed: the same parameters, and the
+// same outputs and gradients for a dense layer, an MoE layer and Qwen3's per-head norms, with and
+// without checkpointing. Under BF16 they agree within BF16 rounding; under int8-tensor the two
+// sets' BF16 roundings move some INT8 roundings (another draw of the same quantization noise),
+// so they lie no further apart than the recipe's own error (its unfused gradients from BF16's).
+struct DecoderGrads {
+  torch::Tensor logits;
+  std::vector<torch::Tensor> grads;
+};
+
+DecoderGrads decoder_grads(const ModelConfig& config, const char* recipe, Fusion fusion,
+                           bool checkpointing, const torch::Tensor& tokens) {
+  torch::manual_seed(7);
+  Decoder decoder(config, kernels::recipe_by_name(recipe), 16, torch::kCPU, fusion);
+  decoder->set_activation_checkpointing(checkpointing);
+  DecoderGrads out;
+  out.logits = decoder->forward(tokens);
+  out.logits.to(torch::kFloat).pow(2).mean().backward();
+  for (const auto& p : decoder->parameters())
+    out.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  return out;
+}
+
+TEST(Fusion, TheFusedDecoderComputesWhatTheUnfusedOneDoes) {
+  ModelConfig qk_norm = builtin_model("tiny");
+  qk_norm.qk_norm = true;
+  for (const ModelConfig& config : {builtin_model("tiny"), builtin_model("tiny-moe"), qk_norm}) {
+    const torch::Tensor tokens = torch::randint(0, config.vocab_size, {2, 16}, torch::kLong);
+    const DecoderGrads bf16 = decoder_grads(config, "bf16", Fusion::none, false, tokens);
+    for (const char* recipe : {"bf16", "int8-tensor"}) {
+      for (bool checkpointing : {false, true}) {
+        const DecoderGrads none = decoder_grads(config, recipe, Fusion::none, checkpointing, tokens);
+        const DecoderGrads fused =
+            decoder_grads(config, recipe, Fusion::fused, checkpointing, tokens);
+        const std::string what = config.name + (config.qk_norm ? "+qk_norm " : " ") + recipe +
+                                 (checkpointing ? " checkpointed" : "");
+        EXPECT_LT(relative_error(fused.logits, none.logits), 1e-2) << what;
+        ASSERT_EQ(none.grads.size(), fused.grads.size()) << what;
+        for (size_t p = 0; p < none.grads.size(); ++p) {
+          EXPECT_EQ(fused.grads[p].scalar_type(), torch::kFloat) << what;  // FP32 masters' grads
+          if (none.grads[p].norm().item<double>() == 0.0) continue;
+          const double recipe_error = relative_error(none.grads[p], bf16.grads[p]);
+          EXPECT_LT(relative_error(fused.grads[p], none.grads[p]),
+                    std::max(2e-2, recipe_error))
+              << what << " parameter " << p << " (the recipe's own error " << recipe_error << ")";
+        }
+      }
+    }
+  }
+}
+
+// A few optimizer steps on the same batches fall to the same loss under either set (fused
+// AdamW, fused loss, BF16 weight copies refreshed after each step).
+TEST(Fusion, TheFusedModelLevelTrainsLikeTheUnfusedOne) {
+  TrainingOptions o;
+  o.micro_batch = 8;
+  o.seq_len = 32;
+  o.total_steps = 60;
+  o.lr = 3e-3;
+  o.lr_warmup_steps = 6;
+  double losses[2] = {0.0, 0.0};
+  for (const Fusion fusion : {Fusion::none, Fusion::fused}) {
+    o.fusion = fusion;
+    auto model = make_workload(parse_workload("model:tiny"), builtin_model("tiny"),
+                               kernels::recipe_by_name("bf16"), o, torch::kCPU);
+    double last = 0.0;
+    for (int64_t step = 0; step < o.total_steps; ++step)
+      last = *model->step(step).loss;
+    losses[fusion == Fusion::fused ? 1 : 0] = last;
+    EXPECT_NE(model->operators().find(std::string(to_string(fusion))), std::string::npos);
+  }
+  EXPECT_LT(losses[0], std::log(512.0) - 1.0) << losses[0];  // it learned
+  EXPECT_LT(std::abs(losses[1] - losses[0]), 0.02 * losses[0]) << losses[0] << " " << losses[1];
+}
+
+}  // namespace
+}  // namespace lpbench::workloads

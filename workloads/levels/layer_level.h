@@ -21,6 +21,7 @@ class LayerLevel final : public Workload {
   std::vector<StepMetric> step_metrics() override;
   bool last_step_finite() const override;
   std::string shape_description() const override;
+  std::string operators() const override { return operators_; }
 
  private:
   ModelConfig model_;
@@ -29,6 +30,7 @@ class LayerLevel final : public Workload {
   torch::Tensor cos_, sin_, x_, grad_y_, y_;
   std::vector<kernels::ModuleDecision> decisions_;
   FallbackTally fallback_;
+  std::string operators_;
 };
 
 // The load of each expert of a layer's MoE block as metrics "moe.<layer>.expert.<e>.share".

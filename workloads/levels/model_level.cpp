@@ -4,6 +4,7 @@
 
 #include "kernels/profiling/range.h"
 #include "kernels/torch/gemm_stats.h"
+#include "kernels/torch/linear_cross_entropy.h"
 #include "workloads/levels/layer_level.h"
 
 namespace lpbench::workloads {
@@ -15,19 +16,29 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   // Same seed, same initial weights for every recipe: parameters are drawn on the run's device
   // (from its seeded generator) in a fixed order.
   torch::manual_seed(options.seed);
-  decoder_ = Decoder(model, recipe, options.seq_len, device);
+  decoder_ = Decoder(model, recipe, options.seq_len, device, options.fusion);
   decoder_->set_activation_checkpointing(options.activation_checkpointing);
   decoder_->to(device);
-  optimizer_ = std::make_unique<torch::optim::AdamW>(decoder_->parameters(),
-                                                     torch::optim::AdamWOptions(options.lr)
-                                                         .betas({options.beta1, options.beta2})
-                                                         .weight_decay(options.weight_decay));
+  optimizer_ = std::make_unique<AdamW>(decoder_->parameters(), options);
+  operators_ = describe_operators(
+      options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim}, options.seq_len,
+      device);
+  if (options.fusion == Fusion::fused) {
+    operators_ += decoder_->fusable_output() ? "; output layer and loss fused"
+                                             : "; output layer quantized: loss unfused";
+  }
 }
 
 torch::Tensor ModelLevel::loss_of(const torch::Tensor& tokens) {
   const int64_t seq = options_.seq_len;
   torch::Tensor inputs = tokens.narrow(1, 0, seq);
   torch::Tensor targets = tokens.narrow(1, 1, seq);
+  // Fused, a BF16 output layer and the loss are one operator (no FP32 logits of the batch).
+  if (const std::optional<ComputeCopy> output = decoder_->fusable_output()) {
+    const torch::Tensor h = decoder_->hidden(inputs);
+    return kernels::linear_cross_entropy(h.reshape({-1, h.size(-1)}), output->bf16,
+                                         output->master, targets.reshape({-1}));
+  }
   torch::Tensor logits = decoder_->forward(inputs);
   return torch::nn::functional::cross_entropy(
       logits.to(torch::kFloat).view({-1, model_.vocab_size}), targets.reshape({-1}));
@@ -35,11 +46,8 @@ torch::Tensor ModelLevel::loss_of(const torch::Tensor& tokens) {
 
 StepOutput ModelLevel::step(int64_t index) {
   const double lr = learning_rate_at(index, options_);
-  for (auto& group : optimizer_->param_groups()) {
-    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-  }
   torch::Tensor tokens = data_->batch(index, options_.micro_batch, options_.seq_len).to(device_);
-  optimizer_->zero_grad(/*set_to_none=*/true);
+  optimizer_->zero_grad();
   torch::Tensor loss;
   {
     const profiling::Range range("forward");
@@ -49,12 +57,9 @@ StepOutput ModelLevel::step(int64_t index) {
     const profiling::Range range("backward");
     loss.backward();
   }
-  double grad_norm = 0.0;
-  {
-    const profiling::Range range("optimizer");
-    grad_norm = torch::nn::utils::clip_grad_norm_(decoder_->parameters(), options_.grad_clip);
-    optimizer_->step();
-  }
+  const double grad_norm = optimizer_->step(lr);
+  // The BF16 copies the products read follow the masters (fused; nothing to do unfused).
+  decoder_->refresh_compute_weights();
   fallback_.absorb();
   return {loss.item<double>(), grad_norm, lr, tokens_per_step()};
 }

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "workloads/data/token_source.h"
+#include "workloads/levels/adamw.h"
 #include "workloads/levels/fallback_tally.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/decoder.h"
@@ -28,6 +29,7 @@ class ModelLevel final : public Workload {
   std::optional<EvalOutput> evaluate() override;
   std::vector<StepMetric> step_metrics() override;
   std::string shape_description() const override;
+  std::string operators() const override { return operators_; }
 
  private:
   torch::Tensor loss_of(const torch::Tensor& tokens);
@@ -36,9 +38,10 @@ class ModelLevel final : public Workload {
   TrainingOptions options_;
   torch::Device device_;
   Decoder decoder_{nullptr};
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<TokenSource> data_;
   FallbackTally fallback_;
+  std::string operators_;
 };
 
 }  // namespace lpbench::workloads

@@ -13,6 +13,7 @@
 #include "workloads/data/data_source.h"
 #include "workloads/levels/flop_count.h"
 #include "workloads/models/model_config.h"
+#include "workloads/models/operators.h"
 
 namespace lpbench::workloads {
 
@@ -77,6 +78,9 @@ struct TrainingOptions {
   bool activation_checkpointing = false;
   int64_t eval_batches = 4;  // validation batches per evaluation
   DataSpec data;
+  // The operator set: lpbench's fused kernels (and BF16 compute copies of the weights, FP32
+  // gradients from the products, the fused optimizer and loss), or the readable composition.
+  Fusion fusion = Fusion::none;
 };
 
 // The learning rate at `step` (0-based) under the options' schedule.
@@ -122,6 +126,9 @@ class Workload {
   virtual bool last_step_finite() const { return true; }
   // Shapes and sizes measured, for the store.
   virtual std::string shape_description() const = 0;
+  // The operator set the step ran on, for the store: "fused" or "none", and where a level has
+  // attention, the SDPA backend torch chose ("fused; attention: cudnn").
+  virtual std::string operators() const { return ""; }
 };
 
 std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec, const ModelConfig& model,

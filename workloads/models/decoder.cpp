@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/profiling/range.h"
+#include "kernels/torch/embedding.h"
 #include "kernels/torch/quantized_linear.h"
 #include "workloads/models/checkpoint.h"
 #include "workloads/models/rope.h"
@@ -32,92 +33,87 @@ void PrecisionPlan::embedding(const std::string& module) {
 
 RecipeLinearImpl::RecipeLinearImpl(int64_t in_features, int64_t out_features,
                                    kernels::LinearGemms gemms, double init_std, std::string name,
-                                   torch::Device device)
+                                   torch::Device device, Fusion fusion)
     : gemms_(gemms), name_(std::move(name)) {
   weight_ = register_parameter("weight",
                                torch::empty({out_features, in_features}, torch::device(device)));
   torch::nn::init::normal_(weight_, 0.0, init_std);
+  if (fusion == Fusion::fused) {
+    compute_ = register_buffer("compute_weight", weight_.detach().to(kCompute));
+  }
 }
 
 torch::Tensor RecipeLinearImpl::forward(const torch::Tensor& x) {
+  if (compute_.defined()) return kernels::quantized_linear(x, compute_, gemms_, name_, weight_);
   return kernels::quantized_linear(x, weight_.to(kCompute), gemms_, name_);
 }
 
-RMSNormImpl::RMSNormImpl(int64_t dim, double eps, torch::Device device) : eps_(eps) {
-  weight_ = register_parameter("weight", torch::ones({dim}, torch::device(device)));
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps, const PrecisionPlan& plan)
+    : eps_(eps), ops_(plan.ops()) {
+  weight_ = register_parameter("weight", torch::ones({dim}, torch::device(plan.device())));
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
-  // Statistics in FP32, as every reference implementation does; the result back in BF16.
-  torch::Tensor xf = x.to(torch::kFloat);
-  torch::Tensor normed = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps_);
-  return (normed * weight_).to(x.scalar_type());
+  return ops_.norm(x, weight_, eps_);
+}
+
+std::pair<torch::Tensor, torch::Tensor> RMSNormImpl::add_forward(const torch::Tensor& x,
+                                                                 const torch::Tensor& residual) {
+  return ops_.add_norm(x, residual, weight_, eps_);
 }
 
 AttentionImpl::AttentionImpl(const ModelConfig& config, const std::string& prefix,
                              PrecisionPlan& plan)
-    : heads_(config.num_heads), kv_heads_(config.num_kv_heads), head_dim_(config.head_dim) {
-  const int64_t qkv_width = (heads_ + 2 * kv_heads_) * head_dim_;
-  qkv_ = register_module(
-      "qkv", RecipeLinear(config.hidden_size, qkv_width, plan.linear(prefix + ".qkv"), kInitStd,
-                          prefix + ".qkv", plan.device()));
+    : shape_{config.num_heads, config.num_kv_heads, config.head_dim}, ops_(plan.ops()) {
+  const int64_t qkv_width = (shape_.heads + 2 * shape_.kv_heads) * shape_.head_dim;
+  const Fusion fusion = plan.ops().fusion();
+  qkv_ = register_module("qkv", RecipeLinear(config.hidden_size, qkv_width,
+                                             plan.linear(prefix + ".qkv"), kInitStd,
+                                             prefix + ".qkv", plan.device(), fusion));
   out_ = register_module(
-      "out", RecipeLinear(heads_ * head_dim_, config.hidden_size, plan.linear(prefix + ".out"),
-                          residual_std(config), prefix + ".out", plan.device()));
+      "out", RecipeLinear(shape_.heads * shape_.head_dim, config.hidden_size,
+                          plan.linear(prefix + ".out"), residual_std(config), prefix + ".out",
+                          plan.device(), fusion));
   if (config.qk_norm) {
-    q_norm_ = register_module("q_norm", RMSNorm(head_dim_, config.norm_eps, plan.device()));
-    k_norm_ = register_module("k_norm", RMSNorm(head_dim_, config.norm_eps, plan.device()));
+    q_norm_ = register_module("q_norm", RMSNorm(shape_.head_dim, config.norm_eps, plan));
+    k_norm_ = register_module("k_norm", RMSNorm(shape_.head_dim, config.norm_eps, plan));
   }
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                      const torch::Tensor& sin) {
   const profiling::Range range("attention");
-  const int64_t batch = x.size(0);
-  const int64_t seq = x.size(1);
-  torch::Tensor qkv = qkv_(x);
-  torch::Tensor q = qkv.narrow(-1, 0, heads_ * head_dim_).view({batch, seq, heads_, head_dim_});
-  torch::Tensor k = qkv.narrow(-1, heads_ * head_dim_, kv_heads_ * head_dim_)
-                        .view({batch, seq, kv_heads_, head_dim_});
-  torch::Tensor v = qkv.narrow(-1, (heads_ + kv_heads_) * head_dim_, kv_heads_ * head_dim_)
-                        .view({batch, seq, kv_heads_, head_dim_});
-  if (q_norm_) {
-    q = q_norm_(q);
-    k = k_norm_(k);
-  }
-  q = apply_rope(q, cos, sin).transpose(1, 2);
-  k = apply_rope(k, cos, sin).transpose(1, 2);
-  v = v.transpose(1, 2);
-  torch::Tensor o = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
-                                                     /*is_causal=*/true, /*scale=*/std::nullopt,
-                                                     /*enable_gqa=*/kv_heads_ != heads_);
-  return out_(o.transpose(1, 2).reshape({batch, seq, heads_ * head_dim_}));
+  const torch::Tensor o =
+      ops_.attention(qkv_(x), shape_, cos, sin, q_norm_ ? q_norm_->weight() : torch::Tensor(),
+                     k_norm_ ? k_norm_->weight() : torch::Tensor(),
+                     q_norm_ ? q_norm_->eps() : 0.0);
+  return out_(o);
 }
 
 MlpImpl::MlpImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan)
-    : intermediate_(config.intermediate_size) {
+    : ops_(plan.ops()) {
+  const Fusion fusion = plan.ops().fusion();
   // Gate and up projections fused into one GEMM, as Megatron's linear_fc1 does.
-  gate_up_ = register_module("gate_up", RecipeLinear(config.hidden_size, 2 * intermediate_,
-                                                     plan.linear(prefix + ".gate_up"), kInitStd,
-                                                     prefix + ".gate_up", plan.device()));
+  gate_up_ = register_module(
+      "gate_up", RecipeLinear(config.hidden_size, 2 * config.intermediate_size,
+                              plan.linear(prefix + ".gate_up"), kInitStd, prefix + ".gate_up",
+                              plan.device(), fusion));
   down_ = register_module(
-      "down", RecipeLinear(intermediate_, config.hidden_size, plan.linear(prefix + ".down"),
-                           residual_std(config), prefix + ".down", plan.device()));
+      "down", RecipeLinear(config.intermediate_size, config.hidden_size,
+                           plan.linear(prefix + ".down"), residual_std(config), prefix + ".down",
+                           plan.device(), fusion));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   const profiling::Range range("mlp");
-  torch::Tensor gate_up = gate_up_(x);
-  torch::Tensor gate = gate_up.narrow(-1, 0, intermediate_);
-  torch::Tensor up = gate_up.narrow(-1, intermediate_, intermediate_);
-  return down_(torch::silu(gate) * up);
+  return down_(ops_.swiglu(gate_up_(x)));
 }
 
 MoeImpl::MoeImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan)
     : top_k_(config.experts_per_token) {
-  router_ = register_module("router", RecipeLinear(config.hidden_size, config.num_experts,
-                                                   plan.linear(prefix + ".router"), kInitStd,
-                                                   prefix + ".router", plan.device()));
+  router_ = register_module(
+      "router", RecipeLinear(config.hidden_size, config.num_experts, plan.linear(prefix + ".router"),
+                             kInitStd, prefix + ".router", plan.device(), plan.ops().fusion()));
   for (int64_t e = 0; e < config.num_experts; ++e) {
     // torch module names may not hold dots; the recorded module name does.
     experts_.push_back(
@@ -161,11 +157,10 @@ torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config, int64_t index, PrecisionPlan& plan)
     : name_("layers." + std::to_string(index)) {
   const std::string& prefix = name_;
-  attention_norm_ = register_module("attention_norm",
-                                    RMSNorm(config.hidden_size, config.norm_eps, plan.device()));
+  attention_norm_ =
+      register_module("attention_norm", RMSNorm(config.hidden_size, config.norm_eps, plan));
   attention_ = register_module("attention", Attention(config, prefix + ".attention", plan));
-  mlp_norm_ =
-      register_module("mlp_norm", RMSNorm(config.hidden_size, config.norm_eps, plan.device()));
+  mlp_norm_ = register_module("mlp_norm", RMSNorm(config.hidden_size, config.norm_eps, plan));
   if (config.is_moe()) {
     moe_ = register_module("moe", Moe(config, prefix + ".moe", plan));
   } else {
@@ -176,31 +171,34 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config, int64_t index, Pre
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                         const torch::Tensor& sin) {
   const profiling::Range range("layer", name_);
-  torch::Tensor h = x + attention_(attention_norm_(x), cos, sin);
-  torch::Tensor normed = mlp_norm_(h);
+  // The attention's residual add and the MLP's norm in one operator (one pass, fused).
+  const auto [h, normed] = mlp_norm_->add_forward(x, attention_(attention_norm_(x), cos, sin));
   return h + (moe_ ? moe_(normed) : mlp_(normed));
 }
 
 DecoderImpl::DecoderImpl(const ModelConfig& config, const kernels::Recipe& recipe,
-                         int64_t max_seq_len, torch::Device device)
-    : config_(config) {
-  PrecisionPlan plan(recipe, device);
+                         int64_t max_seq_len, torch::Device device, Fusion fusion)
+    : config_(config), ops_(fusion) {
+  PrecisionPlan plan(recipe, device, fusion);
   embedding_ = register_parameter(
       "embedding", torch::empty({config.vocab_size, config.hidden_size}, torch::device(device)));
   torch::nn::init::normal_(embedding_, 0.0, kInitStd);
+  if (fusion == Fusion::fused) {
+    embedding_compute_ = register_buffer("embedding_compute", embedding_.detach().to(kCompute));
+  }
   plan.embedding("embedding");
   for (int64_t i = 0; i < config.num_layers; ++i) {
     layers_.push_back(
         register_module("layers_" + std::to_string(i), DecoderLayer(config, i, plan)));
   }
   final_norm_ =
-      register_module("final_norm", RMSNorm(config.hidden_size, config.norm_eps, plan.device()));
+      register_module("final_norm", RMSNorm(config.hidden_size, config.norm_eps, plan));
   if (config.tie_embeddings) {
     tied_output_ = plan.linear("output");
   } else {
     output_ = register_module(
         "output", RecipeLinear(config.hidden_size, config.vocab_size, plan.linear("output"),
-                               kInitStd, "output", plan.device()));
+                               kInitStd, "output", plan.device(), fusion));
   }
   auto [cos, sin] = rope_tables(config, max_seq_len);
   rope_cos_ = register_buffer("rope_cos", cos.to(device));
@@ -208,8 +206,10 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, const kernels::Recipe& recip
   decisions_ = plan.decisions();
 }
 
-torch::Tensor DecoderImpl::forward(const torch::Tensor& tokens) {
-  torch::Tensor h = torch::embedding(embedding_.to(kCompute), tokens);
+torch::Tensor DecoderImpl::hidden(const torch::Tensor& tokens) {
+  torch::Tensor h = embedding_compute_.defined()
+                        ? kernels::embedding(embedding_compute_, embedding_, tokens)
+                        : torch::embedding(embedding_.to(kCompute), tokens);
   for (DecoderLayer& layer : layers_) {
     if (checkpointing_ && is_training()) {
       DecoderLayerImpl* impl = layer.get();
@@ -221,9 +221,52 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tokens) {
       h = layer(h, rope_cos_, rope_sin_);
     }
   }
-  h = final_norm_(h);
+  return final_norm_(h);
+}
+
+torch::Tensor DecoderImpl::forward(const torch::Tensor& tokens) {
+  const torch::Tensor h = hidden(tokens);
   if (output_) return output_(h);
+  if (embedding_compute_.defined()) {
+    return kernels::quantized_linear(h, embedding_compute_, tied_output_, "output", embedding_);
+  }
   return kernels::quantized_linear(h, embedding_.to(kCompute), tied_output_, "output");
+}
+
+std::optional<ComputeCopy> DecoderImpl::fusable_output() const {
+  const kernels::LinearGemms& gemms = output_ ? output_->gemms() : tied_output_;
+  if (gemms.any_quantized()) return std::nullopt;
+  if (output_ && output_->compute_weight().defined()) {
+    return ComputeCopy{output_->weight(), output_->compute_weight()};
+  }
+  if (!output_ && embedding_compute_.defined()) {
+    return ComputeCopy{embedding_, embedding_compute_};
+  }
+  return std::nullopt;
+}
+
+std::vector<ComputeCopy> DecoderImpl::compute_copies() const {
+  std::vector<ComputeCopy> copies;
+  if (embedding_compute_.defined()) copies.push_back({embedding_, embedding_compute_});
+  for (const auto& module : modules(/*include_self=*/false)) {
+    if (const auto* linear = module->as<RecipeLinearImpl>()) {
+      if (linear->compute_weight().defined()) {
+        copies.push_back({linear->weight(), linear->compute_weight()});
+      }
+    }
+  }
+  return copies;
+}
+
+void DecoderImpl::refresh_compute_weights() {
+  const torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> masters;
+  std::vector<torch::Tensor> copies;
+  for (const ComputeCopy& c : compute_copies()) {
+    masters.push_back(c.master);
+    copies.push_back(c.bf16);
+  }
+  if (!copies.empty()) at::_foreach_copy_(copies, masters);
 }
 
 }  // namespace lpbench::workloads

@@ -2,16 +2,22 @@
 
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/recipe.h"
 #include "workloads/models/model_config.h"
+#include "workloads/models/operators.h"
 
 // A Llama-style decoder: RMSNorm, rotary embeddings, grouped-query causal attention (with
 // Qwen3's query/key norms where the config asks), a SwiGLU MLP or a top-k mixture of SwiGLU
 // experts, and a tied or untied output layer. Parameters are FP32 master weights; every product
-// runs on BF16 copies of them, through the recipe the module was built under.
+// runs on BF16 copies of them, through the recipe the module was built under. Unfused, the
+// copies are cast from the masters in every forward (and the gradients cast back); fused, they
+// are kept beside the masters, refreshed after each optimizer step (refresh_compute_weights),
+// and the products write FP32 gradients for the masters directly. The element-wise operators
+// and attention come from the plan's operator set (operators.h).
 namespace lpbench::workloads {
 
 // Decides, module by module, what a recipe does, and keeps the decisions for the store.
@@ -19,9 +25,11 @@ class PrecisionPlan {
  public:
   // Modules built under the plan allocate and initialize their parameters on `device`: a GPU
   // draws them there (from the seeded CUDA generator) instead of on the CPU and copying.
-  explicit PrecisionPlan(const kernels::Recipe& recipe, torch::Device device = torch::kCPU)
-      : recipe_(recipe), device_(device) {}
+  explicit PrecisionPlan(const kernels::Recipe& recipe, torch::Device device = torch::kCPU,
+                         Fusion fusion = Fusion::none)
+      : recipe_(recipe), device_(device), ops_(fusion) {}
   const torch::Device& device() const { return device_; }
+  const Operators& ops() const { return ops_; }
   kernels::LinearGemms linear(const std::string& module);
 
   void embedding(const std::string& module);
@@ -30,19 +38,30 @@ class PrecisionPlan {
  private:
   const kernels::Recipe& recipe_;
   torch::Device device_;
+  Operators ops_;
   std::vector<kernels::ModuleDecision> decisions_;
+};
+
+// An FP32 master parameter and, fused, the BF16 copy the products read.
+struct ComputeCopy {
+  torch::Tensor master;
+  torch::Tensor bf16;
 };
 
 class RecipeLinearImpl : public torch::nn::Module {
  public:
   RecipeLinearImpl(int64_t in_features, int64_t out_features, kernels::LinearGemms gemms,
-                   double init_std, std::string name = "", torch::Device device = torch::kCPU);
+                   double init_std, std::string name = "", torch::Device device = torch::kCPU,
+                   Fusion fusion = Fusion::none);
   torch::Tensor forward(const torch::Tensor& x);
   const torch::Tensor& weight() const { return weight_; }
+  // The BF16 copy the products read (fused), or an undefined tensor (unfused: cast per forward).
+  const torch::Tensor& compute_weight() const { return compute_; }
   const kernels::LinearGemms& gemms() const { return gemms_; }
 
  private:
-  torch::Tensor weight_;  // [out, in], FP32
+  torch::Tensor weight_;   // [out, in], FP32
+  torch::Tensor compute_;  // [out, in], BF16, fused only
   kernels::LinearGemms gemms_;
   std::string name_;  // as the store records it, e.g. "layers.3.mlp.down"
 };
@@ -50,12 +69,18 @@ TORCH_MODULE(RecipeLinear);
 
 class RMSNormImpl : public torch::nn::Module {
  public:
-  RMSNormImpl(int64_t dim, double eps, torch::Device device = torch::kCPU);
+  RMSNormImpl(int64_t dim, double eps, const PrecisionPlan& plan);
   torch::Tensor forward(const torch::Tensor& x);
+  // (x + residual, the norm of that sum), in one pass where fused.
+  std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x,
+                                                      const torch::Tensor& residual);
+  const torch::Tensor& weight() const { return weight_; }
+  double eps() const { return eps_; }
 
  private:
   torch::Tensor weight_;
   double eps_;
+  Operators ops_;
 };
 TORCH_MODULE(RMSNorm);
 
@@ -65,7 +90,8 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
  private:
-  int64_t heads_, kv_heads_, head_dim_;
+  kernels::AttentionShape shape_;
+  Operators ops_;
   RecipeLinear qkv_{nullptr}, out_{nullptr};
   RMSNorm q_norm_{nullptr}, k_norm_{nullptr};  // Qwen3 only
 };
@@ -77,7 +103,7 @@ class MlpImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
-  int64_t intermediate_;
+  Operators ops_;
   RecipeLinear gate_up_{nullptr}, down_{nullptr};
 };
 TORCH_MODULE(Mlp);
@@ -118,9 +144,18 @@ TORCH_MODULE(DecoderLayer);
 class DecoderImpl : public torch::nn::Module {
  public:
   DecoderImpl(const ModelConfig& config, const kernels::Recipe& recipe, int64_t max_seq_len,
-              torch::Device device = torch::kCPU);
+              torch::Device device = torch::kCPU, Fusion fusion = Fusion::none);
   // tokens [B, T] (int64) → logits [B, T, vocab] (BF16)
   torch::Tensor forward(const torch::Tensor& tokens);
+  // tokens → the final norm's output [B, T, hidden], for a loss that fuses the output layer.
+  torch::Tensor hidden(const torch::Tensor& tokens);
+  // The output layer as a fused loss takes it: its BF16 weight and FP32 master, where it is a
+  // BF16 layer with a kept copy (fused); nothing where its products are quantized or unfused.
+  std::optional<ComputeCopy> fusable_output() const;
+  // Every master with its BF16 copy (fused; empty unfused): the optimizer refreshes the copies.
+  std::vector<ComputeCopy> compute_copies() const;
+  // Copies every master into its BF16 copy (after an optimizer step).
+  void refresh_compute_weights();
   // Keep only each layer's input between forward and backward; recompute the rest.
   void set_activation_checkpointing(bool enabled) { checkpointing_ = enabled; }
   const std::vector<kernels::ModuleDecision>& decisions() const { return decisions_; }
@@ -128,7 +163,9 @@ class DecoderImpl : public torch::nn::Module {
 
  private:
   ModelConfig config_;
-  torch::Tensor embedding_;  // [vocab, hidden], FP32
+  Operators ops_;
+  torch::Tensor embedding_;          // [vocab, hidden], FP32
+  torch::Tensor embedding_compute_;  // its BF16 copy, fused only
   std::vector<DecoderLayer> layers_;
   RMSNorm final_norm_{nullptr};
   RecipeLinear output_{nullptr};      // absent when tied

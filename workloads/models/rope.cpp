@@ -34,17 +34,4 @@ std::pair<torch::Tensor, torch::Tensor> rope_tables(const ModelConfig& config,
   return {angles.cos().to(torch::kFloat), angles.sin().to(torch::kFloat)};
 }
 
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
-                         const torch::Tensor& sin) {
-  const int64_t seq = x.size(1);
-  const int64_t half = x.size(-1) / 2;
-  // [T, D/2] → [1, T, 1, D/2] to broadcast over batch and heads.
-  torch::Tensor c = cos.narrow(0, 0, seq).unsqueeze(0).unsqueeze(2);
-  torch::Tensor s = sin.narrow(0, 0, seq).unsqueeze(0).unsqueeze(2);
-  torch::Tensor xf = x.to(torch::kFloat);
-  torch::Tensor x1 = xf.narrow(-1, 0, half);
-  torch::Tensor x2 = xf.narrow(-1, half, half);
-  return torch::cat({x1 * c - x2 * s, x2 * c + x1 * s}, -1).to(x.scalar_type());
-}
-
 }  // namespace lpbench::workloads

@@ -15,8 +15,6 @@ std::pair<torch::Tensor, torch::Tensor> rope_tables(const ModelConfig& config, i
 // The inverse frequencies [head_dim/2] (FP64), after the config's scaling.
 torch::Tensor rope_inverse_frequencies(const ModelConfig& config);
 
-// Rotates x [B, T, heads, head_dim] by position (the rotate-half convention of Llama), in FP32.
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
-                         const torch::Tensor& sin);
+// Applying them: kernels/reference/rope.h (readable), kernels/torch/attention.h (fused).
 
 }  // namespace lpbench::workloads

@@ -1,0 +1,45 @@
+#pragma once
+
+// Eight BF16 values moved as one 16-byte access and widened to FP32 in registers: the unit of
+// the element-wise kernels (norm, RoPE, SwiGLU), whose rows are multiples of 8 elements.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace lpbench::cuda {
+
+constexpr int kBf16PerVector = 8;
+
+struct Bf16x8 {
+  float v[kBf16PerVector];
+};
+
+__device__ __forceinline__ Bf16x8 load_bf16x8(const __nv_bfloat16* p) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+  Bf16x8 out;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    out.v[2 * i] = __uint_as_float(words[i] << 16);
+    out.v[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+  }
+  return out;
+}
+
+// Round to nearest even, as torch's casts to BF16 do.
+__device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in) {
+  uint32_t words[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(in.v[2 * i], in.v[2 * i + 1]);
+    words[i] = *reinterpret_cast<const uint32_t*>(&pair);
+  }
+  *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+// The value a BF16 store of `x` would hold, back in FP32 (torch rounds each op's result).
+__device__ __forceinline__ float round_bf16(float x) {
+  return __bfloat162float(__float2bfloat16_rn(x));
+}
+
+}  // namespace lpbench::cuda

@@ -1,0 +1,305 @@
+// RMSNorm forward (with an optional residual add first) and backward, one pass over the rows
+// each. A row is split among `tpr` threads (a power of two): rows of at most 32 vectors of 8 go
+// several to a block (one shuffle reduction per row), longer rows one to a block of up to 1024
+// threads (shuffles, then shared memory). Each thread keeps its at most kMaxVectors vectors of
+// the row in registers between the reduction and the output, so the row is read once.
+//
+// The backward walks the rows with a grid of a few blocks per SM, each thread accumulating the
+// weight gradient of its columns in registers over the rows it visits; the per-block partial
+// sums go to the workspace and a second kernel adds them up per column.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/cuda/bf16_vector.cuh"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/nvtx_range.cuh"
+#include "kernels/cuda/rmsnorm.cuh"
+
+namespace lpbench::cuda {
+
+namespace {
+
+constexpr int kMaxVectors = 4;      // per thread: rows up to 4 × 1024 × 8 = 32768 elements
+constexpr int kSmallBlock = 256;    // threads of a block holding several short rows
+constexpr int kMaxThreads = 1024;
+
+struct Layout {
+  int tpr = 1;             // threads per row, a power of two
+  int rows_per_block = 1;  // 1 when tpr ≥ 32
+  int threads = 1;
+  int vectors = 1;         // per thread, 1..kMaxVectors
+};
+
+// `per_thread`: the vectors a thread may hold. The forward holds up to kMaxVectors (fewer,
+// fuller threads); the backward one where the row allows (more threads per row, so fewer blocks
+// and fewer partial sums of the weight gradient).
+Layout layout_for(int64_t cols, int per_thread) {
+  const int64_t vectors = cols / kBf16PerVector;
+  Layout l;
+  while (l.tpr < kMaxThreads && int64_t{l.tpr} * per_thread < vectors) l.tpr *= 2;
+  // Short rows: enough threads that each holds one vector, up to a warp.
+  while (l.tpr < 32 && l.tpr < vectors) l.tpr *= 2;
+  l.vectors = static_cast<int>((vectors + l.tpr - 1) / l.tpr);
+  if (l.tpr < 32) {
+    l.rows_per_block = kSmallBlock / l.tpr;
+    l.threads = kSmallBlock;
+  } else {
+    l.threads = l.tpr;
+  }
+  return l;
+}
+
+void check_shape(int64_t rows, int64_t cols, const char* who) {
+  LPBENCH_CUDA_REQUIRE(rows > 0 && cols > 0, std::string(who) + ": empty matrix");
+  LPBENCH_CUDA_REQUIRE(cols % kBf16PerVector == 0,
+                       std::string(who) + ": the row length must be a multiple of 8, got " +
+                           std::to_string(cols));
+  LPBENCH_CUDA_REQUIRE(cols <= int64_t{kMaxVectors} * kMaxThreads * kBf16PerVector,
+                       std::string(who) + ": rows of at most 32768 elements");
+}
+
+void check_aligned(const void* p, const char* what) {
+  LPBENCH_CUDA_REQUIRE(p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0,
+                       std::string(what) + " must be 16-byte aligned");
+}
+
+// The sum of `v` over the `tpr` threads of a row (every thread of the block calls it).
+__device__ __forceinline__ float row_sum(float v, int tpr, float* shared) {
+  const int width = tpr < 32 ? tpr : 32;
+  for (int offset = width / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset, width);
+  if (tpr <= 32) return v;
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  __syncthreads();  // `shared` may still be read from the previous row
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  float total = 0.0F;
+  for (int w = 0; w < tpr / 32; ++w)
+    total += shared[w];
+  return total;
+}
+
+template <int kVectors>
+__global__ void rmsnorm_forward_kernel(const RmsNormArgs a, const int tpr, const int rows_per_block) {
+  __shared__ float shared[32];
+  const auto* x = static_cast<const __nv_bfloat16*>(a.x);
+  const auto* r = static_cast<const __nv_bfloat16*>(a.residual);
+  const int sub = static_cast<int>(threadIdx.x) / tpr;
+  const int lane = static_cast<int>(threadIdx.x) % tpr;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_block + sub;
+  const bool live = row < a.rows;
+  const int64_t vectors = a.cols / kBf16PerVector;
+  Bf16x8 h[kVectors];
+  float squares = 0.0F;
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) {
+    const int64_t v = lane + static_cast<int64_t>(i) * tpr;
+    if (live && v < vectors) {
+      const int64_t at = row * a.cols + v * kBf16PerVector;
+      h[i] = load_bf16x8(x + at);
+      if (r != nullptr) {
+        const Bf16x8 add = load_bf16x8(r + at);
+#pragma unroll
+        for (int e = 0; e < kBf16PerVector; ++e)
+          h[i].v[e] = round_bf16(h[i].v[e] + add.v[e]);
+      }
+#pragma unroll
+      for (int e = 0; e < kBf16PerVector; ++e)
+        squares += h[i].v[e] * h[i].v[e];
+    }
+  }
+  squares = row_sum(squares, tpr, shared);
+  const float rstd = 1.0F / sqrtf(squares / static_cast<float>(a.cols) + a.eps);
+  if (!live) return;
+  if (lane == 0) a.rstd[row] = rstd;
+  auto* y = static_cast<__nv_bfloat16*>(a.y);
+  auto* h_out = static_cast<__nv_bfloat16*>(a.h);
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) {
+    const int64_t v = lane + static_cast<int64_t>(i) * tpr;
+    if (v >= vectors) continue;
+    const int64_t col = v * kBf16PerVector;
+    if (r != nullptr && h_out != nullptr) store_bf16x8(h_out + row * a.cols + col, h[i]);
+    const float4 w0 = *reinterpret_cast<const float4*>(a.weight + col);
+    const float4 w1 = *reinterpret_cast<const float4*>(a.weight + col + 4);
+    const float w[kBf16PerVector] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+    Bf16x8 out;
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e)
+      out.v[e] = h[i].v[e] * rstd * w[e];
+    store_bf16x8(y + row * a.cols + col, out);
+  }
+}
+
+template <int kVectors>
+__global__ void rmsnorm_backward_kernel(const RmsNormBackwardArgs a, const int tpr,
+                                        const int rows_per_block, float* partial) {
+  __shared__ float shared[32];
+  const auto* dy = static_cast<const __nv_bfloat16*>(a.dy);
+  const auto* hx = static_cast<const __nv_bfloat16*>(a.h);
+  const auto* dh_in = static_cast<const __nv_bfloat16*>(a.dh_in);
+  auto* dh = static_cast<__nv_bfloat16*>(a.dh);
+  const int sub = static_cast<int>(threadIdx.x) / tpr;
+  const int lane = static_cast<int>(threadIdx.x) % tpr;
+  const int64_t vectors = a.cols / kBf16PerVector;
+  float w[kVectors][kBf16PerVector];
+  float dw[kVectors][kBf16PerVector];
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) {
+    const int64_t v = lane + static_cast<int64_t>(i) * tpr;
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e) {
+      w[i][e] = v < vectors ? a.weight[v * kBf16PerVector + e] : 0.0F;
+      dw[i][e] = 0.0F;
+    }
+  }
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * rows_per_block;
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_block; base < a.rows;
+       base += stride) {
+    const int64_t row = base + sub;
+    const bool live = row < a.rows;
+    const float rstd = live ? a.rstd[row] : 0.0F;
+    Bf16x8 g[kVectors];
+    Bf16x8 xhat[kVectors];
+    float dot = 0.0F;
+#pragma unroll
+    for (int i = 0; i < kVectors; ++i) {
+      const int64_t v = lane + static_cast<int64_t>(i) * tpr;
+      if (live && v < vectors) {
+        const int64_t at = row * a.cols + v * kBf16PerVector;
+        g[i] = load_bf16x8(dy + at);
+        xhat[i] = load_bf16x8(hx + at);
+#pragma unroll
+        for (int e = 0; e < kBf16PerVector; ++e) {
+          xhat[i].v[e] *= rstd;
+          dw[i][e] += g[i].v[e] * xhat[i].v[e];
+          g[i].v[e] *= w[i][e];
+          dot += g[i].v[e] * xhat[i].v[e];
+        }
+      }
+    }
+    dot = row_sum(dot, tpr, shared);
+    const float mean = dot / static_cast<float>(a.cols);
+    if (!live) continue;
+#pragma unroll
+    for (int i = 0; i < kVectors; ++i) {
+      const int64_t v = lane + static_cast<int64_t>(i) * tpr;
+      if (v >= vectors) continue;
+      const int64_t at = row * a.cols + v * kBf16PerVector;
+      Bf16x8 out;
+#pragma unroll
+      for (int e = 0; e < kBf16PerVector; ++e)
+        out.v[e] = rstd * (g[i].v[e] - xhat[i].v[e] * mean);
+      if (dh_in != nullptr) {
+        const Bf16x8 more = load_bf16x8(dh_in + at);
+#pragma unroll
+        for (int e = 0; e < kBf16PerVector; ++e)
+          out.v[e] += more.v[e];
+      }
+      store_bf16x8(dh + at, out);
+    }
+  }
+  // This thread's columns, summed over the rows it visited: one partial row per (block, sub).
+  float* mine = partial + (static_cast<int64_t>(blockIdx.x) * rows_per_block + sub) * a.cols;
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) {
+    const int64_t v = lane + static_cast<int64_t>(i) * tpr;
+    if (v >= vectors) continue;
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e)
+      mine[v * kBf16PerVector + e] = dw[i][e];
+  }
+}
+
+__global__ void sum_partials_kernel(const float* partial, int64_t parts, int64_t cols,
+                                    float* out) {
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (col >= cols) return;
+  float total = 0.0F;
+  for (int64_t p = 0; p < parts; ++p)
+    total += partial[p * cols + col];
+  out[col] = total;
+}
+
+int sm_count() {
+  int device = 0;
+  int count = 0;
+  LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
+// Blocks of the backward: one wave (2048 threads an SM), fewer where the rows run out; each
+// block then walks several rows, and writes one partial row of the weight gradient per row slot.
+int64_t backward_blocks(int64_t rows, const Layout& l) {
+  const int64_t needed = (rows + l.rows_per_block - 1) / l.rows_per_block;
+  return std::min<int64_t>(needed, int64_t{sm_count()} * std::max(1, 2048 / l.threads));
+}
+
+template <typename Fn>
+void with_vectors(int vectors, Fn&& fn) {
+  switch (vectors) {
+    case 1:
+      fn(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      fn(std::integral_constant<int, 2>{});
+      break;
+    default:
+      fn(std::integral_constant<int, kMaxVectors>{});
+      break;
+  }
+}
+
+}  // namespace
+
+void rmsnorm_forward(const RmsNormArgs& a, cudaStream_t stream) {
+  check_shape(a.rows, a.cols, "rmsnorm_forward");
+  LPBENCH_CUDA_REQUIRE(a.x && a.weight && a.y && a.rstd, "x, weight, y and rstd are needed");
+  LPBENCH_CUDA_REQUIRE(a.residual == nullptr || a.h != nullptr,
+                       "with a residual, h (x + residual) is written too");
+  const void* pointers[] = {a.x, a.residual, a.weight, a.h, a.y};
+  for (const void* p : pointers)
+    check_aligned(p, "rmsnorm_forward's matrices");
+  const NvtxRange range("lpbench rmsnorm_forward");
+  const Layout l = layout_for(a.cols, kMaxVectors);
+  const auto blocks = static_cast<unsigned>((a.rows + l.rows_per_block - 1) / l.rows_per_block);
+  with_vectors(l.vectors, [&](auto n) {
+    rmsnorm_forward_kernel<decltype(n)::value>
+        <<<blocks, l.threads, 0, stream>>>(a, l.tpr, l.rows_per_block);
+  });
+  LPBENCH_CUDA_CHECK_LAUNCH();
+}
+
+size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols) {
+  const Layout l = layout_for(cols, 1);
+  return static_cast<size_t>(backward_blocks(rows, l) * l.rows_per_block * cols) * sizeof(float);
+}
+
+void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
+  check_shape(a.rows, a.cols, "rmsnorm_backward");
+  LPBENCH_CUDA_REQUIRE(a.dy && a.h && a.weight && a.rstd && a.dh && a.dweight && a.workspace,
+                       "dy, h, weight, rstd, dh, dweight and the workspace are needed");
+  const void* pointers[] = {a.dy, a.h, a.dh_in, a.dh, a.weight};
+  for (const void* p : pointers)
+    check_aligned(p, "rmsnorm_backward's matrices");
+  const NvtxRange range("lpbench rmsnorm_backward");
+  const Layout l = layout_for(a.cols, 1);
+  const int64_t blocks = backward_blocks(a.rows, l);
+  auto* partial = static_cast<float*>(a.workspace);
+  with_vectors(l.vectors, [&](auto n) {
+    rmsnorm_backward_kernel<decltype(n)::value><<<static_cast<unsigned>(blocks), l.threads, 0,
+                                                  stream>>>(a, l.tpr, l.rows_per_block, partial);
+  });
+  LPBENCH_CUDA_CHECK_LAUNCH();
+  const int threads = 256;
+  sum_partials_kernel<<<static_cast<unsigned>((a.cols + threads - 1) / threads), threads, 0,
+                        stream>>>(partial, blocks * l.rows_per_block, a.cols, a.dweight);
+  LPBENCH_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace lpbench::cuda

@@ -1,0 +1,50 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cuda/types.cuh"
+
+namespace lpbench::cuda {
+
+// RMSNorm of the rows of a BF16 matrix, optionally after adding a residual, in one pass:
+//   h = x + residual            (BF16, rounded as torch's add rounds it; only with a residual)
+//   rstd = 1 / sqrt(mean(h²) + eps)   (FP32, kept for the backward)
+//   y = h · rstd · weight       (FP32 math, rounded once to BF16)
+// Rows are `cols` elements apart (contiguous), cols a multiple of 8 up to 32768; the pointers
+// 16-byte aligned.
+struct RmsNormArgs {
+  const void* x = nullptr;         // [rows, cols] bf16
+  const void* residual = nullptr;  // [rows, cols] bf16, optional
+  const float* weight = nullptr;   // [cols]
+  int64_t rows = 0;
+  int64_t cols = 0;
+  float eps = 1e-5F;
+  void* h = nullptr;  // [rows, cols] bf16: x + residual (needed only with a residual)
+  void* y = nullptr;  // [rows, cols] bf16
+  float* rstd = nullptr;  // [rows]
+};
+
+void rmsnorm_forward(const RmsNormArgs& args, cudaStream_t stream);
+
+// The gradients of rmsnorm_forward: with xhat = h · rstd and g = dy · weight,
+//   dh = rstd · (g − xhat · mean(g · xhat)) + dh_in    (BF16; dh_in, the gradient reaching h
+//                                                       along the residual path, optional)
+//   dweight = Σ_rows dy · xhat                          (FP32, written)
+struct RmsNormBackwardArgs {
+  const void* dy = nullptr;      // [rows, cols] bf16
+  const void* h = nullptr;       // [rows, cols] bf16, the normalized input
+  const float* weight = nullptr; // [cols]
+  const float* rstd = nullptr;   // [rows]
+  const void* dh_in = nullptr;   // [rows, cols] bf16, optional
+  int64_t rows = 0;
+  int64_t cols = 0;
+  void* dh = nullptr;            // [rows, cols] bf16
+  float* dweight = nullptr;      // [cols]
+  void* workspace = nullptr;     // rmsnorm_backward_workspace_bytes(rows, cols)
+};
+
+size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols);
+void rmsnorm_backward(const RmsNormBackwardArgs& args, cudaStream_t stream);
+
+}  // namespace lpbench::cuda

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda/types.cuh"
+
+namespace lpbench::cuda {
+
+// Rotary position embedding on BF16 heads, the rotate-half form: for each head vector of
+// head_dim elements, the first and second halves (x1, x2) become
+//   x1·cos − x2·sin,  x2·cos + x1·sin          (forward)
+//   x1·cos + x2·sin,  x2·cos − x1·sin          (inverse: the backward, rotating the gradient)
+// with cos and sin of the token's position (FP32 math, each product and sum rounded as the
+// reference's separate operations round them, then BF16 once).
+//
+// Element (b, t, h, i) of the input sits at in + b·batch_stride + t·token_stride +
+// h·head_stride + i, likewise for the output (which may be the input: in place); the position of
+// token t is t. head_dim/2 must be a multiple of 8, the strides multiples of 8 and the pointers
+// 16-byte aligned.
+struct RopeArgs {
+  const void* in = nullptr;  // bf16
+  void* out = nullptr;       // bf16
+  int64_t batch = 0;
+  int64_t seq = 0;
+  int64_t heads = 0;
+  int64_t head_dim = 0;
+  int64_t in_batch_stride = 0, in_token_stride = 0, in_head_stride = 0;
+  int64_t out_batch_stride = 0, out_token_stride = 0, out_head_stride = 0;
+  const float* cos = nullptr;  // [>= seq, head_dim / 2]
+  const float* sin = nullptr;
+  bool inverse = false;
+};
+
+void rope(const RopeArgs& args, cudaStream_t stream);
+
+}  // namespace lpbench::cuda

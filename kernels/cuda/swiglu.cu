@@ -1,0 +1,94 @@
+// SwiGLU forward and backward, each one pass: 8 elements of the gate and of the up half per
+// thread (16-byte accesses), grid-strided.
+//
+// Both round as kernels/reference/swiglu.h defines: silu(gate) to BF16 as torch's silu of a BF16
+// tensor does, the rest in FP32 and rounded once.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/cuda/bf16_vector.cuh"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/nvtx_range.cuh"
+#include "kernels/cuda/swiglu.cuh"
+
+namespace lpbench::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// torch's silu: x / (1 + exp(−x)) in FP32.
+__device__ __forceinline__ float silu(float x) {
+  return x / (1.0F + expf(-x));
+}
+
+template <bool kBackward>
+__global__ void __launch_bounds__(kThreads) swiglu_kernel(const SwigluArgs a) {
+  const int64_t per_row = a.inner / kBf16PerVector;
+  const int64_t total = a.rows * per_row;
+  const auto* gu = static_cast<const __nv_bfloat16*>(a.gate_up);
+  for (int64_t item = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; item < total;
+       item += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = item / per_row;
+    const int64_t col = (item % per_row) * kBf16PerVector;
+    const int64_t gate_at = row * 2 * a.inner + col;
+    const Bf16x8 gate = load_bf16x8(gu + gate_at);
+    const Bf16x8 up = load_bf16x8(gu + gate_at + a.inner);
+    if constexpr (!kBackward) {
+      Bf16x8 out;
+#pragma unroll
+      for (int e = 0; e < kBf16PerVector; ++e)
+        out.v[e] = round_bf16(silu(gate.v[e])) * up.v[e];
+      store_bf16x8(static_cast<__nv_bfloat16*>(a.out) + row * a.inner + col, out);
+    } else {
+      const Bf16x8 d =
+          load_bf16x8(static_cast<const __nv_bfloat16*>(a.d_out) + row * a.inner + col);
+      Bf16x8 d_gate;
+      Bf16x8 d_up;
+#pragma unroll
+      for (int e = 0; e < kBf16PerVector; ++e) {
+        const float g = gate.v[e];
+        const float sigmoid = 1.0F / (1.0F + expf(-g));
+        d_up.v[e] = d.v[e] * round_bf16(silu(g));
+        d_gate.v[e] = d.v[e] * up.v[e] * sigmoid * (1.0F + g * (1.0F - sigmoid));
+      }
+      auto* dgu = static_cast<__nv_bfloat16*>(a.d_gate_up);
+      store_bf16x8(dgu + gate_at, d_gate);
+      store_bf16x8(dgu + gate_at + a.inner, d_up);
+    }
+  }
+}
+
+template <bool kBackward>
+void launch(const SwigluArgs& a, cudaStream_t stream) {
+  LPBENCH_CUDA_REQUIRE(a.gate_up && a.rows > 0 && a.inner > 0, "an empty gate_up");
+  LPBENCH_CUDA_REQUIRE(a.inner % kBf16PerVector == 0,
+                       "the inner width must be a multiple of 8, got " + std::to_string(a.inner));
+  const void* pointers[] = {a.gate_up, a.out, a.d_out, a.d_gate_up};
+  for (const void* p : pointers)
+    LPBENCH_CUDA_REQUIRE(reinterpret_cast<uintptr_t>(p) % 16 == 0, "pointers 16-byte aligned");
+  const int64_t items = a.rows * (a.inner / kBf16PerVector);
+  const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads, 65535LL * 16);
+  swiglu_kernel<kBackward><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
+  LPBENCH_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void swiglu_forward(const SwigluArgs& a, cudaStream_t stream) {
+  LPBENCH_CUDA_REQUIRE(a.out != nullptr, "swiglu_forward writes out");
+  const NvtxRange range("lpbench swiglu_forward");
+  launch<false>(a, stream);
+}
+
+void swiglu_backward(const SwigluArgs& a, cudaStream_t stream) {
+  LPBENCH_CUDA_REQUIRE(a.d_out != nullptr && a.d_gate_up != nullptr,
+                       "swiglu_backward reads d_out and writes d_gate_up");
+  const NvtxRange range("lpbench swiglu_backward");
+  launch<true>(a, stream);
+}
+
+}  // namespace lpbench::cuda

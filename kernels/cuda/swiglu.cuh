@@ -1,0 +1,27 @@
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda/types.cuh"
+
+namespace lpbench::cuda {
+
+// SwiGLU on the fused gate/up product: each row of gate_up [rows, 2·inner] holds the gate in its
+// first half and the up projection in its second;
+//   out = silu(gate) · up                                  (forward, [rows, inner])
+//   d_gate = d_out · up · σ(gate) · (1 + gate · (1 − σ(gate)))
+//   d_up   = d_out · silu(gate)                            (backward, into [rows, 2·inner])
+// FP32 math, BF16 results; inner a multiple of 8, pointers 16-byte aligned.
+struct SwigluArgs {
+  const void* gate_up = nullptr;  // [rows, 2·inner] bf16
+  int64_t rows = 0;
+  int64_t inner = 0;
+  void* out = nullptr;               // forward: [rows, inner] bf16
+  const void* d_out = nullptr;       // backward: [rows, inner] bf16
+  void* d_gate_up = nullptr;         // backward: [rows, 2·inner] bf16
+};
+
+void swiglu_forward(const SwigluArgs& args, cudaStream_t stream);
+void swiglu_backward(const SwigluArgs& args, cudaStream_t stream);
+
+}  // namespace lpbench::cuda

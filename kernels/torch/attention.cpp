@@ -1,0 +1,185 @@
+#include "kernels/torch/attention.h"
+
+#include <ATen/ops/_fused_sdp_choice.h>
+#include <torch/autograd.h>
+
+#include "kernels/profiling/range.h"
+#include "kernels/reference/rope.h"
+
+#ifdef LPBENCH_CUDA_GLUE
+#include <c10/cuda/CUDAStream.h>
+
+#include "kernels/cuda/rope.cuh"
+#endif
+
+namespace lpbench::kernels {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// in and out [B, T, heads, D] (any strides, possibly the same tensor): out = RoPE(in).
+void rotate(const at::Tensor& in, const at::Tensor& out, const at::Tensor& cos,
+            const at::Tensor& sin, bool inverse) {
+#ifdef LPBENCH_CUDA_GLUE
+  if (in.is_cuda() && in.scalar_type() == at::kBFloat16 && in.size(3) % 16 == 0 &&
+      in.stride(3) == 1 && out.stride(3) == 1) {
+    cuda::RopeArgs a;
+    a.in = in.data_ptr();
+    a.out = out.data_ptr();
+    a.batch = in.size(0);
+    a.seq = in.size(1);
+    a.heads = in.size(2);
+    a.head_dim = in.size(3);
+    a.in_batch_stride = in.stride(0);
+    a.in_token_stride = in.stride(1);
+    a.in_head_stride = in.stride(2);
+    a.out_batch_stride = out.stride(0);
+    a.out_token_stride = out.stride(1);
+    a.out_head_stride = out.stride(2);
+    a.cos = cos.data_ptr<float>();
+    a.sin = sin.data_ptr<float>();
+    a.inverse = inverse;
+    cuda::rope(a, c10::cuda::getCurrentCUDAStream(in.device().index()).stream());
+    return;
+  }
+#endif
+  out.copy_(reference::rope(in, cos, sin, inverse));
+}
+
+// [B, T, (H + 2·KV)·D] → the q, k and v heads as [B, T, heads, D] views.
+struct Heads {
+  at::Tensor q, k, v, qk;
+};
+Heads split(const at::Tensor& qkv, const AttentionShape& s) {
+  const int64_t b = qkv.size(0);
+  const int64_t t = qkv.size(1);
+  const int64_t d = s.head_dim;
+  auto part = [&](int64_t first, int64_t heads) {
+    return qkv.narrow(-1, first * d, heads * d).view({b, t, heads, d});
+  };
+  return {part(0, s.heads), part(s.heads, s.kv_heads), part(s.heads + s.kv_heads, s.kv_heads),
+          part(0, s.heads + s.kv_heads)};
+}
+
+class CausalAttentionFunction : public torch::autograd::Function<CausalAttentionFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv_in, int64_t heads,
+                            int64_t kv_heads, int64_t head_dim, const at::Tensor& cos,
+                            const at::Tensor& sin) {
+    const AttentionShape shape{heads, kv_heads, head_dim};
+    const at::Tensor qkv = qkv_in.contiguous();
+    const Heads h = split(qkv, shape);
+    {
+      const profiling::Range range("rope");
+      rotate(h.qk, h.qk, cos, sin, /*inverse=*/false);
+    }
+    // Attention through torch's own autograd (its backend, its saved state), recorded on
+    // leaves that share qkv's storage; the backward asks that graph for dQ, dK and dV.
+    auto leaf = [](const at::Tensor& x) { return x.transpose(1, 2).detach().requires_grad_(); };
+    const at::Tensor q = leaf(h.q);
+    const at::Tensor k = leaf(h.k);
+    const at::Tensor v = leaf(h.v);
+    at::Tensor o;
+    {
+      const profiling::Range range("sdpa");
+      const at::AutoGradMode grad(true);
+      o = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                           /*is_causal=*/true, /*scale=*/std::nullopt,
+                                           /*enable_gqa=*/kv_heads != heads);
+    }
+    ctx->saved_data["o"] = o;
+    ctx->saved_data["q"] = q;
+    ctx->saved_data["k"] = k;
+    ctx->saved_data["v"] = v;
+    ctx->save_for_backward({cos, sin});
+    ctx->saved_data["shape"] = std::vector<int64_t>{heads, kv_heads, head_dim};
+    ctx->saved_data["qkv_sizes"] = qkv.sizes();
+    return o.detach().transpose(1, 2).reshape({qkv.size(0), qkv.size(1), heads * head_dim});
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const std::vector<int64_t> s = ctx->saved_data["shape"].toIntVector();
+    const AttentionShape shape{s[0], s[1], s[2]};
+    const variable_list tables = ctx->get_saved_variables();
+    const at::Tensor o = ctx->saved_data["o"].toTensor();
+    const at::Tensor q = ctx->saved_data["q"].toTensor();
+    const at::Tensor k = ctx->saved_data["k"].toTensor();
+    const at::Tensor v = ctx->saved_data["v"].toTensor();
+    const at::Tensor& grad = grads[0];
+    const at::Tensor grad_o =
+        grad.view({grad.size(0), grad.size(1), shape.heads, shape.head_dim}).transpose(1, 2);
+    variable_list dqkv_parts;
+    {
+      const profiling::Range range("sdpa backward");
+      dqkv_parts = torch::autograd::grad({o}, {q, k, v}, {grad_o});
+    }
+    const at::Tensor dqkv = at::empty(ctx->saved_data["qkv_sizes"].toIntVector(), grad.options());
+    const Heads d = split(dqkv, shape);
+    {
+      const profiling::Range range("rope backward");
+      rotate(dqkv_parts[0].transpose(1, 2), d.q, tables[0], tables[1], /*inverse=*/true);
+      rotate(dqkv_parts[1].transpose(1, 2), d.k, tables[0], tables[1], /*inverse=*/true);
+      d.v.copy_(dqkv_parts[2].transpose(1, 2));
+    }
+    return {dqkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+class RopeFunction : public torch::autograd::Function<RopeFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& cos,
+                            const at::Tensor& sin) {
+    const profiling::Range range("rope");
+    ctx->save_for_backward({cos, sin});
+    at::Tensor out = at::empty(x.sizes(), x.options());
+    rotate(x, out, cos, sin, /*inverse=*/false);
+    return out;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const profiling::Range range("rope backward");
+    const variable_list tables = ctx->get_saved_variables();
+    at::Tensor dx = at::empty(grads[0].sizes(), grads[0].options());
+    rotate(grads[0], dx, tables[0], tables[1], /*inverse=*/true);
+    return {dx, at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
+                            const at::Tensor& cos, const at::Tensor& sin) {
+  TORCH_CHECK(qkv.dim() == 3 &&
+                  qkv.size(2) == (shape.heads + 2 * shape.kv_heads) * shape.head_dim,
+              "causal_attention: qkv ", qkv.sizes(), " does not hold ", shape.heads, "+2×",
+              shape.kv_heads, " heads of ", shape.head_dim);
+  return CausalAttentionFunction::apply(qkv, shape.heads, shape.kv_heads, shape.head_dim, cos,
+                                        sin);
+}
+
+at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  return RopeFunction::apply(x, cos, sin);
+}
+
+std::string attention_backend(const AttentionShape& shape, int64_t tokens,
+                              const at::TensorOptions& options) {
+  const at::Tensor q = at::empty({1, shape.heads, tokens, shape.head_dim}, options);
+  const at::Tensor kv = at::empty({1, shape.kv_heads, tokens, shape.head_dim}, options);
+  const int64_t choice = at::_fused_sdp_choice(q, kv, kv, {}, 0.0, true, std::nullopt,
+                                               shape.kv_heads != shape.heads);
+  switch (choice) {
+    case 0:
+      return "math";
+    case 1:
+      return "flash";
+    case 2:
+      return "efficient";
+    case 3:
+      return "cudnn";
+    default:
+      return "backend " + std::to_string(choice);
+  }
+}
+
+}  // namespace lpbench::kernels

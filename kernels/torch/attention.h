@@ -1,0 +1,35 @@
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+// Causal self-attention on a fused QKV product, and the rotary embedding, as differentiable
+// operators: lpbench's RoPE kernel on the GPU (the reference elsewhere) and torch's scaled dot
+// product attention (on Hopper its cuDNN or flash backend).
+namespace lpbench::kernels {
+
+struct AttentionShape {
+  int64_t heads = 0;
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;
+};
+
+// qkv [B, T, (heads + 2·kv_heads)·head_dim] (q heads, then k, then v) → [B, T, heads·head_dim].
+// RoPE rotates q and k where they lie in qkv (in place: qkv is the projection's output and
+// nothing else reads it), attention reads q, k and v as views of it (no layout copies), and the
+// backward writes the rotated-back dQ and dK and the dV straight into the gradient of qkv (no
+// zero fill, no slices copied into it). cos and sin: [>= T, head_dim/2] FP32.
+at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
+                            const at::Tensor& cos, const at::Tensor& sin);
+
+// RoPE of x [B, T, heads, head_dim] (any strides) into a new tensor, differentiable: for q and k
+// that are not views of one product (after Qwen3's per-head norms).
+at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+// The SDPA backend torch chooses for causal attention of this shape, dtype and device: "cudnn",
+// "flash", "efficient" or "math".
+std::string attention_backend(const AttentionShape& shape, int64_t tokens,
+                              const at::TensorOptions& options);
+
+}  // namespace lpbench::kernels

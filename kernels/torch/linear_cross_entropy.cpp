@@ -1,0 +1,69 @@
+#include "kernels/torch/linear_cross_entropy.h"
+
+#include <torch/autograd.h>
+
+#include "kernels/profiling/range.h"
+#include "kernels/torch/bf16_matmul.h"
+
+namespace lpbench::kernels {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+class LinearCrossEntropyFunction : public torch::autograd::Function<LinearCrossEntropyFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight,
+                            const at::Tensor& master, const at::Tensor& targets,
+                            int64_t chunk_tokens) {
+    const profiling::Range range("linear cross-entropy");
+    const int64_t n = h.size(0);
+    const int64_t vocab = weight.size(0);
+    at::Tensor d_logits = at::empty({n, vocab}, h.options());
+    at::Tensor loss = at::zeros({}, h.options().dtype(at::kFloat));
+    for (int64_t start = 0; start < n; start += chunk_tokens) {
+      const int64_t rows = std::min(chunk_tokens, n - start);
+      const at::Tensor logits = at::mm(h.narrow(0, start, rows), weight.t()).to(at::kFloat);
+      const at::Tensor target = targets.narrow(0, start, rows);
+      const at::Tensor log_probs = at::log_softmax(logits, -1);
+      loss -= log_probs.gather(1, target.unsqueeze(1)).sum();
+      // d(mean loss)/d logits = (softmax − one-hot) / N
+      at::Tensor grad = log_probs.exp_();
+      grad.scatter_add_(1, target.unsqueeze(1), at::full({rows, 1}, -1.0, grad.options()));
+      d_logits.narrow(0, start, rows).copy_(grad.div_(static_cast<double>(n)));
+    }
+    ctx->save_for_backward({h, weight, d_logits});
+    ctx->saved_data["master_type"] = static_cast<int64_t>(master.scalar_type());
+    return loss / static_cast<double>(n);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const profiling::Range range("linear cross-entropy backward");
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor& h = saved[0];
+    const at::Tensor& weight = saved[1];
+    at::Tensor d_logits = saved[2];
+    // loss.backward() passes 1; anything else scales the logits' gradient first.
+    if (grads[0].item<double>() != 1.0) d_logits = (d_logits.to(at::kFloat) * grads[0]).to(h.scalar_type());
+    const at::Tensor dh = at::mm(d_logits, weight);
+    const auto master_type = static_cast<at::ScalarType>(ctx->saved_data["master_type"].toInt());
+    const at::Tensor dw = matmul_nt(d_logits.t(), h.t(), master_type);
+    return {dh, at::Tensor(), dw, at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& weight,
+                                const at::Tensor& master, const at::Tensor& targets,
+                                int64_t chunk_tokens) {
+  TORCH_CHECK(h.dim() == 2 && weight.dim() == 2 && h.size(1) == weight.size(1),
+              "linear_cross_entropy: h ", h.sizes(), " and weight ", weight.sizes());
+  TORCH_CHECK(targets.numel() == h.size(0), "linear_cross_entropy: ", targets.numel(),
+              " targets for ", h.size(0), " tokens");
+  return LinearCrossEntropyFunction::apply(h, weight, master, targets.reshape({-1}),
+                                           chunk_tokens);
+}
+
+}  // namespace lpbench::kernels

@@ -1,0 +1,140 @@
+#include "kernels/torch/rmsnorm.h"
+
+#include <torch/autograd.h>
+
+#include "kernels/profiling/range.h"
+#include "kernels/reference/rmsnorm.h"
+
+#ifdef LPBENCH_CUDA_GLUE
+#include <c10/cuda/CUDAStream.h>
+
+#include "kernels/cuda/rmsnorm.cuh"
+#endif
+
+namespace lpbench::kernels {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+#ifdef LPBENCH_CUDA_GLUE
+// The kernel takes contiguous BF16 rows of a multiple of 8 elements and an FP32 weight.
+bool on_kernel(const at::Tensor& x, const at::Tensor& weight) {
+  return x.is_cuda() && x.scalar_type() == at::kBFloat16 && x.size(-1) % 8 == 0 &&
+         weight.scalar_type() == at::kFloat;
+}
+
+cudaStream_t stream_of(const at::Tensor& t) {
+  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+}
+#endif
+
+reference::RmsNormOut norm_forward(const at::Tensor& x, const at::Tensor& residual,
+                              const at::Tensor& weight, double eps) {
+  const profiling::Range range("norm");
+#ifdef LPBENCH_CUDA_GLUE
+  if (on_kernel(x, weight)) {
+    const int64_t cols = x.size(-1);
+    const at::Tensor xc = x.contiguous();
+    const at::Tensor rc = residual.defined() ? residual.contiguous() : at::Tensor();
+    const at::Tensor w = weight.contiguous();
+    reference::RmsNormOut out;
+    out.h = rc.defined() ? at::empty_like(xc) : xc;
+    out.y = at::empty_like(xc);
+    out.rstd = at::empty({xc.numel() / cols}, xc.options().dtype(at::kFloat));
+    cuda::RmsNormArgs a;
+    a.x = xc.data_ptr();
+    a.residual = rc.defined() ? rc.data_ptr() : nullptr;
+    a.weight = w.data_ptr<float>();
+    a.rows = xc.numel() / cols;
+    a.cols = cols;
+    a.eps = static_cast<float>(eps);
+    a.h = rc.defined() ? out.h.data_ptr() : nullptr;
+    a.y = out.y.data_ptr();
+    a.rstd = out.rstd.data_ptr<float>();
+    cuda::rmsnorm_forward(a, stream_of(xc));
+    return out;
+  }
+#endif
+  return reference::rmsnorm_forward(x, residual, weight, eps);
+}
+
+reference::RmsNormGrads norm_backward(const at::Tensor& dy, const at::Tensor& h,
+                                 const at::Tensor& weight, const at::Tensor& rstd,
+                                 const at::Tensor& dh_in) {
+  const profiling::Range range("norm backward");
+#ifdef LPBENCH_CUDA_GLUE
+  if (on_kernel(h, weight)) {
+    const int64_t cols = h.size(-1);
+    const int64_t rows = h.numel() / cols;
+    const at::Tensor dyc = dy.contiguous();
+    const at::Tensor hc = h.contiguous();
+    const at::Tensor dinc = dh_in.defined() ? dh_in.contiguous() : at::Tensor();
+    const at::Tensor w = weight.contiguous();
+    reference::RmsNormGrads grads{at::empty_like(hc), at::empty({cols}, w.options())};
+    const at::Tensor workspace = at::empty(
+        {static_cast<int64_t>(cuda::rmsnorm_backward_workspace_bytes(rows, cols))},
+        hc.options().dtype(at::kByte));
+    cuda::RmsNormBackwardArgs a;
+    a.dy = dyc.data_ptr();
+    a.h = hc.data_ptr();
+    a.weight = w.data_ptr<float>();
+    a.rstd = rstd.data_ptr<float>();
+    a.dh_in = dinc.defined() ? dinc.data_ptr() : nullptr;
+    a.rows = rows;
+    a.cols = cols;
+    a.dh = grads.dh.data_ptr();
+    a.dweight = grads.dweight.data_ptr<float>();
+    a.workspace = workspace.data_ptr();
+    cuda::rmsnorm_backward(a, stream_of(hc));
+    return grads;
+  }
+#endif
+  return reference::rmsnorm_backward(dy, h, weight, rstd, dh_in);
+}
+
+class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
+                            double eps) {
+    reference::RmsNormOut out = norm_forward(x, at::Tensor(), weight, eps);
+    ctx->save_for_backward({x, weight, out.rstd});
+    return out.y;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    reference::RmsNormGrads g = norm_backward(grads[0], saved[0], saved[1], saved[2], {});
+    return {g.dh, g.dweight, at::Tensor()};
+  }
+};
+
+class AddRmsNormFunction : public torch::autograd::Function<AddRmsNormFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x,
+                               const at::Tensor& residual, const at::Tensor& weight, double eps) {
+    reference::RmsNormOut out = norm_forward(x, residual, weight, eps);
+    ctx->save_for_backward({out.h, weight, out.rstd});
+    return {out.h, out.y};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    // grads[0] reaches h along the residual path (undefined where nothing used h), grads[1] y.
+    reference::RmsNormGrads g = norm_backward(grads[1], saved[0], saved[1], saved[2], grads[0]);
+    return {g.dh, g.dh, g.dweight, at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  return RmsNormFunction::apply(x, weight, eps);
+}
+
+std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
+                                               const at::Tensor& weight, double eps) {
+  const variable_list out = AddRmsNormFunction::apply(x, residual, weight, eps);
+  return {out[0], out[1]};
+}
+
+}  // namespace lpbench::kernels

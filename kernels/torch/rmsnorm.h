@@ -1,0 +1,20 @@
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <utility>
+
+// RMSNorm as one differentiable operator: lpbench's CUDA kernel on the GPU (one pass forward,
+// one backward, the residual add folded in), the reference (kernels/reference/rmsnorm.h)
+// elsewhere.
+namespace lpbench::kernels {
+
+// y = x / rms(x) · weight over the last dimension; x BF16, weight FP32 [cols].
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+// h = x + residual and y = RMSNorm(h)·weight, in one pass; the backward adds the gradient
+// reaching h along the residual path to the norm's own, also in one pass.
+std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
+                                               const at::Tensor& weight, double eps);
+
+}  // namespace lpbench::kernels

@@ -1,0 +1,85 @@
+#include "kernels/torch/swiglu.h"
+
+#include <torch/autograd.h>
+
+#include "kernels/profiling/range.h"
+#include "kernels/reference/swiglu.h"
+
+#ifdef LPBENCH_CUDA_GLUE
+#include <c10/cuda/CUDAStream.h>
+
+#include "kernels/cuda/swiglu.cuh"
+#endif
+
+namespace lpbench::kernels {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+#ifdef LPBENCH_CUDA_GLUE
+bool on_kernel(const at::Tensor& gate_up) {
+  return gate_up.is_cuda() && gate_up.scalar_type() == at::kBFloat16 &&
+         (gate_up.size(-1) / 2) % 8 == 0;
+}
+
+cuda::SwigluArgs args_for(const at::Tensor& gate_up) {
+  cuda::SwigluArgs a;
+  a.gate_up = gate_up.data_ptr();
+  a.inner = gate_up.size(-1) / 2;
+  a.rows = gate_up.numel() / gate_up.size(-1);
+  return a;
+}
+
+cudaStream_t stream_of(const at::Tensor& t) {
+  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+}
+#endif
+
+class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up) {
+    const profiling::Range range("swiglu");
+    ctx->save_for_backward({gate_up});
+#ifdef LPBENCH_CUDA_GLUE
+    if (on_kernel(gate_up)) {
+      const at::Tensor gu = gate_up.contiguous();
+      std::vector<int64_t> sizes = gu.sizes().vec();
+      sizes.back() /= 2;
+      at::Tensor out = at::empty(sizes, gu.options());
+      cuda::SwigluArgs a = args_for(gu);
+      a.out = out.data_ptr();
+      cuda::swiglu_forward(a, stream_of(gu));
+      return out;
+    }
+#endif
+    return reference::swiglu_forward(gate_up);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const profiling::Range range("swiglu backward");
+    const at::Tensor gate_up = ctx->get_saved_variables()[0];
+#ifdef LPBENCH_CUDA_GLUE
+    if (on_kernel(gate_up)) {
+      const at::Tensor gu = gate_up.contiguous();
+      const at::Tensor d = grads[0].contiguous();
+      at::Tensor d_gate_up = at::empty_like(gu);
+      cuda::SwigluArgs a = args_for(gu);
+      a.d_out = d.data_ptr();
+      a.d_gate_up = d_gate_up.data_ptr();
+      cuda::swiglu_backward(a, stream_of(gu));
+      return {d_gate_up};
+    }
+#endif
+    return {reference::swiglu_backward(grads[0], gate_up)};
+  }
+};
+
+}  // namespace
+
+at::Tensor swiglu(const at::Tensor& gate_up) {
+  return SwigluFunction::apply(gate_up);
+}
+
+}  // namespace lpbench::kernels

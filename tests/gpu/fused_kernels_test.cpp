@@ -1,0 +1,217 @@
+// lpbench's element-wise CUDA kernels against their references (kernels/reference), on the GPU:
+// RoPE bit for bit, RMSNorm and SwiGLU within the rounding their FP32 sums allow, at the sizes of
+// the seed models and off them (a single row, rows shorter than a warp's vectors, rows past
+// 8192), strided and in place; then the fused decoder against the unfused one. Skipped where
+// torch sees no GPU.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "kernels/recipe.h"
+#include "kernels/reference/rmsnorm.h"
+#include "kernels/reference/rope.h"
+#include "kernels/reference/swiglu.h"
+#include "kernels/torch/attention.h"
+#include "kernels/torch/rmsnorm.h"
+#include "kernels/torch/swiglu.h"
+#include "workloads/levels/workload.h"
+#include "workloads/models/decoder.h"
+#include "workloads/models/model_zoo.h"
+
+namespace lpbench::kernels {
+namespace {
+
+double relative_error(const at::Tensor& a, const at::Tensor& b) {
+  return ((a.to(at::kDouble) - b.to(at::kDouble)).norm() / b.to(at::kDouble).norm()).item<double>();
+}
+
+at::Tensor leaf(const at::Tensor& t) {
+  return t.detach().clone().requires_grad_(true);
+}
+
+const torch::Device kGpu(torch::kCUDA, 0);
+const auto kBf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(kGpu);
+
+class FusedKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: the kernels are not run";
+  }
+};
+
+TEST_F(FusedKernels, RmsNormMatchesTheReferenceForwardAndBackward) {
+  struct Case {
+    int64_t rows, cols;
+  };
+  for (const Case c : {Case{1, 8}, Case{3, 24}, Case{37, 128}, Case{4096, 4096}, Case{5, 5120},
+                       Case{2, 8200}, Case{7, 32768}}) {
+    for (const bool residual : {false, true}) {
+      torch::manual_seed(c.rows * 31 + c.cols);
+      const at::Tensor x0 = torch::randn({c.rows, c.cols}, kBf16);
+      const at::Tensor r0 = residual ? torch::randn({c.rows, c.cols}, kBf16) : at::Tensor();
+      const at::Tensor w0 = 1.0 + 0.1 * torch::randn({c.cols}, kGpu);
+      const at::Tensor dy = torch::randn({c.rows, c.cols}, kBf16);
+      const at::Tensor dh = residual ? torch::randn({c.rows, c.cols}, kBf16) : at::Tensor();
+      const std::string what = std::to_string(c.rows) + "x" + std::to_string(c.cols) +
+                               (residual ? " with a residual" : "");
+
+      at::Tensor x = leaf(x0), w = leaf(w0), r = residual ? leaf(r0) : at::Tensor();
+      at::Tensor h, y;
+      if (residual) {
+        std::tie(h, y) = add_rms_norm(x, r, w, 1e-5);
+        torch::autograd::backward({y, h}, {dy, dh});
+      } else {
+        y = rms_norm(x, w, 1e-5);
+        y.backward(dy);
+      }
+      const reference::RmsNormOut ref = reference::rmsnorm_forward(x0, r0, w0, 1e-5);
+      const reference::RmsNormGrads ref_grads =
+          reference::rmsnorm_backward(dy, ref.h, w0, ref.rstd, dh);
+      if (residual) {
+        EXPECT_TRUE(h.equal(ref.h)) << what;  // one BF16 add
+      }
+      // Sums in another order: y within a BF16 rounding, the FP32 weight gradient closer.
+      EXPECT_LT(relative_error(y, ref.y), 2e-3) << what;
+      EXPECT_LT(relative_error(x.grad(), ref_grads.dh), 4e-3) << what;
+      EXPECT_LT(relative_error(w.grad(), ref_grads.dweight), 1e-4) << what;
+      if (residual) {
+        EXPECT_TRUE(r.grad().equal(x.grad())) << what;
+      }
+    }
+  }
+}
+
+at::Tensor rope_table(int64_t seq, int64_t head_dim, bool cosine) {
+  const at::Tensor angles =
+      torch::outer(torch::arange(seq, torch::kDouble),
+                   torch::pow(1e4, -torch::arange(0, head_dim, 2, torch::kDouble) / head_dim));
+  return (cosine ? angles.cos() : angles.sin()).to(at::kFloat).to(kGpu);
+}
+
+TEST_F(FusedKernels, RopeIsBitExactStridedAndInPlaceForwardAndBackward) {
+  const int64_t seq = 300;
+  for (const int64_t head_dim : {16, 64, 128}) {
+    const at::Tensor cos = rope_table(seq, head_dim, true);
+    const at::Tensor sin = rope_table(seq, head_dim, false);
+    torch::manual_seed(head_dim);
+    // q and k heads as the fused QKV product holds them: strided views into a wider buffer.
+    const at::Tensor qkv = torch::randn({2, seq, (8 + 2 * 2) * head_dim}, kBf16);
+    const at::Tensor qk = qkv.narrow(-1, 0, 10 * head_dim).view({2, seq, 10, head_dim});
+    const at::Tensor out = rope(qk, cos, sin);
+    EXPECT_TRUE(out.equal(reference::rope(qk, cos, sin))) << head_dim;
+    // The backward rotates back, from another layout (attention's [B, H, T, D]).
+    const at::Tensor g = torch::randn({2, 10, seq, head_dim}, kBf16).transpose(1, 2);
+    at::Tensor x = leaf(qk);
+    rope(x, cos, sin).backward(g);
+    EXPECT_TRUE(x.grad().equal(reference::rope(g, cos, sin, /*inverse=*/true))) << head_dim;
+  }
+}
+
+TEST_F(FusedKernels, SwigluMatchesTheReferenceForwardAndBackward) {
+  for (const int64_t inner : {8, 96, 11008, 14336}) {
+    torch::manual_seed(inner);
+    const at::Tensor gu0 = 3.0 * torch::randn({257, 2 * inner}, kBf16);
+    const at::Tensor d = torch::randn({257, inner}, kBf16);
+    at::Tensor gu = leaf(gu0);
+    const at::Tensor out = swiglu(gu);
+    out.backward(d);
+    // expf against torch's exp on the same FP32 values: now and then a last-bit difference
+    // that a BF16 rounding moves by one unit.
+    EXPECT_LT(relative_error(out, reference::swiglu_forward(gu0)), 1e-3) << inner;
+    EXPECT_LT(relative_error(gu.grad(), reference::swiglu_backward(d, gu0)), 1e-3) << inner;
+  }
+}
+
+TEST_F(FusedKernels, CausalAttentionMatchesRopeThenSdpaOnTheGpu) {
+  const AttentionShape shape{8, 2, 128};  // llama3's grouping, at a small width
+  const int64_t seq = 512;
+  const at::Tensor cos = rope_table(seq, 128, true);
+  const at::Tensor sin = rope_table(seq, 128, false);
+  torch::manual_seed(9);
+  const at::Tensor qkv0 = torch::randn({2, seq, (8 + 2 * 2) * 128}, kBf16);
+  const at::Tensor d = torch::randn({2, seq, 8 * 128}, kBf16);
+  at::Tensor qkv = leaf(qkv0);
+  causal_attention(qkv * 1, shape, cos, sin).backward(d);
+  const at::Tensor o = causal_attention(qkv0.clone(), shape, cos, sin);
+
+  at::Tensor qkvu = leaf(qkv0);
+  auto heads = [&](int64_t first, int64_t n) {
+    return qkvu.narrow(-1, first * 128, n * 128).view({2, seq, n, 128});
+  };
+  const at::Tensor ou =
+      at::scaled_dot_product_attention(reference::rope(heads(0, 8), cos, sin).transpose(1, 2),
+                                       reference::rope(heads(8, 2), cos, sin).transpose(1, 2),
+                                       heads(10, 2).transpose(1, 2), {}, 0.0, true, std::nullopt,
+                                       true)
+          .transpose(1, 2)
+          .reshape({2, seq, 8 * 128});
+  ou.backward(d);
+  // The same backend on inputs laid out differently may take another algorithm: BF16 noise.
+  EXPECT_LT(relative_error(o, ou), 5e-3);
+  EXPECT_LT(relative_error(qkv.grad(), qkvu.grad()), 1e-2);
+}
+
+}  // namespace
+}  // namespace lpbench::kernels
+
+namespace lpbench::workloads {
+namespace {
+
+double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a.to(torch::kDouble) - b.to(torch::kDouble)).norm() / b.to(torch::kDouble).norm())
+      .item<double>();
+}
+
+// The whole fused step on the GPU: the same logits and gradients as the unfused decoder (BF16,
+// and int8-tensor within its own error), and the same loss after steps of training.
+TEST(FusedStepOnGpu, TheFusedDecoderAndModelLevelMatchTheUnfusedOnes) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const torch::Device gpu(torch::kCUDA, 0);
+  ModelConfig config = builtin_model("tiny");
+  config.head_dim = 64;
+  config.num_heads = config.hidden_size / 64;
+  config.num_kv_heads = config.num_heads;
+  const torch::Tensor tokens =
+      torch::randint(0, config.vocab_size, {2, 64}, torch::TensorOptions(torch::kLong).device(gpu));
+  auto run = [&](const char* recipe, Fusion fusion) {
+    torch::manual_seed(3);
+    Decoder decoder(config, kernels::recipe_by_name(recipe), 64, gpu, fusion);
+    decoder->to(gpu);
+    const torch::Tensor logits = decoder->forward(tokens);
+    logits.to(torch::kFloat).pow(2).mean().backward();
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : decoder->parameters())
+      grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+    return std::make_pair(logits.detach(), grads);
+  };
+  const auto bf16 = run("bf16", Fusion::none);
+  for (const char* recipe : {"bf16", "int8-tensor"}) {
+    const auto none = run(recipe, Fusion::none);
+    const auto fused = run(recipe, Fusion::fused);
+    EXPECT_LT(relative_error(fused.first, none.first), 1e-2) << recipe;
+    for (size_t p = 0; p < none.second.size(); ++p) {
+      if (none.second[p].norm().item<double>() == 0.0) continue;
+      const double own = relative_error(none.second[p], bf16.second[p]);
+      EXPECT_LT(relative_error(fused.second[p], none.second[p]), std::max(2e-2, own))
+          << recipe << " parameter " << p;
+    }
+  }
+
+  TrainingOptions o;
+  o.micro_batch = 8;
+  o.seq_len = 64;
+  o.total_steps = 40;
+  o.lr = 3e-3;
+  o.lr_warmup_steps = 4;
+  double losses[2] = {0.0, 0.0};
+  for (const Fusion fusion : {Fusion::none, Fusion::fused}) {
+    o.fusion = fusion;
+    auto model = make_workload(parse_workload("model:tiny"), builtin_model("tiny"),
+                               kernels::recipe_by_name("bf16"), o, gpu);
+    for (int64_t step = 0; step < o.total_steps; ++step)
+      losses[fusion == Fusion::fused ? 1 : 0] = *model->step(step).loss;
+  }
+  EXPECT_LT(std::abs(losses[1] - losses[0]), 0.02 * losses[0]) << losses[0] << " " << losses[1];
+}
+
+}  // namespace
+}  // namespace lpbench::workloads

@@ -1,0 +1,187 @@
+// The fused operators (kernels/torch) against the readable composition they replace, on the CPU
+// (where they run their references): the same values, and through their autograd functions the
+// same gradients, each within the rounding its math allows. tests/gpu holds their CUDA kernels
+// to the references.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "kernels/recipe.h"
+#include "kernels/reference/rope.h"
+#include "kernels/torch/attention.h"
+#include "kernels/torch/embedding.h"
+#include "kernels/torch/linear_cross_entropy.h"
+#include "kernels/torch/quantized_linear.h"
+#include "kernels/torch/rmsnorm.h"
+#include "kernels/torch/swiglu.h"
+
+namespace lpbench::kernels {
+namespace {
+
+double relative_error(const at::Tensor& a, const at::Tensor& b) {
+  return ((a.to(at::kDouble) - b.to(at::kDouble)).norm() / b.to(at::kDouble).norm()).item<double>();
+}
+
+at::Tensor leaf(const at::Tensor& t) {
+  return t.detach().clone().requires_grad_(true);
+}
+
+// One BF16 rounding of a value of unit scale is 2^-8; a relative error over a whole tensor below
+// a few of those means "the same up to the order of FP32 operations and one rounding".
+constexpr double kBf16 = 1.0 / 256;
+
+at::Tensor unfused_norm(const at::Tensor& x, const at::Tensor& w, double eps) {
+  const at::Tensor xf = x.to(at::kFloat);
+  return (xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps) * w).to(x.scalar_type());
+}
+
+TEST(FusedOperators, AddRmsNormMatchesTheAddThenTheNormWithGradients) {
+  torch::manual_seed(1);
+  const at::Tensor x0 = torch::randn({3, 5, 64}).to(at::kBFloat16);
+  const at::Tensor r0 = torch::randn({3, 5, 64}).to(at::kBFloat16);
+  const at::Tensor w0 = 1.0 + 0.1 * torch::randn({64});
+  const at::Tensor dy = torch::randn({3, 5, 64}).to(at::kBFloat16);
+  const at::Tensor dh = torch::randn({3, 5, 64}).to(at::kBFloat16);
+
+  at::Tensor x = leaf(x0), r = leaf(r0), w = leaf(w0);
+  auto [h, y] = add_rms_norm(x, r, w, 1e-5);
+  torch::autograd::backward({y, h}, {dy, dh});
+
+  at::Tensor xu = leaf(x0), ru = leaf(r0), wu = leaf(w0);
+  const at::Tensor hu = xu + ru;
+  const at::Tensor yu = unfused_norm(hu, wu, 1e-5);
+  torch::autograd::backward({yu, hu}, {dy, dh});
+
+  EXPECT_TRUE(h.equal(hu));  // one BF16 add either way
+  EXPECT_LT(relative_error(y, yu), kBf16);
+  EXPECT_LT(relative_error(x.grad(), xu.grad()), 2 * kBf16);
+  EXPECT_TRUE(x.grad().equal(r.grad()));
+  EXPECT_LT(relative_error(w.grad(), wu.grad()), 1e-4);  // FP32 sums
+  EXPECT_EQ(w.grad().scalar_type(), at::kFloat);
+
+  at::Tensor x2 = leaf(x0), w2 = leaf(w0);
+  rms_norm(x2, w2, 1e-5).backward(dy);
+  at::Tensor x2u = leaf(x0), w2u = leaf(w0);
+  unfused_norm(x2u, w2u, 1e-5).backward(dy);
+  EXPECT_LT(relative_error(x2.grad(), x2u.grad()), 2 * kBf16);
+  EXPECT_LT(relative_error(w2.grad(), w2u.grad()), 1e-4);
+}
+
+TEST(FusedOperators, SwigluMatchesSiluTimesUpWithGradients) {
+  torch::manual_seed(2);
+  const at::Tensor gu0 = (2 * torch::randn({4, 7, 48})).to(at::kBFloat16);
+  const at::Tensor d = torch::randn({4, 7, 24}).to(at::kBFloat16);
+  at::Tensor gu = leaf(gu0);
+  const at::Tensor out = swiglu(gu);
+  out.backward(d);
+  at::Tensor guu = leaf(gu0);
+  const at::Tensor outu = at::silu(guu.narrow(-1, 0, 24)) * guu.narrow(-1, 24, 24);
+  outu.backward(d);
+  EXPECT_TRUE(out.equal(outu));  // the same two roundings
+  EXPECT_LT(relative_error(gu.grad(), guu.grad()), 2 * kBf16);
+}
+
+TEST(FusedOperators, CausalAttentionMatchesRopeThenSdpaWithGradients) {
+  torch::manual_seed(3);
+  const AttentionShape shape{4, 2, 16};  // grouped queries: 4 heads over 2 key/value heads
+  const int64_t batch = 2;
+  const int64_t seq = 12;
+  const at::Tensor angles =
+      torch::outer(torch::arange(seq, torch::kDouble),
+                   torch::pow(1e4, -torch::arange(0, 16, 2, torch::kDouble) / 16));
+  const at::Tensor cos = angles.cos().to(at::kFloat);
+  const at::Tensor sin = angles.sin().to(at::kFloat);
+  const at::Tensor qkv0 = torch::randn({batch, seq, (4 + 2 * 2) * 16}).to(at::kBFloat16);
+  const at::Tensor d = torch::randn({batch, seq, 4 * 16}).to(at::kBFloat16);
+
+  // Through a product, as in the layer: the operator rotates its input in place.
+  at::Tensor qkv = leaf(qkv0);
+  const at::Tensor o = causal_attention(qkv * 1, shape, cos, sin);
+  o.backward(d);
+
+  at::Tensor qkvu = leaf(qkv0);
+  auto heads = [&](int64_t first, int64_t n) {
+    return qkvu.narrow(-1, first * 16, n * 16).view({batch, seq, n, 16});
+  };
+  const at::Tensor q = reference::rope(heads(0, 4), cos, sin).transpose(1, 2);
+  const at::Tensor k = reference::rope(heads(4, 2), cos, sin).transpose(1, 2);
+  const at::Tensor v = heads(6, 2).transpose(1, 2);
+  const at::Tensor ou = at::scaled_dot_product_attention(q, k, v, {}, 0.0, true, std::nullopt, true)
+                            .transpose(1, 2)
+                            .reshape({batch, seq, 64});
+  ou.backward(d);
+  EXPECT_LT(relative_error(o, ou), 1e-6);  // the same operations on the same values
+  EXPECT_LT(relative_error(qkv.grad(), qkvu.grad()), 1e-6);
+  EXPECT_TRUE(qkv0.equal(qkv.detach()));  // the leaf untouched: only the product was rotated
+
+  // The stand-alone RoPE operator (after Qwen3's per-head norms) and its gradient.
+  at::Tensor x = leaf(heads(0, 4).detach());
+  const at::Tensor rx = rope(x, cos, sin);
+  EXPECT_TRUE(rx.equal(reference::rope(x.detach(), cos, sin)));
+  rx.backward(rx.detach());
+  EXPECT_LT(relative_error(x.grad(), x.detach()), kBf16);  // a rotation back: the input again
+}
+
+TEST(FusedOperators, LinearCrossEntropyMatchesLogitsThenTheLoss) {
+  torch::manual_seed(4);
+  const at::Tensor h0 = torch::randn({50, 32}).to(at::kBFloat16);
+  const at::Tensor master0 = 0.1 * torch::randn({97, 32});
+  const at::Tensor targets = torch::randint(0, 97, {50}, torch::kLong);
+
+  at::Tensor h = leaf(h0), master = leaf(master0);
+  // Chunks of 16 tokens: four chunks, the last a partial one.
+  const at::Tensor loss =
+      linear_cross_entropy(h, master.detach().to(at::kBFloat16), master, targets, 16);
+  loss.backward();
+
+  at::Tensor hu = leaf(h0), masteru = leaf(master0);
+  const at::Tensor logits = at::mm(hu, masteru.to(at::kBFloat16).t());
+  const at::Tensor lossu = at::cross_entropy_loss(logits.to(at::kFloat), targets);
+  lossu.backward();
+  EXPECT_LT(std::abs(loss.item<double>() - lossu.item<double>()), 1e-5 * lossu.item<double>());
+  EXPECT_LT(relative_error(h.grad(), hu.grad()), 2 * kBf16);
+  // FP32 straight from the product, where the unfused gradient went through BF16.
+  EXPECT_EQ(master.grad().scalar_type(), at::kFloat);
+  EXPECT_LT(relative_error(master.grad(), masteru.grad()), 2 * kBf16);
+}
+
+TEST(FusedOperators, EmbeddingGradientReachesTheFp32MasterExactly) {
+  torch::manual_seed(5);
+  at::Tensor master = leaf(torch::randn({40, 16}));
+  const at::Tensor tokens = torch::randint(0, 40, {3, 9}, torch::kLong);
+  const at::Tensor d = torch::randn({3, 9, 16}).to(at::kBFloat16);
+  const at::Tensor out = embedding(master.detach().to(at::kBFloat16), master, tokens);
+  out.backward(d);
+  at::Tensor masteru = leaf(master.detach());
+  at::embedding(masteru.to(at::kBFloat16), tokens).backward(d);
+  EXPECT_TRUE(out.equal(at::embedding(master.detach().to(at::kBFloat16), tokens)));
+  // The unfused gradient sums in BF16 and then widens; the fused one sums in FP32.
+  EXPECT_TRUE(master.grad().equal(
+      at::embedding_dense_backward(d.to(at::kFloat), tokens, 40, -1, false)));
+  EXPECT_LT(relative_error(master.grad(), masteru.grad()), kBf16);
+}
+
+// With a master, the weight gradient is the wgrad product itself in FP32, for every recipe.
+TEST(FusedOperators, QuantizedLinearGivesTheMasterAnFp32WeightGradient) {
+  torch::manual_seed(6);
+  const at::Tensor x0 = torch::randn({2, 24, 64}).to(at::kBFloat16);
+  const at::Tensor master0 = 0.05 * torch::randn({48, 64});
+  const at::Tensor d = torch::randn({2, 24, 48}).to(at::kBFloat16);
+  for (const char* name : {"bf16", "int8-tensor", "int8-row", "int8-block", "int8-fallback"}) {
+    const LinearGemms gemms = recipe_by_name(name).gemms;
+    at::Tensor x = leaf(x0), master = leaf(master0);
+    const at::Tensor y = quantized_linear(x, master.detach().to(at::kBFloat16), gemms, "probe",
+                                          master);
+    y.backward(d);
+    at::Tensor xu = leaf(x0), masteru = leaf(master0);
+    const at::Tensor yu = quantized_linear(xu, masteru.to(at::kBFloat16), gemms, "probe");
+    yu.backward(d);
+    EXPECT_TRUE(y.equal(yu)) << name;
+    EXPECT_TRUE(x.grad().equal(xu.grad())) << name;
+    ASSERT_EQ(master.grad().scalar_type(), at::kFloat) << name;
+    // The unfused gradient is the same product rounded to BF16, then widened.
+    EXPECT_TRUE(master.grad().to(at::kBFloat16).equal(masteru.grad().to(at::kBFloat16))) << name;
+  }
+}
+
+}  // namespace
+}  // namespace lpbench::kernels

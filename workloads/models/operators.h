@@ -1,0 +1,50 @@
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "kernels/torch/attention.h"
+
+// The operators a decoder step is assembled from, other than its matrix products, in one of two
+// sets: `none`, the readable composition of libtorch operations (the unfused ablation, and what
+// the tests hold the fused set to), or `fused`, lpbench's one-pass operators (kernels/torch:
+// their CUDA kernels on the GPU, their references elsewhere). The decoder is the same code under
+// both; `--fusion` picks the set.
+namespace lpbench::workloads {
+
+enum class Fusion { none, fused };
+std::string_view to_string(Fusion fusion);
+
+// "fused; attention: cudnn": the set, and the SDPA backend torch chooses for the model's
+// attention at `seq` tokens on `device` (BF16), as a run records it.
+std::string describe_operators(Fusion fusion, const kernels::AttentionShape& shape, int64_t seq,
+                               const torch::Device& device);
+
+class Operators {
+ public:
+  explicit Operators(Fusion fusion) : fusion_(fusion) {}
+  Fusion fusion() const { return fusion_; }
+
+  // RMSNorm over the last dimension (statistics in FP32), the result in x's type.
+  torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) const;
+  // (x + residual, RMSNorm(x + residual)): the residual stream and the next sublayer's input.
+  std::pair<torch::Tensor, torch::Tensor> add_norm(const torch::Tensor& x,
+                                                   const torch::Tensor& residual,
+                                                   const torch::Tensor& weight, double eps) const;
+  // silu(gate) · up of the fused gate/up product [..., 2·inner].
+  torch::Tensor swiglu(const torch::Tensor& gate_up) const;
+  // Causal attention of the fused QKV product [B, T, (H + 2·KV)·D] → [B, T, H·D]: RoPE on q and
+  // k (after per-head norms, where q_norm and k_norm are given: Qwen3), then SDPA.
+  torch::Tensor attention(const torch::Tensor& qkv, const kernels::AttentionShape& shape,
+                          const torch::Tensor& cos, const torch::Tensor& sin,
+                          const torch::Tensor& q_norm, const torch::Tensor& k_norm,
+                          double eps) const;
+
+ private:
+  Fusion fusion_;
+};
+
+}  // namespace lpbench::workloads

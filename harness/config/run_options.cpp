@@ -69,9 +69,8 @@ void check_run_options(const RunConfig& config) {
         config.memory_budget_gib));
   }
   if (config.fusion != "auto" && config.fusion != "fused" && config.fusion != "none") {
-    throw InputError(
-        fmt::format("unknown --fusion '{}'; valid: auto (fused on a GPU), fused, none",
-                    config.fusion));
+    throw InputError(fmt::format("unknown --fusion '{}'; valid: auto (fused on a GPU), fused, none",
+                                 config.fusion));
   }
   if (config.workloads.empty()) throw InputError("no workload given; pass --workload");
 }

@@ -22,26 +22,34 @@ namespace lpbench::cuda {
 
 namespace {
 
-constexpr int kMaxVectors = 4;      // per thread: rows up to 4 × 1024 × 8 = 32768 elements
-constexpr int kSmallBlock = 256;    // threads of a block holding several short rows
-constexpr int kMaxThreads = 1024;
+constexpr int kSmallBlock = 256;  // threads of a block holding several short rows
+// Registers bound what a thread holds: the forward keeps 8 values a vector, the backward 24 (the
+// gradient, the normalized input, the weight gradient's sums). 512 threads with 4 and 2 vectors
+// each stay within the register file without spills (ptxas, sm_90a): rows of up to 16384 and
+// 8192 elements, past every seed model's hidden size.
+constexpr int kForwardThreads = 512;
+constexpr int kForwardVectors = 4;
+constexpr int kBackwardThreads = 512;
+constexpr int kBackwardVectors = 2;
 
 struct Layout {
   int tpr = 1;             // threads per row, a power of two
   int rows_per_block = 1;  // 1 when tpr ≥ 32
   int threads = 1;
-  int vectors = 1;         // per thread, 1..kMaxVectors
+  int vectors = 1;  // per thread, 1..kMaxVectors
 };
 
 // `per_thread`: the vectors a thread may hold. The forward holds up to kMaxVectors (fewer,
 // fuller threads); the backward one where the row allows (more threads per row, so fewer blocks
 // and fewer partial sums of the weight gradient).
-Layout layout_for(int64_t cols, int per_thread) {
+Layout layout_for(int64_t cols, int per_thread, int max_threads) {
   const int64_t vectors = cols / kBf16PerVector;
   Layout l;
-  while (l.tpr < kMaxThreads && int64_t{l.tpr} * per_thread < vectors) l.tpr *= 2;
+  while (l.tpr < max_threads && int64_t{l.tpr} * per_thread < vectors)
+    l.tpr *= 2;
   // Short rows: enough threads that each holds one vector, up to a warp.
-  while (l.tpr < 32 && l.tpr < vectors) l.tpr *= 2;
+  while (l.tpr < 32 && l.tpr < vectors)
+    l.tpr *= 2;
   l.vectors = static_cast<int>((vectors + l.tpr - 1) / l.tpr);
   if (l.tpr < 32) {
     l.rows_per_block = kSmallBlock / l.tpr;
@@ -52,13 +60,14 @@ Layout layout_for(int64_t cols, int per_thread) {
   return l;
 }
 
-void check_shape(int64_t rows, int64_t cols, const char* who) {
+void check_shape(int64_t rows, int64_t cols, int max_threads, int max_vectors, const char* who) {
   LPBENCH_CUDA_REQUIRE(rows > 0 && cols > 0, std::string(who) + ": empty matrix");
-  LPBENCH_CUDA_REQUIRE(cols % kBf16PerVector == 0,
-                       std::string(who) + ": the row length must be a multiple of 8, got " +
-                           std::to_string(cols));
-  LPBENCH_CUDA_REQUIRE(cols <= int64_t{kMaxVectors} * kMaxThreads * kBf16PerVector,
-                       std::string(who) + ": rows of at most 32768 elements");
+  LPBENCH_CUDA_REQUIRE(
+      cols % kBf16PerVector == 0,
+      std::string(who) + ": the row length must be a multiple of 8, got " + std::to_string(cols));
+  const int64_t longest = int64_t{max_vectors} * max_threads * kBf16PerVector;
+  LPBENCH_CUDA_REQUIRE(cols <= longest, std::string(who) + ": rows of at most " +
+                                            std::to_string(longest) + " elements");
 }
 
 void check_aligned(const void* p, const char* what) {
@@ -84,7 +93,8 @@ __device__ __forceinline__ float row_sum(float v, int tpr, float* shared) {
 }
 
 template <int kVectors>
-__global__ void rmsnorm_forward_kernel(const RmsNormArgs a, const int tpr, const int rows_per_block) {
+__global__ void __launch_bounds__(kForwardThreads)
+    rmsnorm_forward_kernel(const RmsNormArgs a, const int tpr, const int rows_per_block) {
   __shared__ float shared[32];
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   const auto* r = static_cast<const __nv_bfloat16*>(a.residual);
@@ -136,8 +146,9 @@ __global__ void rmsnorm_forward_kernel(const RmsNormArgs a, const int tpr, const
 }
 
 template <int kVectors>
-__global__ void rmsnorm_backward_kernel(const RmsNormBackwardArgs a, const int tpr,
-                                        const int rows_per_block, float* partial) {
+__global__ void __launch_bounds__(kBackwardThreads)
+    rmsnorm_backward_kernel(const RmsNormBackwardArgs a, const int tpr, const int rows_per_block,
+                            float* partial) {
   __shared__ float shared[32];
   const auto* dy = static_cast<const __nv_bfloat16*>(a.dy);
   const auto* hx = static_cast<const __nv_bfloat16*>(a.h);
@@ -146,17 +157,7 @@ __global__ void rmsnorm_backward_kernel(const RmsNormBackwardArgs a, const int t
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
   const int64_t vectors = a.cols / kBf16PerVector;
-  float w[kVectors][kBf16PerVector];
-  float dw[kVectors][kBf16PerVector];
-#pragma unroll
-  for (int i = 0; i < kVectors; ++i) {
-    const int64_t v = lane + static_cast<int64_t>(i) * tpr;
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e) {
-      w[i][e] = v < vectors ? a.weight[v * kBf16PerVector + e] : 0.0F;
-      dw[i][e] = 0.0F;
-    }
-  }
+  float dw[kVectors][kBf16PerVector] = {};
   const int64_t stride = static_cast<int64_t>(gridDim.x) * rows_per_block;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_block; base < a.rows;
        base += stride) {
@@ -173,11 +174,13 @@ __global__ void rmsnorm_backward_kernel(const RmsNormBackwardArgs a, const int t
         const int64_t at = row * a.cols + v * kBf16PerVector;
         g[i] = load_bf16x8(dy + at);
         xhat[i] = load_bf16x8(hx + at);
+        // The weight stays in L1 across the rows a block walks.
+        const float* w = a.weight + v * kBf16PerVector;
 #pragma unroll
         for (int e = 0; e < kBf16PerVector; ++e) {
           xhat[i].v[e] *= rstd;
           dw[i][e] += g[i].v[e] * xhat[i].v[e];
-          g[i].v[e] *= w[i][e];
+          g[i].v[e] *= __ldg(w + e);
           dot += g[i].v[e] * xhat[i].v[e];
         }
       }
@@ -215,13 +218,26 @@ __global__ void rmsnorm_backward_kernel(const RmsNormBackwardArgs a, const int t
   }
 }
 
-__global__ void sum_partials_kernel(const float* partial, int64_t parts, int64_t cols,
-                                    float* out) {
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (col >= cols) return;
+// dweight[c] = Σ_p partial[p, c]: 32 columns a block (coalesced reads of each partial row), the
+// partial rows split among 8 threads a column and their sums added in shared memory. One thread
+// a column walking every partial row alone left the GPU waiting on each read in turn.
+constexpr int kSumColumns = 32;
+constexpr int kSumSplits = 8;
+
+__global__ void __launch_bounds__(kSumColumns* kSumSplits)
+    sum_partials_kernel(const float* partial, int64_t parts, int64_t cols, float* out) {
+  __shared__ float sums[kSumSplits][kSumColumns];
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kSumColumns + threadIdx.x;
   float total = 0.0F;
-  for (int64_t p = 0; p < parts; ++p)
-    total += partial[p * cols + col];
+  if (col < cols) {
+    for (int64_t p = threadIdx.y; p < parts; p += kSumSplits)
+      total += partial[p * cols + col];
+  }
+  sums[threadIdx.y][threadIdx.x] = total;
+  __syncthreads();
+  if (threadIdx.y != 0 || col >= cols) return;
+  for (int i = 1; i < kSumSplits; ++i)
+    total += sums[i][threadIdx.x];
   out[col] = total;
 }
 
@@ -240,25 +256,22 @@ int64_t backward_blocks(int64_t rows, const Layout& l) {
   return std::min<int64_t>(needed, int64_t{sm_count()} * std::max(1, 2048 / l.threads));
 }
 
-template <typename Fn>
+// Calls fn with the compile-time vector count for `vectors`: 1, 2, or (up to kMax) 4.
+template <int kMax, typename Fn>
 void with_vectors(int vectors, Fn&& fn) {
-  switch (vectors) {
-    case 1:
-      fn(std::integral_constant<int, 1>{});
-      break;
-    case 2:
-      fn(std::integral_constant<int, 2>{});
-      break;
-    default:
-      fn(std::integral_constant<int, kMaxVectors>{});
-      break;
+  if (vectors <= 1) {
+    fn(std::integral_constant<int, 1>{});
+  } else if (vectors == 2 || kMax == 2) {
+    fn(std::integral_constant<int, 2>{});
+  } else {
+    fn(std::integral_constant<int, kMax>{});
   }
 }
 
 }  // namespace
 
 void rmsnorm_forward(const RmsNormArgs& a, cudaStream_t stream) {
-  check_shape(a.rows, a.cols, "rmsnorm_forward");
+  check_shape(a.rows, a.cols, kForwardThreads, kForwardVectors, "rmsnorm_forward");
   LPBENCH_CUDA_REQUIRE(a.x && a.weight && a.y && a.rstd, "x, weight, y and rstd are needed");
   LPBENCH_CUDA_REQUIRE(a.residual == nullptr || a.h != nullptr,
                        "with a residual, h (x + residual) is written too");
@@ -266,9 +279,9 @@ void rmsnorm_forward(const RmsNormArgs& a, cudaStream_t stream) {
   for (const void* p : pointers)
     check_aligned(p, "rmsnorm_forward's matrices");
   const NvtxRange range("lpbench rmsnorm_forward");
-  const Layout l = layout_for(a.cols, kMaxVectors);
+  const Layout l = layout_for(a.cols, kForwardVectors, kForwardThreads);
   const auto blocks = static_cast<unsigned>((a.rows + l.rows_per_block - 1) / l.rows_per_block);
-  with_vectors(l.vectors, [&](auto n) {
+  with_vectors<kForwardVectors>(l.vectors, [&](auto n) {
     rmsnorm_forward_kernel<decltype(n)::value>
         <<<blocks, l.threads, 0, stream>>>(a, l.tpr, l.rows_per_block);
   });
@@ -276,29 +289,30 @@ void rmsnorm_forward(const RmsNormArgs& a, cudaStream_t stream) {
 }
 
 size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols) {
-  const Layout l = layout_for(cols, 1);
+  const Layout l = layout_for(cols, 1, kBackwardThreads);
   return static_cast<size_t>(backward_blocks(rows, l) * l.rows_per_block * cols) * sizeof(float);
 }
 
 void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
-  check_shape(a.rows, a.cols, "rmsnorm_backward");
+  check_shape(a.rows, a.cols, kBackwardThreads, kBackwardVectors, "rmsnorm_backward");
   LPBENCH_CUDA_REQUIRE(a.dy && a.h && a.weight && a.rstd && a.dh && a.dweight && a.workspace,
                        "dy, h, weight, rstd, dh, dweight and the workspace are needed");
   const void* pointers[] = {a.dy, a.h, a.dh_in, a.dh, a.weight};
   for (const void* p : pointers)
     check_aligned(p, "rmsnorm_backward's matrices");
   const NvtxRange range("lpbench rmsnorm_backward");
-  const Layout l = layout_for(a.cols, 1);
+  const Layout l = layout_for(a.cols, 1, kBackwardThreads);
   const int64_t blocks = backward_blocks(a.rows, l);
   auto* partial = static_cast<float*>(a.workspace);
-  with_vectors(l.vectors, [&](auto n) {
-    rmsnorm_backward_kernel<decltype(n)::value><<<static_cast<unsigned>(blocks), l.threads, 0,
-                                                  stream>>>(a, l.tpr, l.rows_per_block, partial);
+  with_vectors<kBackwardVectors>(l.vectors, [&](auto n) {
+    rmsnorm_backward_kernel<decltype(n)::value>
+        <<<static_cast<unsigned>(blocks), l.threads, 0, stream>>>(a, l.tpr, l.rows_per_block,
+                                                                  partial);
   });
   LPBENCH_CUDA_CHECK_LAUNCH();
-  const int threads = 256;
-  sum_partials_kernel<<<static_cast<unsigned>((a.cols + threads - 1) / threads), threads, 0,
-                        stream>>>(partial, blocks * l.rows_per_block, a.cols, a.dweight);
+  sum_partials_kernel<<<static_cast<unsigned>((a.cols + kSumColumns - 1) / kSumColumns),
+                        dim3(kSumColumns, kSumSplits), 0, stream>>>(
+      partial, blocks * l.rows_per_block, a.cols, a.dweight);
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 

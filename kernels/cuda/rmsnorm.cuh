@@ -11,8 +11,8 @@ namespace lpbench::cuda {
 //   h = x + residual            (BF16, rounded as torch's add rounds it; only with a residual)
 //   rstd = 1 / sqrt(mean(h²) + eps)   (FP32, kept for the backward)
 //   y = h · rstd · weight       (FP32 math, rounded once to BF16)
-// Rows are `cols` elements apart (contiguous), cols a multiple of 8 up to 32768; the pointers
-// 16-byte aligned.
+// Rows are `cols` elements apart (contiguous), cols a multiple of 8 up to 16384 (8192 for the
+// backward: rmsnorm_max_cols); the pointers 16-byte aligned.
 struct RmsNormArgs {
   const void* x = nullptr;         // [rows, cols] bf16
   const void* residual = nullptr;  // [rows, cols] bf16, optional
@@ -20,8 +20,8 @@ struct RmsNormArgs {
   int64_t rows = 0;
   int64_t cols = 0;
   float eps = 1e-5F;
-  void* h = nullptr;  // [rows, cols] bf16: x + residual (needed only with a residual)
-  void* y = nullptr;  // [rows, cols] bf16
+  void* h = nullptr;      // [rows, cols] bf16: x + residual (needed only with a residual)
+  void* y = nullptr;      // [rows, cols] bf16
   float* rstd = nullptr;  // [rows]
 };
 
@@ -32,19 +32,22 @@ void rmsnorm_forward(const RmsNormArgs& args, cudaStream_t stream);
 //                                                       along the residual path, optional)
 //   dweight = Σ_rows dy · xhat                          (FP32, written)
 struct RmsNormBackwardArgs {
-  const void* dy = nullptr;      // [rows, cols] bf16
-  const void* h = nullptr;       // [rows, cols] bf16, the normalized input
-  const float* weight = nullptr; // [cols]
-  const float* rstd = nullptr;   // [rows]
-  const void* dh_in = nullptr;   // [rows, cols] bf16, optional
+  const void* dy = nullptr;       // [rows, cols] bf16
+  const void* h = nullptr;        // [rows, cols] bf16, the normalized input
+  const float* weight = nullptr;  // [cols]
+  const float* rstd = nullptr;    // [rows]
+  const void* dh_in = nullptr;    // [rows, cols] bf16, optional
   int64_t rows = 0;
   int64_t cols = 0;
-  void* dh = nullptr;            // [rows, cols] bf16
-  float* dweight = nullptr;      // [cols]
-  void* workspace = nullptr;     // rmsnorm_backward_workspace_bytes(rows, cols)
+  void* dh = nullptr;         // [rows, cols] bf16
+  float* dweight = nullptr;   // [cols]
+  void* workspace = nullptr;  // rmsnorm_backward_workspace_bytes(rows, cols)
 };
 
 size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols);
+
+// The longest rows both kernels take (the backward's limit).
+constexpr int64_t rmsnorm_max_cols = 8192;
 void rmsnorm_backward(const RmsNormBackwardArgs& args, cudaStream_t stream);
 
 }  // namespace lpbench::cuda

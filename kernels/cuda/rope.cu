@@ -32,8 +32,7 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a) {
     const int64_t b = item / (groups * a.heads * a.seq);
     const int64_t i = g * kBf16PerVector;
     const int64_t src = b * a.in_batch_stride + t * a.in_token_stride + h * a.in_head_stride + i;
-    const int64_t dst =
-        b * a.out_batch_stride + t * a.out_token_stride + h * a.out_head_stride + i;
+    const int64_t dst = b * a.out_batch_stride + t * a.out_token_stride + h * a.out_head_stride + i;
     const Bf16x8 x1 = load_bf16x8(in + src);
     const Bf16x8 x2 = load_bf16x8(in + src + half);
     const float4* cp = reinterpret_cast<const float4*>(a.cos + t * half + i);

@@ -16,9 +16,9 @@ struct SwigluArgs {
   const void* gate_up = nullptr;  // [rows, 2·inner] bf16
   int64_t rows = 0;
   int64_t inner = 0;
-  void* out = nullptr;               // forward: [rows, inner] bf16
-  const void* d_out = nullptr;       // backward: [rows, inner] bf16
-  void* d_gate_up = nullptr;         // backward: [rows, 2·inner] bf16
+  void* out = nullptr;          // forward: [rows, inner] bf16
+  const void* d_out = nullptr;  // backward: [rows, inner] bf16
+  void* d_gate_up = nullptr;    // backward: [rows, 2·inner] bf16
 };
 
 void swiglu_forward(const SwigluArgs& args, cudaStream_t stream);

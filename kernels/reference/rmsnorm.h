@@ -15,7 +15,7 @@
 namespace lpbench::kernels::reference {
 
 struct RmsNormOut {
-  at::Tensor h;     // x + residual (x itself without a residual)
+  at::Tensor h;  // x + residual (x itself without a residual)
   at::Tensor y;
   at::Tensor rstd;  // [rows] FP32
 };

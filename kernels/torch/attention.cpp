@@ -150,12 +150,10 @@ class RopeFunction : public torch::autograd::Function<RopeFunction> {
 
 at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
                             const at::Tensor& cos, const at::Tensor& sin) {
-  TORCH_CHECK(qkv.dim() == 3 &&
-                  qkv.size(2) == (shape.heads + 2 * shape.kv_heads) * shape.head_dim,
+  TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) == (shape.heads + 2 * shape.kv_heads) * shape.head_dim,
               "causal_attention: qkv ", qkv.sizes(), " does not hold ", shape.heads, "+2×",
               shape.kv_heads, " heads of ", shape.head_dim);
-  return CausalAttentionFunction::apply(qkv, shape.heads, shape.kv_heads, shape.head_dim, cos,
-                                        sin);
+  return CausalAttentionFunction::apply(qkv, shape.heads, shape.kv_heads, shape.head_dim, cos, sin);
 }
 
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
@@ -166,8 +164,8 @@ std::string attention_backend(const AttentionShape& shape, int64_t tokens,
                               const at::TensorOptions& options) {
   const at::Tensor q = at::empty({1, shape.heads, tokens, shape.head_dim}, options);
   const at::Tensor kv = at::empty({1, shape.kv_heads, tokens, shape.head_dim}, options);
-  const int64_t choice = at::_fused_sdp_choice(q, kv, kv, {}, 0.0, true, std::nullopt,
-                                               shape.kv_heads != shape.heads);
+  const int64_t choice =
+      at::_fused_sdp_choice(q, kv, kv, {}, 0.0, true, std::nullopt, shape.kv_heads != shape.heads);
   switch (choice) {
     case 0:
       return "math";

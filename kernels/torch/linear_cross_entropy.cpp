@@ -45,7 +45,8 @@ class LinearCrossEntropyFunction : public torch::autograd::Function<LinearCrossE
     const at::Tensor& weight = saved[1];
     at::Tensor d_logits = saved[2];
     // loss.backward() passes 1; anything else scales the logits' gradient first.
-    if (grads[0].item<double>() != 1.0) d_logits = (d_logits.to(at::kFloat) * grads[0]).to(h.scalar_type());
+    if (grads[0].item<double>() != 1.0)
+      d_logits = (d_logits.to(at::kFloat) * grads[0]).to(h.scalar_type());
     const at::Tensor dh = at::mm(d_logits, weight);
     const auto master_type = static_cast<at::ScalarType>(ctx->saved_data["master_type"].toInt());
     const at::Tensor dw = matmul_nt(d_logits.t(), h.t(), master_type);
@@ -62,8 +63,7 @@ at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& weight,
               "linear_cross_entropy: h ", h.sizes(), " and weight ", weight.sizes());
   TORCH_CHECK(targets.numel() == h.size(0), "linear_cross_entropy: ", targets.numel(),
               " targets for ", h.size(0), " tokens");
-  return LinearCrossEntropyFunction::apply(h, weight, master, targets.reshape({-1}),
-                                           chunk_tokens);
+  return LinearCrossEntropyFunction::apply(h, weight, master, targets.reshape({-1}), chunk_tokens);
 }
 
 }  // namespace lpbench::kernels

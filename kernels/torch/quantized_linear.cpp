@@ -162,8 +162,8 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
       // dW[N,K] = dYᵀ[N,M] · (Xᵀ[K,M])ᵀ
       diagnose(module, GemmKind::wgrad, "dy", g2.t(), wgrad_lhs, wgrad, Side::lhs);
       const auto w_type = static_cast<at::ScalarType>(ctx->saved_data["w_grad_type"].toInt());
-      grad_w = gemm_nt(wgrad_lhs, load_operand(saved, 2, specs, 4), wgrad, w_type,
-                       GemmKind::wgrad, module);
+      grad_w = gemm_nt(wgrad_lhs, load_operand(saved, 2, specs, 4), wgrad, w_type, GemmKind::wgrad,
+                       module);
     }
     if (ctx->saved_data["master"].toBool()) {
       return {grad_x, at::Tensor(), grad_w, at::Tensor(), at::Tensor()};

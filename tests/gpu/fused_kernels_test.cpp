@@ -1,8 +1,8 @@
 // lpbench's element-wise CUDA kernels against their references (kernels/reference), on the GPU:
 // RoPE bit for bit, RMSNorm and SwiGLU within the rounding their FP32 sums allow, at the sizes of
-// the seed models and off them (a single row, rows shorter than a warp's vectors, rows past
-// 8192), strided and in place; then the fused decoder against the unfused one. Skipped where
-// torch sees no GPU.
+// the seed models and off them (a single row, rows shorter than a warp's vectors, the kernels'
+// longest rows and rows past them, which take the reference), strided and in place; then the
+// fused decoder against the unfused one. Skipped where torch sees no GPU.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -43,7 +43,7 @@ TEST_F(FusedKernels, RmsNormMatchesTheReferenceForwardAndBackward) {
     int64_t rows, cols;
   };
   for (const Case c : {Case{1, 8}, Case{3, 24}, Case{37, 128}, Case{4096, 4096}, Case{5, 5120},
-                       Case{2, 8200}, Case{7, 32768}}) {
+                       Case{2, 8192}, Case{2, 8200}}) {
     for (const bool residual : {false, true}) {
       torch::manual_seed(c.rows * 31 + c.cols);
       const at::Tensor x0 = torch::randn({c.rows, c.cols}, kBf16);
@@ -137,13 +137,12 @@ TEST_F(FusedKernels, CausalAttentionMatchesRopeThenSdpaOnTheGpu) {
   auto heads = [&](int64_t first, int64_t n) {
     return qkvu.narrow(-1, first * 128, n * 128).view({2, seq, n, 128});
   };
-  const at::Tensor ou =
-      at::scaled_dot_product_attention(reference::rope(heads(0, 8), cos, sin).transpose(1, 2),
-                                       reference::rope(heads(8, 2), cos, sin).transpose(1, 2),
-                                       heads(10, 2).transpose(1, 2), {}, 0.0, true, std::nullopt,
-                                       true)
-          .transpose(1, 2)
-          .reshape({2, seq, 8 * 128});
+  const at::Tensor ou = at::scaled_dot_product_attention(
+                            reference::rope(heads(0, 8), cos, sin).transpose(1, 2),
+                            reference::rope(heads(8, 2), cos, sin).transpose(1, 2),
+                            heads(10, 2).transpose(1, 2), {}, 0.0, true, std::nullopt, true)
+                            .transpose(1, 2)
+                            .reshape({2, seq, 8 * 128});
   ou.backward(d);
   // The same backend on inputs laid out differently may take another algorithm: BF16 noise.
   EXPECT_LT(relative_error(o, ou), 5e-3);

@@ -155,8 +155,8 @@ TEST(FusedOperators, EmbeddingGradientReachesTheFp32MasterExactly) {
   at::embedding(masteru.to(at::kBFloat16), tokens).backward(d);
   EXPECT_TRUE(out.equal(at::embedding(master.detach().to(at::kBFloat16), tokens)));
   // The unfused gradient sums in BF16 and then widens; the fused one sums in FP32.
-  EXPECT_TRUE(master.grad().equal(
-      at::embedding_dense_backward(d.to(at::kFloat), tokens, 40, -1, false)));
+  EXPECT_TRUE(
+      master.grad().equal(at::embedding_dense_backward(d.to(at::kFloat), tokens, 40, -1, false)));
   EXPECT_LT(relative_error(master.grad(), masteru.grad()), kBf16);
 }
 
@@ -169,8 +169,8 @@ TEST(FusedOperators, QuantizedLinearGivesTheMasterAnFp32WeightGradient) {
   for (const char* name : {"bf16", "int8-tensor", "int8-row", "int8-block", "int8-fallback"}) {
     const LinearGemms gemms = recipe_by_name(name).gemms;
     at::Tensor x = leaf(x0), master = leaf(master0);
-    const at::Tensor y = quantized_linear(x, master.detach().to(at::kBFloat16), gemms, "probe",
-                                          master);
+    const at::Tensor y =
+        quantized_linear(x, master.detach().to(at::kBFloat16), gemms, "probe", master);
     y.backward(d);
     at::Tensor xu = leaf(x0), masteru = leaf(master0);
     const at::Tensor yu = quantized_linear(xu, masteru.to(at::kBFloat16), gemms, "probe");

@@ -238,7 +238,8 @@ TEST(Fusion, TheFusedDecoderComputesWhatTheUnfusedOneDoes) {
     const DecoderGrads bf16 = decoder_grads(config, "bf16", Fusion::none, false, tokens);
     for (const char* recipe : {"bf16", "int8-tensor"}) {
       for (bool checkpointing : {false, true}) {
-        const DecoderGrads none = decoder_grads(config, recipe, Fusion::none, checkpointing, tokens);
+        const DecoderGrads none =
+            decoder_grads(config, recipe, Fusion::none, checkpointing, tokens);
         const DecoderGrads fused =
             decoder_grads(config, recipe, Fusion::fused, checkpointing, tokens);
         const std::string what = config.name + (config.qk_norm ? "+qk_norm " : " ") + recipe +
@@ -249,8 +250,7 @@ TEST(Fusion, TheFusedDecoderComputesWhatTheUnfusedOneDoes) {
           EXPECT_EQ(fused.grads[p].scalar_type(), torch::kFloat) << what;  // FP32 masters' grads
           if (none.grads[p].norm().item<double>() == 0.0) continue;
           const double recipe_error = relative_error(none.grads[p], bf16.grads[p]);
-          EXPECT_LT(relative_error(fused.grads[p], none.grads[p]),
-                    std::max(2e-2, recipe_error))
+          EXPECT_LT(relative_error(fused.grads[p], none.grads[p]), std::max(2e-2, recipe_error))
               << what << " parameter " << p << " (the recipe's own error " << recipe_error << ")";
         }
       }

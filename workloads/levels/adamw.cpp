@@ -11,19 +11,19 @@ namespace lpbench::workloads {
 
 namespace {
 
-constexpr double kEps = 1e-8;             // torch's AdamW default
-constexpr double kClipEpsilon = 1e-6;     // as clip_grad_norm_ adds to the norm
+constexpr double kEps = 1e-8;          // torch's AdamW default
+constexpr double kClipEpsilon = 1e-6;  // as clip_grad_norm_ adds to the norm
 
 }  // namespace
 
 AdamW::AdamW(std::vector<torch::Tensor> parameters, const TrainingOptions& options)
     : parameters_(std::move(parameters)), options_(options) {
   if (options.fusion == Fusion::none) {
-    unfused_ = std::make_unique<torch::optim::AdamW>(
-        parameters_, torch::optim::AdamWOptions(options.lr)
-                         .betas({options.beta1, options.beta2})
-                         .eps(kEps)
-                         .weight_decay(options.weight_decay));
+    unfused_ = std::make_unique<torch::optim::AdamW>(parameters_,
+                                                     torch::optim::AdamWOptions(options.lr)
+                                                         .betas({options.beta1, options.beta2})
+                                                         .eps(kEps)
+                                                         .weight_decay(options.weight_decay));
   }
 }
 

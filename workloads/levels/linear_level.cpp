@@ -21,9 +21,8 @@ LinearLevel::LinearLevel(const WorkloadSpec& spec, const ModelConfig& model,
   }
   if (!found) throw std::invalid_argument("unknown linear part '" + spec.part + "'");
   torch::manual_seed(options.seed);
-  linear_ =
-      RecipeLinear(shape_.in_features, shape_.out_features, recipe.gemms, 0.02, spec.part, device,
-                   options.fusion);
+  linear_ = RecipeLinear(shape_.in_features, shape_.out_features, recipe.gemms, 0.02, spec.part,
+                         device, options.fusion);
   linear_->to(device);
   const auto bf16 = torch::dtype(torch::kBFloat16).device(device);
   x_ = torch::randn({tokens_, shape_.in_features}, bf16).requires_grad_(true);

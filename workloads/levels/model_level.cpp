@@ -20,9 +20,9 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   decoder_->set_activation_checkpointing(options.activation_checkpointing);
   decoder_->to(device);
   optimizer_ = std::make_unique<AdamW>(decoder_->parameters(), options);
-  operators_ = describe_operators(
-      options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim}, options.seq_len,
-      device);
+  operators_ =
+      describe_operators(options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim},
+                         options.seq_len, device);
   if (options.fusion == Fusion::fused) {
     operators_ += decoder_->fusable_output() ? "; output layer and loss fused"
                                              : "; output layer quantized: loss unfused";
@@ -36,8 +36,8 @@ torch::Tensor ModelLevel::loss_of(const torch::Tensor& tokens) {
   // Fused, a BF16 output layer and the loss are one operator (no FP32 logits of the batch).
   if (const std::optional<ComputeCopy> output = decoder_->fusable_output()) {
     const torch::Tensor h = decoder_->hidden(inputs);
-    return kernels::linear_cross_entropy(h.reshape({-1, h.size(-1)}), output->bf16,
-                                         output->master, targets.reshape({-1}));
+    return kernels::linear_cross_entropy(h.reshape({-1, h.size(-1)}), output->bf16, output->master,
+                                         targets.reshape({-1}));
   }
   torch::Tensor logits = decoder_->forward(inputs);
   return torch::nn::functional::cross_entropy(

@@ -67,13 +67,12 @@ AttentionImpl::AttentionImpl(const ModelConfig& config, const std::string& prefi
     : shape_{config.num_heads, config.num_kv_heads, config.head_dim}, ops_(plan.ops()) {
   const int64_t qkv_width = (shape_.heads + 2 * shape_.kv_heads) * shape_.head_dim;
   const Fusion fusion = plan.ops().fusion();
-  qkv_ = register_module("qkv", RecipeLinear(config.hidden_size, qkv_width,
-                                             plan.linear(prefix + ".qkv"), kInitStd,
-                                             prefix + ".qkv", plan.device(), fusion));
-  out_ = register_module(
-      "out", RecipeLinear(shape_.heads * shape_.head_dim, config.hidden_size,
-                          plan.linear(prefix + ".out"), residual_std(config), prefix + ".out",
-                          plan.device(), fusion));
+  qkv_ = register_module(
+      "qkv", RecipeLinear(config.hidden_size, qkv_width, plan.linear(prefix + ".qkv"), kInitStd,
+                          prefix + ".qkv", plan.device(), fusion));
+  out_ = register_module("out", RecipeLinear(shape_.heads * shape_.head_dim, config.hidden_size,
+                                             plan.linear(prefix + ".out"), residual_std(config),
+                                             prefix + ".out", plan.device(), fusion));
   if (config.qk_norm) {
     q_norm_ = register_module("q_norm", RMSNorm(shape_.head_dim, config.norm_eps, plan));
     k_norm_ = register_module("k_norm", RMSNorm(shape_.head_dim, config.norm_eps, plan));
@@ -85,8 +84,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const profiling::Range range("attention");
   const torch::Tensor o =
       ops_.attention(qkv_(x), shape_, cos, sin, q_norm_ ? q_norm_->weight() : torch::Tensor(),
-                     k_norm_ ? k_norm_->weight() : torch::Tensor(),
-                     q_norm_ ? q_norm_->eps() : 0.0);
+                     k_norm_ ? k_norm_->weight() : torch::Tensor(), q_norm_ ? q_norm_->eps() : 0.0);
   return out_(o);
 }
 
@@ -94,14 +92,13 @@ MlpImpl::MlpImpl(const ModelConfig& config, const std::string& prefix, Precision
     : ops_(plan.ops()) {
   const Fusion fusion = plan.ops().fusion();
   // Gate and up projections fused into one GEMM, as Megatron's linear_fc1 does.
-  gate_up_ = register_module(
-      "gate_up", RecipeLinear(config.hidden_size, 2 * config.intermediate_size,
-                              plan.linear(prefix + ".gate_up"), kInitStd, prefix + ".gate_up",
-                              plan.device(), fusion));
-  down_ = register_module(
-      "down", RecipeLinear(config.intermediate_size, config.hidden_size,
-                           plan.linear(prefix + ".down"), residual_std(config), prefix + ".down",
-                           plan.device(), fusion));
+  gate_up_ =
+      register_module("gate_up", RecipeLinear(config.hidden_size, 2 * config.intermediate_size,
+                                              plan.linear(prefix + ".gate_up"), kInitStd,
+                                              prefix + ".gate_up", plan.device(), fusion));
+  down_ = register_module("down", RecipeLinear(config.intermediate_size, config.hidden_size,
+                                               plan.linear(prefix + ".down"), residual_std(config),
+                                               prefix + ".down", plan.device(), fusion));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
@@ -112,8 +109,9 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
 MoeImpl::MoeImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan)
     : top_k_(config.experts_per_token) {
   router_ = register_module(
-      "router", RecipeLinear(config.hidden_size, config.num_experts, plan.linear(prefix + ".router"),
-                             kInitStd, prefix + ".router", plan.device(), plan.ops().fusion()));
+      "router",
+      RecipeLinear(config.hidden_size, config.num_experts, plan.linear(prefix + ".router"),
+                   kInitStd, prefix + ".router", plan.device(), plan.ops().fusion()));
   for (int64_t e = 0; e < config.num_experts; ++e) {
     // torch module names may not hold dots; the recorded module name does.
     experts_.push_back(
@@ -191,8 +189,7 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, const kernels::Recipe& recip
     layers_.push_back(
         register_module("layers_" + std::to_string(i), DecoderLayer(config, i, plan)));
   }
-  final_norm_ =
-      register_module("final_norm", RMSNorm(config.hidden_size, config.norm_eps, plan));
+  final_norm_ = register_module("final_norm", RMSNorm(config.hidden_size, config.norm_eps, plan));
   if (config.tie_embeddings) {
     tied_output_ = plan.linear("output");
   } else {

@@ -140,6 +140,9 @@ void add_converge_command(CLI::App& app, Action& action, const std::string& comm
       ->delimiter(',');
   cmd->add_flag("--judge", o->judge,
                 "Judge every sweep labelled --label already in the store; trains nothing");
+  cmd->add_option("--fusion", o->run.fusion,
+                  "Operators: fused, none or auto (fused on a GPU); see lpbench run --help")
+      ->capture_default_str();
   cmd->add_option("--device", o->run.device, "auto, cpu, cuda or cuda:<index>")
       ->capture_default_str();
   cmd->add_option("--db", o->run.db, "SQLite database")->capture_default_str();

@@ -43,3 +43,17 @@ __device__ __forceinline__ float round_bf16(float x) {
 }
 
 }  // namespace lpbench::cuda
+
+namespace lpbench::cuda {
+
+// The running max of |x| over the values a store rounds `in` to (what a quantizer would read).
+__device__ __forceinline__ uint32_t stored_amax(const Bf16x8& in, uint32_t running) {
+#pragma unroll
+  for (int i = 0; i < kBf16PerVector; ++i) {
+    const uint32_t bits = __float_as_uint(round_bf16(in.v[i])) & 0x7fffffffu;
+    running = bits > running ? bits : running;
+  }
+  return running;
+}
+
+}  // namespace lpbench::cuda

@@ -825,8 +825,15 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
                        "this block shape needs a workspace of quantize_workspace_bytes() bytes");
   const int64_t blocks = p.nbr * p.nbc;
   auto* amax = static_cast<uint32_t*>(args.workspace);
-  LPBENCH_CUDA_CHECK(
-      cudaMemsetAsync(amax, 0, static_cast<size_t>(blocks) * sizeof(uint32_t), stream));
+  if (args.amax != nullptr) {
+    // The producer's amax: no pass over X before the quantizing one.
+    LPBENCH_CUDA_REQUIRE(blocks == 1, "a given amax is for tensorwise quantization only");
+    LPBENCH_CUDA_CHECK(
+        cudaMemcpyAsync(amax, args.amax, sizeof(uint32_t), cudaMemcpyDeviceToDevice, stream));
+  } else {
+    LPBENCH_CUDA_CHECK(
+        cudaMemsetAsync(amax, 0, static_cast<size_t>(blocks) * sizeof(uint32_t), stream));
+  }
 
   AmaxParams ap{};
   ap.x = args.x;
@@ -843,12 +850,14 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
   ap.amax = amax;
   const int64_t ctas = ap.strips * ceil_div(args.rows, ap.ibr) * ap.chunks;
   LPBENCH_CUDA_REQUIRE(ctas <= 0x7fffffff, "too many blocks for the amax grid");
-  if (args.x_type == DType::bf16) {
-    block_amax_kernel<__nv_bfloat16><<<static_cast<unsigned>(ctas), kThreads, 0, stream>>>(ap);
-  } else {
-    block_amax_kernel<float><<<static_cast<unsigned>(ctas), kThreads, 0, stream>>>(ap);
+  if (args.amax == nullptr) {
+    if (args.x_type == DType::bf16) {
+      block_amax_kernel<__nv_bfloat16><<<static_cast<unsigned>(ctas), kThreads, 0, stream>>>(ap);
+    } else {
+      block_amax_kernel<float><<<static_cast<unsigned>(ctas), kThreads, 0, stream>>>(ap);
+    }
+    LPBENCH_CUDA_CHECK_LAUNCH();
   }
-  LPBENCH_CUDA_CHECK_LAUNCH();
 
   const int64_t fin_ctas = std::min<int64_t>(ceil_div(blocks, kThreads), 4096);
   finalize_scales_kernel<<<static_cast<unsigned>(fin_ctas), kThreads, 0, stream>>>(

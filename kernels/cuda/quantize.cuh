@@ -37,6 +37,9 @@ struct QuantizeArgs {
   // Tensorwise and full-row/column reductions need a device scratch of at least
   // quantize_workspace_bytes(args) bytes.
   void* workspace = nullptr;
+  // Tensorwise only, optional: max |x| already known, as the bits of an FP32 (the kernel that
+  // produced X reported it: kernels/cuda/amax.cuh), so the amax pass over X is skipped.
+  const uint32_t* amax = nullptr;
 };
 
 size_t quantize_workspace_bytes(const QuantizeArgs& args);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
@@ -128,6 +129,7 @@ __global__ void __launch_bounds__(kForwardThreads)
   if (lane == 0) a.rstd[row] = rstd;
   auto* y = static_cast<__nv_bfloat16*>(a.y);
   auto* h_out = static_cast<__nv_bfloat16*>(a.h);
+  uint32_t amax = 0;
 #pragma unroll
   for (int i = 0; i < kVectors; ++i) {
     const int64_t v = lane + static_cast<int64_t>(i) * tpr;
@@ -142,7 +144,9 @@ __global__ void __launch_bounds__(kForwardThreads)
     for (int e = 0; e < kBf16PerVector; ++e)
       out.v[e] = h[i].v[e] * rstd * w[e];
     store_bf16x8(y + row * a.cols + col, out);
+    if (a.y_amax != nullptr) amax = stored_amax(out, amax);
   }
+  report_amax(a.y_amax, amax);
 }
 
 template <int kVectors>
@@ -158,6 +162,7 @@ __global__ void __launch_bounds__(kBackwardThreads)
   const int lane = static_cast<int>(threadIdx.x) % tpr;
   const int64_t vectors = a.cols / kBf16PerVector;
   float dw[kVectors][kBf16PerVector] = {};
+  uint32_t amax = 0;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * rows_per_block;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_block; base < a.rows;
        base += stride) {
@@ -204,8 +209,10 @@ __global__ void __launch_bounds__(kBackwardThreads)
           out.v[e] += more.v[e];
       }
       store_bf16x8(dh + at, out);
+      if (a.dh_amax != nullptr) amax = stored_amax(out, amax);
     }
   }
+  report_amax(a.dh_amax, amax);
   // This thread's columns, summed over the rows it visited: one partial row per (block, sub).
   float* mine = partial + (static_cast<int64_t>(blockIdx.x) * rows_per_block + sub) * a.cols;
 #pragma unroll

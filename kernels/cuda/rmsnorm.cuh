@@ -20,9 +20,10 @@ struct RmsNormArgs {
   int64_t rows = 0;
   int64_t cols = 0;
   float eps = 1e-5F;
-  void* h = nullptr;      // [rows, cols] bf16: x + residual (needed only with a residual)
-  void* y = nullptr;      // [rows, cols] bf16
-  float* rstd = nullptr;  // [rows]
+  void* h = nullptr;           // [rows, cols] bf16: x + residual (needed only with a residual)
+  void* y = nullptr;           // [rows, cols] bf16
+  float* rstd = nullptr;       // [rows]
+  uint32_t* y_amax = nullptr;  // optional: max |y| (amax.cuh), for a tensorwise quantization
 };
 
 void rmsnorm_forward(const RmsNormArgs& args, cudaStream_t stream);
@@ -39,9 +40,10 @@ struct RmsNormBackwardArgs {
   const void* dh_in = nullptr;    // [rows, cols] bf16, optional
   int64_t rows = 0;
   int64_t cols = 0;
-  void* dh = nullptr;         // [rows, cols] bf16
-  float* dweight = nullptr;   // [cols]
-  void* workspace = nullptr;  // rmsnorm_backward_workspace_bytes(rows, cols)
+  void* dh = nullptr;           // [rows, cols] bf16
+  float* dweight = nullptr;     // [cols]
+  void* workspace = nullptr;    // rmsnorm_backward_workspace_bytes(rows, cols)
+  uint32_t* dh_amax = nullptr;  // optional: max |dh| (amax.cuh)
 };
 
 size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols);

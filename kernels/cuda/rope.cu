@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
@@ -24,6 +25,7 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a) {
   const int64_t total = a.batch * a.seq * a.heads * groups;
   const auto* in = static_cast<const __nv_bfloat16*>(a.in);
   auto* out = static_cast<__nv_bfloat16*>(a.out);
+  uint32_t amax = 0;
   for (int64_t item = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; item < total;
        item += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t g = item % groups;
@@ -35,6 +37,12 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a) {
     const int64_t dst = b * a.out_batch_stride + t * a.out_token_stride + h * a.out_head_stride + i;
     const Bf16x8 x1 = load_bf16x8(in + src);
     const Bf16x8 x2 = load_bf16x8(in + src + half);
+    if (!a.rotate) {
+      store_bf16x8(out + dst, x1);
+      store_bf16x8(out + dst + half, x2);
+      if (a.amax != nullptr) amax = stored_amax(x2, stored_amax(x1, amax));
+      continue;
+    }
     const float4* cp = reinterpret_cast<const float4*>(a.cos + t * half + i);
     const float4* sp = reinterpret_cast<const float4*>(a.sin + t * half + i);
     const float4 c0 = cp[0], c1 = cp[1], s0 = sp[0], s1 = sp[1];
@@ -55,13 +63,16 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a) {
     }
     store_bf16x8(out + dst, y1);
     store_bf16x8(out + dst + half, y2);
+    if (a.amax != nullptr) amax = stored_amax(y2, stored_amax(y1, amax));
   }
+  report_amax(a.amax, amax);
 }
 
 }  // namespace
 
 void rope(const RopeArgs& a, cudaStream_t stream) {
-  LPBENCH_CUDA_REQUIRE(a.in && a.out && a.cos && a.sin, "in, out, cos and sin are needed");
+  LPBENCH_CUDA_REQUIRE(a.in && a.out && (!a.rotate || (a.cos && a.sin)),
+                       "in, out, and to rotate cos and sin, are needed");
   LPBENCH_CUDA_REQUIRE(a.batch > 0 && a.seq > 0 && a.heads > 0, "empty input");
   LPBENCH_CUDA_REQUIRE(a.head_dim % (2 * kBf16PerVector) == 0,
                        "head_dim must be a multiple of 16, got " + std::to_string(a.head_dim));
@@ -72,7 +83,9 @@ void rope(const RopeArgs& a, cudaStream_t stream) {
   const void* pointers[] = {a.in, a.out, a.cos, a.sin};
   for (const void* p : pointers)
     LPBENCH_CUDA_REQUIRE(reinterpret_cast<uintptr_t>(p) % 16 == 0, "pointers 16-byte aligned");
-  const NvtxRange range(a.inverse ? "lpbench rope_backward" : "lpbench rope_forward");
+  const NvtxRange range(!a.rotate   ? "lpbench rope_copy"
+                        : a.inverse ? "lpbench rope_backward"
+                                    : "lpbench rope_forward");
   const int64_t items = a.batch * a.seq * a.heads * (a.head_dim / 2 / kBf16PerVector);
   const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads, 65535LL * 16);
   rope_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);

@@ -29,6 +29,9 @@ struct RopeArgs {
   const float* cos = nullptr;  // [>= seq, head_dim / 2]
   const float* sin = nullptr;
   bool inverse = false;
+  // false: copy the heads unrotated (the backward's dV, beside dQ and dK in one gradient).
+  bool rotate = true;
+  uint32_t* amax = nullptr;  // optional: max |out| (amax.cuh)
 };
 
 void rope(const RopeArgs& args, cudaStream_t stream);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
@@ -30,6 +31,7 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const SwigluArgs a) {
   const int64_t per_row = a.inner / kBf16PerVector;
   const int64_t total = a.rows * per_row;
   const auto* gu = static_cast<const __nv_bfloat16*>(a.gate_up);
+  uint32_t amax = 0;
   for (int64_t item = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; item < total;
        item += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t row = item / per_row;
@@ -43,6 +45,7 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const SwigluArgs a) {
       for (int e = 0; e < kBf16PerVector; ++e)
         out.v[e] = round_bf16(silu(gate.v[e])) * up.v[e];
       store_bf16x8(static_cast<__nv_bfloat16*>(a.out) + row * a.inner + col, out);
+      if (a.amax != nullptr) amax = stored_amax(out, amax);
     } else {
       const Bf16x8 d =
           load_bf16x8(static_cast<const __nv_bfloat16*>(a.d_out) + row * a.inner + col);
@@ -58,8 +61,10 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const SwigluArgs a) {
       auto* dgu = static_cast<__nv_bfloat16*>(a.d_gate_up);
       store_bf16x8(dgu + gate_at, d_gate);
       store_bf16x8(dgu + gate_at + a.inner, d_up);
+      if (a.amax != nullptr) amax = stored_amax(d_up, stored_amax(d_gate, amax));
     }
   }
+  report_amax(a.amax, amax);
 }
 
 template <bool kBackward>

@@ -19,6 +19,7 @@ struct SwigluArgs {
   void* out = nullptr;          // forward: [rows, inner] bf16
   const void* d_out = nullptr;  // backward: [rows, inner] bf16
   void* d_gate_up = nullptr;    // backward: [rows, 2·inner] bf16
+  uint32_t* amax = nullptr;     // optional: max |what the call writes| (amax.cuh)
 };
 
 void swiglu_forward(const SwigluArgs& args, cudaStream_t stream);

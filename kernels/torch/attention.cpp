@@ -5,6 +5,7 @@
 
 #include "kernels/profiling/range.h"
 #include "kernels/reference/rope.h"
+#include "kernels/torch/amax_registry.h"
 
 #ifdef LPBENCH_CUDA_GLUE
 #include <c10/cuda/CUDAStream.h>
@@ -19,9 +20,10 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// in and out [B, T, heads, D] (any strides, possibly the same tensor): out = RoPE(in).
+// in and out [B, T, heads, D] (any strides, possibly the same tensor): out = RoPE(in), or with
+// `rotate` false a copy; `amax` (optional, a device int32): max |out| folded in.
 void rotate(const at::Tensor& in, const at::Tensor& out, const at::Tensor& cos,
-            const at::Tensor& sin, bool inverse) {
+            const at::Tensor& sin, bool inverse, bool rotate = true, const at::Tensor& amax = {}) {
 #ifdef LPBENCH_CUDA_GLUE
   if (in.is_cuda() && in.scalar_type() == at::kBFloat16 && in.size(3) % 16 == 0 &&
       in.stride(3) == 1 && out.stride(3) == 1) {
@@ -41,11 +43,13 @@ void rotate(const at::Tensor& in, const at::Tensor& out, const at::Tensor& cos,
     a.cos = cos.data_ptr<float>();
     a.sin = sin.data_ptr<float>();
     a.inverse = inverse;
+    a.rotate = rotate;
+    if (amax.defined()) a.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
     cuda::rope(a, c10::cuda::getCurrentCUDAStream(in.device().index()).stream());
     return;
   }
 #endif
-  out.copy_(reference::rope(in, cos, sin, inverse));
+  out.copy_(rotate ? reference::rope(in, cos, sin, inverse) : in);
 }
 
 // [B, T, (H + 2·KV)·D] → the q, k and v heads as [B, T, heads, D] views.
@@ -67,7 +71,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv_in, int64_t heads,
                             int64_t kv_heads, int64_t head_dim, const at::Tensor& cos,
-                            const at::Tensor& sin) {
+                            const at::Tensor& sin, bool report_amax) {
     const AttentionShape shape{heads, kv_heads, head_dim};
     const at::Tensor qkv = qkv_in.contiguous();
     const Heads h = split(qkv, shape);
@@ -96,6 +100,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     ctx->save_for_backward({cos, sin});
     ctx->saved_data["shape"] = std::vector<int64_t>{heads, kv_heads, head_dim};
     ctx->saved_data["qkv_sizes"] = qkv.sizes();
+    ctx->saved_data["amax"] = report_amax;
     return o.detach().transpose(1, 2).reshape({qkv.size(0), qkv.size(1), heads * head_dim});
   }
 
@@ -117,13 +122,18 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     }
     const at::Tensor dqkv = at::empty(ctx->saved_data["qkv_sizes"].toIntVector(), grad.options());
     const Heads d = split(dqkv, shape);
+    const bool report_amax = ctx->saved_data["amax"].toBool() && dqkv.is_cuda();
+    const at::Tensor amax = report_amax ? new_amax(dqkv) : at::Tensor();
     {
       const profiling::Range range("rope backward");
-      rotate(dqkv_parts[0].transpose(1, 2), d.q, tables[0], tables[1], /*inverse=*/true);
-      rotate(dqkv_parts[1].transpose(1, 2), d.k, tables[0], tables[1], /*inverse=*/true);
-      d.v.copy_(dqkv_parts[2].transpose(1, 2));
+      const at::Tensor &cos = tables[0], &sin = tables[1];
+      rotate(dqkv_parts[0].transpose(1, 2), d.q, cos, sin, /*inverse=*/true, true, amax);
+      rotate(dqkv_parts[1].transpose(1, 2), d.k, cos, sin, /*inverse=*/true, true, amax);
+      rotate(dqkv_parts[2].transpose(1, 2), d.v, cos, sin, false, /*rotate=*/false, amax);
     }
-    return {dqkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    if (report_amax) remember_amax(dqkv, amax);
+    return {dqkv,         at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -149,11 +159,12 @@ class RopeFunction : public torch::autograd::Function<RopeFunction> {
 }  // namespace
 
 at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
-                            const at::Tensor& cos, const at::Tensor& sin) {
+                            const at::Tensor& cos, const at::Tensor& sin, bool report_amax) {
   TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) == (shape.heads + 2 * shape.kv_heads) * shape.head_dim,
               "causal_attention: qkv ", qkv.sizes(), " does not hold ", shape.heads, "+2×",
               shape.kv_heads, " heads of ", shape.head_dim);
-  return CausalAttentionFunction::apply(qkv, shape.heads, shape.kv_heads, shape.head_dim, cos, sin);
+  return CausalAttentionFunction::apply(qkv, shape.heads, shape.kv_heads, shape.head_dim, cos, sin,
+                                        report_amax);
 }
 
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {

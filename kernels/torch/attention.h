@@ -20,8 +20,10 @@ struct AttentionShape {
 // nothing else reads it), attention reads q, k and v as views of it (no layout copies), and the
 // backward writes the rotated-back dQ and dK and the dV straight into the gradient of qkv (no
 // zero fill, no slices copied into it). cos and sin: [>= T, head_dim/2] FP32.
+// `report_amax`: the backward also reports max |dqkv| for a tensorwise quantization of it
+// (amax_registry.h).
 at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
-                            const at::Tensor& cos, const at::Tensor& sin);
+                            const at::Tensor& cos, const at::Tensor& sin, bool report_amax = false);
 
 // RoPE of x [B, T, heads, head_dim] (any strides) into a new tensor, differentiable: for q and k
 // that are not views of one product (after Qwen3's per-head norms).

@@ -8,6 +8,7 @@
 #include "kernels/torch/cuda_types.h"
 
 #include "kernels/cuda/quantize.cuh"
+#include "kernels/torch/amax_registry.h"
 #endif
 
 namespace lpbench::kernels {
@@ -24,6 +25,9 @@ int64_t ceil_div(int64_t a, int64_t b) {
 std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x,
                                                              const QuantSpec& spec, bool transpose,
                                                              bool with_transpose) {
+  // A tensorwise scale whose amax the kernel that wrote x already reported needs no amax pass.
+  const std::optional<at::Tensor> amax =
+      spec.block_rows == 0 && spec.block_cols == 0 ? recall_amax(x) : std::nullopt;
   at::Tensor input = x;
   if (input.stride(1) != 1) input = input.contiguous();
   TORCH_CHECK(input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kFloat,
@@ -58,6 +62,7 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
     args.values_t = t->values.data_ptr();
     args.scales_t = t->scales.data_ptr<float>();
   }
+  if (amax) args.amax = reinterpret_cast<const uint32_t*>(amax->data_ptr<int32_t>());
   const size_t scratch = cuda::quantize_workspace_bytes(args);
   at::Tensor workspace;
   if (scratch > 0) {

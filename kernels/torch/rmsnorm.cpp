@@ -9,6 +9,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "kernels/cuda/rmsnorm.cuh"
+#include "kernels/torch/amax_registry.h"
 #endif
 
 namespace lpbench::kernels {
@@ -32,7 +33,7 @@ cudaStream_t stream_of(const at::Tensor& t) {
 #endif
 
 reference::RmsNormOut norm_forward(const at::Tensor& x, const at::Tensor& residual,
-                                   const at::Tensor& weight, double eps) {
+                                   const at::Tensor& weight, double eps, bool report_amax) {
   const profiling::Range range("norm");
 #ifdef LPBENCH_CUDA_GLUE
   if (on_kernel(x, weight)) {
@@ -54,7 +55,10 @@ reference::RmsNormOut norm_forward(const at::Tensor& x, const at::Tensor& residu
     a.h = rc.defined() ? out.h.data_ptr() : nullptr;
     a.y = out.y.data_ptr();
     a.rstd = out.rstd.data_ptr<float>();
+    const at::Tensor amax = report_amax ? new_amax(xc) : at::Tensor();
+    if (report_amax) a.y_amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
     cuda::rmsnorm_forward(a, stream_of(xc));
+    if (report_amax) remember_amax(out.y, amax);
     return out;
   }
 #endif
@@ -63,7 +67,7 @@ reference::RmsNormOut norm_forward(const at::Tensor& x, const at::Tensor& residu
 
 reference::RmsNormGrads norm_backward(const at::Tensor& dy, const at::Tensor& h,
                                       const at::Tensor& weight, const at::Tensor& rstd,
-                                      const at::Tensor& dh_in) {
+                                      const at::Tensor& dh_in, bool report_amax) {
   const profiling::Range range("norm backward");
 #ifdef LPBENCH_CUDA_GLUE
   if (on_kernel(h, weight)) {
@@ -88,7 +92,10 @@ reference::RmsNormGrads norm_backward(const at::Tensor& dy, const at::Tensor& h,
     a.dh = grads.dh.data_ptr();
     a.dweight = grads.dweight.data_ptr<float>();
     a.workspace = workspace.data_ptr();
+    const at::Tensor amax = report_amax ? new_amax(hc) : at::Tensor();
+    if (report_amax) a.dh_amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
     cuda::rmsnorm_backward(a, stream_of(hc));
+    if (report_amax) remember_amax(grads.dh, amax);
     return grads;
   }
 #endif
@@ -98,43 +105,49 @@ reference::RmsNormGrads norm_backward(const at::Tensor& dy, const at::Tensor& h,
 class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
-                            double eps) {
-    reference::RmsNormOut out = norm_forward(x, at::Tensor(), weight, eps);
+                            double eps, bool report_amax) {
+    reference::RmsNormOut out = norm_forward(x, at::Tensor(), weight, eps, report_amax);
     ctx->save_for_backward({x, weight, out.rstd});
+    ctx->saved_data["amax"] = report_amax;
     return out.y;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const variable_list saved = ctx->get_saved_variables();
-    reference::RmsNormGrads g = norm_backward(grads[0], saved[0], saved[1], saved[2], {});
-    return {g.dh, g.dweight, at::Tensor()};
+    reference::RmsNormGrads g =
+        norm_backward(grads[0], saved[0], saved[1], saved[2], {}, ctx->saved_data["amax"].toBool());
+    return {g.dh, g.dweight, at::Tensor(), at::Tensor()};
   }
 };
 
 class AddRmsNormFunction : public torch::autograd::Function<AddRmsNormFunction> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x,
-                               const at::Tensor& residual, const at::Tensor& weight, double eps) {
-    reference::RmsNormOut out = norm_forward(x, residual, weight, eps);
+                               const at::Tensor& residual, const at::Tensor& weight, double eps,
+                               bool report_amax) {
+    reference::RmsNormOut out = norm_forward(x, residual, weight, eps, report_amax);
     ctx->save_for_backward({out.h, weight, out.rstd});
+    ctx->saved_data["amax"] = report_amax;
     return {out.h, out.y};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const variable_list saved = ctx->get_saved_variables();
     // grads[0] reaches h along the residual path (undefined where nothing used h), grads[1] y.
-    reference::RmsNormGrads g = norm_backward(grads[1], saved[0], saved[1], saved[2], grads[0]);
-    return {g.dh, g.dh, g.dweight, at::Tensor()};
+    reference::RmsNormGrads g = norm_backward(grads[1], saved[0], saved[1], saved[2], grads[0],
+                                              ctx->saved_data["amax"].toBool());
+    return {g.dh, g.dh, g.dweight, at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
-  return RmsNormFunction::apply(x, weight, eps);
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, bool report_amax) {
+  return RmsNormFunction::apply(x, weight, eps, report_amax);
 }
 
 std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
-                                               const at::Tensor& weight, double eps) {
-  const variable_list out = AddRmsNormFunction::apply(x, residual, weight, eps);
+                                               const at::Tensor& weight, double eps,
+                                               bool report_amax) {
+  const variable_list out = AddRmsNormFunction::apply(x, residual, weight, eps, report_amax);
   return {out[0], out[1]};
 }
 

@@ -9,6 +9,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "kernels/cuda/swiglu.cuh"
+#include "kernels/torch/amax_registry.h"
 #endif
 
 namespace lpbench::kernels {
@@ -39,9 +40,10 @@ cudaStream_t stream_of(const at::Tensor& t) {
 
 class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up, bool report_amax) {
     const profiling::Range range("swiglu");
     ctx->save_for_backward({gate_up});
+    ctx->saved_data["amax"] = report_amax;
 #ifdef LPBENCH_CUDA_GLUE
     if (on_kernel(gate_up)) {
       const at::Tensor gu = gate_up.contiguous();
@@ -50,7 +52,10 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
       at::Tensor out = at::empty(sizes, gu.options());
       cuda::SwigluArgs a = args_for(gu);
       a.out = out.data_ptr();
+      const at::Tensor amax = report_amax ? new_amax(gu) : at::Tensor();
+      if (report_amax) a.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
       cuda::swiglu_forward(a, stream_of(gu));
+      if (report_amax) remember_amax(out, amax);
       return out;
     }
 #endif
@@ -68,18 +73,22 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
       cuda::SwigluArgs a = args_for(gu);
       a.d_out = d.data_ptr();
       a.d_gate_up = d_gate_up.data_ptr();
+      const bool report_amax = ctx->saved_data["amax"].toBool();
+      const at::Tensor amax = report_amax ? new_amax(gu) : at::Tensor();
+      if (report_amax) a.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
       cuda::swiglu_backward(a, stream_of(gu));
-      return {d_gate_up};
+      if (report_amax) remember_amax(d_gate_up, amax);
+      return {d_gate_up, at::Tensor()};
     }
 #endif
-    return {reference::swiglu_backward(grads[0], gate_up)};
+    return {reference::swiglu_backward(grads[0], gate_up), at::Tensor()};
   }
 };
 
 }  // namespace
 
-at::Tensor swiglu(const at::Tensor& gate_up) {
-  return SwigluFunction::apply(gate_up);
+at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax) {
+  return SwigluFunction::apply(gate_up, report_amax);
 }
 
 }  // namespace lpbench::kernels

@@ -6,7 +6,8 @@
 // and backward each one pass on the GPU (kernels/cuda/swiglu.cuh), the reference elsewhere.
 namespace lpbench::kernels {
 
-// gate_up [..., 2·inner] (gate first) → [..., inner].
-at::Tensor swiglu(const at::Tensor& gate_up);
+// gate_up [..., 2·inner] (gate first) → [..., inner]. `report_amax`: the kernels also report
+// max |out| (and the backward max |d gate_up|) for a tensorwise quantization (amax_registry.h).
+at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax = false);
 
 }  // namespace lpbench::kernels

@@ -10,7 +10,9 @@
 #include "kernels/reference/rmsnorm.h"
 #include "kernels/reference/rope.h"
 #include "kernels/reference/swiglu.h"
+#include "kernels/torch/amax_registry.h"
 #include "kernels/torch/attention.h"
+#include "kernels/torch/quantize.h"
 #include "kernels/torch/rmsnorm.h"
 #include "kernels/torch/swiglu.h"
 #include "workloads/levels/workload.h"
@@ -147,6 +149,46 @@ TEST_F(FusedKernels, CausalAttentionMatchesRopeThenSdpaOnTheGpu) {
   // The same backend on inputs laid out differently may take another algorithm: BF16 noise.
   EXPECT_LT(relative_error(o, ou), 5e-3);
   EXPECT_LT(relative_error(qkv.grad(), qkvu.grad()), 1e-2);
+}
+
+// What each producer reports is max |x| of what it wrote, and a tensorwise quantization that
+// takes it (skipping its amax pass) gives the bits of one that finds the amax itself.
+TEST_F(FusedKernels, ProducersReportTheAmaxATensorwiseQuantizationFindsAlone) {
+  const AttentionShape shape{8, 2, 128};
+  const int64_t seq = 256;
+  torch::manual_seed(11);
+  const at::Tensor cos = rope_table(seq, 128, true);
+  const at::Tensor sin = rope_table(seq, 128, false);
+  const at::Tensor x0 = torch::randn({2, seq, 1024}, kBf16);
+  const at::Tensor w = 1.0 + 0.1 * torch::randn({1024}, kGpu);
+
+  std::vector<std::pair<std::string, at::Tensor>> outputs;
+  at::Tensor x = leaf(x0), r = leaf(x0 * 0.5);
+  auto [h, y] = add_rms_norm(x, r, leaf(w), 1e-5, /*report_amax=*/true);
+  outputs.emplace_back("norm forward", y);
+  const at::Tensor gu = leaf(3.0 * torch::randn({2, seq, 2 * 512}, kBf16));
+  const at::Tensor s = swiglu(gu, true);
+  outputs.emplace_back("swiglu forward", s);
+  torch::autograd::backward({y, s}, {torch::randn_like(y), torch::randn_like(s)});
+  outputs.emplace_back("norm backward", x.grad());
+  outputs.emplace_back("swiglu backward", gu.grad());
+  at::Tensor qkv = leaf(torch::randn({2, seq, 12 * 128}, kBf16));
+  causal_attention(qkv * 1, shape, cos, sin, true).backward(torch::randn({2, seq, 1024}, kBf16));
+  outputs.emplace_back("attention backward (dQKV)", qkv.grad());
+
+  for (const auto& [what, t] : outputs) {
+    const std::optional<at::Tensor> reported = recall_amax(t);
+    ASSERT_TRUE(reported.has_value()) << what;
+    const float amax = t.abs().max().to(at::kFloat).item<float>();
+    EXPECT_EQ(reported->item<int32_t>(), c10::bit_cast<int32_t>(amax)) << what;
+    const at::Tensor t2 = t.reshape({-1, t.size(-1)});
+    for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e4m3}) {
+      const auto [q, qt] = quantize_with_transpose(t2, {format, 0, 0});
+      const auto [alone, alone_t] = quantize_with_transpose(t2.clone(), {format, 0, 0});
+      EXPECT_TRUE(q.values.equal(alone.values) && q.scales.equal(alone.scales)) << what;
+      EXPECT_TRUE(qt.values.equal(alone_t.values)) << what;
+    }
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "kernels/recipe.h"
 #include "kernels/reference/rope.h"
+#include "kernels/torch/amax_registry.h"
 #include "kernels/torch/attention.h"
 #include "kernels/torch/embedding.h"
 #include "kernels/torch/linear_cross_entropy.h"
@@ -180,6 +181,34 @@ TEST(FusedOperators, QuantizedLinearGivesTheMasterAnFp32WeightGradient) {
     ASSERT_EQ(master.grad().scalar_type(), at::kFloat) << name;
     // The unfused gradient is the same product rounded to BF16, then widened.
     EXPECT_TRUE(master.grad().to(at::kBFloat16).equal(masteru.grad().to(at::kBFloat16))) << name;
+  }
+}
+
+// A producer's amax is found again for the same elements (a reshape, a transpose) and never for
+// other elements, a tensor changed in place, or a new tensor where a freed one lay.
+TEST(AmaxRegistry, RecallsOnlyWhatWasReportedForTheSameElements) {
+  const at::Tensor x = torch::randn({6, 8});
+  const at::Tensor amax = torch::tensor({7}, torch::kInt);
+  remember_amax(x, amax);
+  ASSERT_TRUE(recall_amax(x).has_value());
+  EXPECT_TRUE(recall_amax(x)->equal(amax));
+  EXPECT_TRUE(recall_amax(x.reshape({48})).has_value());
+  EXPECT_TRUE(recall_amax(x.t()).has_value());
+  EXPECT_FALSE(recall_amax(x.narrow(0, 1, 3)).has_value());  // other elements
+  EXPECT_FALSE(recall_amax(x.clone()).has_value());          // another storage
+  x.mul_(2);                                                 // changed in place
+  EXPECT_FALSE(recall_amax(x).has_value());
+
+  const void* address = nullptr;
+  {
+    const at::Tensor gone = torch::randn({1024});
+    address = gone.data_ptr();
+    remember_amax(gone, amax);
+  }
+  // The allocator may hand the same address to the next tensor of that size: it is not `gone`.
+  const at::Tensor next = torch::randn({1024});
+  if (next.data_ptr() == address) {
+    EXPECT_FALSE(recall_amax(next).has_value());
   }
 }
 

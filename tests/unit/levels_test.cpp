@@ -4,6 +4,7 @@
 
 #include "kernels/profiling/range.h"
 #include "kernels/recipe.h"
+#include "workloads/levels/adamw.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/decoder.h"
 
@@ -260,6 +261,44 @@ TEST(Fusion, TheFusedDecoderComputesWhatTheUnfusedOneDoes) {
 
 // A few optimizer steps on the same batches fall to the same loss under either set (fused
 // AdamW, fused loss, BF16 weight copies refreshed after each step).
+// Steps of the fused AdamW (clipping folded into the kernel's gradient scale) land where torch's
+// AdamW after clip_grad_norm_ does: clipped gradients of ordinary size, and clipped so far below
+// eps that the update follows their size (so a scale applied the wrong way round would show).
+TEST(Fusion, TheFusedAdamWStepsAsTorchsAdamWAfterClipping) {
+  for (const auto& [magnitude, clip] : {std::pair{10.0, 1.0}, std::pair{1e-6, 1e-9}}) {
+    std::vector<torch::Tensor> params[2];
+    for (auto& set : params) {
+      torch::manual_seed(8);
+      for (int i = 0; i < 3; ++i)
+        set.push_back(torch::randn({5 + i, 7}).requires_grad_(true));
+    }
+    TrainingOptions o;
+    o.lr = 1e-2;
+    o.grad_clip = clip;
+    o.weight_decay = 0.1;
+    o.fusion = Fusion::none;
+    AdamW unfused(params[0], o);
+    o.fusion = Fusion::fused;
+    AdamW fused(params[1], o);
+    for (int step = 0; step < 3; ++step) {
+      torch::manual_seed(100 + step);
+      for (size_t p = 0; p < params[0].size(); ++p) {
+        const torch::Tensor g = torch::randn(params[0][p].sizes()) * magnitude;
+        params[0][p].mutable_grad() = g.clone();
+        params[1][p].mutable_grad() = g.clone();
+      }
+      const double lr = 1e-2 * (step + 1);
+      const double norm_unfused = unfused.step(lr);
+      const double norm_fused = fused.step(lr);
+      EXPECT_NEAR(norm_fused, norm_unfused, 1e-6 * norm_unfused) << magnitude;
+      for (size_t p = 0; p < params[0].size(); ++p) {
+        EXPECT_TRUE(torch::allclose(params[1][p], params[0][p], 1e-6, 1e-7))
+            << "gradient magnitude " << magnitude << ", step " << step << ", parameter " << p;
+      }
+    }
+  }
+}
+
 TEST(Fusion, TheFusedModelLevelTrainsLikeTheUnfusedOne) {
   TrainingOptions o;
   o.micro_batch = 8;

@@ -1,7 +1,6 @@
 #include "workloads/levels/adamw.h"
 
 #include <ATen/ops/_foreach_add.h>
-#include <ATen/ops/_foreach_mul.h>
 #include <ATen/ops/_foreach_norm.h>
 #include <ATen/ops/_fused_adamw.h>
 
@@ -65,13 +64,15 @@ double AdamW::fused_step(double lr) {
   }
   if (params.empty()) return 0.0;
   const torch::Tensor norm = torch::stack(at::_foreach_norm(grads, 2)).norm();
-  const torch::Tensor scale = (options_.grad_clip / (norm + kClipEpsilon)).clamp_max(1.0);
-  at::_foreach_mul_(grads, scale);
+  // The clipping rides in the optimizer's own pass: the kernel divides every gradient by
+  // grad_scale (its loss-scale input), here 1 / min(1, clip / norm), instead of a pass that
+  // multiplies the gradients in place first.
+  const torch::Tensor unscale = ((norm + kClipEpsilon) / options_.grad_clip).clamp_min(1.0);
   // The kernel reads the step count as already advanced (torch's AdamW adds 1 before calling it).
   at::_foreach_add_(steps, 1.0);
   at::_fused_adamw_(params, grads, m, v, /*max_exp_avg_sqs=*/{}, steps, lr, options_.beta1,
                     options_.beta2, options_.weight_decay, kEps, /*amsgrad=*/false,
-                    /*maximize=*/false);
+                    /*maximize=*/false, /*grad_scale=*/unscale, /*found_inf=*/{});
   return norm.item<double>();
 }
 

@@ -22,6 +22,14 @@ double residual_std(const ModelConfig& config) {
 
 }  // namespace
 
+bool quantizes_tensorwise(const kernels::Recipe& recipe) {
+  for (const kernels::GemmKind kind : kernels::kGemmKinds) {
+    const kernels::GemmSpec& spec = recipe.gemms[kind];
+    if (spec.quantized() && spec.scaling == kernels::Scaling::tensor) return true;
+  }
+  return false;
+}
+
 kernels::LinearGemms PrecisionPlan::linear(const std::string& module) {
   decisions_.push_back(kernels::decide(recipe_, module, kernels::ModuleKind::linear));
   return decisions_.back().gemms;

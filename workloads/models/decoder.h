@@ -20,6 +20,9 @@
 // and attention come from the plan's operator set (operators.h).
 namespace lpbench::workloads {
 
+// Whether any product of the recipe quantizes an operand with one scale for the whole tensor.
+bool quantizes_tensorwise(const kernels::Recipe& recipe);
+
 // Decides, module by module, what a recipe does, and keeps the decisions for the store.
 class PrecisionPlan {
  public:
@@ -27,7 +30,7 @@ class PrecisionPlan {
   // draws them there (from the seeded CUDA generator) instead of on the CPU and copying.
   explicit PrecisionPlan(const kernels::Recipe& recipe, torch::Device device = torch::kCPU,
                          Fusion fusion = Fusion::none)
-      : recipe_(recipe), device_(device), ops_(fusion) {}
+      : recipe_(recipe), device_(device), ops_(fusion, quantizes_tensorwise(recipe)) {}
   const torch::Device& device() const { return device_; }
   const Operators& ops() const { return ops_; }
   kernels::LinearGemms linear(const std::string& module);

@@ -31,7 +31,7 @@ std::string describe_operators(Fusion fusion, const kernels::AttentionShape& sha
 
 torch::Tensor Operators::norm(const torch::Tensor& x, const torch::Tensor& weight,
                               double eps) const {
-  if (fusion_ == Fusion::fused) return kernels::rms_norm(x, weight, eps);
+  if (fusion_ == Fusion::fused) return kernels::rms_norm(x, weight, eps, producer_amax_);
   return unfused_norm(x, weight, eps);
 }
 
@@ -39,13 +39,15 @@ std::pair<torch::Tensor, torch::Tensor> Operators::add_norm(const torch::Tensor&
                                                             const torch::Tensor& residual,
                                                             const torch::Tensor& weight,
                                                             double eps) const {
-  if (fusion_ == Fusion::fused) return kernels::add_rms_norm(x, residual, weight, eps);
+  if (fusion_ == Fusion::fused) {
+    return kernels::add_rms_norm(x, residual, weight, eps, producer_amax_);
+  }
   torch::Tensor h = x + residual;
   return {h, unfused_norm(h, weight, eps)};
 }
 
 torch::Tensor Operators::swiglu(const torch::Tensor& gate_up) const {
-  if (fusion_ == Fusion::fused) return kernels::swiglu(gate_up);
+  if (fusion_ == Fusion::fused) return kernels::swiglu(gate_up, producer_amax_);
   const int64_t inner = gate_up.size(-1) / 2;
   return torch::silu(gate_up.narrow(-1, 0, inner)) * gate_up.narrow(-1, inner, inner);
 }
@@ -57,7 +59,7 @@ torch::Tensor Operators::attention(const torch::Tensor& qkv, const kernels::Atte
   const int64_t batch = qkv.size(0);
   const int64_t seq = qkv.size(1);
   if (fusion_ == Fusion::fused && !q_norm.defined()) {
-    return kernels::causal_attention(qkv, s, cos, sin);
+    return kernels::causal_attention(qkv, s, cos, sin, producer_amax_);
   }
   const int64_t d = s.head_dim;
   torch::Tensor q = qkv.narrow(-1, 0, s.heads * d).view({batch, seq, s.heads, d});

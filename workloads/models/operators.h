@@ -25,7 +25,10 @@ std::string describe_operators(Fusion fusion, const kernels::AttentionShape& sha
 
 class Operators {
  public:
-  explicit Operators(Fusion fusion) : fusion_(fusion) {}
+  // `producer_amax`: the fused kernels report max |x| of what they write, so that the recipe's
+  // tensorwise quantization of it skips its own pass (kernels/torch/amax_registry.h).
+  explicit Operators(Fusion fusion, bool producer_amax = false)
+      : fusion_(fusion), producer_amax_(producer_amax && fusion == Fusion::fused) {}
   Fusion fusion() const { return fusion_; }
 
   // RMSNorm over the last dimension (statistics in FP32), the result in x's type.
@@ -45,6 +48,7 @@ class Operators {
 
  private:
   Fusion fusion_;
+  bool producer_amax_;
 };
 
 }  // namespace lpbench::workloads

@@ -37,23 +37,30 @@ __device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in)
   *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
 }
 
+// The same store, also folding max |x| of the stored values into `amax2`: two BF16 magnitudes
+// (sign cleared) side by side, compared as unsigned halves (their order is the values', and a NaN
+// tops +Inf). One SIMD max a pair, on the packed words: no second rounding. amax_of_pairs turns
+// the result into the FP32 bits the quantizer's amax is carried in.
+__device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in, uint32_t& amax2) {
+  uint32_t words[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(in.v[2 * i], in.v[2 * i + 1]);
+    words[i] = *reinterpret_cast<const uint32_t*>(&pair);
+    amax2 = __vmaxu2(amax2, words[i] & 0x7fff7fffu);
+  }
+  *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+__device__ __forceinline__ uint32_t amax_of_pairs(uint32_t amax2) {
+  const uint32_t lo = amax2 & 0xffffu;
+  const uint32_t hi = amax2 >> 16;
+  return (lo > hi ? lo : hi) << 16;
+}
+
 // The value a BF16 store of `x` would hold, back in FP32 (torch rounds each op's result).
 __device__ __forceinline__ float round_bf16(float x) {
   return __bfloat162float(__float2bfloat16_rn(x));
-}
-
-}  // namespace lpbench::cuda
-
-namespace lpbench::cuda {
-
-// The running max of |x| over the values a store rounds `in` to (what a quantizer would read).
-__device__ __forceinline__ uint32_t stored_amax(const Bf16x8& in, uint32_t running) {
-#pragma unroll
-  for (int i = 0; i < kBf16PerVector; ++i) {
-    const uint32_t bits = __float_as_uint(round_bf16(in.v[i])) & 0x7fffffffu;
-    running = bits > running ? bits : running;
-  }
-  return running;
 }
 
 }  // namespace lpbench::cuda

@@ -143,10 +143,9 @@ __global__ void __launch_bounds__(kForwardThreads)
 #pragma unroll
     for (int e = 0; e < kBf16PerVector; ++e)
       out.v[e] = h[i].v[e] * rstd * w[e];
-    store_bf16x8(y + row * a.cols + col, out);
-    if (a.y_amax != nullptr) amax = stored_amax(out, amax);
+    store_bf16x8(y + row * a.cols + col, out, amax);
   }
-  report_amax(a.y_amax, amax);
+  if (a.y_amax != nullptr) report_amax(a.y_amax, amax_of_pairs(amax));
 }
 
 template <int kVectors>
@@ -208,11 +207,10 @@ __global__ void __launch_bounds__(kBackwardThreads)
         for (int e = 0; e < kBf16PerVector; ++e)
           out.v[e] += more.v[e];
       }
-      store_bf16x8(dh + at, out);
-      if (a.dh_amax != nullptr) amax = stored_amax(out, amax);
+      store_bf16x8(dh + at, out, amax);
     }
   }
-  report_amax(a.dh_amax, amax);
+  if (a.dh_amax != nullptr) report_amax(a.dh_amax, amax_of_pairs(amax));
   // This thread's columns, summed over the rows it visited: one partial row per (block, sub).
   float* mine = partial + (static_cast<int64_t>(blockIdx.x) * rows_per_block + sub) * a.cols;
 #pragma unroll

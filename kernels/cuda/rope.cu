@@ -38,9 +38,8 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a) {
     const Bf16x8 x1 = load_bf16x8(in + src);
     const Bf16x8 x2 = load_bf16x8(in + src + half);
     if (!a.rotate) {
-      store_bf16x8(out + dst, x1);
-      store_bf16x8(out + dst + half, x2);
-      if (a.amax != nullptr) amax = stored_amax(x2, stored_amax(x1, amax));
+      store_bf16x8(out + dst, x1, amax);
+      store_bf16x8(out + dst + half, x2, amax);
       continue;
     }
     const float4* cp = reinterpret_cast<const float4*>(a.cos + t * half + i);
@@ -61,11 +60,10 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a) {
       y1.v[e] = a.inverse ? __fadd_rn(a1c, a2s) : __fsub_rn(a1c, a2s);
       y2.v[e] = a.inverse ? __fsub_rn(a2c, a1s) : __fadd_rn(a2c, a1s);
     }
-    store_bf16x8(out + dst, y1);
-    store_bf16x8(out + dst + half, y2);
-    if (a.amax != nullptr) amax = stored_amax(y2, stored_amax(y1, amax));
+    store_bf16x8(out + dst, y1, amax);
+    store_bf16x8(out + dst + half, y2, amax);
   }
-  report_amax(a.amax, amax);
+  if (a.amax != nullptr) report_amax(a.amax, amax_of_pairs(amax));
 }
 
 }  // namespace

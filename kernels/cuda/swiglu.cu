@@ -44,8 +44,7 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const SwigluArgs a) {
 #pragma unroll
       for (int e = 0; e < kBf16PerVector; ++e)
         out.v[e] = round_bf16(silu(gate.v[e])) * up.v[e];
-      store_bf16x8(static_cast<__nv_bfloat16*>(a.out) + row * a.inner + col, out);
-      if (a.amax != nullptr) amax = stored_amax(out, amax);
+      store_bf16x8(static_cast<__nv_bfloat16*>(a.out) + row * a.inner + col, out, amax);
     } else {
       const Bf16x8 d =
           load_bf16x8(static_cast<const __nv_bfloat16*>(a.d_out) + row * a.inner + col);
@@ -59,12 +58,11 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const SwigluArgs a) {
         d_gate.v[e] = d.v[e] * up.v[e] * sigmoid * (1.0F + g * (1.0F - sigmoid));
       }
       auto* dgu = static_cast<__nv_bfloat16*>(a.d_gate_up);
-      store_bf16x8(dgu + gate_at, d_gate);
-      store_bf16x8(dgu + gate_at + a.inner, d_up);
-      if (a.amax != nullptr) amax = stored_amax(d_up, stored_amax(d_gate, amax));
+      store_bf16x8(dgu + gate_at, d_gate, amax);
+      store_bf16x8(dgu + gate_at + a.inner, d_up, amax);
     }
   }
-  report_amax(a.amax, amax);
+  if (a.amax != nullptr) report_amax(a.amax, amax_of_pairs(amax));
 }
 
 template <bool kBackward>

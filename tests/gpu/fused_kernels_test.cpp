@@ -162,19 +162,26 @@ TEST_F(FusedKernels, ProducersReportTheAmaxATensorwiseQuantizationFindsAlone) {
   const at::Tensor x0 = torch::randn({2, seq, 1024}, kBf16);
   const at::Tensor w = 1.0 + 0.1 * torch::randn({1024}, kGpu);
 
+  // The gradients are caught where the next operator would receive them (a hook on each
+  // producer's input), not at the leaves, whose .grad autograd may copy.
   std::vector<std::pair<std::string, at::Tensor>> outputs;
-  at::Tensor x = leaf(x0), r = leaf(x0 * 0.5);
+  auto caught = [&outputs](const std::string& what, const at::Tensor& t) {
+    t.register_hook([&outputs, what](const at::Tensor& grad) { outputs.emplace_back(what, grad); });
+    return t;
+  };
+  const at::Tensor x = caught("norm backward (into x)", leaf(x0) * 1);
+  const at::Tensor r = leaf(x0 * 0.5) * 1;
   auto [h, y] = add_rms_norm(x, r, leaf(w), 1e-5, /*report_amax=*/true);
-  outputs.emplace_back("norm forward", y);
-  const at::Tensor gu = leaf(3.0 * torch::randn({2, seq, 2 * 512}, kBf16));
+  outputs.emplace_back("norm forward", y.detach());
+  const at::Tensor gu =
+      caught("swiglu backward", leaf(3.0 * torch::randn({2, seq, 2 * 512}, kBf16)) * 1);
   const at::Tensor s = swiglu(gu, true);
-  outputs.emplace_back("swiglu forward", s);
+  outputs.emplace_back("swiglu forward", s.detach());
   torch::autograd::backward({y, s}, {torch::randn_like(y), torch::randn_like(s)});
-  outputs.emplace_back("norm backward", x.grad());
-  outputs.emplace_back("swiglu backward", gu.grad());
-  at::Tensor qkv = leaf(torch::randn({2, seq, 12 * 128}, kBf16));
-  causal_attention(qkv * 1, shape, cos, sin, true).backward(torch::randn({2, seq, 1024}, kBf16));
-  outputs.emplace_back("attention backward (dQKV)", qkv.grad());
+  const at::Tensor qkv =
+      caught("attention backward (dQKV)", leaf(torch::randn({2, seq, 12 * 128}, kBf16)) * 1);
+  causal_attention(qkv, shape, cos, sin, true).backward(torch::randn({2, seq, 1024}, kBf16));
+  ASSERT_EQ(outputs.size(), 5U);
 
   for (const auto& [what, t] : outputs) {
     const std::optional<at::Tensor> reported = recall_amax(t);

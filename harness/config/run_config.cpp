@@ -230,8 +230,10 @@ ResolvedRun resolve(const RunConfig& config) {
     throw InputError("--layers applies to model-level workloads, and none is given");
   }
   run.device = resolve_device(config.device);
-  for (ResolvedWorkload& w : run.workloads)
+  for (ResolvedWorkload& w : run.workloads) {
     w.training.fusion = resolve_fusion(config.fusion, run.device);
+    w.training.producer_amax = config.producer_amax;
+  }
   run.device_memory_gib = env::usable_memory_gib(run.device);
   if (config.memory_budget_gib > 0.0) {
     if (config.memory_budget_gib > run.device_memory_gib) {
@@ -304,6 +306,7 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
         {"grad_clip", t.grad_clip},
         {"activation_checkpointing", t.activation_checkpointing},
         {"fusion", std::string(workloads::to_string(t.fusion))},
+        {"producer_amax", t.producer_amax},
         {"eval_every", run.eval_every},
         {"eval_batches", t.eval_batches}}},
       {"data", t.data.text()},
@@ -356,6 +359,7 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"separate_layout_quantize", c.separate_layout_quantize},
           {"memory_budget_gib", c.memory_budget_gib},
           {"fusion", c.fusion},
+          {"producer_amax", c.producer_amax},
           {"interleave", c.interleave}};
 }
 
@@ -387,6 +391,7 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.separate_layout_quantize = json.value("separate_layout_quantize", d.separate_layout_quantize);
   c.memory_budget_gib = json.value("memory_budget_gib", d.memory_budget_gib);
   c.fusion = json.value("fusion", d.fusion);
+  c.producer_amax = json.value("producer_amax", d.producer_amax);
   c.interleave = json.value("interleave", d.interleave);
 }
 

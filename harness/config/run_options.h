@@ -48,6 +48,9 @@ struct RunConfig {
   // The operator set: fused (lpbench's kernels, BF16 weight copies, the fused optimizer and
   // loss), none (the readable libtorch composition: the ablation), or auto (fused on a GPU).
   std::string fusion = "auto";
+  // Fused: the norm, SwiGLU and RoPE kernels report max |x| of the operands a tensorwise recipe
+  // quantizes, so the quantizer skips its amax pass (an ablation, off: it measured slower).
+  bool producer_amax = false;
 };
 
 // Throws InputError for the first option out of its range (sizes, steps, recipes, learning

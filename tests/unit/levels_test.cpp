@@ -197,6 +197,26 @@ TEST(ActivationCheckpointing, GivesTheSameGradients) {
   }
 }
 
+// --producer-amax is recorded where it acts (a fused step of a tensorwise recipe) and nowhere else,
+// so that a report never credits a run with an option it did not use.
+TEST(Fusion, ProducerAmaxIsRecordedOnlyWhereItActs) {
+  TrainingOptions o;
+  o.micro_batch = 2;
+  o.seq_len = 16;
+  o.producer_amax = true;
+  const auto operators_of = [&](const char* recipe, Fusion fusion) {
+    o.fusion = fusion;
+    return make_workload(parse_workload("layer:tiny"), builtin_model("tiny"),
+                         kernels::recipe_by_name(recipe), o, torch::kCPU)
+        ->operators();
+  };
+  const std::string marker = "producers report amax";
+  EXPECT_NE(operators_of("int8-tensor", Fusion::fused).find(marker), std::string::npos);
+  EXPECT_EQ(operators_of("int8-tensor", Fusion::none).find(marker), std::string::npos);
+  EXPECT_EQ(operators_of("int8-row", Fusion::fused).find(marker), std::string::npos);
+  EXPECT_EQ(operators_of("bf16", Fusion::fused).find(marker), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lpbench::workloads
 

@@ -22,7 +22,7 @@ LayerLevel::LayerLevel(const ModelConfig& model, const kernels::Recipe& recipe,
                        const TrainingOptions& options, const torch::Device& device)
     : model_(model), options_(options) {
   torch::manual_seed(options.seed);
-  PrecisionPlan plan(recipe, device, options.fusion);
+  PrecisionPlan plan(recipe, device, options.fusion, options.producer_amax);
   layer_ = DecoderLayer(model, 0, plan);
   layer_->to(device);
   decisions_ = plan.decisions();
@@ -33,9 +33,9 @@ LayerLevel::LayerLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   const std::vector<int64_t> shape{options.micro_batch, options.seq_len, model.hidden_size};
   x_ = torch::randn(shape, bf16).requires_grad_(true);
   grad_y_ = torch::randn(shape, bf16);
-  operators_ =
-      describe_operators(options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim},
-                         options.seq_len, device);
+  operators_ = describe_operators(
+      options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim}, options.seq_len,
+      device, options.producer_amax && quantizes_tensorwise(recipe));
 }
 
 StepOutput LayerLevel::step(int64_t /*index*/) {

@@ -16,13 +16,13 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   // Same seed, same initial weights for every recipe: parameters are drawn on the run's device
   // (from its seeded generator) in a fixed order.
   torch::manual_seed(options.seed);
-  decoder_ = Decoder(model, recipe, options.seq_len, device, options.fusion);
+  decoder_ = Decoder(model, recipe, options.seq_len, device, options.fusion, options.producer_amax);
   decoder_->set_activation_checkpointing(options.activation_checkpointing);
   decoder_->to(device);
   optimizer_ = std::make_unique<AdamW>(decoder_->parameters(), options);
-  operators_ =
-      describe_operators(options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim},
-                         options.seq_len, device);
+  operators_ = describe_operators(
+      options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim}, options.seq_len,
+      device, options.producer_amax && quantizes_tensorwise(recipe));
   if (options.fusion == Fusion::fused) {
     operators_ += decoder_->fusable_output() ? "; output layer and loss fused"
                                              : "; output layer quantized: loss unfused";

@@ -183,9 +183,10 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
 }
 
 DecoderImpl::DecoderImpl(const ModelConfig& config, const kernels::Recipe& recipe,
-                         int64_t max_seq_len, torch::Device device, Fusion fusion)
+                         int64_t max_seq_len, torch::Device device, Fusion fusion,
+                         bool producer_amax)
     : config_(config), ops_(fusion) {
-  PrecisionPlan plan(recipe, device, fusion);
+  PrecisionPlan plan(recipe, device, fusion, producer_amax);
   embedding_ = register_parameter(
       "embedding", torch::empty({config.vocab_size, config.hidden_size}, torch::device(device)));
   torch::nn::init::normal_(embedding_, 0.0, kInitStd);

@@ -28,9 +28,13 @@ class PrecisionPlan {
  public:
   // Modules built under the plan allocate and initialize their parameters on `device`: a GPU
   // draws them there (from the seeded CUDA generator) instead of on the CPU and copying.
+  // `producer_amax`: the fused operators report max |x| of what they write where the recipe
+  // quantizes tensorwise (an option, off by default: see docs/perf-log.md §10).
   explicit PrecisionPlan(const kernels::Recipe& recipe, torch::Device device = torch::kCPU,
-                         Fusion fusion = Fusion::none)
-      : recipe_(recipe), device_(device), ops_(fusion, quantizes_tensorwise(recipe)) {}
+                         Fusion fusion = Fusion::none, bool producer_amax = false)
+      : recipe_(recipe),
+        device_(device),
+        ops_(fusion, producer_amax && quantizes_tensorwise(recipe)) {}
   const torch::Device& device() const { return device_; }
   const Operators& ops() const { return ops_; }
   kernels::LinearGemms linear(const std::string& module);
@@ -147,7 +151,8 @@ TORCH_MODULE(DecoderLayer);
 class DecoderImpl : public torch::nn::Module {
  public:
   DecoderImpl(const ModelConfig& config, const kernels::Recipe& recipe, int64_t max_seq_len,
-              torch::Device device = torch::kCPU, Fusion fusion = Fusion::none);
+              torch::Device device = torch::kCPU, Fusion fusion = Fusion::none,
+              bool producer_amax = false);
   // tokens [B, T] (int64) → logits [B, T, vocab] (BF16)
   torch::Tensor forward(const torch::Tensor& tokens);
   // tokens → the final norm's output [B, T, hidden], for a loss that fuses the output layer.

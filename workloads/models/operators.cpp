@@ -23,10 +23,11 @@ std::string_view to_string(Fusion fusion) {
 }
 
 std::string describe_operators(Fusion fusion, const kernels::AttentionShape& shape, int64_t seq,
-                               const torch::Device& device) {
+                               const torch::Device& device, bool producer_amax) {
   const std::string backend = kernels::attention_backend(
       shape, seq, torch::TensorOptions().dtype(torch::kBFloat16).device(device));
-  return std::string(to_string(fusion)) + "; attention: " + backend;
+  return std::string(to_string(fusion)) + "; attention: " + backend +
+         (producer_amax && fusion == Fusion::fused ? "; producers report amax" : "");
 }
 
 torch::Tensor Operators::norm(const torch::Tensor& x, const torch::Tensor& weight,

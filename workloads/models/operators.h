@@ -21,7 +21,7 @@ std::string_view to_string(Fusion fusion);
 // "fused; attention: cudnn": the set, and the SDPA backend torch chooses for the model's
 // attention at `seq` tokens on `device` (BF16), as a run records it.
 std::string describe_operators(Fusion fusion, const kernels::AttentionShape& shape, int64_t seq,
-                               const torch::Device& device);
+                               const torch::Device& device, bool producer_amax = false);
 
 class Operators {
  public:

@@ -16,15 +16,28 @@ __device__ __forceinline__ uint32_t amax_bits(float v) {
   return __float_as_uint(v) & 0x7fffffffu;
 }
 
-// Folds this thread's running amax into *amax: the warp's lanes still running agree on one
-// value first, so one atomic a warp. Call where the lanes have converged (after their loops).
+// Folds this thread's running amax into *amax with one atomic a block: the warps reduce by
+// shuffle, then warp 0 over the warps' maxima. Every thread of the block calls it (it
+// synchronizes), with the same `amax`, and blockDim.x a multiple of 32. One atomic a warp was
+// the first cut: tens of thousands of atomics on one address serialize in L2 and doubled the
+// SwiGLU kernel's time (docs/perf-log.md §10); the launchers also cap their grids when asked
+// for an amax (kAmaxGridCap), so that a tensor costs a few thousand atomics at most.
 __device__ __forceinline__ void report_amax(uint32_t* amax, uint32_t mine) {
   if (amax == nullptr) return;
-  const unsigned lanes = __activemask();
-  const uint32_t warp_max = __reduce_max_sync(lanes, mine);
-  if ((threadIdx.x & 31) == static_cast<unsigned>(__ffs(lanes) - 1) && warp_max != 0) {
-    atomicMax(amax, warp_max);
+  __shared__ uint32_t warp_max[32];
+  const unsigned warp = threadIdx.x >> 5;
+  const unsigned lane = threadIdx.x & 31;
+  const uint32_t w = __reduce_max_sync(0xffffffffu, mine);
+  if (lane == 0) warp_max[warp] = w;
+  __syncthreads();
+  if (warp == 0) {
+    const uint32_t v =
+        __reduce_max_sync(0xffffffffu, lane < (blockDim.x >> 5) ? warp_max[lane] : 0u);
+    if (lane == 0 && v != 0) atomicMax(amax, v);
   }
 }
+
+// The most blocks a grid-strided producer launches when it reports an amax.
+constexpr long long kAmaxGridCap = 2048;
 
 }  // namespace lpbench::cuda

@@ -125,27 +125,29 @@ __global__ void __launch_bounds__(kForwardThreads)
   }
   squares = row_sum(squares, tpr, shared);
   const float rstd = 1.0F / sqrtf(squares / static_cast<float>(a.cols) + a.eps);
-  if (!live) return;
-  if (lane == 0) a.rstd[row] = rstd;
   auto* y = static_cast<__nv_bfloat16*>(a.y);
   auto* h_out = static_cast<__nv_bfloat16*>(a.h);
   uint32_t amax = 0;
+  // No early return for the rows past the end: report_amax synchronizes the whole block.
+  if (live) {
+    if (lane == 0) a.rstd[row] = rstd;
 #pragma unroll
-  for (int i = 0; i < kVectors; ++i) {
-    const int64_t v = lane + static_cast<int64_t>(i) * tpr;
-    if (v >= vectors) continue;
-    const int64_t col = v * kBf16PerVector;
-    if (r != nullptr && h_out != nullptr) store_bf16x8(h_out + row * a.cols + col, h[i]);
-    const float4 w0 = *reinterpret_cast<const float4*>(a.weight + col);
-    const float4 w1 = *reinterpret_cast<const float4*>(a.weight + col + 4);
-    const float w[kBf16PerVector] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-    Bf16x8 out;
+    for (int i = 0; i < kVectors; ++i) {
+      const int64_t v = lane + static_cast<int64_t>(i) * tpr;
+      if (v >= vectors) continue;
+      const int64_t col = v * kBf16PerVector;
+      if (r != nullptr && h_out != nullptr) store_bf16x8(h_out + row * a.cols + col, h[i]);
+      const float4 w0 = *reinterpret_cast<const float4*>(a.weight + col);
+      const float4 w1 = *reinterpret_cast<const float4*>(a.weight + col + 4);
+      const float w[kBf16PerVector] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+      Bf16x8 out;
 #pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e)
-      out.v[e] = h[i].v[e] * rstd * w[e];
-    store_bf16x8(y + row * a.cols + col, out, amax);
+      for (int e = 0; e < kBf16PerVector; ++e)
+        out.v[e] = h[i].v[e] * rstd * w[e];
+      store_bf16x8(y + row * a.cols + col, out, amax);
+    }
   }
-  if (a.y_amax != nullptr) report_amax(a.y_amax, amax_of_pairs(amax));
+  report_amax(a.y_amax, amax_of_pairs(amax));
 }
 
 template <int kVectors>
@@ -210,7 +212,7 @@ __global__ void __launch_bounds__(kBackwardThreads)
       store_bf16x8(dh + at, out, amax);
     }
   }
-  if (a.dh_amax != nullptr) report_amax(a.dh_amax, amax_of_pairs(amax));
+  report_amax(a.dh_amax, amax_of_pairs(amax));
   // This thread's columns, summed over the rows it visited: one partial row per (block, sub).
   float* mine = partial + (static_cast<int64_t>(blockIdx.x) * rows_per_block + sub) * a.cols;
 #pragma unroll

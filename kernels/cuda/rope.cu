@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a) {
     store_bf16x8(out + dst, y1, amax);
     store_bf16x8(out + dst + half, y2, amax);
   }
-  if (a.amax != nullptr) report_amax(a.amax, amax_of_pairs(amax));
+  report_amax(a.amax, amax_of_pairs(amax));
 }
 
 }  // namespace
@@ -85,7 +85,8 @@ void rope(const RopeArgs& a, cudaStream_t stream) {
                         : a.inverse ? "lpbench rope_backward"
                                     : "lpbench rope_forward");
   const int64_t items = a.batch * a.seq * a.heads * (a.head_dim / 2 / kBf16PerVector);
-  const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads, 65535LL * 16);
+  const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads,
+                                           a.amax != nullptr ? kAmaxGridCap : 65535LL * 16);
   rope_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
   LPBENCH_CUDA_CHECK_LAUNCH();
 }

@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const SwigluArgs a) {
       store_bf16x8(dgu + gate_at + a.inner, d_up, amax);
     }
   }
-  if (a.amax != nullptr) report_amax(a.amax, amax_of_pairs(amax));
+  report_amax(a.amax, amax_of_pairs(amax));
 }
 
 template <bool kBackward>
@@ -74,7 +74,8 @@ void launch(const SwigluArgs& a, cudaStream_t stream) {
   for (const void* p : pointers)
     LPBENCH_CUDA_REQUIRE(reinterpret_cast<uintptr_t>(p) % 16 == 0, "pointers 16-byte aligned");
   const int64_t items = a.rows * (a.inner / kBf16PerVector);
-  const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads, 65535LL * 16);
+  const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads,
+                                           a.amax != nullptr ? kAmaxGridCap : 65535LL * 16);
   swiglu_kernel<kBackward><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
   LPBENCH_CUDA_CHECK_LAUNCH();
 }

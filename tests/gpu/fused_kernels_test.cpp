@@ -152,15 +152,22 @@ TEST_F(FusedKernels, CausalAttentionMatchesRopeThenSdpaOnTheGpu) {
 }
 
 // What each producer reports is max |x| of what it wrote, and a tensorwise quantization that
-// takes it (skipping its amax pass) gives the bits of one that finds the amax itself.
-TEST_F(FusedKernels, ProducersReportTheAmaxATensorwiseQuantizationFindsAlone) {
-  const AttentionShape shape{8, 2, 128};
-  const int64_t seq = 256;
+// takes it (skipping its amax pass) gives the bits of one that finds the amax itself. The inputs'
+// (and upstream gradients') last rows are scaled up, so that the largest values lie where a
+// capped grid reaches only on its last lap and a ragged last block holds rows past the end.
+void expect_producers_report_amax(const AttentionShape& shape, int64_t batch, int64_t seq,
+                                  int64_t inner) {
+  const int64_t hidden = shape.heads * shape.head_dim;
+  const int64_t qkv_width = (shape.heads + 2 * shape.kv_heads) * shape.head_dim;
   torch::manual_seed(11);
-  const at::Tensor cos = rope_table(seq, 128, true);
-  const at::Tensor sin = rope_table(seq, 128, false);
-  const at::Tensor x0 = torch::randn({2, seq, 1024}, kBf16);
-  const at::Tensor w = 1.0 + 0.1 * torch::randn({1024}, kGpu);
+  const at::Tensor cos = rope_table(seq, shape.head_dim, true);
+  const at::Tensor sin = rope_table(seq, shape.head_dim, false);
+  const auto last_rows_up = [seq](at::Tensor t) {
+    t.narrow(1, seq - 1, 1).mul_(8);
+    return t;
+  };
+  const at::Tensor x0 = torch::randn({batch, seq, hidden}, kBf16);
+  const at::Tensor w = 1.0 + 0.1 * torch::randn({hidden}, kGpu);
 
   // The gradients are caught where the next operator would receive them (a hook on each
   // producer's input), not at the leaves, whose .grad autograd may copy.
@@ -174,28 +181,42 @@ TEST_F(FusedKernels, ProducersReportTheAmaxATensorwiseQuantizationFindsAlone) {
   auto [h, y] = add_rms_norm(x, r, leaf(w), 1e-5, /*report_amax=*/true);
   outputs.emplace_back("norm forward", y.detach());
   const at::Tensor gu =
-      caught("swiglu backward", leaf(3.0 * torch::randn({2, seq, 2 * 512}, kBf16)) * 1);
+      caught("swiglu backward",
+             leaf(last_rows_up(3.0 * torch::randn({batch, seq, 2 * inner}, kBf16))) * 1);
   const at::Tensor s = swiglu(gu, true);
   outputs.emplace_back("swiglu forward", s.detach());
-  torch::autograd::backward({y, s}, {torch::randn_like(y), torch::randn_like(s)});
+  torch::autograd::backward(
+      {y, s}, {last_rows_up(torch::randn_like(y)), last_rows_up(torch::randn_like(s))});
   const at::Tensor qkv =
-      caught("attention backward (dQKV)", leaf(torch::randn({2, seq, 12 * 128}, kBf16)) * 1);
-  causal_attention(qkv, shape, cos, sin, true).backward(torch::randn({2, seq, 1024}, kBf16));
+      caught("attention backward (dQKV)", leaf(torch::randn({batch, seq, qkv_width}, kBf16)) * 1);
+  causal_attention(qkv, shape, cos, sin, true)
+      .backward(last_rows_up(torch::randn({batch, seq, hidden}, kBf16)));
   ASSERT_EQ(outputs.size(), 5U);
 
   for (const auto& [what, t] : outputs) {
+    SCOPED_TRACE(what + " of " + std::to_string(batch) + "x" + std::to_string(seq));
     const std::optional<at::Tensor> reported = recall_amax(t);
-    ASSERT_TRUE(reported.has_value()) << what;
+    ASSERT_TRUE(reported.has_value());
     const float amax = t.abs().max().to(at::kFloat).item<float>();
-    EXPECT_EQ(reported->item<int32_t>(), c10::bit_cast<int32_t>(amax)) << what;
+    EXPECT_EQ(reported->item<int32_t>(), c10::bit_cast<int32_t>(amax));
     const at::Tensor t2 = t.reshape({-1, t.size(-1)});
     for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e4m3}) {
       const auto [q, qt] = quantize_with_transpose(t2, {format, 0, 0});
       const auto [alone, alone_t] = quantize_with_transpose(t2.clone(), {format, 0, 0});
-      EXPECT_TRUE(q.values.equal(alone.values) && q.scales.equal(alone.scales)) << what;
-      EXPECT_TRUE(qt.values.equal(alone_t.values)) << what;
+      EXPECT_TRUE(q.values.equal(alone.values) && q.scales.equal(alone.scales));
+      EXPECT_TRUE(qt.values.equal(alone_t.values));
     }
   }
+}
+
+TEST_F(FusedKernels, ProducersReportTheAmaxATensorwiseQuantizationFindsAlone) {
+  expect_producers_report_amax({8, 2, 128}, 2, 256, 512);
+}
+
+// Past kAmaxGridCap blocks of work (the SwiGLU and RoPE grids stride), and rows that leave the
+// norm's last block ragged.
+TEST_F(FusedKernels, ProducersReportTheAmaxOfLargeAndRaggedTensors) {
+  expect_producers_report_amax({16, 4, 128}, 3, 1399, 2048);
 }
 
 }  // namespace

@@ -64,10 +64,10 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
                  "BF16 weight copies, fused AdamW and loss), none (the readable libtorch "
                  "composition, the ablation) or auto (fused on a GPU, none on the CPU)")
       ->capture_default_str();
-  run.add_flag("--producer-amax", config.producer_amax,
-               "Fused: the kernels that write a tensorwise-quantized operand also report its "
-               "max |x|, so its quantization skips the amax pass (off by default: measured "
-               "slower on the H100, docs/perf-log.md §10)");
+  run.add_flag("!--no-producer-amax", config.producer_amax,
+               "Fused, tensorwise recipes: quantize each operand with an amax pass of its own "
+               "instead of the max |x| that the norm, SwiGLU and RoPE kernels report as they "
+               "write it (the ablation: the same bits, one more read of each such operand)");
   run.add_flag("!--no-memory-plan", config.memory_plan,
                "Run what the memory plan says cannot fit (to test the device's limit: the run "
                "ends oom and the sweep goes on)");

@@ -49,8 +49,8 @@ struct RunConfig {
   // loss), none (the readable libtorch composition: the ablation), or auto (fused on a GPU).
   std::string fusion = "auto";
   // Fused: the norm, SwiGLU and RoPE kernels report max |x| of the operands a tensorwise recipe
-  // quantizes, so the quantizer skips its amax pass (an ablation, off: it measured slower).
-  bool producer_amax = false;
+  // quantizes, so the quantizer skips its amax pass (--no-producer-amax: the ablation).
+  bool producer_amax = true;
 };
 
 // Throws InputError for the first option out of its range (sizes, steps, recipes, learning

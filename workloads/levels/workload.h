@@ -81,8 +81,8 @@ struct TrainingOptions {
   // The operator set: lpbench's fused kernels (and BF16 compute copies of the weights, FP32
   // gradients from the products, the fused optimizer and loss), or the readable composition.
   Fusion fusion = Fusion::none;
-  // Fused only: the producers of tensorwise-quantized operands report their amax (an option).
-  bool producer_amax = false;
+  // Fused only: the producers of tensorwise-quantized operands report their amax.
+  bool producer_amax = true;
 };
 
 // The learning rate at `step` (0-based) under the options' schedule.

@@ -29,7 +29,7 @@ class PrecisionPlan {
   // Modules built under the plan allocate and initialize their parameters on `device`: a GPU
   // draws them there (from the seeded CUDA generator) instead of on the CPU and copying.
   // `producer_amax`: the fused operators report max |x| of what they write where the recipe
-  // quantizes tensorwise (an option, off by default: see docs/perf-log.md §10).
+  // quantizes tensorwise, so its quantizations skip their amax passes (docs/perf-log.md §10).
   explicit PrecisionPlan(const kernels::Recipe& recipe, torch::Device device = torch::kCPU,
                          Fusion fusion = Fusion::none, bool producer_amax = false)
       : recipe_(recipe),

@@ -15,6 +15,7 @@
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/rmsnorm.h"
 #include "kernels/torch/swiglu.h"
+#include "tests/support/tensor_compare.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/decoder.h"
 #include "workloads/models/model_zoo.h"
@@ -22,13 +23,8 @@
 namespace lpbench::kernels {
 namespace {
 
-double relative_error(const at::Tensor& a, const at::Tensor& b) {
-  return ((a.to(at::kDouble) - b.to(at::kDouble)).norm() / b.to(at::kDouble).norm()).item<double>();
-}
-
-at::Tensor leaf(const at::Tensor& t) {
-  return t.detach().clone().requires_grad_(true);
-}
+using lpbench::test_support::leaf;
+using lpbench::test_support::relative_error;
 
 const torch::Device kGpu(torch::kCUDA, 0);
 const auto kBf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(kGpu);
@@ -225,10 +221,8 @@ TEST_F(FusedKernels, ProducersReportTheAmaxOfLargeAndRaggedTensors) {
 namespace lpbench::workloads {
 namespace {
 
-double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
-  return ((a.to(torch::kDouble) - b.to(torch::kDouble)).norm() / b.to(torch::kDouble).norm())
-      .item<double>();
-}
+using lpbench::test_support::leaf;
+using lpbench::test_support::relative_error;
 
 // The whole fused step on the GPU: the same logits and gradients as the unfused decoder (BF16,
 // and int8-tensor within its own error), and the same loss after steps of training.

@@ -11,10 +11,13 @@
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/quantized_linear.h"
 #include "kernels/torch/scaled_gemm.h"
+#include "tests/support/tensor_compare.h"
 #include "workloads/levels/workload.h"
 
 namespace lpbench::kernels {
 namespace {
+
+using lpbench::test_support::relative_error;
 
 struct Results {
   at::Tensor y, grad_x, grad_w;
@@ -40,10 +43,6 @@ Results run(const Inputs& in, const LinearGemms& gemms, const torch::Device& dev
   at::Tensor y = quantized_linear(x, w, gemms, "probe");
   y.backward(in.grad_y.to(device));
   return {y.detach().cpu(), x.grad().cpu(), w.grad().cpu()};
-}
-
-double relative_error(const at::Tensor& a, const at::Tensor& b) {
-  return ((a.to(at::kDouble) - b.to(at::kDouble)).norm() / b.to(at::kDouble).norm()).item<double>();
 }
 
 class GpuPaths : public ::testing::Test {

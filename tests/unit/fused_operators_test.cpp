@@ -14,17 +14,13 @@
 #include "kernels/torch/quantized_linear.h"
 #include "kernels/torch/rmsnorm.h"
 #include "kernels/torch/swiglu.h"
+#include "tests/support/tensor_compare.h"
 
 namespace lpbench::kernels {
 namespace {
 
-double relative_error(const at::Tensor& a, const at::Tensor& b) {
-  return ((a.to(at::kDouble) - b.to(at::kDouble)).norm() / b.to(at::kDouble).norm()).item<double>();
-}
-
-at::Tensor leaf(const at::Tensor& t) {
-  return t.detach().clone().requires_grad_(true);
-}
+using lpbench::test_support::leaf;
+using lpbench::test_support::relative_error;
 
 // One BF16 rounding of a value of unit scale is 2^-8; a relative error over a whole tensor below
 // a few of those means "the same up to the order of FP32 operations and one rounding".

@@ -4,12 +4,15 @@
 
 #include "kernels/profiling/range.h"
 #include "kernels/recipe.h"
+#include "tests/support/tensor_compare.h"
 #include "workloads/levels/adamw.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/decoder.h"
 
 namespace lpbench::workloads {
 namespace {
+
+using lpbench::test_support::relative_error;
 
 TrainingOptions small_options() {
   TrainingOptions o;
@@ -223,10 +226,7 @@ TEST(Fusion, ProducerAmaxIsRecordedOnlyWhereItActs) {
 namespace lpbench::workloads {
 namespace {
 
-double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
-  return ((a.to(torch::kDouble) - b.to(torch::kDouble)).norm() / b.to(torch::kDouble).norm())
-      .item<double>();
-}
+using lpbench::test_support::relative_error;
 
 // The same decoder under both operator sets, from the same seed: the same parameters, and the
 // same outputs and gradients for a dense layer, an MoE layer and Qwen3's per-head norms, with and

@@ -11,14 +11,12 @@
 #include "kernels/torch/gemm_stats.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/quantized_linear.h"
+#include "tests/support/tensor_compare.h"
 
 namespace lpbench::kernels {
 namespace {
 
-double relative_error(const at::Tensor& value, const at::Tensor& reference) {
-  const at::Tensor r = reference.to(at::kDouble);
-  return ((value.to(at::kDouble) - r).norm() / r.norm()).item<double>();
-}
+using lpbench::test_support::relative_error;
 
 struct LinearCase {
   at::Tensor x, w, grad_y;  // BF16 inputs and the upstream gradient

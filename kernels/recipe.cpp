@@ -184,12 +184,29 @@ Recipe parse_recipe(std::string_view text) {
       }
       for (GemmKind kind : kGemmKinds)
         recipe.gemms[kind].outlier_ratio = ratio;
+    } else if (key == "amax-history") {
+      int64_t length = 0;
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), length);
+      if (error != std::errc() || end != value.data() + value.size() || length < 1 ||
+          length > 1024) {
+        throw std::invalid_argument(fmt::format(
+            "recipe '{}': amax-history must be a whole number of steps from 1 to 1024, got '{}'",
+            text, value));
+      }
+      if (recipe.gemms.fprop.scaling != Scaling::tensor) {
+        throw std::invalid_argument(fmt::format(
+            "recipe '{}': amax-history applies to tensor scaling only (int8-tensor, fp8-tensor)",
+            text));
+      }
+      for (GemmKind kind : kGemmKinds) {
+        if (recipe.gemms[kind].quantized()) recipe.gemms[kind].amax_history = length;
+      }
     } else if (eq != std::string_view::npos && value == "bf16") {
       recipe.gemms[gemm_kind(key, text)] = GemmSpec{};
     } else {
       throw std::invalid_argument(fmt::format(
           "recipe '{}': unknown modifier '{}'; valid: fprop=bf16, dgrad=bf16, wgrad=bf16, "
-          "ratio=<r>, quantize-all",
+          "ratio=<r>, quantize-all, amax-history=<n>",
           text, item));
     }
   }
@@ -255,6 +272,9 @@ std::string describe(const GemmSpec& spec) {
                                   : fmt::format("{}×{}", to_string(spec.lhs), to_string(spec.rhs));
   if (spec.scaling == Scaling::fallback) {
     return fmt::format("{}/fallback({:g})", formats, spec.outlier_ratio);
+  }
+  if (spec.amax_history > 0) {
+    return fmt::format("{}/{}(history {})", formats, to_string(spec.scaling), spec.amax_history);
   }
   return fmt::format("{}/{}", formats, to_string(spec.scaling));
 }

@@ -36,6 +36,11 @@ struct GemmSpec {
   // fallback: a left-operand block whose amax exceeds outlier_ratio × the median block amax of
   // its tensor is an outlier block.
   double outlier_ratio = 0.0;
+  // tensor only: delayed scaling, as Transformer Engine does it. Each operand is scaled by the
+  // largest amax of its last `amax_history` quantizations instead of its own, and its own amax is
+  // found by the quantizing pass itself (no amax pass); values beyond the stale amax saturate.
+  // 0: every operand by its own amax (dynamic scaling).
+  int64_t amax_history = 0;
 
   bool quantized() const { return lhs != NumberFormat::bf16; }
   friend bool operator==(const GemmSpec&, const GemmSpec&) = default;
@@ -92,6 +97,8 @@ std::vector<std::string> recipe_names();
 //   ratio=<r>          the outlier ratio of int8-fallback (default 4)
 //   quantize-all       drop the keep rules (embedding and output layer quantized too; the router
 //                      stays BF16)
+//   amax-history=<n>   delayed scaling over the last n steps' amaxes (tensor scaling only;
+//                      1..1024; GemmSpec::amax_history)
 // Throws std::invalid_argument naming what is wrong and the valid choices.
 Recipe parse_recipe(std::string_view text);
 

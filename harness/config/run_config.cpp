@@ -205,6 +205,34 @@ torch::Device resolve_device(const std::string& text) {
       fmt::format("unknown --device '{}'; valid: auto, cpu, cuda, cuda:<index>", text));
 }
 
+namespace {
+
+// Delayed scaling (a recipe's amax-history=<n>) keeps a history per layer across training steps.
+void check_delayed_scaling(const ResolvedRun& run, const RunConfig& config) {
+  for (const kernels::Recipe& recipe : run.recipes) {
+    if (recipe.gemms.fprop.amax_history == 0 && recipe.gemms.dgrad.amax_history == 0 &&
+        recipe.gemms.wgrad.amax_history == 0) {
+      continue;
+    }
+    if (config.separate_layout_quantize) {
+      throw InputError(fmt::format(
+          "{}: delayed scaling records each operand's amax once per step, from the pass that "
+          "writes both layouts; run it without --separate-layout-quantize",
+          recipe.name));
+    }
+    for (const ResolvedWorkload& w : run.workloads) {
+      if (w.spec.level == workloads::Level::gemm) {
+        throw InputError(fmt::format(
+            "{}: delayed scaling keeps a layer's amax history across training steps; use a "
+            "linear, layer or model workload, not {}",
+            recipe.name, w.spec.text()));
+      }
+    }
+  }
+}
+
+}  // namespace
+
 ResolvedRun resolve(const RunConfig& config) {
   ResolvedRun run;
   run.config = config;
@@ -229,6 +257,7 @@ ResolvedRun resolve(const RunConfig& config) {
   if (config.layers > 0 && !any_model_level) {
     throw InputError("--layers applies to model-level workloads, and none is given");
   }
+  check_delayed_scaling(run, config);
   run.device = resolve_device(config.device);
   for (ResolvedWorkload& w : run.workloads) {
     w.training.fusion = resolve_fusion(config.fusion, run.device);

@@ -24,6 +24,7 @@
 
 #include <string>
 
+#include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/quantize.cuh"
@@ -181,6 +182,11 @@ struct TileParams {
   const float* inv;
   int64_t gbr, gbc;
   bool one_scale;
+  // Delayed scaling (one_scale only): values past the given amax saturate (harmless under the
+  // matrix's own amax, which no value exceeds), NaN values become 0, and the running max |x|
+  // goes to amax_seen (optional).
+  bool saturate;
+  uint32_t* amax_seen;
 };
 
 // The tile in input orientation, FP32, 128 rows of 32 four-float chunks; a row's chunks are
@@ -292,7 +298,7 @@ __device__ __forceinline__ void store4(uint8_t* values, int64_t rows, int64_t co
 template <bool kFused>
 __device__ __forceinline__ void quantize_and_store(const TileParams& p, const float* tile,
                                                    const uint32_t* block_inv, int64_t r0,
-                                                   int64_t c0, bool second) {
+                                                   int64_t c0, bool second, uint32_t& seen) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int nbc_tile = kTile >> p.bc_log2;
@@ -340,6 +346,13 @@ __device__ __forceinline__ void quantize_and_store(const TileParams& p, const fl
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           out[e] = scaled(v[q][e], inv, nonfinite);
+      } else if (p.one_scale && p.saturate) {
+        // The tile's padding beyond the matrix is zero: it changes no amax.
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          seen = max(seen, abs_bits(v[q][e]));
+          out[e] = nonfinite0 ? 0.0f : fminf(fmaxf(scaled(v[q][e], inv0), -p.fmax), p.fmax);
+        }
       } else if (p.one_scale) {
 #pragma unroll
         for (int e = 0; e < 4; ++e)
@@ -432,8 +445,13 @@ __global__ void __launch_bounds__(kThreads, 3) quantize_tile_kernel(const TilePa
     __syncthreads();
   }
 
-  quantize_and_store<kFused>(p, tile, block_amax, r0, c0, /*second=*/false);
-  if (p.values_t != nullptr) quantize_and_store<kFused>(p, tile, block_amax, r0, c0, true);
+  uint32_t seen = 0;
+  quantize_and_store<kFused>(p, tile, block_amax, r0, c0, /*second=*/false, seen);
+  if (p.values_t != nullptr) {
+    uint32_t again = 0;  // the same elements: counted once
+    quantize_and_store<kFused>(p, tile, block_amax, r0, c0, true, again);
+  }
+  if constexpr (!kFused) report_amax(p.amax_seen, seen);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -692,6 +710,9 @@ Plan plan(const QuantizeArgs& a) {
   }
   // The transposed copy: the rows kernel has no tile to transpose, and the tile kernel's copy
   // takes one inverse scale per 4 columns, i.e. blocks at least 4 rows tall in the tile.
+  // Delayed scaling (a stale amax, or this step's to record) takes the general path, whose
+  // quantizing pass saturates and reports.
+  if (a.delayed || a.amax_seen != nullptr) p.path = Path::general;
   const bool copy = a.values_t != nullptr;
   if (copy && (p.path == Path::rows || (p.path == Path::tile && p.tile_br < 4))) {
     p.path = Path::general;
@@ -721,6 +742,10 @@ void validate_shape(const QuantizeArgs& a) {
 
 void validate(const QuantizeArgs& a) {
   validate_shape(a);
+  LPBENCH_CUDA_REQUIRE(
+      !(a.delayed || a.amax_seen != nullptr) || (a.block_rows == 0 && a.block_cols == 0),
+      "delayed scaling is for tensorwise quantization only");
+  LPBENCH_CUDA_REQUIRE(!a.delayed || a.amax != nullptr, "delayed scaling needs the history's amax");
   LPBENCH_CUDA_REQUIRE(a.x != nullptr, "x is null");
   LPBENCH_CUDA_REQUIRE(a.values != nullptr && a.scales != nullptr, "values or scales is null");
   if (a.values_t != nullptr || a.scales_t != nullptr) {
@@ -870,6 +895,8 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
   tp.gbr = p.br;
   tp.gbc = p.bc;
   tp.one_scale = p.nbr == 1 && p.nbc == 1;
+  tp.saturate = args.delayed || args.amax_seen != nullptr;
+  tp.amax_seen = args.amax_seen;
   launch_tile<false>(tp, args.x_type, p.rows, p.cols, stream);
 }
 

@@ -40,6 +40,13 @@ struct QuantizeArgs {
   // Tensorwise only, optional: max |x| already known, as the bits of an FP32 (the kernel that
   // produced X reported it: kernels/cuda/amax.cuh), so the amax pass over X is skipped.
   const uint32_t* amax = nullptr;
+  // Tensorwise only, delayed scaling: `amax` is a history's (earlier steps' amaxes), which
+  // values of X may exceed: those saturate at ±fmax and a NaN value becomes 0
+  // (reference::quantize_by_amax).
+  bool delayed = false;
+  // Tensorwise only, optional: max |x| of X, as FP32 bits, folded into *amax_seen (atomicMax;
+  // the caller zeroes it) by the quantizing pass itself: delayed scaling's record of this step.
+  uint32_t* amax_seen = nullptr;
 };
 
 size_t quantize_workspace_bytes(const QuantizeArgs& args);

@@ -62,15 +62,14 @@ at::Tensor block_absmax(const at::Tensor& x, int64_t block_rows, int64_t block_c
   return at::where(blocks.isnan().any(3).any(1), at::full_like(amax, NAN), amax);
 }
 
-Quantized quantize(const at::Tensor& x, const QuantSpec& spec) {
-  TORCH_CHECK(spec.format != NumberFormat::bf16, "quantize: BF16 is not a quantized format");
+namespace {
+
+// x quantized in br × bc blocks by the given block amaxes [rb, cb] (FP32).
+Quantized quantize_blocks(const at::Tensor& x, const QuantSpec& spec, int64_t br, int64_t bc,
+                          const at::Tensor& amax) {
   const int64_t rows = x.size(0);
   const int64_t cols = x.size(1);
-  const int64_t br = spec.block_rows > 0 ? std::min(spec.block_rows, rows) : rows;
-  const int64_t bc = spec.block_cols > 0 ? std::min(spec.block_cols, cols) : cols;
   const auto fmax = static_cast<float>(format_max(spec.format));
-
-  at::Tensor amax = block_absmax(x, br, bc);  // [rb, cb]
   at::Tensor zero = amax.eq(0);
   at::Tensor one = at::ones_like(amax);
   // Tensor by tensor: torch's CUDA division by a scalar multiplies by its reciprocal, which
@@ -83,6 +82,8 @@ Quantized quantize(const at::Tensor& x, const QuantSpec& spec) {
   at::Tensor scaled = as_blocks(x, br, bc) * inv.view({rb, 1, cb, 1});
   if (spec.format == NumberFormat::int8) scaled = scaled.round();  // half to even
   scaled = scaled.clamp(-fmax, fmax);
+  // Only a given amax can miss a NaN value (an own amax would be NaN, zeroing the block below).
+  scaled = at::where(scaled.isnan(), at::zeros_like(scaled), scaled);
   // A non-finite amax makes inv 0 or NaN; zero the values, keep the scale non-finite.
   scaled = at::where(amax.isfinite().view({rb, 1, cb, 1}), scaled, at::zeros_like(scaled));
   at::Tensor values = scaled.view({rb * br, cb * bc})
@@ -91,6 +92,23 @@ Quantized quantize(const at::Tensor& x, const QuantSpec& spec) {
                           .to(storage_type(spec.format))
                           .contiguous();
   return {values, scales, {spec.format, spec.block_rows, spec.block_cols}};
+}
+
+}  // namespace
+
+Quantized quantize(const at::Tensor& x, const QuantSpec& spec) {
+  TORCH_CHECK(spec.format != NumberFormat::bf16, "quantize: BF16 is not a quantized format");
+  const int64_t rows = x.size(0);
+  const int64_t cols = x.size(1);
+  const int64_t br = spec.block_rows > 0 ? std::min(spec.block_rows, rows) : rows;
+  const int64_t bc = spec.block_cols > 0 ? std::min(spec.block_cols, cols) : cols;
+  return quantize_blocks(x, spec, br, bc, block_absmax(x, br, bc));
+}
+
+Quantized quantize_by_amax(const at::Tensor& x, NumberFormat format, float amax) {
+  TORCH_CHECK(format != NumberFormat::bf16, "quantize: BF16 is not a quantized format");
+  const at::Tensor given = at::full({1, 1}, amax, x.options().dtype(at::kFloat));
+  return quantize_blocks(x, {format, 0, 0}, x.size(0), x.size(1), given);
 }
 
 at::Tensor dequantize(const Quantized& q, at::ScalarType dtype) {

@@ -47,6 +47,11 @@ at::ScalarType storage_type(NumberFormat format);
 // x: 2-D, any floating type.
 Quantized quantize(const at::Tensor& x, const QuantSpec& spec);
 
+// Tensorwise, by a given amax instead of x's own (delayed scaling: the largest amax of earlier
+// steps): scale = amax / fmax as above, values beyond ±amax saturate at ±fmax, and a NaN value
+// (which the given amax does not know of) becomes 0. An amax of 0 or non-finite acts as above.
+Quantized quantize_by_amax(const at::Tensor& x, NumberFormat format, float amax);
+
 // values · scales, rounded once to `dtype`.
 at::Tensor dequantize(const Quantized& q, at::ScalarType dtype);
 

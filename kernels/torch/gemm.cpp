@@ -72,7 +72,7 @@ QuantSpec operand_spec(const GemmSpec& spec, GemmKind kind, Side side) {
 }
 
 GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec, GemmKind kind, Side side,
-                            bool transpose) {
+                            bool transpose, AmaxHistory* history) {
   GemmOperand op;
   if (!spec.quantized()) {
     op.bf16 = transpose ? t.t() : t;
@@ -80,7 +80,8 @@ GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec, GemmKind 
   }
   {
     const profiling::Range range("quantize", to_string(kind));
-    op.q = kernels::quantize(t, operand_spec(spec, kind, side), transpose);
+    op.q = kernels::quantize(t, operand_spec(spec, kind, side), transpose,
+                             spec.amax_history > 0 ? history : nullptr);
   }
   keep_bf16_where_needed(op, t, spec, side, transpose);
   return op;
@@ -96,11 +97,13 @@ bool layout_sharing() {
 
 std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
                                                          const OperandUse& direct,
-                                                         const OperandUse& transposed) {
+                                                         const OperandUse& transposed,
+                                                         AmaxHistory* history) {
   const auto apart = [&] {
-    return std::make_pair(prepare_operand(t, direct.spec, direct.kind, direct.side, false),
+    GemmOperand a = prepare_operand(t, direct.spec, direct.kind, direct.side, false, history);
+    return std::make_pair(std::move(a),
                           prepare_operand(t, transposed.spec, transposed.kind, transposed.side,
-                                          /*transpose=*/true));
+                                          /*transpose=*/true, history));
   };
   if (!layout_sharing() || !direct.spec.quantized() || !transposed.spec.quantized()) {
     return apart();
@@ -112,7 +115,8 @@ std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
   }
   const profiling::Range range("quantize", std::string(to_string(direct.kind)) + "+" +
                                                std::string(to_string(transposed.kind)));
-  auto [q, qt] = kernels::quantize_with_transpose(t, spec);
+  auto [q, qt] =
+      kernels::quantize_with_transpose(t, spec, direct.spec.amax_history > 0 ? history : nullptr);
   GemmOperand a;
   GemmOperand b;
   a.q = std::move(q);

@@ -8,6 +8,7 @@
 
 #include "kernels/recipe.h"
 #include "kernels/reference/quantize.h"
+#include "kernels/torch/amax_history.h"
 
 // One GEMM of a recipe, from a source tensor to the product: which block shape each operand is
 // quantized with, the quantization, and the product itself (with int8-fallback's residual
@@ -34,9 +35,10 @@ struct GemmOperand {
 };
 
 // `t` is the operand's source: [rows, K] as it is, or [K, rows] with `transpose` (dgrad's Wᵀ,
-// wgrad's dYᵀ and Xᵀ). The transpose is fused into the quantization on the GPU.
+// wgrad's dYᵀ and Xᵀ). The transpose is fused into the quantization on the GPU. `history`:
+// the operand's delayed-scaling state, used where spec.amax_history > 0 (quantize.h).
 GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec, GemmKind kind, Side side,
-                            bool transpose);
+                            bool transpose, AmaxHistory* history = nullptr);
 
 // One use of an operand: the GEMM, which side, and under which spec.
 struct OperandUse {
@@ -52,12 +54,14 @@ struct OperandUse {
 // prepare_operand calls.
 //
 // set_layout_sharing(false) turns the shared quantization off process-wide (an ablation: each
-// layout gets its own pass; the operands are the same bits).
+// layout gets its own pass; the operands are the same bits). Under delayed scaling each pass
+// would record into the history, so the run configuration refuses that combination.
 void set_layout_sharing(bool enabled);
 bool layout_sharing();
 std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
                                                          const OperandUse& direct,
-                                                         const OperandUse& transposed);
+                                                         const OperandUse& transposed,
+                                                         AmaxHistory* history = nullptr);
 
 // C[M,N] = A·Bᵀ under `spec`, as `out_dtype`. For int8-fallback, left-operand blocks whose amax
 // exceeds outlier_ratio × the median block amax get a second INT8 product of their quantization

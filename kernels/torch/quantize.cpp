@@ -1,5 +1,7 @@
 #include "kernels/torch/quantize.h"
 
+#include <c10/util/bit_cast.h>
+
 #include <optional>
 #include <utility>
 
@@ -19,15 +21,38 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
+void check_history(const QuantSpec& spec, const AmaxHistory* history) {
+  TORCH_CHECK(history == nullptr || (spec.block_rows == 0 && spec.block_cols == 0),
+              "quantize: an amax history (delayed scaling) is for tensorwise scales only");
+}
+
+// The reference's delayed scaling: x (as quantized) by the history's amax, then x's own amax
+// into the history.
+Quantized reference_delayed(const at::Tensor& x, const QuantSpec& spec, AmaxHistory& history) {
+  const std::optional<at::Tensor> given = history.scaling_amax(x);
+  Quantized q = given ? reference::quantize_by_amax(x, spec.format,
+                                                    c10::bit_cast<float>(given->item<int32_t>()))
+                      : reference::quantize(x, spec);
+  const float own = reference::block_absmax(x, x.size(0), x.size(1)).item<float>();
+  history.next_slot(x).fill_(static_cast<int64_t>(c10::bit_cast<int32_t>(own) & 0x7fffffff));
+  return q;
+}
+
 #ifdef LPBENCH_CUDA_GLUE
 // The quantization of `input` (transposed with `transpose`) into fresh tensors, and with
 // `with_transpose` the transposed copy too (first: as asked; second: its transpose).
 std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x,
                                                              const QuantSpec& spec, bool transpose,
-                                                             bool with_transpose) {
-  // A tensorwise scale whose amax the kernel that wrote x already reported needs no amax pass.
-  const std::optional<at::Tensor> amax =
-      spec.block_rows == 0 && spec.block_cols == 0 ? recall_amax(x) : std::nullopt;
+                                                             bool with_transpose,
+                                                             AmaxHistory* history) {
+  // Delayed scaling scales by the history's amax; otherwise a tensorwise scale whose amax the
+  // kernel that wrote x already reported needs no amax pass either.
+  const std::optional<at::Tensor> delayed =
+      history != nullptr ? history->scaling_amax(x) : std::nullopt;
+  const std::optional<at::Tensor> amax = delayed ? delayed
+                                         : spec.block_rows == 0 && spec.block_cols == 0
+                                             ? recall_amax(x)
+                                             : std::nullopt;
   at::Tensor input = x;
   if (input.stride(1) != 1) input = input.contiguous();
   TORCH_CHECK(input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kFloat,
@@ -63,6 +88,12 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
     args.scales_t = t->scales.data_ptr<float>();
   }
   if (amax) args.amax = reinterpret_cast<const uint32_t*>(amax->data_ptr<int32_t>());
+  args.delayed = delayed.has_value();
+  at::Tensor slot;
+  if (history != nullptr) {
+    slot = history->next_slot(x);
+    args.amax_seen = reinterpret_cast<uint32_t*>(slot.data_ptr<int32_t>());
+  }
   const size_t scratch = cuda::quantize_workspace_bytes(args);
   at::Tensor workspace;
   if (scratch > 0) {
@@ -76,11 +107,14 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
 
 }  // namespace
 
-Quantized quantize(const at::Tensor& x, const QuantSpec& spec, bool transpose) {
+Quantized quantize(const at::Tensor& x, const QuantSpec& spec, bool transpose,
+                   AmaxHistory* history) {
   TORCH_CHECK(x.dim() == 2, "quantize takes a 2-D tensor, got ", x.sizes());
+  check_history(spec, history);
 #ifdef LPBENCH_CUDA_GLUE
-  if (x.is_cuda()) return quantize_cuda(x, spec, transpose, false).first;
+  if (x.is_cuda()) return quantize_cuda(x, spec, transpose, false, history).first;
 #endif
+  if (history != nullptr) return reference_delayed(transpose ? x.t() : x, spec, *history);
   return reference::quantize(transpose ? x.t() : x, spec);
 }
 
@@ -88,18 +122,20 @@ bool transposes_exactly(const QuantSpec& spec) {
   return spec.block_rows == spec.block_cols;
 }
 
-std::pair<Quantized, Quantized> quantize_with_transpose(const at::Tensor& x,
-                                                        const QuantSpec& spec) {
+std::pair<Quantized, Quantized> quantize_with_transpose(const at::Tensor& x, const QuantSpec& spec,
+                                                        AmaxHistory* history) {
   TORCH_CHECK(x.dim() == 2, "quantize takes a 2-D tensor, got ", x.sizes());
+  check_history(spec, history);
   TORCH_CHECK(transposes_exactly(spec), "quantize_with_transpose: blocks of ", spec.block_rows, "x",
               spec.block_cols, " do not transpose exactly; quantize each layout instead");
 #ifdef LPBENCH_CUDA_GLUE
   if (x.is_cuda()) {
-    auto [q, t] = quantize_cuda(x, spec, false, true);
+    auto [q, t] = quantize_cuda(x, spec, false, true, history);
     return {std::move(q), std::move(*t)};
   }
 #endif
-  Quantized q = reference::quantize(x, spec);
+  Quantized q =
+      history != nullptr ? reference_delayed(x, spec, *history) : reference::quantize(x, spec);
   Quantized t = reference::transpose(q);
   return {std::move(q), std::move(t)};
 }

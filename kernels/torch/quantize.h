@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "kernels/reference/quantize.h"
+#include "kernels/torch/amax_history.h"
 
 namespace lpbench::kernels {
 
@@ -14,7 +15,12 @@ using reference::QuantSpec;
 // x (2-D, BF16 or FP32) quantized on its own device with the numerics of
 // kernels/reference/quantize.h. With `transpose`, xᵀ is quantized (fused on the GPU; the spec's
 // blocks are in the transposed matrix's coordinates).
-Quantized quantize(const at::Tensor& x, const QuantSpec& spec, bool transpose = false);
+//
+// With `history` (tensorwise only: delayed scaling), x is scaled by the history's amax
+// (reference::quantize_by_amax) and its own amax goes into the history, found by the quantizing
+// pass itself on the GPU; the first quantization of a history finds its own amax first.
+Quantized quantize(const at::Tensor& x, const QuantSpec& spec, bool transpose = false,
+                   AmaxHistory* history = nullptr);
 
 // Whether quantizing x once gives xᵀ's quantization exactly: one scale per tensor, or square
 // blocks (blocks map onto blocks, and clamping to the matrix is symmetric).
@@ -23,6 +29,7 @@ bool transposes_exactly(const QuantSpec& spec);
 // x and xᵀ quantized under one spec that transposes exactly, equal to quantize(x, spec) and
 // quantize(x, spec, true): one pass over x on the GPU (both layouts from each tile), an exact
 // transpose of the quantization elsewhere. A training step reads each operand both ways.
-std::pair<Quantized, Quantized> quantize_with_transpose(const at::Tensor& x, const QuantSpec& spec);
+std::pair<Quantized, Quantized> quantize_with_transpose(const at::Tensor& x, const QuantSpec& spec,
+                                                        AmaxHistory* history = nullptr);
 
 }  // namespace lpbench::kernels

@@ -18,21 +18,30 @@ using torch::autograd::variable_list;
 
 // GemmSpecs and QuantSpecs travel through the autograd context as integers.
 std::vector<int64_t> encode(const GemmSpec& s) {
-  return {static_cast<int64_t>(s.lhs), static_cast<int64_t>(s.rhs),
-          static_cast<int64_t>(s.scaling)};
+  return {static_cast<int64_t>(s.lhs), static_cast<int64_t>(s.rhs), static_cast<int64_t>(s.scaling),
+          s.amax_history};
 }
 GemmSpec decode(const std::vector<int64_t>& v, double ratio) {
   return {static_cast<NumberFormat>(v.at(0)), static_cast<NumberFormat>(v.at(1)),
-          static_cast<Scaling>(v.at(2)), ratio};
+          static_cast<Scaling>(v.at(2)), ratio, v.at(3)};
+}
+
+// The delayed-scaling state travels through the autograd context as an address.
+LinearAmaxHistories* histories_of(AutogradContext* ctx) {
+  return reinterpret_cast<LinearAmaxHistories*>(ctx->saved_data["histories"].toInt());
+}
+AmaxHistory* history(LinearAmaxHistories* h, AmaxHistory LinearAmaxHistories::*which) {
+  return h != nullptr ? &(h->*which) : nullptr;
 }
 
 // The operand as the GEMM `direct` reads it and, when `transposed_too`, transposed as
 // `transposed` reads it; both from one quantization where that is exact (prepare_operand_pair).
 std::pair<GemmOperand, GemmOperand> prepare_uses(const at::Tensor& source, const OperandUse& direct,
-                                                 const OperandUse& transposed,
-                                                 bool transposed_too) {
-  if (transposed_too) return prepare_operand_pair(source, direct, transposed);
-  return {prepare_operand(source, direct.spec, direct.kind, direct.side, false), GemmOperand{}};
+                                                 const OperandUse& transposed, bool transposed_too,
+                                                 AmaxHistory* history) {
+  if (transposed_too) return prepare_operand_pair(source, direct, transposed, history);
+  return {prepare_operand(source, direct.spec, direct.kind, direct.side, false, history),
+          GemmOperand{}};
 }
 
 void save_operand(const GemmOperand& op, std::vector<at::Tensor>& tensors,
@@ -77,7 +86,7 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
   // `grad_target` receives the weight's gradient: `w` itself, or the FP32 master it copies.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
                             const at::Tensor& grad_target, const LinearGemms& gemms,
-                            const std::string& module) {
+                            const std::string& module, LinearAmaxHistories* histories) {
     const profiling::Range range("linear", module);
     const int64_t k = x.size(-1);
     TORCH_CHECK(w.dim() == 2 && w.size(1) == k, "quantized_linear: X is ", x.sizes(), " but W is ",
@@ -87,11 +96,16 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     // X serves fprop and, transposed, wgrad; W fprop and, transposed, dgrad. What backward
     // needs is prepared now, in the format and layout it will use.
     const bool need_w = grad_target.requires_grad();
+    const bool delayed = gemms.fprop.amax_history > 0 || gemms.dgrad.amax_history > 0 ||
+                         gemms.wgrad.amax_history > 0;
+    TORCH_CHECK(!delayed || histories != nullptr, "quantized_linear: ", module,
+                "'s recipe scales by an amax history (delayed scaling) but no history was given");
     const auto [a, wgrad_rhs] = prepare_uses(x2, {gemms.fprop, GemmKind::fprop, Side::lhs},
-                                             {gemms.wgrad, GemmKind::wgrad, Side::rhs}, need_w);
-    const auto [b, dgrad_rhs] =
-        prepare_uses(w, {gemms.fprop, GemmKind::fprop, Side::rhs},
-                     {gemms.dgrad, GemmKind::dgrad, Side::rhs}, x.requires_grad());
+                                             {gemms.wgrad, GemmKind::wgrad, Side::rhs}, need_w,
+                                             history(histories, &LinearAmaxHistories::x));
+    const auto [b, dgrad_rhs] = prepare_uses(
+        w, {gemms.fprop, GemmKind::fprop, Side::rhs}, {gemms.dgrad, GemmKind::dgrad, Side::rhs},
+        x.requires_grad(), history(histories, &LinearAmaxHistories::w));
     at::Tensor y = gemm_nt(a, b, gemms.fprop, x.scalar_type(), GemmKind::fprop, module);
     diagnose(module, GemmKind::fprop, "x", x2, a, gemms.fprop, Side::lhs);
     diagnose(module, GemmKind::fprop, "w", w, b, gemms.fprop, Side::rhs);
@@ -116,6 +130,7 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     ctx->saved_data["need_w"] = need_w;
     ctx->saved_data["w_grad_type"] = static_cast<int64_t>(grad_target.scalar_type());
     ctx->saved_data["master"] = !grad_target.is_same(w);
+    ctx->saved_data["histories"] = reinterpret_cast<int64_t>(histories);
 
     std::vector<int64_t> out_sizes = x.sizes().vec();
     out_sizes.back() = w.size(0);
@@ -144,10 +159,12 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     const OperandUse wgrad_use{wgrad, GemmKind::wgrad, Side::lhs};
     GemmOperand dgrad_lhs;
     GemmOperand wgrad_lhs;
+    AmaxHistory* dy_history = history(histories_of(ctx), &LinearAmaxHistories::dy);
     if (need_x) {
-      std::tie(dgrad_lhs, wgrad_lhs) = prepare_uses(g2, dgrad_use, wgrad_use, need_w);
+      std::tie(dgrad_lhs, wgrad_lhs) = prepare_uses(g2, dgrad_use, wgrad_use, need_w, dy_history);
     } else if (need_w) {
-      wgrad_lhs = prepare_operand(g2, wgrad, GemmKind::wgrad, Side::lhs, /*transpose=*/true);
+      wgrad_lhs =
+          prepare_operand(g2, wgrad, GemmKind::wgrad, Side::lhs, /*transpose=*/true, dy_history);
     }
     at::Tensor grad_x;
     at::Tensor grad_w;
@@ -166,22 +183,23 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
                        module);
     }
     if (ctx->saved_data["master"].toBool()) {
-      return {grad_x, at::Tensor(), grad_w, at::Tensor(), at::Tensor()};
+      return {grad_x, at::Tensor(), grad_w, at::Tensor(), at::Tensor(), at::Tensor()};
     }
-    return {grad_x, grad_w, at::Tensor(), at::Tensor(), at::Tensor()};
+    return {grad_x, grad_w, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
 at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms,
-                            const std::string& module, const at::Tensor& master) {
+                            const std::string& module, const at::Tensor& master,
+                            LinearAmaxHistories* histories) {
   if (master.defined()) {
     TORCH_CHECK(master.sizes() == w.sizes(), "quantized_linear: master ", master.sizes(),
                 " is not the shape of w ", w.sizes());
-    return QuantizedLinearFunction::apply(x, w, master, gemms, module);
+    return QuantizedLinearFunction::apply(x, w, master, gemms, module, histories);
   }
-  return QuantizedLinearFunction::apply(x, w, w, gemms, module);
+  return QuantizedLinearFunction::apply(x, w, w, gemms, module, histories);
 }
 
 }  // namespace lpbench::kernels

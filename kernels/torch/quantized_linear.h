@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/recipe.h"
+#include "kernels/torch/amax_history.h"
 
 namespace lpbench::kernels {
 
@@ -18,7 +19,11 @@ namespace lpbench::kernels {
 // computed by the wgrad product itself in FP32 and given to `master`, as Megatron's gradient
 // accumulation into FP32 main grads does: no cast of W in the forward, no cast of dW in the
 // backward. Without it, the gradient goes to `w` in w's type.
+//
+// `histories`: the layer's delayed-scaling state, needed where the gemms have amax_history > 0
+// (owned by the caller, alive until the backward has run).
 at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms,
-                            const std::string& module = "", const at::Tensor& master = {});
+                            const std::string& module = "", const at::Tensor& master = {},
+                            LinearAmaxHistories* histories = nullptr);
 
 }  // namespace lpbench::kernels

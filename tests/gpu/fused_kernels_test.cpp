@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
+
 #include "kernels/recipe.h"
 #include "kernels/reference/rmsnorm.h"
 #include "kernels/reference/rope.h"
@@ -213,6 +215,50 @@ TEST_F(FusedKernels, ProducersReportTheAmaxATensorwiseQuantizationFindsAlone) {
 // norm's last block ragged.
 TEST_F(FusedKernels, ProducersReportTheAmaxOfLargeAndRaggedTensors) {
   expect_producers_report_amax({16, 4, 128}, 3, 1399, 2048);
+}
+
+// Delayed scaling on the GPU is the reference's, bit for bit, step after step: the same values
+// and scales from the same history, and the same amax recorded by the quantizing pass itself
+// (one layout, the transposed one, and both from one pass; a ragged shape and a large one; a
+// step whose values outgrow the history saturates, and a NaN the history cannot know becomes 0).
+TEST_F(FusedKernels, DelayedScalingMatchesTheReferenceStepAfterStep) {
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{300, 200}, {4096, 4096}}) {
+    for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e5m2}) {
+      const QuantSpec spec{format, 0, 0};
+      AmaxHistory gpu_history(3);
+      AmaxHistory cpu_history(3);
+      torch::manual_seed(21);
+      const double sizes[] = {1.0, 0.5, 8.0, 1.0, 1.0};
+      for (int step = 0; step < 5; ++step) {
+        SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + ", step " +
+                     std::to_string(step));
+        at::Tensor x = (torch::randn({rows, cols}, kGpu) * sizes[step]).to(at::kBFloat16);
+        if (step == 4) x[7][3] = std::numeric_limits<float>::quiet_NaN();
+        const at::Tensor xc = x.cpu();
+        const int mode = step % 3;  // as it is, transposed, both layouts from one pass
+        Quantized g;
+        Quantized c;
+        if (mode == 2) {
+          auto [gq, gt] = quantize_with_transpose(x, spec, &gpu_history);
+          auto [cq, ct] = quantize_with_transpose(xc, spec, &cpu_history);
+          EXPECT_TRUE(gt.values.cpu().view(at::kByte).equal(ct.values.view(at::kByte)));
+          g = std::move(gq);
+          c = std::move(cq);
+        } else {
+          g = quantize(x, spec, mode == 1, &gpu_history);
+          c = quantize(xc, spec, mode == 1, &cpu_history);
+        }
+        EXPECT_TRUE(g.values.cpu().view(at::kByte).equal(c.values.view(at::kByte)));
+        EXPECT_TRUE(g.scales.cpu().equal(c.scales));
+        const auto recorded = [](AmaxHistory& h, const at::Tensor& like) {
+          return h.scaling_amax(like)->cpu().item<int32_t>();
+        };
+        if (step < 4) {
+          EXPECT_EQ(recorded(gpu_history, x), recorded(cpu_history, xc));
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

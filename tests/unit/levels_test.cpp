@@ -200,6 +200,27 @@ TEST(ActivationCheckpointing, GivesTheSameGradients) {
   }
 }
 
+// Delayed scaling on the tiny model: it learns as dynamic int8-tensor does (the same data and
+// seed; the scales lag by a step, so the losses are close, not equal).
+TEST(DelayedScaling, TheTinyModelLearnsAsUnderDynamicScaling) {
+  TrainingOptions o;
+  o.micro_batch = 8;
+  o.seq_len = 32;
+  o.total_steps = 60;
+  o.lr = 3e-3;
+  o.lr_warmup_steps = 6;
+  double losses[2] = {0.0, 0.0};
+  const char* recipes[] = {"int8-tensor", "int8-tensor:amax-history=4"};
+  for (int r = 0; r < 2; ++r) {
+    auto model = make_workload(parse_workload("model:tiny"), builtin_model("tiny"),
+                               kernels::parse_recipe(recipes[r]), o, torch::kCPU);
+    for (int64_t step = 0; step < o.total_steps; ++step)
+      losses[r] = *model->step(step).loss;
+  }
+  EXPECT_LT(losses[0], std::log(512.0) - 0.5) << losses[0];  // it learned
+  EXPECT_LT(std::abs(losses[1] - losses[0]), 0.05 * losses[0]) << losses[0] << " " << losses[1];
+}
+
 // --producer-amax is recorded where it acts (a fused step of a tensorwise recipe) and nowhere else,
 // so that a report never credits a run with an option it did not use.
 TEST(Fusion, ProducerAmaxIsRecordedOnlyWhereItActs) {

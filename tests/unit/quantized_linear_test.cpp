@@ -301,5 +301,67 @@ TEST(QuantizedLinear, RejectsMismatchedShapes) {
   EXPECT_THROW(quantized_linear(c.x, c.w.t(), LinearGemms::all_bf16()), c10::Error);
 }
 
+float amax_of(const at::Tensor& x) {
+  return x.abs().max().to(at::kFloat).item<float>();
+}
+
+bool same_quantization(const Quantized& a, const Quantized& b) {
+  return a.values.to(at::kFloat).equal(b.values.to(at::kFloat)) && a.scales.equal(b.scales);
+}
+
+// Delayed scaling: the first quantization of a history finds its own amax; each later one is
+// scaled by the largest of the last n recorded amaxes (its own recorded after), saturating.
+TEST(DelayedScaling, ScalesByTheLargestOfTheLastNAmaxesAndRecordsItsOwn) {
+  torch::manual_seed(9);
+  const double sizes[] = {1.0, 4.0, 0.5, 0.5, 0.25};
+  std::vector<at::Tensor> xs;
+  for (const double size : sizes)
+    xs.push_back((torch::randn({24, 40}) * size).to(at::kBFloat16));
+  AmaxHistory history(2);
+  const QuantSpec spec{NumberFormat::int8, 0, 0};
+  EXPECT_TRUE(
+      same_quantization(quantize(xs[0], spec, false, &history), reference::quantize(xs[0], spec)));
+  // Scaled by the history's largest: x0's, then max(x0, x1), max(x1, x2), max(x2, x3).
+  const float by[] = {amax_of(xs[0]), amax_of(xs[1]), amax_of(xs[1]),
+                      std::max(amax_of(xs[2]), amax_of(xs[3]))};
+  for (size_t i = 1; i < xs.size(); ++i) {
+    const Quantized q = quantize(xs[i], spec, false, &history);
+    EXPECT_TRUE(same_quantization(q, reference::quantize_by_amax(xs[i], spec.format, by[i - 1])))
+        << "quantization " << i;
+  }
+  EXPECT_EQ(history.recorded(), 5);
+  // x1 (4× the others) saturated: its scale came from x0.
+  EXPECT_LT(by[0], amax_of(xs[1]));
+
+  // Both layouts from one pass: the transposed copy is the transpose, and one amax is recorded.
+  AmaxHistory pair_history(4);
+  const auto [q, qt] = quantize_with_transpose(xs[0], spec, &pair_history);
+  EXPECT_TRUE(same_quantization(qt, reference::transpose(q)));
+  EXPECT_EQ(pair_history.recorded(), 1);
+  EXPECT_THROW(quantize(xs[0], {NumberFormat::int8, 1, 0}, false, &history), c10::Error);
+}
+
+// A layer whose recipe scales by a history trains through it, and refuses to run without one.
+TEST(DelayedScaling, TheLinearLayerKeepsAHistoryPerOperand) {
+  const LinearCase c = make_case(12);
+  const LinearGemms gemms = parse_recipe("int8-tensor:amax-history=3").gemms;
+  EXPECT_THROW(quantized_linear(c.x, c.w, gemms), c10::Error);
+  LinearAmaxHistories histories(3);
+  for (int step = 0; step < 2; ++step) {
+    const at::Tensor x = c.x.detach().requires_grad_(true);
+    const at::Tensor w = c.w.detach().requires_grad_(true);
+    const at::Tensor y = quantized_linear(x, w, gemms, "fc", {}, &histories);
+    y.backward(c.grad_y);
+    const at::Tensor exact = at::matmul(c.x.to(at::kFloat), c.w.to(at::kFloat).t());
+    EXPECT_LT(relative_error(y, exact), 0.02) << "step " << step;
+    EXPECT_LT(relative_error(x.grad(), at::matmul(c.grad_y.to(at::kFloat), c.w.to(at::kFloat))),
+              0.03)
+        << "step " << step;
+  }
+  EXPECT_EQ(histories.x.recorded(), 2);
+  EXPECT_EQ(histories.w.recorded(), 2);
+  EXPECT_EQ(histories.dy.recorded(), 2);
+}
+
 }  // namespace
 }  // namespace lpbench::kernels

@@ -80,6 +80,12 @@ TEST(ParseRecipe, ModifiersOverrideGemmsRatioAndKeepRules) {
   EXPECT_TRUE(decide(all, "output", ModuleKind::linear).quantized);
   EXPECT_FALSE(decide(all, "layers.0.moe.router", ModuleKind::linear).quantized);  // never
   EXPECT_EQ(parse_recipe("int8-row").gemms, recipe_by_name("int8-row").gemms);
+  const Recipe delayed = parse_recipe("fp8-tensor:wgrad=bf16,amax-history=16");
+  EXPECT_EQ(delayed.gemms.fprop.amax_history, 16);
+  EXPECT_EQ(delayed.gemms.dgrad.amax_history, 16);
+  EXPECT_EQ(delayed.gemms.wgrad, GemmSpec{});  // kept BF16: no history
+  EXPECT_EQ(describe(delayed.gemms.fprop), "e4m3/tensor(history 16)");
+  EXPECT_EQ(recipe_by_name("int8-tensor").gemms.fprop.amax_history, 0);  // dynamic by default
 }
 
 TEST(ParseRecipe, NamesWhatIsWrong) {
@@ -96,6 +102,11 @@ TEST(ParseRecipe, NamesWhatIsWrong) {
   EXPECT_NE(error_of("int8-tensor:ratio=4").find("int8-fallback only"), std::string::npos);
   EXPECT_NE(error_of("int8-fallback:ratio=0.5").find("above 1"), std::string::npos);
   EXPECT_NE(error_of("int8-tensor:fast").find("unknown modifier 'fast'"), std::string::npos);
+  EXPECT_NE(error_of("int8-row:amax-history=16").find("tensor scaling only"), std::string::npos);
+  for (const char* bad : {"int8-tensor:amax-history=0", "int8-tensor:amax-history=1025",
+                          "int8-tensor:amax-history=4x", "int8-tensor:amax-history"}) {
+    EXPECT_NE(error_of(bad).find("from 1 to 1024"), std::string::npos) << bad;
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 
 #include "kernels/reference/int8_gemm.h"
 #include "kernels/reference/quantize.h"
@@ -30,6 +31,34 @@ TEST(Quantize, TensorwiseScaleIsAmaxOverFmaxAndInt8IsSymmetric) {
                     static_cast<float>(format_max(format)));
   }
   EXPECT_GE(quantize(x, {kInt8, 0, 0}).values.min().item<int>(), -127);  // never -128
+}
+
+// Delayed scaling's definition: by its own amax it is quantize(); by a smaller one the values
+// beyond it saturate at the format's largest magnitude, and a NaN it cannot know of becomes 0.
+TEST(Quantize, ByAGivenAmaxSaturatesBeyondItAndZeroesNaN) {
+  torch::manual_seed(4);
+  at::Tensor x = torch::randn({16, 32}).to(torch::kBFloat16);
+  const float own = x.abs().max().to(torch::kFloat).item<float>();
+  for (NumberFormat format : {kInt8, kE4M3, kE5M2}) {
+    const Quantized dynamic = quantize(x, {format, 0, 0});
+    const Quantized same = quantize_by_amax(x, format, own);
+    EXPECT_TRUE(same.values.to(torch::kFloat).equal(dynamic.values.to(torch::kFloat)));
+    EXPECT_TRUE(same.scales.equal(dynamic.scales));
+
+    const Quantized stale = quantize_by_amax(x, format, own / 4);
+    const float fmax = static_cast<float>(format_max(format));
+    EXPECT_FLOAT_EQ(stale.scales.item<float>(), own / 4 / fmax);
+    const at::Tensor v = stale.values.to(torch::kFloat);
+    const at::Tensor beyond = x.to(torch::kFloat).abs() > own / 4;
+    ASSERT_GT(beyond.sum().item<int64_t>(), 0);
+    EXPECT_TRUE(v.abs().masked_select(beyond).eq(fmax).all().item<bool>());
+    EXPECT_LE(v.abs().max().item<float>(), fmax);
+  }
+  x[3][5] = std::numeric_limits<float>::quiet_NaN();
+  x[4][6] = std::numeric_limits<float>::infinity();
+  const at::Tensor v = quantize_by_amax(x, kInt8, own).values;
+  EXPECT_EQ(v[3][5].item<int>(), 0);
+  EXPECT_EQ(v[4][6].item<int>(), 127);
 }
 
 TEST(Quantize, Int8RoundTripErrorIsWithinHalfAStepPerBlock) {

@@ -87,6 +87,21 @@ TEST(Resolve, NamesTheProblemAndTheValidChoices) {
             std::string::npos);
 }
 
+// Delayed scaling keeps a layer's history across steps: the gemm level (no layers) and separate
+// layout passes (two records a step) are refused, saying why; the layer level takes it.
+TEST(Resolve, DelayedScalingNeedsTrainingStepsAndTheSharedQuantization) {
+  RunConfig c = cpu_config();
+  c.workloads = {"gemm:tiny"};
+  c.recipes = {"bf16", "int8-tensor:amax-history=8"};
+  EXPECT_NE(error_of(c).find("use a linear, layer or model workload, not gemm:tiny"),
+            std::string::npos);
+  c.workloads = {"layer:tiny"};
+  c.separate_layout_quantize = true;
+  EXPECT_NE(error_of(c).find("without --separate-layout-quantize"), std::string::npos);
+  c.separate_layout_quantize = false;
+  EXPECT_EQ(resolve(c).recipes[1].gemms.fprop.amax_history, 8);
+}
+
 TEST(Resolve, TheInt8GemmDefaultsToAutoAndTakesEveryNamedBackend) {
   EXPECT_EQ(RunConfig{}.int8_gemm, "auto");
   for (const char* name : {"auto", "cublaslt", "lpbench", "torch", "wgmma"}) {

@@ -42,7 +42,7 @@ void PrecisionPlan::embedding(const std::string& module) {
 RecipeLinearImpl::RecipeLinearImpl(int64_t in_features, int64_t out_features,
                                    kernels::LinearGemms gemms, double init_std, std::string name,
                                    torch::Device device, Fusion fusion)
-    : gemms_(gemms), name_(std::move(name)) {
+    : gemms_(gemms), name_(std::move(name)), histories_(histories_for(gemms)) {
   weight_ = register_parameter("weight",
                                torch::empty({out_features, in_features}, torch::device(device)));
   torch::nn::init::normal_(weight_, 0.0, init_std);
@@ -52,8 +52,17 @@ RecipeLinearImpl::RecipeLinearImpl(int64_t in_features, int64_t out_features,
 }
 
 torch::Tensor RecipeLinearImpl::forward(const torch::Tensor& x) {
-  if (compute_.defined()) return kernels::quantized_linear(x, compute_, gemms_, name_, weight_);
-  return kernels::quantized_linear(x, weight_.to(kCompute), gemms_, name_);
+  if (compute_.defined()) {
+    return kernels::quantized_linear(x, compute_, gemms_, name_, weight_, histories_.get());
+  }
+  return kernels::quantized_linear(x, weight_.to(kCompute), gemms_, name_, {}, histories_.get());
+}
+
+std::shared_ptr<kernels::LinearAmaxHistories> histories_for(const kernels::LinearGemms& gemms) {
+  int64_t length = 0;
+  for (const kernels::GemmKind kind : kernels::kGemmKinds)
+    length = std::max(length, gemms[kind].amax_history);
+  return length > 0 ? std::make_shared<kernels::LinearAmaxHistories>(length) : nullptr;
 }
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps, const PrecisionPlan& plan)
@@ -201,6 +210,7 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, const kernels::Recipe& recip
   final_norm_ = register_module("final_norm", RMSNorm(config.hidden_size, config.norm_eps, plan));
   if (config.tie_embeddings) {
     tied_output_ = plan.linear("output");
+    tied_output_histories_ = histories_for(tied_output_);
   } else {
     output_ = register_module(
         "output", RecipeLinear(config.hidden_size, config.vocab_size, plan.linear("output"),
@@ -234,9 +244,11 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tokens) {
   const torch::Tensor h = hidden(tokens);
   if (output_) return output_(h);
   if (embedding_compute_.defined()) {
-    return kernels::quantized_linear(h, embedding_compute_, tied_output_, "output", embedding_);
+    return kernels::quantized_linear(h, embedding_compute_, tied_output_, "output", embedding_,
+                                     tied_output_histories_.get());
   }
-  return kernels::quantized_linear(h, embedding_.to(kCompute), tied_output_, "output");
+  return kernels::quantized_linear(h, embedding_.to(kCompute), tied_output_, "output", {},
+                                   tied_output_histories_.get());
 }
 
 std::optional<ComputeCopy> DecoderImpl::fusable_output() const {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/recipe.h"
+#include "kernels/torch/amax_history.h"
 #include "workloads/models/model_config.h"
 #include "workloads/models/operators.h"
 
@@ -71,7 +72,12 @@ class RecipeLinearImpl : public torch::nn::Module {
   torch::Tensor compute_;  // [out, in], BF16, fused only
   kernels::LinearGemms gemms_;
   std::string name_;  // as the store records it, e.g. "layers.3.mlp.down"
+  // Delayed scaling's amax histories of X, W and dY (recipes with amax-history=<n> only).
+  std::shared_ptr<kernels::LinearAmaxHistories> histories_;
 };
+
+// The histories a layer under `gemms` needs: none unless some GEMM scales by a history.
+std::shared_ptr<kernels::LinearAmaxHistories> histories_for(const kernels::LinearGemms& gemms);
 TORCH_MODULE(RecipeLinear);
 
 class RMSNormImpl : public torch::nn::Module {
@@ -178,6 +184,7 @@ class DecoderImpl : public torch::nn::Module {
   RMSNorm final_norm_{nullptr};
   RecipeLinear output_{nullptr};      // absent when tied
   kernels::LinearGemms tied_output_;  // the tied output layer's GEMMs
+  std::shared_ptr<kernels::LinearAmaxHistories> tied_output_histories_;
   torch::Tensor rope_cos_, rope_sin_;
   std::vector<kernels::ModuleDecision> decisions_;
   bool checkpointing_ = false;

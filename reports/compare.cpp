@@ -11,28 +11,50 @@
 #include "base/errors.h"
 #include "base/stats/shift_test.h"
 #include "base/stats/stats.h"
+#include "reports/compare_parts.h"
 #include "reports/run_summary.h"
+#include "reports/selection.h"
 #include "reports/speedup.h"
 
 namespace lpbench::reports {
 
+namespace detail {
+
+std::string sweep_started_at(const store::Store& store, int64_t sweep_id) {
+  const std::optional<store::SweepRecord> sweep = store.sweep(sweep_id);
+  return sweep ? sweep->started_at : std::string();
+}
+
+std::string runs_text(size_t runs) {
+  return fmt::format("{} run{}", runs, runs == 1 ? "" : "s");
+}
+
+std::string percent(double fraction, int decimals) {
+  if (std::isinf(fraction)) return fraction > 0 ? "+∞ %" : "−∞ %";
+  return fmt::format("{:+.{}f} %", 100.0 * fraction, decimals);
+}
+
+// A tolerance or threshold, written after a ±.
+std::string magnitude(double fraction, int decimals) {
+  return fmt::format("{:.{}f} %", 100.0 * fraction, decimals);
+}
+
+std::string range_text(const std::vector<double>& values, std::string_view format) {
+  const auto [low, high] = std::minmax_element(values.begin(), values.end());
+  return fmt::format("{}–{}", fmt::format(fmt::runtime(format), *low),
+                     fmt::format(fmt::runtime(format), *high));
+}
+
+}  // namespace detail
+
 namespace {
 
-// What one side holds for one workload and recipe. `ok` and `final_losses` point into `runs`,
-// so a Side moves but is never copied.
-struct Side {
-  Side() = default;
-  Side(const Side&) = delete;
-  Side(Side&&) = default;
-  std::vector<store::RunRecord> runs;  // every selected run, whatever its status
-  std::vector<const store::RunRecord*> ok;
-  std::vector<double> step_ms;       // measured steps of the ok runs, pooled
-  std::vector<double> tokens_per_s;  // per measured step
-  std::vector<double> run_median_ms;
-  std::vector<double> run_median_tokens_per_s;
-  std::vector<double> peaks;  // peak_mem_gib per ok run, where recorded
-  std::vector<std::pair<const store::RunRecord*, double>> final_losses;
-};
+using detail::magnitude;
+using detail::Night;
+using detail::percent;
+using detail::range_text;
+using detail::runs_text;
+using detail::Side;
 
 // How a run was trained, as far as a loss comparison cares: same seed, data and schedule.
 struct TrainingSignature {
@@ -60,10 +82,6 @@ std::string step_size(const store::RunRecord& run) {
     }
   }
   return fmt::format("{} tokens per step", run.tokens_per_step);
-}
-
-std::string gpu_model(const store::RunRecord& run) {
-  return run.provenance.gpu_name.value_or(run.device == "cpu" ? "the CPU" : run.device);
 }
 
 // What differs between two runs that a verdict cannot see past (the recipe may differ: that is
@@ -112,8 +130,14 @@ Side collect(const store::Store& store, std::vector<store::RunRecord> runs) {
   Side side;
   side.runs = std::move(runs);
   for (const store::RunRecord& run : side.runs) {
-    if (run.status != store::RunStatus::ok) continue;
+    const bool failed = run.status != store::RunStatus::ok;
+    const std::string night = detail::sweep_started_at(store, run.sweep_id);
+    const double failed_value = failed ? 1.0 : 0.0;
+    side.nights_failed.push_back(
+        {run.sweep_id, night, run.provenance.git_commit, failed_value, failed_value, failed_value});
+    if (failed) continue;
     side.ok.push_back(&run);
+    ++side.ok_count;
     const std::vector<store::StepRecord> steps = store.steps(run.id);
     std::vector<double> times;
     std::vector<double> rates;
@@ -125,38 +149,33 @@ Side collect(const store::Store& store, std::vector<store::RunRecord> runs) {
       if (s.peak_mem_gib) peak = std::max(peak.value_or(0.0), *s.peak_mem_gib);
     }
     if (!times.empty()) {
-      side.run_median_ms.push_back(stats::summarize(times).median);
-      side.run_median_tokens_per_s.push_back(stats::summarize(rates).median);
+      const double ms = stats::summarize(times).median;
+      const double tps = stats::summarize(rates).median;
+      side.run_median_ms.push_back(ms);
+      side.run_median_tokens_per_s.push_back(tps);
+      side.nights_ms.push_back({run.sweep_id, night, run.provenance.git_commit, ms, ms, ms});
+      side.nights_tokens_per_s.push_back(
+          {run.sweep_id, night, run.provenance.git_commit, tps, tps, tps});
     }
     side.step_ms.insert(side.step_ms.end(), times.begin(), times.end());
     side.tokens_per_s.insert(side.tokens_per_s.end(), rates.begin(), rates.end());
-    if (peak) side.peaks.push_back(*peak);
+    if (peak) {
+      side.peaks.push_back(*peak);
+      side.nights_peak.push_back(
+          {run.sweep_id, night, run.provenance.git_commit, *peak, *peak, *peak});
+    }
     if (std::optional<double> loss = final_loss(steps, kFinalLossShare)) {
       side.final_losses.emplace_back(&run, *loss);
+      side.nights_loss.push_back(
+          {run.sweep_id, night, run.provenance.git_commit, *loss, *loss, *loss});
     }
   }
   return side;
 }
 
-std::string runs_text(size_t runs) {
-  return fmt::format("{} run{}", runs, runs == 1 ? "" : "s");
-}
+}  // namespace
 
-std::string percent(double fraction, int decimals = 1) {
-  if (std::isinf(fraction)) return fraction > 0 ? "+∞ %" : "−∞ %";
-  return fmt::format("{:+.{}f} %", 100.0 * fraction, decimals);
-}
-
-// A tolerance or threshold, written after a ±.
-std::string magnitude(double fraction, int decimals = 0) {
-  return fmt::format("{:.{}f} %", 100.0 * fraction, decimals);
-}
-
-std::string range_text(const std::vector<double>& values, std::string_view format) {
-  const auto [low, high] = std::minmax_element(values.begin(), values.end());
-  return fmt::format("{}–{}", fmt::format(fmt::runtime(format), *low),
-                     fmt::format(fmt::runtime(format), *high));
-}
+namespace detail {
 
 // A speed metric (step time, lower is better; tokens/s, higher is better): the Hodges–Lehmann
 // shift of the pooled per-step samples with its confidence interval from the U test. A
@@ -164,30 +183,35 @@ std::string range_text(const std::vector<double>& values, std::string_view forma
 // effect; SAME when the interval lies within it. Steps of one run vary less than runs of other
 // days, so when the sides come from different sweeps a verdict also needs the baseline's
 // run-to-run spread: three runs or more, and a candidate median outside their range of medians.
+
 MetricResult compare_speed(Metric metric, const Side& b, const Side& c, bool across_sweeps,
                            const ComparePolicy& policy) {
-  const bool time = metric == Metric::step_ms;
+  const bool time = metric != Metric::tokens_per_s;
+  const bool kernel = metric == Metric::kernel_ms;
   const std::vector<double>& bs = time ? b.step_ms : b.tokens_per_s;
   const std::vector<double>& cs = time ? c.step_ms : c.tokens_per_s;
   const std::vector<double>& b_medians = time ? b.run_median_ms : b.run_median_tokens_per_s;
-  const std::string_view format = time ? "{:.2f}" : "{:.0f}";
+  const std::string_view format = kernel ? "{:.4f}" : time ? "{:.2f}" : "{:.0f}";
+  const std::string_view unit = kernel ? "samples" : "steps";
   auto figure = [&](const std::vector<double>& samples, size_t runs) {
-    if (samples.empty()) return fmt::format("no measured steps, {}", runs_text(runs));
+    const std::string who =
+        kernel ? fmt::format("{} result{}", runs, runs == 1 ? "" : "s") : runs_text(runs);
+    if (samples.empty()) return fmt::format("no measured {}, {}", unit, who);
     const stats::Summary s = stats::summarize(samples);
-    return fmt::format("{} ({}–{}), {}, {} steps", fmt::format(fmt::runtime(format), s.median),
+    return fmt::format("{} ({}–{}), {}, {} {}", fmt::format(fmt::runtime(format), s.median),
                        fmt::format(fmt::runtime(format), s.p10),
-                       fmt::format(fmt::runtime(format), s.p90), runs_text(runs), s.count);
+                       fmt::format(fmt::runtime(format), s.p90), who, s.count, unit);
   };
   MetricResult r;
   r.metric = metric;
-  r.baseline = figure(bs, b.ok.size());
-  r.candidate = figure(cs, c.ok.size());
+  r.baseline = figure(bs, b.ok_count);
+  r.candidate = figure(cs, c.ok_count);
   const auto min = static_cast<size_t>(policy.min_samples);
   if (bs.size() < min || cs.size() < min) {
     r.verdict = Verdict::unsure;
     r.change = "—";
-    r.reason = fmt::format("too few measured steps ({} and {}; {} needed on each side)", bs.size(),
-                           cs.size(), policy.min_samples);
+    r.reason = fmt::format("too few measured {} ({} and {}; {} needed on each side)", unit,
+                           bs.size(), cs.size(), policy.min_samples);
     return r;
   }
   const stats::ShiftEstimate e = stats::estimate_shift(bs, cs, policy.alpha);
@@ -248,6 +272,13 @@ MetricResult compare_speed(Metric metric, const Side& b, const Side& c, bool acr
   }
   return r;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::compare_speed;
+using detail::name_first_bad_night;
 
 std::optional<MetricResult> compare_memory(const Side& b, const Side& c,
                                            const ComparePolicy& policy) {
@@ -401,8 +432,8 @@ void decline_under_contention(GroupResult& g, const Side& b, const Side& c) {
   for (const std::string& text : contended)
     runs += (runs.empty() ? "" : "; ") + text;
   for (MetricResult& m : g.metrics) {
-    const bool speed = m.metric == Metric::step_ms || m.metric == Metric::tokens_per_s;
-    if (!speed || (m.verdict != Verdict::regressed && m.verdict != Verdict::improved)) continue;
+    if (!is_speed(m.metric) || (m.verdict != Verdict::regressed && m.verdict != Verdict::improved))
+      continue;
     m.reason = fmt::format(
         "it would read {}, but {} measured under contention ({}), and that evidence alone does "
         "not decide it",
@@ -430,7 +461,20 @@ GroupResult compare_group(const store::Store& store, std::vector<store::RunRecor
   const Side c = collect(store, std::move(candidate));
 
   if (std::optional<MetricResult> status = compare_status(b, c)) g.metrics.push_back(*status);
-  if (c.ok.empty()) return g;  // nothing measured to compare beyond the failure
+  if (c.ok.empty()) {
+    // Nothing measured to compare beyond the failure; across nights, name the night it began.
+    bool other_nights = true;
+    for (const store::RunRecord& br : b.runs) {
+      for (const store::RunRecord& cr : c.runs)
+        other_nights = other_nights && br.sweep_id != cr.sweep_id;
+    }
+    for (MetricResult& m : g.metrics) {
+      if (other_nights && m.verdict == Verdict::regressed) {
+        m.culprit = name_first_bad_night(b.nights_failed, c.nights_failed);
+      }
+    }
+    return g;
+  }
 
   // Step time compares only equal steps; tokens/s compares any.
   auto tokens = [](const Side& side) {
@@ -455,7 +499,57 @@ GroupResult compare_group(const store::Store& store, std::vector<store::RunRecor
   }
   g.metrics.push_back(compare_loss(b, c, policy));
 
+  // The tracked ratios: each side's runs against the BF16 run of their own sweeps, one value a
+  // night. Only across sweeps (within one sweep the BF16 run is the other side already).
+  std::map<Metric, std::pair<std::vector<Night>, std::vector<Night>>> ratio_nights;
+  if (across_sweeps && !b.ok.empty() && g.recipe == b.ok.front()->recipe && g.recipe != "bf16") {
+    for (const auto& [metric, night_of] :
+         {std::pair{Metric::speedup_vs_bf16, &detail::speedup_night},
+          std::pair{Metric::loss_gap_vs_bf16, &detail::loss_gap_night}}) {
+      auto& [bn, cn] = ratio_nights[metric];
+      for (const store::RunRecord* run : b.ok)
+        if (std::optional<Night> n = night_of(store, *run)) bn.push_back(*n);
+      for (const store::RunRecord* run : c.ok)
+        if (std::optional<Night> n = night_of(store, *run)) cn.push_back(*n);
+      if (!bn.empty() && !cn.empty()) {
+        g.metrics.push_back(detail::compare_ratio(metric, bn, cn, policy));
+      }
+    }
+  }
+
   decline_under_contention(g, b, c);
+
+  // Across nights, a regression names the night it began.
+  if (across_sweeps) {
+    for (MetricResult& m : g.metrics) {
+      if (m.verdict != Verdict::regressed) continue;
+      const std::vector<Night>* bn = nullptr;
+      const std::vector<Night>* cn = nullptr;
+      switch (m.metric) {
+        case Metric::status:
+          bn = &b.nights_failed, cn = &c.nights_failed;
+          break;
+        case Metric::step_ms:
+        case Metric::kernel_ms:
+          bn = &b.nights_ms, cn = &c.nights_ms;
+          break;
+        case Metric::tokens_per_s:
+          bn = &b.nights_tokens_per_s, cn = &c.nights_tokens_per_s;
+          break;
+        case Metric::peak_mem_gib:
+          bn = &b.nights_peak, cn = &c.nights_peak;
+          break;
+        case Metric::final_loss:
+          bn = &b.nights_loss, cn = &c.nights_loss;
+          break;
+        case Metric::speedup_vs_bf16:
+        case Metric::loss_gap_vs_bf16:
+          bn = &ratio_nights[m.metric].first, cn = &ratio_nights[m.metric].second;
+          break;
+      }
+      m.culprit = name_first_bad_night(*bn, *cn);
+    }
+  }
 
   // Another host of the same GPU model is alike enough to judge, but say so.
   if (!b.ok.empty() && b.ok.front()->provenance.host != c.ok.front()->provenance.host) {
@@ -479,12 +573,23 @@ std::string_view to_string(Metric metric) {
       return "peak_mem_gib";
     case Metric::final_loss:
       return "final loss";
+    case Metric::kernel_ms:
+      return "median ms per call";
+    case Metric::speedup_vs_bf16:
+      return "speedup over bf16";
+    case Metric::loss_gap_vs_bf16:
+      return "loss gap to bf16";
   }
   return "?";
 }
 
+bool is_speed(Metric metric) {
+  return metric == Metric::step_ms || metric == Metric::tokens_per_s ||
+         metric == Metric::kernel_ms || metric == Metric::speedup_vs_bf16;
+}
+
 std::string_view verdict_word(Metric metric, Verdict verdict) {
-  const bool speed = metric == Metric::step_ms || metric == Metric::tokens_per_s;
+  const bool speed = is_speed(metric);
   switch (verdict) {
     case Verdict::improved:
       return speed ? "FASTER" : "BETTER";
@@ -529,6 +634,19 @@ Comparison compare_runs(const store::Store& store, const SelectedPair& runs,
   out.baseline_spec = baseline_spec;
   out.candidate_spec = candidate_spec;
   out.policy = policy;
+  out.notes = runs.notes;
+  // The kernel suite's cases follow the runs' groups.
+  std::vector<GroupResult> kernel_groups =
+      detail::compare_kernel_results(store, runs.kernel_baseline, runs.kernel_candidate, policy,
+                                     baseline_spec, candidate_spec, out.notes, out.warnings);
+  auto finish = [&] {
+    for (GroupResult& g : kernel_groups)
+      out.groups.push_back(std::move(g));
+    return std::move(out);
+  };
+  const bool kernels_only = runs.baseline.empty() && runs.candidate.empty() &&
+                            !(runs.kernel_baseline.empty() && runs.kernel_candidate.empty());
+  if (kernels_only) return finish();
   if (runs.baseline.empty()) {
     out.notes.push_back(
         fmt::format("{} selects no runs: nothing to compare against", baseline_spec));
@@ -536,12 +654,12 @@ Comparison compare_runs(const store::Store& store, const SelectedPair& runs,
   if (runs.candidate.empty()) {
     out.notes.push_back(fmt::format("{} selects no runs: nothing to compare", candidate_spec));
   }
-  if (runs.baseline.empty() || runs.candidate.empty()) return out;
+  if (runs.baseline.empty() || runs.candidate.empty()) return finish();
 
   if (runs.baseline.size() == 1 && runs.candidate.size() == 1) {
     check_alike(runs.baseline, runs.candidate, policy, out.warnings);
     out.groups.push_back(compare_group(store, runs.baseline, runs.candidate, policy, out.notes));
-    return out;
+    return finish();
   }
   using Key = std::pair<std::string, std::string>;
   std::map<Key, std::pair<std::vector<store::RunRecord>, std::vector<store::RunRecord>>> groups;
@@ -559,7 +677,7 @@ Comparison compare_runs(const store::Store& store, const SelectedPair& runs,
     out.groups.push_back(
         compare_group(store, std::move(sides.first), std::move(sides.second), policy, out.notes));
   }
-  return out;
+  return finish();
 }
 
 }  // namespace lpbench::reports

@@ -15,9 +15,24 @@ namespace lpbench::reports {
 // configurations that differ).
 enum class Verdict { improved, regressed, same, unsure };
 
-enum class Metric { status, step_ms, tokens_per_s, peak_mem_gib, final_loss };
+// kernel_ms: a kernel suite case's time per call. speedup_vs_bf16 and loss_gap_vs_bf16 are the
+// tracked ratios: a recipe's speedup over the BF16 run (or a kernel's over its BF16 twin) of the
+// same sweep, and its final loss over that BF16 run's, minus 1; each is measured within one
+// night, so a ratio moves far less with the machine or the clock a night got than a time does.
+enum class Metric {
+  status,
+  step_ms,
+  tokens_per_s,
+  peak_mem_gib,
+  final_loss,
+  kernel_ms,
+  speedup_vs_bf16,
+  loss_gap_vs_bf16
+};
 std::string_view to_string(Metric metric);
-// FASTER / SLOWER for speed, BETTER / WORSE for status, memory and loss; SAME; UNSURE.
+bool is_speed(Metric metric);
+// FASTER / SLOWER for speed (times, tokens/s and speedups), BETTER / WORSE for status, memory and
+// loss; SAME; UNSURE.
 std::string_view verdict_word(Metric metric, Verdict verdict);
 
 // The thresholds a verdict is made with; every one is printed with the comparison.
@@ -39,12 +54,17 @@ struct MetricResult {
   std::string candidate;  // likewise
   std::string change;     // the change with its interval or tolerance, never bare
   std::string reason;     // why this verdict
+  // A regression across nights: the first night that reads as bad and the last good one before
+  // it, with their commits and the `git log` that lists what changed between them.
+  std::string culprit;
 };
 
-// One workload and recipe, measured on both sides.
+// One workload and recipe (or one kernel suite case), measured on both sides.
 struct GroupResult {
-  std::string workload;
-  std::string recipe;
+  enum class Kind { runs, kernel_results };
+  Kind kind = Kind::runs;
+  std::string workload;  // for a kernel case: "gemm llama2-7b qkv fprop 4096×12288×4096"
+  std::string recipe;    // for a kernel case: the recipe and its variant
   std::vector<int64_t> baseline_runs;
   std::vector<int64_t> candidate_runs;
   std::vector<MetricResult> metrics;
@@ -66,7 +86,11 @@ struct Comparison {
 };
 
 // Compares each workload and recipe present on both sides; when each side is one run, the two
-// runs, whatever their recipe (e.g. bf16 against int8-tensor). Runs that are not alike (another
+// runs, whatever their recipe (e.g. bf16 against int8-tensor). Kernel suite results are compared
+// per case (model, product, shape, recipe, variant) by the same statistics on their timed
+// samples. Across sweeps, each recipe's speedup over the BF16 run of its own sweep (and each
+// kernel's over its BF16 twin) and its loss gap to that run are compared night against nights,
+// and a regression names the night that introduced it. Runs that are not alike (another
 // workload, micro-batch × sequence length, depth or GPU model) are refused with an InputError
 // naming the difference, unless the policy allows them. A speed verdict needs the statistical
 // test and the speedup rule (reports/speedup.h) to agree, and no run measured under contention.

@@ -80,10 +80,22 @@ std::string render_compare_markdown(const Comparison& c) {
     }
   }
   if (any_reason) out += "\n";
+  bool any_culprit = false;
+  for (const GroupResult& g : c.groups) {
+    for (const MetricResult& m : g.metrics) {
+      if (m.culprit.empty()) continue;
+      if (!any_culprit) out += "Where it broke:\n\n";
+      any_culprit = true;
+      out +=
+          fmt::format("- {} · {} · {}: {}\n", g.workload, g.recipe, to_string(m.metric), m.culprit);
+    }
+  }
+  if (any_culprit) out += "\n";
   if (!c.groups.empty()) out += "Runs compared:\n\n";
   for (const GroupResult& g : c.groups) {
-    out += fmt::format("- {} · {}: baseline run {}, candidate run {}\n", g.workload, g.recipe,
-                       run_ids(g.baseline_runs), run_ids(g.candidate_runs));
+    const std::string_view what = g.kind == GroupResult::Kind::runs ? "run" : "kernel result";
+    out += fmt::format("- {} · {}: baseline {} {}, candidate {} {}\n", g.workload, g.recipe, what,
+                       run_ids(g.baseline_runs), what, run_ids(g.candidate_runs));
   }
   if (!c.notes.empty()) out += c.groups.empty() ? "Notes:\n\n" : "\nNotes:\n\n";
   for (const std::string& note : c.notes)
@@ -104,9 +116,16 @@ std::string render_compare_markdown(const Comparison& c) {
       "unless --allow-mismatch is given. Peak memory: "
       "±{:.0f} % of the baseline's peaks. Final loss (mean of the last {:.0f} % of steps): a "
       "parity band of ±{:.0f} % (wider where the baseline's runs spread more), for runs trained "
-      "alike.\n",
+      "alike. Kernel suite cases are judged like step times, on their timed samples. Across "
+      "nights, each recipe's speedup over the BF16 run of its own sweep (and each kernel's over "
+      "its BF16 twin) is tracked too: SLOWER when it falls below every baseline night's by at "
+      "least {:.0f} % with its own range below their median (three nights needed); and its "
+      "loss gap to that BF16 run: WORSE when it grows beyond every baseline night's by more "
+      "than {:.0f} points. A regression across nights names the first bad night and the last "
+      "good one, with the `git log` between their commits.\n",
       100.0 * (1.0 - p.alpha), 100.0 * p.min_effect, 100.0 * p.min_effect, p.min_samples,
-      100.0 * p.memory_tolerance, 100.0 * kFinalLossShare, 100.0 * p.loss_band);
+      100.0 * p.memory_tolerance, 100.0 * kFinalLossShare, 100.0 * p.loss_band,
+      100.0 * p.min_effect, 100.0 * p.loss_band);
   return out;
 }
 
@@ -120,6 +139,7 @@ std::string render_compare_junit(const Comparison& c) {
       std::string summary =
           fmt::format("{}: {}; baseline {}; candidate {}; {}", verdict_word(m.metric, m.verdict),
                       m.change, m.baseline, m.candidate, m.reason);
+      if (!m.culprit.empty()) summary += "; " + m.culprit;
       for (const std::string& warning : c.warnings)
         summary = fmt::format("WARNING (--allow-mismatch): {}. {}", warning, summary);
       cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\">",

@@ -64,8 +64,23 @@ void append_runs(std::vector<store::RunRecord>& out, std::vector<store::RunRecor
     out.push_back(std::move(r));
 }
 
+// The nightly sweeps of this host, in id order.
+std::vector<store::SweepRecord> nightly_sweeps(const store::Store& store) {
+  store::SweepQuery query;
+  query.label = std::string(kNightlyLabel);
+  query.host = env::host_name();
+  return store.sweeps(query);
+}
+
+// What a nightly side left out because the other side ran on other GPU models.
+struct LeftOut {
+  std::set<std::string> models;
+  int64_t count = 0;
+};
+
 std::vector<store::RunRecord> resolve(const store::Store& store, const Selection& s,
-                                      const std::set<int64_t>& exclude) {
+                                      const std::set<int64_t>& exclude,
+                                      const std::set<std::string>& gpu_models, LeftOut& left_out) {
   std::vector<store::RunRecord> out;
   switch (s.kind) {
     case Selection::Kind::sweeps:
@@ -102,11 +117,8 @@ std::vector<store::RunRecord> resolve(const store::Store& store, const Selection
       break;
     }
     case Selection::Kind::nightly: {
-      store::SweepQuery query;
-      query.label = std::string(kNightlyLabel);
-      query.host = env::host_name();
       std::vector<store::RunRecord> all;
-      for (const store::SweepRecord& sweep : store.sweeps(query))
+      for (const store::SweepRecord& sweep : nightly_sweeps(store))
         append_runs(all, store.runs(sweep.id));
       // Newest first, then the first N of each workload and recipe.
       std::sort(all.begin(), all.end(),
@@ -114,6 +126,11 @@ std::vector<store::RunRecord> resolve(const store::Store& store, const Selection
       std::map<std::pair<std::string, std::string>, int64_t> taken;
       for (store::RunRecord& run : all) {
         if (exclude.count(run.id)) continue;
+        if (!gpu_models.empty() && !gpu_models.count(gpu_model(run))) {
+          left_out.models.insert(gpu_model(run));
+          ++left_out.count;
+          continue;
+        }
         int64_t& n = taken[{run.workload, run.recipe}];
         if (n >= s.count) continue;
         ++n;
@@ -131,11 +148,73 @@ std::vector<store::RunRecord> resolve(const store::Store& store, const Selection
   return out;
 }
 
-std::set<int64_t> ids_of(const std::vector<store::RunRecord>& runs) {
+// The kernel results a selection picks, in id order (see SelectedPair).
+std::vector<store::KernelResultRecord> resolve_kernels(const store::Store& store,
+                                                       const Selection& s,
+                                                       const std::set<int64_t>& exclude,
+                                                       const std::set<std::string>& gpu_models,
+                                                       LeftOut& left_out) {
+  std::vector<store::KernelResultRecord> out;
+  auto append = [&](int64_t sweep) {
+    for (store::KernelResultRecord& k : store.kernel_results(sweep))
+      out.push_back(std::move(k));
+  };
+  switch (s.kind) {
+    case Selection::Kind::sweeps:
+      for (int64_t id : s.ids)
+        append(id);
+      break;
+    case Selection::Kind::runs:
+    case Selection::Kind::commit:
+      break;
+    case Selection::Kind::since: {
+      store::SweepQuery query;
+      query.host = env::host_name();
+      query.started_from = s.text;
+      for (const store::SweepRecord& sweep : store.sweeps(query))
+        append(sweep.id);
+      break;
+    }
+    case Selection::Kind::nightly: {
+      std::vector<store::KernelResultRecord> all;
+      for (const store::SweepRecord& sweep : nightly_sweeps(store))
+        for (store::KernelResultRecord& k : store.kernel_results(sweep.id))
+          all.push_back(std::move(k));
+      std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
+      std::map<std::string, int64_t> taken;
+      for (store::KernelResultRecord& k : all) {
+        if (exclude.count(k.id)) continue;
+        if (!gpu_models.empty() && !gpu_models.count(gpu_model(k))) {
+          left_out.models.insert(gpu_model(k));
+          ++left_out.count;
+          continue;
+        }
+        int64_t& n = taken[k.name];
+        if (n >= s.count) continue;
+        ++n;
+        out.push_back(std::move(k));
+      }
+      std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+      break;
+    }
+  }
+  return out;
+}
+
+template <typename Record>
+std::set<int64_t> ids_of(const std::vector<Record>& records) {
   std::set<int64_t> ids;
-  for (const store::RunRecord& r : runs)
+  for (const Record& r : records)
     ids.insert(r.id);
   return ids;
+}
+
+template <typename Record>
+std::set<std::string> gpu_models_of(const std::vector<Record>& records) {
+  std::set<std::string> models;
+  for (const Record& r : records)
+    models.insert(gpu_model(r));
+  return models;
 }
 
 }  // namespace
@@ -184,17 +263,48 @@ std::string parse_since(std::string_view time, std::string_view flag) {
   return std::string(time.back() == 'Z' ? time.substr(0, time.size() - 1) : time);
 }
 
+std::string gpu_model(const store::RunRecord& run) {
+  return run.provenance.gpu_name.value_or(run.device == "cpu" ? "the CPU" : run.device);
+}
+
+std::string gpu_model(const store::KernelResultRecord& result) {
+  return result.gpu_name.value_or("the CPU");
+}
+
 SelectedPair select_runs(const store::Store& store, const Selection& baseline,
                          const Selection& candidate) {
   SelectedPair pair;
   const bool baseline_last =
       baseline.kind == Selection::Kind::nightly || candidate.kind != Selection::Kind::nightly;
-  if (baseline_last) {
-    pair.candidate = resolve(store, candidate, {});
-    pair.baseline = resolve(store, baseline, ids_of(pair.candidate));
-  } else {
-    pair.baseline = resolve(store, baseline, {});
-    pair.candidate = resolve(store, candidate, ids_of(pair.baseline));
+  const Selection& first = baseline_last ? candidate : baseline;
+  const Selection& last = baseline_last ? baseline : candidate;
+  auto& first_runs = baseline_last ? pair.candidate : pair.baseline;
+  auto& last_runs = baseline_last ? pair.baseline : pair.candidate;
+  auto& first_kernels = baseline_last ? pair.kernel_candidate : pair.kernel_baseline;
+  auto& last_kernels = baseline_last ? pair.kernel_baseline : pair.kernel_candidate;
+
+  LeftOut unused;
+  first_runs = resolve(store, first, {}, {}, unused);
+  first_kernels = resolve_kernels(store, first, {}, {}, unused);
+  // A nightly side follows the GPU models the other side ran on.
+  std::set<std::string> models = gpu_models_of(first_runs);
+  for (const std::string& m : gpu_models_of(first_kernels))
+    models.insert(m);
+  LeftOut left_out;
+  last_runs = resolve(store, last, ids_of(first_runs), models, left_out);
+  last_kernels = resolve_kernels(store, last, ids_of(first_kernels), models, left_out);
+  if (left_out.count > 0) {
+    std::string others;
+    for (const std::string& m : left_out.models)
+      others += (others.empty() ? "" : ", ") + m;
+    std::string mine;
+    for (const std::string& m : models)
+      mine += (mine.empty() ? "" : ", ") + m;
+    pair.notes.push_back(fmt::format(
+        "{}: {} result{} measured on {} left out, as {} ran on {}: a GPU model starts its own "
+        "series{}",
+        last.spec, left_out.count, left_out.count == 1 ? "" : "s", others, first.spec, mine,
+        last_runs.empty() && last_kernels.empty() ? ", and this is the first night of it" : ""));
   }
   return pair;
 }

@@ -205,6 +205,17 @@ ALTER TABLE kernel_results ADD COLUMN cpu_ms REAL;         -- this process's CPU
 ALTER TABLE kernel_results ADD COLUMN repetitions INTEGER; -- Google Benchmark repetitions pooled
 )sql";
 
+// Version 6: the kernel suite's timed samples, so that `compare` judges a kernel by the same
+// statistics as a step (a U test on the samples, not only the stored median).
+constexpr std::string_view kSchemaV6 = R"sql(
+CREATE TABLE kernel_samples (
+  result_id  INTEGER NOT NULL REFERENCES kernel_results(id),
+  idx        INTEGER NOT NULL,  -- in the order timed
+  ms         REAL NOT NULL,
+  PRIMARY KEY (result_id, idx)
+) WITHOUT ROWID;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -214,6 +225,7 @@ const std::vector<Migration>& migrations() {
       {3, "step_metrics", kSchemaV3},
       {4, "regions, device_samples, run_artifacts, kernel_results, runs.clock_fell", kSchemaV4},
       {5, "load_samples, runs.contention, kernel mean, CPU time and repetitions", kSchemaV5},
+      {6, "kernel_samples", kSchemaV6},
   };
   return list;
 }

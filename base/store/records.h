@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/env/provenance.h"
 
@@ -163,6 +164,9 @@ struct KernelResultRecord {
   std::optional<double> mean_ms;       // over the timed calls
   std::optional<double> cpu_ms;        // this process's CPU time per call (Google Benchmark's)
   std::optional<int64_t> repetitions;  // Google Benchmark repetitions pooled into the samples
+  // The timed samples themselves, written with the row; `kernel_results()` leaves this empty
+  // (reports read the summary), `kernel_samples(id)` reads them.
+  std::vector<double> samples_ms;
 };
 
 struct ModuleRecord {

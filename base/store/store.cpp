@@ -215,14 +215,21 @@ std::string insert_sql(std::string_view verb, std::string_view table, std::strin
 }
 
 // One row, in its own transaction; returns its rowid.
+// INSERT one row inside a transaction the caller holds; returns its id.
+template <typename... Values>
+int64_t insert_row_unlocked(Connection& connection, std::string_view table,
+                            std::string_view columns, const Values&... values) {
+  Statement(connection, insert_sql("INSERT", table, columns, sizeof...(Values)))
+      .bind_all(values...)
+      .run();
+  return connection.last_insert_rowid();
+}
+
 template <typename... Values>
 int64_t insert_row(Connection& connection, std::string_view table, std::string_view columns,
                    const Values&... values) {
   Transaction transaction(connection);
-  Statement(connection, insert_sql("INSERT", table, columns, sizeof...(Values)))
-      .bind_all(values...)
-      .run();
-  const int64_t id = connection.last_insert_rowid();
+  const int64_t id = insert_row_unlocked(connection, table, columns, values...);
   transaction.commit();
   return id;
 }
@@ -446,14 +453,31 @@ void Store::set_contention(int64_t run_id, const std::optional<std::string>& con
 }
 
 int64_t Store::add_kernel_result(const KernelResultRecord& k) {
-  return insert_row(connection_, "kernel_results",
-                    "sweep_id, name, op, model, part, gemm, recipe, variant, backend, m, n, k, "
-                    "status, reason, samples, median_ms, p10_ms, p90_ms, tflops, gb_s, gpu_name, "
-                    "config_json, mean_ms, cpu_ms, repetitions",
-                    k.sweep_id, k.name, k.op, k.model, k.part, k.gemm, k.recipe, k.variant,
-                    k.backend, k.m, k.n, k.k, k.status, k.reason, k.samples, k.median_ms, k.p10_ms,
-                    k.p90_ms, k.tflops, k.gb_s, k.gpu_name, k.config_json, k.mean_ms, k.cpu_ms,
-                    k.repetitions);
+  Transaction transaction(connection_);
+  const int64_t id = insert_row_unlocked(
+      connection_, "kernel_results",
+      "sweep_id, name, op, model, part, gemm, recipe, variant, backend, m, n, k, "
+      "status, reason, samples, median_ms, p10_ms, p90_ms, tflops, gb_s, gpu_name, "
+      "config_json, mean_ms, cpu_ms, repetitions",
+      k.sweep_id, k.name, k.op, k.model, k.part, k.gemm, k.recipe, k.variant, k.backend, k.m, k.n,
+      k.k, k.status, k.reason, k.samples, k.median_ms, k.p10_ms, k.p90_ms, k.tflops, k.gb_s,
+      k.gpu_name, k.config_json, k.mean_ms, k.cpu_ms, k.repetitions);
+  Statement insert(connection_, insert_sql("INSERT", "kernel_samples", "result_id, idx, ms", 3));
+  for (size_t i = 0; i < k.samples_ms.size(); ++i) {
+    insert.bind_all(id, static_cast<int64_t>(i), k.samples_ms[i]);
+    insert.run();
+  }
+  transaction.commit();
+  return id;
+}
+
+std::vector<double> Store::kernel_samples(int64_t result_id) const {
+  std::vector<double> out;
+  Statement query(connection_, "SELECT ms FROM kernel_samples WHERE result_id = ? ORDER BY idx");
+  query.bind(1, result_id);
+  while (query.step())
+    out.push_back(Columns(query).real());
+  return out;
 }
 
 void Store::finish_run(int64_t run_id, RunStatus status, const std::optional<std::string>& error) {

@@ -46,6 +46,7 @@ class Store {
   int64_t add_artifact(const ArtifactRecord& artifact);
   void set_clock_fell(int64_t run_id, bool fell);
   void set_contention(int64_t run_id, const std::optional<std::string>& contention);
+  // The row and its samples_ms, in one transaction.
   int64_t add_kernel_result(const KernelResultRecord& result);
   void finish_run(int64_t run_id, RunStatus status, const std::optional<std::string>& error);
   // Marks `running` runs of this host whose process is gone as interrupted; returns how many.
@@ -73,6 +74,8 @@ class Store {
   std::vector<ArtifactRecord> artifacts(int64_t run_id) const;
   std::vector<KernelResultRecord> kernel_results(
       std::optional<int64_t> sweep_id = std::nullopt) const;
+  // A kernel result's timed samples in the order timed; empty for rows written before schema 6.
+  std::vector<double> kernel_samples(int64_t result_id) const;
 
  private:
   explicit Store(Connection connection) : connection_(std::move(connection)) {}

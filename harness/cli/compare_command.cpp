@@ -49,8 +49,9 @@ void add_compare_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<CompareOptions>();
   CLI::App* compare = app.add_subcommand(
       "compare",
-      "Compare a candidate with a baseline per workload, recipe and metric; exit 0: no "
-      "regression, 1: a regression, 3: not enough data to decide, 2: bad input");
+      "Compare a candidate with a baseline per workload and recipe (and per kernel suite case) "
+      "and metric, with each recipe's speedup over BF16 and loss gap tracked across nights; "
+      "exit 0: no regression, 1: a regression, 3: not enough data to decide, 2: bad input");
   compare
       ->add_option("--baseline", options->baseline,
                    "sweep:ID[,ID…], run:ID[,ID…], commit:SHA, nightly:N (the last N nightly runs "

@@ -30,10 +30,18 @@ void check_label(const std::string& label) {
 }
 
 int execute(const config::RunConfig& config, const std::optional<std::string>& label,
-            const std::string& command_line) {
+            const std::string& command_line, bool dry_run) {
   // Everything is checked before the database is opened: bad input changes nothing.
   if (label) check_label(*label);
   const config::ResolvedRun run = config::resolve(config);
+  if (dry_run) {
+    fmt::print(
+        "lpbench run --dry-run: the arguments are valid: {} workload{} × {} recipe{} "
+        "would run on {} (nothing ran; {} was not opened)\n",
+        run.workloads.size(), run.workloads.size() == 1 ? "" : "s", run.recipes.size(),
+        run.recipes.size() == 1 ? "" : "s", run.device.str(), config.db);
+    return 0;
+  }
   store::Store store = store::Store::open(config.db, store::Store::Mode::write);
   const runner::SweepOutcome outcome = runner::run_sweep(run, store, command_line, label);
 
@@ -55,12 +63,16 @@ void add_run_command(CLI::App& app, Action& action, const std::string& command_l
   CLI::Option* label_option = add_run_flags(*run, *config, *label);
   auto diagnostics = std::make_shared<DiagnosticsOption>();
   diagnostics->add_to(*run);
-  run->callback([&action, config, label, label_option, diagnostics, command_line] {
+  auto dry_run = std::make_shared<bool>(false);
+  run->add_flag("--dry-run", *dry_run,
+                "Check every argument as a run would (workload, recipes, memory plan, label) and "
+                "exit 0 without running anything or opening the database");
+  run->callback([&action, config, label, label_option, diagnostics, command_line, dry_run] {
     std::optional<std::string> chosen;
     if (label_option->count() > 0) chosen = *label;
-    action = [config, chosen, diagnostics, command_line] {
+    action = [config, chosen, diagnostics, command_line, dry_run] {
       config->diagnostics_every = diagnostics->every();
-      return execute(*config, chosen, command_line);
+      return execute(*config, chosen, command_line, *dry_run);
     };
   });
 }

@@ -64,6 +64,7 @@ store::KernelResultRecord make_record(const KernelCase& c, const CaseOutcome& ou
     r.reason = "no timed iteration was recorded";
   }
   r.samples = static_cast<int64_t>(outcome.samples_ms.size());
+  r.samples_ms = outcome.samples_ms;
   r.repetitions = outcome.repetitions_seen;
   if (timed) {
     const stats::Summary s = stats::summarize(outcome.samples_ms);

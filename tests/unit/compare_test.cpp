@@ -3,12 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 
 #include "base/env/process.h"
 #include "base/errors.h"
 #include "base/store/store.h"
 #include "reports/compare.h"
+#include "reports/compare_parts.h"
 #include "reports/compare_render.h"
 #include "reports/selection.h"
 #include "tests/support/temp_dir.h"
@@ -80,6 +82,56 @@ class History {
     const Selection b = parse_selection(baseline, "--baseline");
     const Selection c = parse_selection(candidate, "--candidate");
     return compare_runs(store_, select_runs(store_, b, c), baseline, candidate, policy);
+  }
+
+  // One kernel suite case: the qkv fprop GEMM of llama2-7b at 4096 tokens under `recipe`.
+  struct KernelSpec {
+    std::string recipe = "bf16";
+    double median_ms = 1.0;
+    double noise_ms = 0.005;
+    std::string status = "ok";
+    std::string gpu = "NVIDIA H100";
+    std::string commit = "0123456789abcdef";
+  };
+
+  // One `lpbench gemm` sweep with a result per spec; returns the sweep's id.
+  int64_t kernel_sweep(const std::vector<KernelSpec>& cases,
+                       std::optional<std::string> label = "nightly") {
+    const int64_t id = store_.add_sweep({0, fmt::format("2026-11-{:02d}T03:00:00.000Z", ++day_),
+                                         "lpbench gemm", env::host_name(), "0", label});
+    for (const KernelSpec& spec : cases) {
+      store::KernelResultRecord k;
+      k.sweep_id = id;
+      const bool quantized = spec.recipe != "bf16";
+      k.name = fmt::format("gemm/llama2-7b/qkv/fprop/T4096/{}{}", spec.recipe,
+                           quantized ? "/with_quantization" : "");
+      k.op = "gemm";
+      k.model = "llama2-7b";
+      k.part = "qkv";
+      k.gemm = "fprop";
+      k.recipe = spec.recipe;
+      k.variant = quantized ? "with_quantization" : "none";
+      k.backend = quantized ? "wgmma" : "cublas";
+      k.m = 4096, k.n = 12288, k.k = 4096;
+      k.status = spec.status;
+      k.gpu_name = spec.gpu;
+      k.config_json = fmt::format(R"({{"git_commit":"{}"}})", spec.commit);
+      if (spec.status == "ok") {
+        std::normal_distribution<double> noise(spec.median_ms, spec.noise_ms);
+        for (int i = 0; i < 30; ++i)
+          k.samples_ms.push_back(noise(rng_));
+        std::vector<double> sorted = k.samples_ms;
+        std::sort(sorted.begin(), sorted.end());
+        k.samples = 30;
+        k.median_ms = sorted[15];
+        k.p10_ms = sorted[3];
+        k.p90_ms = sorted[27];
+      } else {
+        k.reason = "validation: error 0.5 beyond tolerance 0.01";
+      }
+      store_.add_kernel_result(k);
+    }
+    return id;
   }
 
   store::Store& store() { return store_; }
@@ -380,6 +432,219 @@ TEST(Selection, MissingIdsAreInputErrors) {
   EXPECT_THROW(
       select_runs(h.store(), parse_selection("run:9", "--b"), parse_selection("sweep:1", "--c")),
       InputError);
+}
+
+const GroupResult& group_of(const Comparison& c, const std::string& recipe_prefix) {
+  for (const GroupResult& g : c.groups) {
+    if (g.recipe.rfind(recipe_prefix, 0) == 0) return g;
+  }
+  throw std::runtime_error("no group of " + recipe_prefix);
+}
+
+const MetricResult& metric_of(const GroupResult& g, Metric m) {
+  for (const MetricResult& r : g.metrics) {
+    if (r.metric == m) return r;
+  }
+  throw std::runtime_error("metric not compared");
+}
+
+// A kernel case is judged like a step, on its samples; its speedup over its BF16 twin is tracked
+// night to night, and the regression names the night and the commits between which it came.
+TEST(NightlyKernels, ASlowerKernelIsSlowerWithItsRatioAndTheNightThatBrokeIt) {
+  History h;
+  for (int night = 0; night < 3; ++night)
+    h.kernel_sweep({{"bf16", 1.0}, {"int8-tensor", 0.6}});
+  History::KernelSpec slow{"int8-tensor", 0.8};
+  slow.commit = "badc0ffee000";
+  History::KernelSpec twin{"bf16", 1.0};
+  twin.commit = "badc0ffee000";
+  const int64_t tonight = h.kernel_sweep({twin, slow});
+  const Comparison c = h.compare("nightly:7", fmt::format("sweep:{}", tonight));
+  ASSERT_EQ(c.groups.size(), 2U);
+  const GroupResult& bf16 = group_of(c, "bf16");
+  EXPECT_EQ(bf16.kind, GroupResult::Kind::kernel_results);
+  EXPECT_EQ(metric_of(bf16, Metric::kernel_ms).verdict, Verdict::same);
+  const GroupResult& int8 = group_of(c, "int8-tensor");
+  EXPECT_EQ(int8.baseline_runs.size(), 3U);
+  const MetricResult& time = metric_of(int8, Metric::kernel_ms);
+  EXPECT_EQ(time.verdict, Verdict::regressed) << time.reason;
+  const MetricResult& ratio = metric_of(int8, Metric::speedup_vs_bf16);
+  EXPECT_EQ(ratio.verdict, Verdict::regressed) << ratio.reason << " " << ratio.change;
+  EXPECT_NE(ratio.baseline.find("1.66"), std::string::npos) << ratio.baseline;  // 1.0 / 0.6
+  EXPECT_NE(time.culprit.find(fmt::format("first bad night sweep {}", tonight)), std::string::npos)
+      << time.culprit;
+  EXPECT_NE(time.culprit.find("git log 0123456789ab..badc0ffee000"), std::string::npos)
+      << time.culprit;
+  EXPECT_EQ(c.exit_code(), 1);
+  const std::string md = render_compare_markdown(c);
+  EXPECT_NE(md.find("Where it broke"), std::string::npos) << md;
+  EXPECT_NE(md.find("speedup over bf16"), std::string::npos) << md;
+  EXPECT_NE(md.find("baseline kernel result"), std::string::npos) << md;
+  const std::string junit = render_compare_junit(c);
+  EXPECT_NE(junit.find("git log 0123456789ab..badc0ffee000"), std::string::npos) << junit;
+}
+
+TEST(NightlyKernels, ACaseThatFailsTonightIsARegression) {
+  History h;
+  for (int night = 0; night < 3; ++night)
+    h.kernel_sweep({{"int8-tensor", 0.6}});
+  History::KernelSpec broken{"int8-tensor"};
+  broken.status = "failed";
+  const int64_t tonight = h.kernel_sweep({broken});
+  const Comparison c = h.compare("nightly:7", fmt::format("sweep:{}", tonight));
+  ASSERT_EQ(c.groups.size(), 1U);
+  EXPECT_EQ(metric_of(c.groups[0], Metric::status).verdict, Verdict::regressed);
+  EXPECT_NE(metric_of(c.groups[0], Metric::status).candidate.find("validation"), std::string::npos);
+  EXPECT_EQ(c.exit_code(), 1);
+}
+
+// nightly:N takes the last N results of each case, and leaves tonight's out.
+TEST(NightlyKernels, TheBaselineIsTheLastNResultsOfEachCase) {
+  History h;
+  for (int night = 0; night < 5; ++night)
+    h.kernel_sweep({{"bf16", 1.0}});
+  const int64_t tonight = h.kernel_sweep({{"bf16", 1.0}});
+  const SelectedPair pair = select_runs(h.store(), parse_selection("nightly:3", "--baseline"),
+                                        parse_selection(fmt::format("sweep:{}", tonight), "-c"));
+  ASSERT_EQ(pair.kernel_baseline.size(), 3U);
+  ASSERT_EQ(pair.kernel_candidate.size(), 1U);
+  for (const store::KernelResultRecord& k : pair.kernel_baseline) {
+    EXPECT_GE(k.sweep_id, tonight - 3);
+    EXPECT_LT(k.sweep_id, tonight);
+  }
+  EXPECT_EQ(h.store().kernel_samples(pair.kernel_candidate[0].id).size(), 30U);
+}
+
+// A night on a slower machine slows every recipe alike: the times read SLOWER, the speedup,
+// measured within the night, does not move.
+TEST(NightlyRatios, AMachineSlowerForEveryRecipeMovesTimesButNotTheSpeedup) {
+  History h;
+  History::RunSpec bf16, int8;
+  int8.recipe = "int8-tensor";
+  int8.median_ms = 80.0;
+  for (int night = 0; night < 3; ++night)
+    h.sweep({bf16, int8});
+  bf16.median_ms = 110.0;
+  int8.median_ms = 88.0;
+  const int64_t tonight = h.sweep({bf16, int8});
+  const Comparison c = h.compare("nightly:7", fmt::format("sweep:{}", tonight));
+  const GroupResult& g = group_of(c, "int8-tensor");
+  EXPECT_EQ(metric_of(g, Metric::step_ms).verdict, Verdict::regressed);
+  const MetricResult& ratio = metric_of(g, Metric::speedup_vs_bf16);
+  EXPECT_EQ(ratio.verdict, Verdict::same) << ratio.change << " " << ratio.reason;
+  EXPECT_TRUE(ratio.culprit.empty());
+  EXPECT_THROW(metric_of(group_of(c, "bf16"), Metric::speedup_vs_bf16), std::runtime_error);
+}
+
+TEST(NightlyRatios, ARecipeThatAloneSlowsLosesItsSpeedupAndNamesTheNight) {
+  History h;
+  History::RunSpec bf16, int8;
+  int8.recipe = "int8-tensor";
+  int8.median_ms = 80.0;
+  for (int night = 0; night < 3; ++night)
+    h.sweep({bf16, int8});
+  int8.median_ms = 95.0;
+  int8.commit = "feedface1234";
+  bf16.commit = "feedface1234";
+  const int64_t tonight = h.sweep({bf16, int8});
+  const Comparison c = h.compare("nightly:7", fmt::format("sweep:{}", tonight));
+  const MetricResult& ratio = metric_of(group_of(c, "int8-tensor"), Metric::speedup_vs_bf16);
+  EXPECT_EQ(ratio.verdict, Verdict::regressed) << ratio.change << " " << ratio.reason;
+  EXPECT_NE(ratio.culprit.find("git log 0123456789ab..feedface1234"), std::string::npos)
+      << ratio.culprit;
+  EXPECT_EQ(c.exit_code(), 1);
+}
+
+TEST(NightlyRatios, TwoEarlierNightsAreTooFewForASpeedupVerdict) {
+  History h;
+  History::RunSpec bf16, int8;
+  int8.recipe = "int8-tensor";
+  int8.median_ms = 80.0;
+  for (int night = 0; night < 2; ++night)
+    h.sweep({bf16, int8});
+  int8.median_ms = 95.0;
+  const int64_t tonight = h.sweep({bf16, int8});
+  const Comparison c = h.compare("nightly:7", fmt::format("sweep:{}", tonight));
+  const MetricResult& ratio = metric_of(group_of(c, "int8-tensor"), Metric::speedup_vs_bf16);
+  EXPECT_EQ(ratio.verdict, Verdict::unsure);
+  EXPECT_NE(ratio.reason.find("3 needed"), std::string::npos) << ratio.reason;
+}
+
+TEST(NightlyRatios, ALossGapToBf16ThatGrowsIsWorse) {
+  History h;
+  History::RunSpec bf16, int8;
+  int8.recipe = "int8-tensor";
+  int8.median_ms = 80.0;
+  int8.loss = 2.02;  // 1 % above BF16's 2.0
+  for (int night = 0; night < 3; ++night)
+    h.sweep({bf16, int8});
+  int8.loss = 2.2;  // 10 %
+  const int64_t tonight = h.sweep({bf16, int8});
+  const Comparison c = h.compare("nightly:7", fmt::format("sweep:{}", tonight));
+  const MetricResult& gap = metric_of(group_of(c, "int8-tensor"), Metric::loss_gap_vs_bf16);
+  EXPECT_EQ(gap.verdict, Verdict::regressed) << gap.change << " " << gap.reason;
+  EXPECT_EQ(verdict_word(Metric::loss_gap_vs_bf16, gap.verdict), "WORSE");
+  EXPECT_NE(gap.baseline.find("+1.00 %"), std::string::npos) << gap.baseline;
+  EXPECT_NE(gap.candidate.find("+10.00 %"), std::string::npos) << gap.candidate;
+}
+
+// A night on a GPU model the history never ran on is not judged against another GPU: it starts
+// its own series, and compare says so (not enough data, exit 3).
+TEST(NightlySeries, ANightOnAnotherGpuModelStartsANewSeries) {
+  History h;
+  five_nights(h);
+  History::RunSpec other;
+  other.gpu = "NVIDIA H200";
+  const int64_t tonight = h.sweep({other});
+  const Comparison c = h.compare("nightly:7", fmt::format("since:2026-11-{:02d}T00:00:00Z", 6));
+  EXPECT_TRUE(c.groups.empty());
+  bool said = false;
+  for (const std::string& note : c.notes)
+    said = said || (note.find("starts its own series") != std::string::npos &&
+                    note.find("NVIDIA H200") != std::string::npos);
+  EXPECT_TRUE(said) << render_compare_markdown(c);
+  EXPECT_EQ(c.exit_code(), 3);
+  (void)tonight;
+}
+
+TEST(NightlySeries, ARunThatFailsTonightNamesTheNightItBegan) {
+  History h;
+  for (int night = 0; night < 3; ++night)
+    h.sweep({{}});
+  History::RunSpec broken;
+  broken.status = store::RunStatus::diverged;
+  broken.commit = "deadbeef0000";
+  const int64_t tonight = h.sweep({broken});
+  const Comparison c = h.compare("nightly:7", fmt::format("sweep:{}", tonight));
+  const MetricResult& status = metric(c, Metric::status);
+  EXPECT_EQ(status.verdict, Verdict::regressed);
+  EXPECT_NE(status.culprit.find(fmt::format("first bad night sweep {}", tonight)),
+            std::string::npos)
+      << status.culprit;
+  EXPECT_NE(status.culprit.find("git log 0123456789ab..deadbeef0000"), std::string::npos)
+      << status.culprit;
+}
+
+// The first bad night is the earliest of the bad nights that run up to tonight.
+TEST(FirstBadNight, NamesTheEarliestOfTheTrailingBadNights) {
+  using detail::Night;
+  std::vector<Night> history;
+  const std::vector<double> values{100, 101, 99, 100, 120, 121};
+  for (size_t i = 0; i < values.size(); ++i) {
+    const std::string commit = fmt::format("c{}000000", i);
+    history.push_back({static_cast<int64_t>(i + 1), fmt::format("2026-11-{:02d}T03:00", i + 1),
+                       commit, values[i], values[i], values[i]});
+  }
+  const Night tonight{7, "2026-11-07T03:00", "c6000000", 122, 122, 122};
+  const std::string text = detail::name_first_bad_night(history, {tonight});
+  EXPECT_NE(text.find("first bad night sweep 5"), std::string::npos) << text;
+  EXPECT_NE(text.find("last good night sweep 4"), std::string::npos) << text;
+  EXPECT_NE(text.find("git log c3000000..c4000000"), std::string::npos) << text;
+
+  history[4].commit = history[3].commit;  // nothing changed in the code between them
+  EXPECT_NE(detail::name_first_bad_night(history, {tonight}).find("same commit"),
+            std::string::npos);
+  EXPECT_TRUE(detail::name_first_bad_night({}, {tonight}).empty());
 }
 
 }  // namespace

@@ -106,6 +106,10 @@ def night(number, suite):
     environment = dict(os.environ)
     environment.update({k: expand(str(v), number, suite) for k, v in env.items()})
     environment["LPBENCH_BIN"] = LPBENCH  # built once, not on every night of the test
+    # A runner with torch installed already: setup finds it rather than downloading it again.
+    venv_python = os.path.join(ROOT, ".venv/bin/python3")
+    if os.path.exists(venv_python):
+        environment.setdefault("LPBENCH_PYTHON", venv_python)
     codes = []
     failed = False
     for s in steps:

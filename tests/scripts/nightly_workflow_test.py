@@ -99,7 +99,7 @@ def expand(text, night, suite):
     return re.sub(r"\$\{\{([^}]*)\}\}", one, text)
 
 
-def night(number, suite):
+def night(number, suite, path=None):
     """Runs the job's steps in order; returns (exit code of each step, the artifact folder)."""
     clone = os.path.join(work, f"night{number}")
     artifacts = os.path.join(work, f"artifacts{number}")
@@ -110,6 +110,8 @@ def night(number, suite):
     venv_python = os.path.join(ROOT, ".venv/bin/python3")
     if os.path.exists(venv_python):
         environment.setdefault("LPBENCH_PYTHON", venv_python)
+    if path:
+        environment["PATH"] = path
     codes = []
     failed = False
     for s in steps:
@@ -183,6 +185,22 @@ check("night 3 still publishes and keeps the database", codes[4] == 0 and codes[
       str(codes))
 check("night 3 ran nothing: the database is as night 2 left it", nightly_sweeps(3) == 4,
       str(nightly_sweeps(3)))
+
+# A runner without gnuplot: the night still publishes its tables (report.md) and is not broken.
+no_gnuplot = os.path.join(work, "bin-without-gnuplot")
+os.makedirs(no_gnuplot)
+for folder in os.environ["PATH"].split(os.pathsep):
+    if not os.path.isdir(folder):
+        continue
+    for name in os.listdir(folder):
+        target = os.path.join(no_gnuplot, name)
+        if not name.startswith("gnuplot") and not os.path.lexists(target):
+            os.symlink(os.path.join(folder, name), target)
+codes, report = night(4, tiny, path=no_gnuplot)
+check("night 4 without gnuplot: every step ends 0", codes == [0] * 6, str(codes))
+check("night 4 publishes its tables without charts",
+      os.path.exists(os.path.join(report, "report.md"))
+      and not os.path.exists(os.path.join(report, "report.html")))
 
 shutil.rmtree(work, ignore_errors=True)
 if failures:

@@ -72,6 +72,17 @@ std::vector<store::SweepRecord> nightly_sweeps(const store::Store& store) {
   return store.sweeps(query);
 }
 
+// The sweeps of this host started at or after a since: selection's time, in id order.
+std::vector<int64_t> since_sweeps(const store::Store& store, const Selection& s) {
+  store::SweepQuery query;
+  query.host = env::host_name();
+  query.started_from = s.text;
+  std::vector<int64_t> ids;
+  for (const store::SweepRecord& sweep : store.sweeps(query))
+    ids.push_back(sweep.id);
+  return ids;
+}
+
 // What a nightly side left out because the other side ran on other GPU models.
 struct LeftOut {
   std::set<std::string> models;
@@ -108,14 +119,10 @@ std::vector<store::RunRecord> resolve(const store::Store& store, const Selection
     case Selection::Kind::commit:
       out = store.runs_of_commit(s.text);
       break;
-    case Selection::Kind::since: {
-      store::SweepQuery query;
-      query.host = env::host_name();
-      query.started_from = s.text;
-      for (const store::SweepRecord& sweep : store.sweeps(query))
-        append_runs(out, store.runs(sweep.id));
+    case Selection::Kind::since:
+      for (int64_t sweep : since_sweeps(store, s))
+        append_runs(out, store.runs(sweep));
       break;
-    }
     case Selection::Kind::nightly: {
       std::vector<store::RunRecord> all;
       for (const store::SweepRecord& sweep : nightly_sweeps(store))
@@ -167,14 +174,10 @@ std::vector<store::KernelResultRecord> resolve_kernels(const store::Store& store
     case Selection::Kind::runs:
     case Selection::Kind::commit:
       break;
-    case Selection::Kind::since: {
-      store::SweepQuery query;
-      query.host = env::host_name();
-      query.started_from = s.text;
-      for (const store::SweepRecord& sweep : store.sweeps(query))
-        append(sweep.id);
+    case Selection::Kind::since:
+      for (int64_t sweep : since_sweeps(store, s))
+        append(sweep);
       break;
-    }
     case Selection::Kind::nightly: {
       std::vector<store::KernelResultRecord> all;
       for (const store::SweepRecord& sweep : nightly_sweeps(store))

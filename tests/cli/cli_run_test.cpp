@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <thread>
@@ -63,6 +64,26 @@ TEST(CliRun, Bf16AndInt8TrainTinyAlikeAndTheReportComparesThem) {
   const testing::ProcessResult list = run_process({LPBENCH_BINARY, "list", "runs", "--db", db});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   EXPECT_NE(list.out.find("| ok "), std::string::npos) << list.out;
+}
+
+// --dry-run checks what a run would (the nightly checks every suite line with it before any runs)
+// and touches nothing: no database is created, bad input still exits 2 with one line.
+TEST(CliRun, DryRunChecksEverythingAndOpensNothing) {
+  TempDir dir;
+  const std::string db = dir / "never.db";
+  const testing::ProcessResult ok =
+      run_process({LPBENCH_BINARY, "run", "--workload", "model:tiny,layer:tiny", "--recipes",
+                   "bf16,int8-tensor", "--steps", "5", "--device", "cpu", "--label", "nightly",
+                   "--db", db, "--dry-run"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("2 workloads × 2 recipes"), std::string::npos) << ok.out;
+  EXPECT_FALSE(std::filesystem::exists(db));
+
+  const testing::ProcessResult bad = run_process({LPBENCH_BINARY, "run", "--workload", "model:nope",
+                                                  "--device", "cpu", "--db", db, "--dry-run"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("nope"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
 }
 
 TEST(CliRun, SigtermStopsAfterTheCurrentStepAndKeepsEveryFinishedStep) {

@@ -2,10 +2,11 @@
 """The CI template (scripts/nightly.d/github-actions.yml) on the CPU: its YAML is read by a
 parser, its structure checked, and its steps run in order on a fresh clone, night after night,
 with the actions it uses played by local equivalents (checkout: a fresh git clone; cache
-restore/save: a folder of keyed copies; upload-artifact: a copy). Three nights: two of a tiny
+restore/save: a folder of keyed copies; upload-artifact: a copy). Five nights: two of a tiny
 CPU suite (the database must come back from the cache, the second night must see the first),
-and one whose suite does not parse (the nightly step fails with exit 2 before anything runs, the
-report and the database are still kept, and the database is unchanged).
+two whose suite does not check out (a bad run line, a line that is no command: the nightly step
+fails with exit 2 before anything runs, the verdict names the line, the report and the database
+are still kept, and the database is unchanged), and one on a runner without gnuplot.
 
     nightly_workflow_test.py REPOSITORY_ROOT LPBENCH_BINARY
 """
@@ -83,7 +84,10 @@ with open(tiny, "w") as f:
 broken = os.path.join(suites, "broken.suite")
 with open(broken, "w") as f:
     f.write("run --workload model:tiny --recipes bf16 --steps 12 --device cpu\n"
-            "bench --workload model:tiny\n")
+            "run --workload model:nope --steps 12 --device cpu\n")
+unknown = os.path.join(suites, "unknown.suite")
+with open(unknown, "w") as f:
+    f.write("bench --workload model:tiny\n")
 
 
 def expand(text, night, suite):
@@ -185,6 +189,14 @@ check("night 3 still publishes and keeps the database", codes[4] == 0 and codes[
       str(codes))
 check("night 3 ran nothing: the database is as night 2 left it", nightly_sweeps(3) == 4,
       str(nightly_sweeps(3)))
+with open(os.path.join(report, "compare.md")) as f:
+    text = f.read()
+check("night 3's published verdict names the line and the problem",
+      "broken.suite:2" in text and "nope" in text, text)
+
+codes, report = night(4, unknown)
+check("night 4: a line that is no suite command fails with exit 2", codes[3] == 2, str(codes))
+check("night 4 ran nothing", nightly_sweeps(4) == 4, str(nightly_sweeps(4)))
 
 # A runner without gnuplot: the night still publishes its tables (report.md) and is not broken.
 no_gnuplot = os.path.join(work, "bin-without-gnuplot")
@@ -196,9 +208,9 @@ for folder in os.environ["PATH"].split(os.pathsep):
         target = os.path.join(no_gnuplot, name)
         if not name.startswith("gnuplot") and not os.path.lexists(target):
             os.symlink(os.path.join(folder, name), target)
-codes, report = night(4, tiny, path=no_gnuplot)
-check("night 4 without gnuplot: every step ends 0", codes == [0] * 6, str(codes))
-check("night 4 publishes its tables without charts",
+codes, report = night(5, tiny, path=no_gnuplot)
+check("night 5 without gnuplot: every step ends 0", codes == [0] * 6, str(codes))
+check("night 5 publishes its tables without charts",
       os.path.exists(os.path.join(report, "report.md"))
       and not os.path.exists(os.path.join(report, "report.html")))
 

@@ -2,14 +2,18 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "base/errors.h"
 #include "base/store/store.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/diagnostics_option.h"
+#include "harness/cli/output_paths.h"
 #include "harness/config/run_config.h"
 #include "harness/runner/sweep_runner.h"
+#include "reports/chart.h"
 #include "reports/convergence.h"
+#include "reports/frontier.h"
 
 // `lpbench converge`: the stability question of the seed paper as one command. Each recipe
 // trains the model from the same seeds on the same data, with validation along the way; the
@@ -25,7 +29,9 @@ struct ConvergeOptions {
   double tolerance_pct = 1.0;
   std::string label = "converge";
   std::vector<int64_t> sweeps;
-  bool judge = false;  // judge every sweep labelled --label already in the store
+  bool judge = false;                 // judge every sweep labelled --label already in the store
+  std::optional<int64_t> speed_from;  // the GPU sweep the frontier's speedups come from
+  std::string frontier_svg;           // empty: no chart file
 };
 
 constexpr int64_t kMaxSeeds = 100;
@@ -39,6 +45,17 @@ int judge_and_print(const store::Store& store, const std::vector<int64_t>& sweep
     ids += (ids.empty() ? "" : ",") + std::to_string(id);
   fmt::print("## Convergence: sweeps {} in {}\n\n{}", ids, o.run.db,
              reports::render_verdicts(verdicts, rule));
+  const reports::Frontier frontier = reports::build_frontier(store, verdicts, o.speed_from);
+  fmt::print("\n{}", reports::render_frontier(frontier));
+  if (!o.frontier_svg.empty()) {
+    const reports::Chart chart = reports::frontier_chart(frontier);
+    if (reports::has_data(chart)) {
+      write_text_file(o.frontier_svg, reports::render_svg(*reports::find_gnuplot(), chart));
+      fmt::print(stderr, "Wrote the frontier chart to {}\n", o.frontier_svg);
+    } else {
+      fmt::print(stderr, "No frontier chart: no recipe has both a speedup and a loss gap\n");
+    }
+  }
   return reports::all_at_parity(verdicts) ? 0 : 1;
 }
 
@@ -46,6 +63,23 @@ int execute(ConvergeOptions o, const std::string& command_line) {
   // Everything is checked before the database is opened for writing: bad input changes nothing.
   if (o.seeds < 1 || o.seeds > kMaxSeeds) {
     throw InputError(fmt::format("--seeds {} is out of range: use 1 to {}", o.seeds, kMaxSeeds));
+  }
+  if (!o.frontier_svg.empty()) {
+    check_output_file("--frontier-svg", o.frontier_svg);
+    if (!reports::find_gnuplot()) {
+      throw InputError(
+          "--frontier-svg needs gnuplot to draw the chart and none is on PATH; install Debian's "
+          "gnuplot-nox (scripts/setup does), or leave out --frontier-svg for the table alone");
+    }
+  }
+  if (o.speed_from) {
+    if (*o.speed_from < 1) {
+      throw InputError(
+          fmt::format("--speed-from {} is not a sweep id: give a positive number", *o.speed_from));
+    }
+    // The sweep must be there before anything trains (the frontier is printed at the end).
+    const store::Store store = store::Store::open(o.run.db, store::Store::Mode::read);
+    reports::build_frontier(store, {}, o.speed_from);
   }
   if (!(o.tolerance_pct >= 0.0) || o.tolerance_pct > 100.0) {
     throw InputError(fmt::format("--tolerance {} is not a percentage: use 0 to 100, e.g. 1 for 1 %",
@@ -140,6 +174,11 @@ void add_converge_command(CLI::App& app, Action& action, const std::string& comm
       ->delimiter(',');
   cmd->add_flag("--judge", o->judge,
                 "Judge every sweep labelled --label already in the store; trains nothing");
+  cmd->add_option("--speed-from", o->speed_from,
+                  "The GPU sweep whose layer runs give each recipe's speedup for the speed "
+                  "against accuracy table (default: the newest such sweep in the database)");
+  cmd->add_option("--frontier-svg", o->frontier_svg,
+                  "Also draw speed against accuracy (loss gap against speedup) into this SVG");
   cmd->add_option("--fusion", o->run.fusion,
                   "Operators: fused, none or auto (fused on a GPU); see lpbench run --help")
       ->capture_default_str();

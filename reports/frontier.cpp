@@ -1,0 +1,166 @@
+#include "reports/frontier.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "base/errors.h"
+#include "reports/run_summary.h"
+#include "reports/text_table.h"
+
+namespace lpbench::reports {
+
+namespace {
+
+bool gpu_layer_bf16(const store::RunRecord& run) {
+  return run.level == "layer" && run.recipe == "bf16" && run.device != "cpu" &&
+         run.status == store::RunStatus::ok;
+}
+
+// The layer workload of a sweep to take speedups from: llama2-7b's where it ran, else the first.
+std::optional<store::RunRecord> speed_baseline(const std::vector<store::RunRecord>& runs) {
+  std::optional<store::RunRecord> first;
+  for (const store::RunRecord& run : runs) {
+    if (!gpu_layer_bf16(run)) continue;
+    if (run.workload == "layer:llama2-7b") return run;
+    if (!first) first = run;
+  }
+  return first;
+}
+
+bool at_parity(const RecipeVerdict& v) {
+  return v.verdict == Parity::parity || v.verdict == Parity::baseline;
+}
+
+}  // namespace
+
+Frontier build_frontier(const store::Store& store, const std::vector<RecipeVerdict>& verdicts,
+                        std::optional<int64_t> speed_sweep) {
+  Frontier out;
+  std::optional<store::RunRecord> baseline;
+  if (speed_sweep) {
+    if (!store.sweep(*speed_sweep)) {
+      throw InputError(fmt::format(
+          "--speed-from {}: there is no sweep {} in this database; `lpbench report` lists them",
+          *speed_sweep, *speed_sweep));
+    }
+    baseline = speed_baseline(store.runs(*speed_sweep));
+    if (!baseline) {
+      throw InputError(fmt::format(
+          "--speed-from {}: that sweep has no layer-level bf16 run on a GPU that ended ok; give "
+          "a sweep of e.g. `lpbench run --workload layer:llama2-7b --recipes bf16,...` on a GPU",
+          *speed_sweep));
+    }
+  } else {
+    const std::vector<store::SweepRecord> sweeps = store.sweeps();
+    for (auto it = sweeps.rbegin(); it != sweeps.rend() && !baseline; ++it)
+      baseline = speed_baseline(store.runs(it->id));
+    if (!baseline) {
+      out.no_speed =
+          "no speedups: this database holds no layer-level bf16 run on a GPU that ended ok; "
+          "run the layer on a GPU into it, or name such a sweep with --speed-from";
+    }
+  }
+
+  std::vector<RunSummary> runs;
+  if (baseline) {
+    out.source = SpeedSource{baseline->sweep_id, baseline->workload,
+                             baseline->provenance.gpu_name.value_or(baseline->device)};
+    for (const store::RunRecord& run : store.runs(baseline->sweep_id)) {
+      if (run.workload == baseline->workload)
+        runs.push_back(summarize_run(run, store.steps(run.id)));
+    }
+    compare_with_bf16(runs);
+  }
+  for (const RecipeVerdict& v : verdicts) {
+    FrontierRow row;
+    row.recipe = v.recipe;
+    row.verdict = v;
+    for (const RunSummary& r : runs) {
+      if (r.run.recipe == v.recipe && r.speedup) row.speedup = r.speedup;
+    }
+    out.rows.push_back(row);
+  }
+  // The fastest at parity: the highest speedup among the recipes judged at parity, BF16 aside.
+  FrontierRow* fastest = nullptr;
+  for (FrontierRow& row : out.rows) {
+    if (row.recipe == "bf16" || !at_parity(row.verdict) || !row.speedup) continue;
+    if (!fastest || row.speedup->ratio > fastest->speedup->ratio) fastest = &row;
+  }
+  if (fastest) fastest->fastest_at_parity = true;
+  return out;
+}
+
+std::string render_frontier(const Frontier& f) {
+  using Align = TextTable::Align;
+  TextTable table({{"recipe"},
+                   {"speedup over bf16", Align::right},
+                   {"loss gap vs bf16", Align::right},
+                   {"seeds", Align::right},
+                   {"parity"}});
+  for (const FrontierRow& row : f.rows) {
+    const RecipeVerdict& v = row.verdict;
+    std::string gap = "—";
+    if (v.recipe == "bf16") {
+      gap = "0 (baseline)";
+    } else if (v.gap_pct) {
+      gap = fmt::format("{:+.2f} %", *v.gap_pct);
+    }
+    std::string speed = row.speedup ? speedup_range_text(*row.speedup) : "not measured";
+    if (row.recipe == "bf16") speed = "1.00× (baseline)";
+    table.add_row({row.fastest_at_parity ? "**" + row.recipe + "** ◆" : row.recipe, speed, gap,
+                   std::to_string(v.seeds), std::string(to_string(v.verdict))});
+  }
+  std::string out = "### Speed against accuracy\n\n";
+  if (f.source) {
+    out += fmt::format(
+        "Speedups: {} in sweep {} on {} (medians, with the range the p10–p90 "
+        "spreads allow); loss gaps: the convergence verdict above.\n\n",
+        f.source->workload, f.source->sweep_id, f.source->gpu);
+  } else {
+    out += f.no_speed + ".\n\n";
+  }
+  out += table.markdown();
+  const auto fastest = std::find_if(f.rows.begin(), f.rows.end(),
+                                    [](const FrontierRow& r) { return r.fastest_at_parity; });
+  out += fastest == f.rows.end()
+             ? "\nNo recipe other than bf16 is both at parity and measured for speed.\n"
+             : fmt::format("\n◆ the fastest recipe at parity: {} ({}).\n", fastest->recipe,
+                           speedup_text(*fastest->speedup));
+  return out;
+}
+
+Chart frontier_chart(const Frontier& f) {
+  Chart chart;
+  chart.title =
+      f.source ? fmt::format("Speed against accuracy ({} on {})", f.source->workload, f.source->gpu)
+               : "Speed against accuracy";
+  chart.x_label = "speedup over bf16 (×)";
+  chart.y_label = "loss gap vs bf16 (%)";
+  chart.reference_y = 0.0;
+  chart.reference_title = "bf16";
+  ChartSeries parity{"at parity", ChartSeries::Style::error_bars, 2, {}};
+  ChartSeries outside{"not at parity", ChartSeries::Style::error_bars, 1, {}};
+  ChartSeries fastest{"fastest at parity", ChartSeries::Style::points, 3, {}};
+  for (const FrontierRow& row : f.rows) {
+    // BF16 is the origin of the gaps: 0 %, with its own seeds' band.
+    const std::optional<double> gap = row.recipe == "bf16"
+                                          ? std::optional<double>(row.verdict.gap_pct.value_or(0.0))
+                                          : row.verdict.gap_pct;
+    if (!row.speedup || !gap) continue;
+    // The gap of the recipe's lowest and highest seed, against the same BF16 mean.
+    double low = *gap, high = *gap;
+    if (row.verdict.mean && row.verdict.min && row.verdict.max) {
+      const double bf16_mean = *row.verdict.mean / (1.0 + *gap / 100.0);
+      low = 100.0 * (*row.verdict.min - bf16_mean) / bf16_mean;
+      high = 100.0 * (*row.verdict.max - bf16_mean) / bf16_mean;
+    }
+    const ChartPoint point{row.speedup->ratio, *gap, low, high, {}};
+    (at_parity(row.verdict) ? parity : outside).points.push_back(point);
+    if (row.fastest_at_parity) fastest.points.push_back(point);
+  }
+  chart.series = {parity, outside, fastest};
+  return chart;
+}
+
+}  // namespace lpbench::reports

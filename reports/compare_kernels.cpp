@@ -77,6 +77,15 @@ std::vector<GroupResult> compare_kernel_results(
   for (const store::KernelResultRecord& k : candidate)
     cases[k.name].second.push_back(&k);
 
+  // Each sweep's results, read once: every case of a sweep looks for its BF16 twin there.
+  std::map<int64_t, std::vector<store::KernelResultRecord>> sweep_results;
+  auto speedup_night = [&](const store::KernelResultRecord& k) {
+    auto it = sweep_results.find(k.sweep_id);
+    if (it == sweep_results.end()) {
+      it = sweep_results.emplace(k.sweep_id, store.kernel_results(k.sweep_id)).first;
+    }
+    return kernel_speedup_night(store, k, it->second);
+  };
   std::vector<GroupResult> groups;
   int only_one_side = 0;
   for (const auto& [name, sides] : cases) {
@@ -133,9 +142,9 @@ std::vector<GroupResult> compare_kernel_results(
       g.metrics.push_back(compare_speed(Metric::kernel_ms, b.side, c.side, across_sweeps, policy));
       if (across_sweeps) {
         for (const store::KernelResultRecord* k : sides.first)
-          if (std::optional<Night> n = kernel_speedup_night(store, *k)) bn.push_back(*n);
+          if (std::optional<Night> n = speedup_night(*k)) bn.push_back(*n);
         for (const store::KernelResultRecord* k : sides.second)
-          if (std::optional<Night> n = kernel_speedup_night(store, *k)) cn.push_back(*n);
+          if (std::optional<Night> n = speedup_night(*k)) cn.push_back(*n);
         if (!bn.empty() && !cn.empty()) {
           g.metrics.push_back(compare_ratio(Metric::speedup_vs_bf16, bn, cn, policy));
         }

@@ -66,9 +66,11 @@ MetricResult compare_ratio(Metric metric, const std::vector<Night>& baseline,
 std::optional<Night> speedup_night(const store::Store& store, const store::RunRecord& run);
 // `run`'s final loss over that BF16 run's, minus 1.
 std::optional<Night> loss_gap_night(const store::Store& store, const store::RunRecord& run);
-// A kernel case's speedup over its BF16 twin (same model, product and shape) in its own sweep.
-std::optional<Night> kernel_speedup_night(const store::Store& store,
-                                          const store::KernelResultRecord& result);
+// A kernel case's speedup over its BF16 twin (same model, product and shape) among
+// `sweep_results`, the results of its own sweep.
+std::optional<Night> kernel_speedup_night(
+    const store::Store& store, const store::KernelResultRecord& result,
+    const std::vector<store::KernelResultRecord>& sweep_results);
 
 // For a regressed metric: the nights of the baseline, oldest first, are read back from the
 // newest; each that lies nearer the candidate's value than the baseline's median is bad too.

@@ -89,6 +89,32 @@ struct LeftOut {
   int64_t count = 0;
 };
 
+// A nightly side: per series (`key`), the last `count` records, newest first, leaving out the
+// other side's (`exclude`) and, where `gpu_models` names some, those of other GPU models (counted
+// in `left_out`).
+template <typename Record, typename Key>
+std::vector<Record> last_of_each_series(std::vector<Record> all, Key key, int64_t count,
+                                        const std::set<int64_t>& exclude,
+                                        const std::set<std::string>& gpu_models,
+                                        LeftOut& left_out) {
+  std::sort(all.begin(), all.end(), [](const Record& a, const Record& b) { return a.id > b.id; });
+  std::map<std::string, int64_t> taken;
+  std::vector<Record> out;
+  for (Record& r : all) {
+    if (exclude.count(r.id)) continue;
+    if (!gpu_models.empty() && !gpu_models.count(gpu_model(r))) {
+      left_out.models.insert(gpu_model(r));
+      ++left_out.count;
+      continue;
+    }
+    int64_t& n = taken[key(r)];
+    if (n >= count) continue;
+    ++n;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 std::vector<store::RunRecord> resolve(const store::Store& store, const Selection& s,
                                       const std::set<int64_t>& exclude,
                                       const std::set<std::string>& gpu_models, LeftOut& left_out) {
@@ -127,22 +153,9 @@ std::vector<store::RunRecord> resolve(const store::Store& store, const Selection
       std::vector<store::RunRecord> all;
       for (const store::SweepRecord& sweep : nightly_sweeps(store))
         append_runs(all, store.runs(sweep.id));
-      // Newest first, then the first N of each workload and recipe.
-      std::sort(all.begin(), all.end(),
-                [](const store::RunRecord& a, const store::RunRecord& b) { return a.id > b.id; });
-      std::map<std::pair<std::string, std::string>, int64_t> taken;
-      for (store::RunRecord& run : all) {
-        if (exclude.count(run.id)) continue;
-        if (!gpu_models.empty() && !gpu_models.count(gpu_model(run))) {
-          left_out.models.insert(gpu_model(run));
-          ++left_out.count;
-          continue;
-        }
-        int64_t& n = taken[{run.workload, run.recipe}];
-        if (n >= s.count) continue;
-        ++n;
-        out.push_back(std::move(run));
-      }
+      out = last_of_each_series(
+          std::move(all), [](const store::RunRecord& r) { return r.workload + '\n' + r.recipe; },
+          s.count, exclude, gpu_models, left_out);
       break;
     }
   }
@@ -183,24 +196,13 @@ std::vector<store::KernelResultRecord> resolve_kernels(const store::Store& store
       for (const store::SweepRecord& sweep : nightly_sweeps(store))
         for (store::KernelResultRecord& k : store.kernel_results(sweep.id))
           all.push_back(std::move(k));
-      std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
-      std::map<std::string, int64_t> taken;
-      for (store::KernelResultRecord& k : all) {
-        if (exclude.count(k.id)) continue;
-        if (!gpu_models.empty() && !gpu_models.count(gpu_model(k))) {
-          left_out.models.insert(gpu_model(k));
-          ++left_out.count;
-          continue;
-        }
-        int64_t& n = taken[k.name];
-        if (n >= s.count) continue;
-        ++n;
-        out.push_back(std::move(k));
-      }
-      std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+      out = last_of_each_series(
+          std::move(all), [](const store::KernelResultRecord& k) { return k.name; }, s.count,
+          exclude, gpu_models, left_out);
       break;
     }
   }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
   return out;
 }
 

@@ -79,12 +79,13 @@ std::optional<Night> loss_gap_night(const store::Store& store, const store::RunR
   return night_of(store, run, gap, gap, gap);
 }
 
-std::optional<Night> kernel_speedup_night(const store::Store& store,
-                                          const store::KernelResultRecord& result) {
+std::optional<Night> kernel_speedup_night(
+    const store::Store& store, const store::KernelResultRecord& result,
+    const std::vector<store::KernelResultRecord>& sweep_results) {
   if (result.op != "gemm" || result.recipe == "bf16") return std::nullopt;
   const std::optional<stats::Summary> mine = kernel_summary(store, result);
   if (!mine) return std::nullopt;
-  for (const store::KernelResultRecord& other : store.kernel_results(result.sweep_id)) {
+  for (const store::KernelResultRecord& other : sweep_results) {
     const bool twin = other.op == "gemm" && other.recipe == "bf16" && other.model == result.model &&
                       other.part == result.part && other.gemm == result.gemm &&
                       other.m == result.m && other.n == result.n && other.k == result.k;

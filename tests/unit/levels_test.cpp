@@ -25,6 +25,17 @@ TrainingOptions small_options() {
   return o;
 }
 
+// Sixty steps of the tiny model: enough for its loss to fall well below ln(vocabulary).
+TrainingOptions tiny_training_options() {
+  TrainingOptions o;
+  o.micro_batch = 8;
+  o.seq_len = 32;
+  o.total_steps = 60;
+  o.lr = 3e-3;
+  o.lr_warmup_steps = 6;
+  return o;
+}
+
 struct LevelCase {
   const char* workload;
   const char* recipe;
@@ -203,12 +214,7 @@ TEST(ActivationCheckpointing, GivesTheSameGradients) {
 // Delayed scaling on the tiny model: it learns as dynamic int8-tensor does (the same data and
 // seed; the scales lag by a step, so the losses are close, not equal).
 TEST(DelayedScaling, TheTinyModelLearnsAsUnderDynamicScaling) {
-  TrainingOptions o;
-  o.micro_batch = 8;
-  o.seq_len = 32;
-  o.total_steps = 60;
-  o.lr = 3e-3;
-  o.lr_warmup_steps = 6;
+  TrainingOptions o = tiny_training_options();
   double losses[2] = {0.0, 0.0};
   const char* recipes[] = {"int8-tensor", "int8-tensor:amax-history=4"};
   for (int r = 0; r < 2; ++r) {
@@ -341,12 +347,7 @@ TEST(Fusion, TheFusedAdamWStepsAsTorchsAdamWAfterClipping) {
 }
 
 TEST(Fusion, TheFusedModelLevelTrainsLikeTheUnfusedOne) {
-  TrainingOptions o;
-  o.micro_batch = 8;
-  o.seq_len = 32;
-  o.total_steps = 60;
-  o.lr = 3e-3;
-  o.lr_warmup_steps = 6;
+  TrainingOptions o = tiny_training_options();
   double losses[2] = {0.0, 0.0};
   for (const Fusion fusion : {Fusion::none, Fusion::fused}) {
     o.fusion = fusion;

@@ -222,25 +222,133 @@ bool fp8_on_cublaslt(const Quantized& a, const Quantized& b, std::string* why = 
   return cublaslt::fp8_gemm_supported(args, why);
 }
 
-// Rowwise FP8 (one scale per row of each operand) where cuBLASLt has no algorithm for it: torch's
-// own rowwise kernel behind at::_scaled_mm. Shapes it refuses are remembered, with its reason,
-// and go to the reference.
+// FP8 products that cuBLASLt (as lpbench calls it) has no algorithm for go to torch's own scaled
+// kernels behind at::_scaled_mm: rowwise (one scale per row of each operand) and 1×128 / 128×128
+// blocks along K (DeepSeek-V3's scheme, which torch runs on Hopper through its own cuBLASLt call).
+// torch fixes an order and stride for each scale grid that its documentation does not spell out
+// for every pairing, so the first blockwise product of each pairing of block shapes on a device
+// tries the candidate layouts on a small problem against the reference and keeps the one that
+// matches (as block_layout does for cuBLASLt). Shapes that torch refuses are remembered, with its
+// reason, and go to the reference.
 bool rowwise(const Quantized& q) {
   return q.spec.block_rows == 1 && !scales_along_k(q);
 }
 
-std::mutex g_scaled_mm_mutex;
-std::map<std::tuple<int, int, int64_t, int64_t, int64_t>, std::string> g_scaled_mm_refusals;
+bool blockwise(const Quantized& q) {
+  return scales_along_k(q) && q.block_cols() == 128;
+}
 
-std::tuple<int, int, int64_t, int64_t, int64_t> scaled_mm_key(const Quantized& a,
-                                                              const Quantized& b) {
-  return {static_cast<int>(a.spec.format), static_cast<int>(b.spec.format), a.rows(), b.rows(),
-          (a.cols() + 15) / 16 * 16};
+// How one operand's scale grid (lpbench's [row blocks, K blocks], row-major) is handed to torch.
+// The left operand's grid keeps its shape; the right one's, for mat2 = Bᵀ [K, N], is given either
+// as [K blocks, row blocks] or as lpbench's shape, each in either memory order.
+enum class GridOrder { as_is, outer_major, transposed_view, transposed_copy };
+constexpr GridOrder kLhsOrders[] = {GridOrder::as_is, GridOrder::outer_major};
+constexpr GridOrder kRhsOrders[] = {GridOrder::transposed_view, GridOrder::transposed_copy,
+                                    GridOrder::as_is, GridOrder::outer_major};
+
+at::Tensor torch_grid(const at::Tensor& scales, GridOrder order) {
+  switch (order) {
+    case GridOrder::as_is:
+      return scales;
+    case GridOrder::outer_major:  // same shape, the row blocks running fastest
+      return scales.t().contiguous().t();
+    case GridOrder::transposed_view:
+      return scales.t();
+    case GridOrder::transposed_copy:
+      return scales.t().contiguous();
+  }
+  return scales;
+}
+
+struct TorchLayout {
+  bool found = false;
+  GridOrder lhs = GridOrder::as_is;
+  GridOrder rhs = GridOrder::as_is;
+};
+
+at::Tensor call_scaled_mm(const Quantized& a, const Quantized& b, const TorchLayout& layout,
+                          at::ScalarType dtype) {
+  at::Tensor sa = a.scales;
+  at::Tensor sb = b.scales;
+  if (blockwise(a)) {
+    sa = torch_grid(a.scales, layout.lhs);
+    sb = torch_grid(b.scales, layout.rhs);
+  } else {
+    sa = a.scales.reshape({-1, 1});
+    sb = b.scales.reshape({1, -1});
+  }
+  // mat2 column-major [K, N]: our row-major B[N, K], transposed as a view.
+  return at::_scaled_mm(a.values, b.values.t(), sa, sb, std::nullopt, std::nullopt, dtype,
+                        /*use_fast_accum=*/false);
+}
+
+TorchLayout calibrate_torch_layout(const at::Device& device, int64_t lhs_block_rows,
+                                   int64_t rhs_block_rows) {
+  const auto options = at::TensorOptions().device(device);
+  // Rows and K blocks scaled differently, so a misread grid cannot pass.
+  const at::Tensor x = at::randn({256, 512}, options) *
+                       at::linspace(0.5, 8.0, 256, options).unsqueeze(1) *
+                       at::linspace(1.0, 4.0, 512, options).unsqueeze(0);
+  const at::Tensor w = at::randn({384, 512}, options) *
+                       at::linspace(2.0, 0.25, 384, options).unsqueeze(1) *
+                       at::linspace(3.0, 0.5, 512, options).unsqueeze(0);
+  const Quantized a = reference::quantize(x, {NumberFormat::fp8_e4m3, lhs_block_rows, 128});
+  const Quantized b = reference::quantize(w, {NumberFormat::fp8_e4m3, rhs_block_rows, 128});
+  const at::Tensor expected = reference::scaled_gemm(a, b, at::kFloat);
+  for (GridOrder lhs : kLhsOrders) {
+    for (GridOrder rhs : kRhsOrders) {
+      const TorchLayout layout{true, lhs, rhs};
+      try {
+        const at::Tensor c = call_scaled_mm(a, b, layout, at::kFloat);
+        const double error = ((c - expected).norm() / expected.norm()).item<double>();
+        if (error < 1e-3) return layout;
+      } catch (const c10::Error&) {
+        // torch refused this order: try the next.
+      }
+    }
+  }
+  return {};
+}
+
+std::mutex g_scaled_mm_mutex;
+std::map<std::tuple<int, int64_t, int64_t>, TorchLayout> g_torch_layouts;
+std::map<std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t>, std::string>
+    g_scaled_mm_refusals;
+
+std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t> scaled_mm_key(
+    const Quantized& a, const Quantized& b) {
+  return {static_cast<int>(a.spec.format),
+          static_cast<int>(b.spec.format),
+          a.rows(),
+          b.rows(),
+          (a.cols() + 15) / 16 * 16,
+          a.spec.block_rows,
+          b.spec.block_rows};
+}
+
+// The layout torch takes for this pairing of block shapes; found == false where none matched.
+TorchLayout torch_layout(const Quantized& a, const Quantized& b) {
+  if (!blockwise(a)) return {true, GridOrder::as_is, GridOrder::as_is};
+  const auto key =
+      std::make_tuple(static_cast<int>(a.values.device().index()), a.block_rows(), b.block_rows());
+  std::lock_guard<std::mutex> lock(g_scaled_mm_mutex);
+  const auto it = g_torch_layouts.find(key);
+  if (it != g_torch_layouts.end()) return it->second;
+  const TorchLayout layout =
+      calibrate_torch_layout(a.values.device(), a.block_rows(), b.block_rows());
+  g_torch_layouts[key] = layout;
+  return layout;
 }
 
 bool scaled_mm_refused(const Quantized& a, const Quantized& b, std::string* why) {
-  if (!rowwise(a) || !rowwise(b)) {
-    if (why) *why = "not rowwise";
+  const bool both_rowwise = rowwise(a) && rowwise(b);
+  const bool both_blockwise = blockwise(a) && blockwise(b) && a.block_rows() == 1;
+  if (!both_rowwise && !both_blockwise) {
+    if (why) *why = "neither rowwise nor 1×128 blocks on the left operand";
+    return true;
+  }
+  if (both_blockwise && !torch_layout(a, b).found) {
+    if (why) *why = "no order of the block scales matched the reference on this device";
     return true;
   }
   std::lock_guard<std::mutex> lock(g_scaled_mm_mutex);
@@ -251,18 +359,18 @@ bool scaled_mm_refused(const Quantized& a, const Quantized& b, std::string* why)
 }
 
 // nullopt where torch refuses the problem (remembered).
-std::optional<at::Tensor> scaled_mm_rowwise(const Quantized& a_in, const Quantized& b_in,
-                                            at::ScalarType dtype, const at::Tensor& bias) {
+std::optional<at::Tensor> torch_scaled_mm(const Quantized& a_in, const Quantized& b_in,
+                                          at::ScalarType dtype, const at::Tensor& bias) {
   if (scaled_mm_refused(a_in, b_in, nullptr)) return std::nullopt;
-  const Quantized a = pad_k(a_in, 16);
-  const Quantized b = pad_k(b_in, 16);
+  // Blocks: K padded to whole blocks (the grid already counts the last, partial one).
+  const int64_t multiple = blockwise(a_in) ? 128 : 16;
+  const Quantized a = pad_k(a_in, multiple);
+  const Quantized b = pad_k(b_in, multiple);
   try {
-    // mat2 column-major [K, N]: our row-major B[N, K], transposed as a view.
-    at::Tensor c =
-        at::_scaled_mm(a.values, b.values.t(), a.scales.reshape({-1, 1}), b.scales.reshape({1, -1}),
-                       std::nullopt, std::nullopt, at::kBFloat16, /*use_fast_accum=*/false);
-    if (bias.defined()) return (c.to(at::kFloat) + bias.to(at::kFloat)).to(dtype);
-    return c.to(dtype);
+    const at::ScalarType direct = bias.defined() ? at::kFloat : dtype;
+    at::Tensor c = call_scaled_mm(a, b, torch_layout(a, b), direct);
+    if (bias.defined()) return (c + bias.to(at::kFloat)).to(dtype);
+    return c;
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
     std::lock_guard<std::mutex> lock(g_scaled_mm_mutex);
@@ -274,7 +382,7 @@ std::optional<at::Tensor> scaled_mm_rowwise(const Quantized& a_in, const Quantiz
 at::Tensor fp8_gemm_cuda(const Quantized& a_in, const Quantized& b_in, at::ScalarType dtype,
                          const at::Tensor& bias) {
   if (!fp8_on_cublaslt(a_in, b_in)) {
-    if (auto c = scaled_mm_rowwise(a_in, b_in, dtype, bias)) return *c;
+    if (auto c = torch_scaled_mm(a_in, b_in, dtype, bias)) return *c;
     return reference::scaled_gemm(a_in, b_in, dtype, bias);
   }
   const Quantized a = pad_k(a_in, 16);
@@ -346,8 +454,10 @@ std::string scaled_gemm_backend(const Quantized& a, const Quantized& b, const at
   if (fp8_on_cublaslt(a, b, &lt_why)) return "cublaslt-fp8";
   std::string torch_why;
   // A probe through torch's kernel: it either runs or leaves its reason behind.
-  if (!scaled_mm_refused(a, b, nullptr)) (void)scaled_mm_rowwise(a, b, at::kBFloat16, {});
-  if (!scaled_mm_refused(a, b, &torch_why)) return "torch-scaled-mm-rowwise";
+  if (!scaled_mm_refused(a, b, nullptr)) (void)torch_scaled_mm(a, b, at::kBFloat16, {});
+  if (!scaled_mm_refused(a, b, &torch_why)) {
+    return rowwise(a) ? "torch-scaled-mm-rowwise" : "torch-scaled-mm-blockwise";
+  }
   return "reference-on-gpu (cuBLASLt: " + (lt_why.empty() ? "no algorithm" : lt_why) +
          "; torch _scaled_mm: " + torch_why + ")";
 #else

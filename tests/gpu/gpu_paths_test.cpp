@@ -3,10 +3,12 @@
 // of its accumulation. Skipped where torch sees no GPU.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <tuple>
 
 #include "kernels/cuda/wgmma_gemm.cuh"
 #include "kernels/recipe.h"
 #include "kernels/reference/int8_gemm.h"
+#include "kernels/reference/scaled_gemm.h"
 #include "kernels/torch/gemm_stats.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/quantized_linear.h"
@@ -131,12 +133,12 @@ TEST_F(GpuPaths, TheWgmmaBackendPassesOnAKTooLongForItsAccumulators) {
   const Quantized b = kernels::quantize(w, QuantSpec{});
   set_int8_backend(Int8Backend::lpbench_wgmma);
   EXPECT_NE(scaled_gemm_backend(a, b, x.device()), "lpbench-wgmma");
-  const at::Tensor via_wgmma_choice = scaled_gemm(a, b, at::kBFloat16);
+  const at::Tensor via_wgmma_choice = kernels::scaled_gemm(a, b, at::kBFloat16);
   set_int8_backend(Int8Backend::automatic);
   EXPECT_NE(scaled_gemm_backend(a, b, x.device()), "lpbench-wgmma");
-  const at::Tensor via_auto = scaled_gemm(a, b, at::kBFloat16);
+  const at::Tensor via_auto = kernels::scaled_gemm(a, b, at::kBFloat16);
   set_int8_backend(Int8Backend::cublaslt);
-  const at::Tensor via_cublaslt = scaled_gemm(a, b, at::kBFloat16);
+  const at::Tensor via_cublaslt = kernels::scaled_gemm(a, b, at::kBFloat16);
   EXPECT_TRUE(torch::equal(via_wgmma_choice, via_cublaslt));
   EXPECT_TRUE(torch::equal(via_auto, via_cublaslt));
 }
@@ -189,6 +191,34 @@ TEST_F(GpuPaths, Fp8RecipesAgreeWithTheReferenceWithinTheirAccumulation) {
     EXPECT_LT(relative_error(gpu.grad_w, cpu.grad_w), 5e-3) << name;
     std::cout << name << " runs on: " << gemm_backends(gemms, torch::Device(torch::kCUDA, 0))
               << "\n";
+  }
+}
+
+// Blockwise FP8 (1×128 left, 128×128 or 1×128 right) runs on torch's scaled kernel on Hopper,
+// not on the reference: for every pairing of fp8-block's products, at shapes whose K is no
+// multiple of 128 and whose rows are no multiple of the block (an MoE expert's routed tokens).
+TEST_F(GpuPaths, BlockwiseFp8RunsOnAGpuKernelOnHopperAtAnyShape) {
+  if (!cuda::wgmma_supported()) GTEST_SKIP() << "blockwise FP8 through torch needs sm_90";
+  torch::manual_seed(5);
+  const torch::Device gpu(torch::kCUDA, 0);
+  EXPECT_EQ(gemm_backends(parse_recipe("fp8-block").gemms, gpu), "torch-scaled-mm-blockwise");
+  for (const int64_t rhs_block_rows : {int64_t{128}, int64_t{1}}) {
+    for (const auto& [m, n, k] :
+         {std::tuple<int64_t, int64_t, int64_t>{256, 384, 512}, {37, 200, 328}, {300, 128, 4096}}) {
+      const at::Tensor x = torch::randn({m, k}, gpu).to(torch::kBFloat16);
+      const at::Tensor w = torch::randn({n, k}, gpu).to(torch::kBFloat16);
+      const Quantized a = kernels::quantize(x, {NumberFormat::fp8_e5m2, 1, 128});
+      const Quantized b = kernels::quantize(w, {NumberFormat::fp8_e4m3, rhs_block_rows, 128});
+      const std::string where = std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                std::to_string(k) + ", right blocks " +
+                                std::to_string(rhs_block_rows) + "x128";
+      EXPECT_EQ(scaled_gemm_backend(a, b, gpu), "torch-scaled-mm-blockwise") << where;
+      const at::Tensor expected = reference::scaled_gemm(a, b, at::kFloat);
+      EXPECT_LT(relative_error(kernels::scaled_gemm(a, b, at::kFloat), expected), 1e-3) << where;
+      EXPECT_LT(relative_error(kernels::scaled_gemm(a, b, at::kBFloat16).to(at::kFloat), expected),
+                5e-3)
+          << where;
+    }
   }
 }
 

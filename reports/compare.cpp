@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "base/errors.h"
+#include "base/stats/prediction.h"
 #include "base/stats/shift_test.h"
 #include "base/stats/stats.h"
 #include "reports/compare_parts.h"
@@ -164,7 +165,7 @@ Side collect(const store::Store& store, std::vector<store::RunRecord> runs) {
       side.nights_peak.push_back(
           {run.sweep_id, night, run.provenance.git_commit, *peak, *peak, *peak});
     }
-    if (std::optional<double> loss = final_loss(steps, kFinalLossShare)) {
+    if (std::optional<double> loss = run_final_loss(run, steps)) {
       side.final_losses.emplace_back(&run, *loss);
       side.nights_loss.push_back(
           {run.sweep_id, night, run.provenance.git_commit, *loss, *loss, *loss});
@@ -228,7 +229,6 @@ MetricResult compare_speed(Metric metric, const Side& b, const Side& c, bool acr
   const double worse = time ? rel : -rel;
   const bool interval_excludes_zero = low > 0.0 || high < 0.0;
   const double effect = policy.min_effect;
-  constexpr size_t kRunsForSpread = 3;
   if (across_sweeps && b_medians.size() < kRunsForSpread) {
     r.verdict = Verdict::unsure;
     r.reason = fmt::format(
@@ -239,6 +239,27 @@ MetricResult compare_speed(Metric metric, const Side& b, const Side& c, bool acr
   }
   if (interval_excludes_zero && std::abs(rel) >= effect) {
     const double candidate_median = stats::summarize(cs).median;
+    // Across sweeps, nights vary more than the steps of one night: a candidate median inside the
+    // baseline nights' prediction interval is what one more unchanged night looks like.
+    if (across_sweeps) {
+      const std::optional<stats::Interval> pi = stats::prediction_interval(b_medians, policy.alpha);
+      if (pi && candidate_median >= pi->low && candidate_median <= pi->high) {
+        // SAME only where that interval is narrow enough to say so; nights that spread more
+        // leave the question open.
+        const double half_width = (pi->high - pi->low) / 2.0 / base;
+        const bool narrow = half_width <= kSpreadForSame * effect;
+        r.verdict = narrow ? Verdict::same : Verdict::unsure;
+        r.reason = fmt::format(
+            "{}: the candidate's median lies inside the {:.0f} % prediction interval of the "
+            "baseline's run medians ({}–{}, ±{}{})",
+            narrow ? "within the night-to-night spread" : "the nights spread too much to tell",
+            100.0 * (1.0 - policy.alpha), fmt::format(fmt::runtime(format), pi->low),
+            fmt::format(fmt::runtime(format), pi->high), magnitude(half_width),
+            narrow ? ""
+                   : fmt::format("; SAME needs ±{} or less", magnitude(kSpreadForSame * effect)));
+        return r;
+      }
+    }
     const auto [lo_run, hi_run] = std::minmax_element(b_medians.begin(), b_medians.end());
     if (across_sweeps && candidate_median >= *lo_run && candidate_median <= *hi_run) {
       r.verdict = Verdict::unsure;
@@ -364,9 +385,17 @@ MetricResult compare_loss(const Side& b, const Side& c, const ComparePolicy& pol
     r.reason = "the baseline's loss is not finite";
     return r;
   }
-  // The band widens to the baseline's own run-to-run range where that is wider.
+  // The band widens to the baseline's own run-to-run range where that is wider, and, from three
+  // baseline runs on, to where one more run falls with probability 1 − alpha: training on a GPU
+  // is not bit-reproducible (atomics in attention's and the embedding's backward), and an
+  // unchanged night's loss moves by more than 1 % after a few hundred steps.
   const auto [lo, hi] = std::minmax_element(base.begin(), base.end());
-  const double band = std::max(policy.loss_band, (*hi - *lo) / mean);
+  double band = std::max(policy.loss_band, (*hi - *lo) / mean);
+  if (base.size() >= detail::kRunsForSpread) {
+    if (const std::optional<stats::Interval> pi = stats::prediction_interval(base, policy.alpha)) {
+      band = std::max(band, (pi->high - mean) / mean);
+    }
+  }
   const double rel = (cand - mean) / mean;
   r.change = fmt::format("{} (parity band ±{})", percent(rel, 2), magnitude(band, 2));
   if (rel > band) {
@@ -497,7 +526,11 @@ GroupResult compare_group(const store::Store& store, std::vector<store::RunRecor
   if (std::optional<MetricResult> memory = compare_memory(b, c, policy)) {
     g.metrics.push_back(*memory);
   }
-  g.metrics.push_back(compare_loss(b, c, policy));
+  // Only the model level trains on a loss (run_final_loss): where neither side has one there is
+  // nothing to judge, and no line for it.
+  if (!b.final_losses.empty() || !c.final_losses.empty()) {
+    g.metrics.push_back(compare_loss(b, c, policy));
+  }
 
   // The tracked ratios: each side's runs against the BF16 run of their own sweeps, one value a
   // night. Only across sweeps (within one sweep the BF16 run is the other side already).

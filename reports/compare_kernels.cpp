@@ -69,6 +69,8 @@ std::vector<GroupResult> compare_kernel_results(
     const std::vector<store::KernelResultRecord>& candidate, const ComparePolicy& policy,
     const std::string& baseline_spec, const std::string& candidate_spec,
     std::vector<std::string>& notes, std::vector<std::string>& warnings) {
+  ComparePolicy kernel_policy = policy;
+  kernel_policy.min_effect = policy.kernel_min_effect;
   using Sides = std::pair<std::vector<const store::KernelResultRecord*>,
                           std::vector<const store::KernelResultRecord*>>;
   std::map<std::string, Sides> cases;
@@ -139,14 +141,15 @@ std::vector<GroupResult> compare_kernel_results(
     }
     std::vector<Night> bn, cn;
     if (c.side.ok_count > 0) {
-      g.metrics.push_back(compare_speed(Metric::kernel_ms, b.side, c.side, across_sweeps, policy));
+      g.metrics.push_back(
+          compare_speed(Metric::kernel_ms, b.side, c.side, across_sweeps, kernel_policy));
       if (across_sweeps) {
         for (const store::KernelResultRecord* k : sides.first)
           if (std::optional<Night> n = speedup_night(*k)) bn.push_back(*n);
         for (const store::KernelResultRecord* k : sides.second)
           if (std::optional<Night> n = speedup_night(*k)) cn.push_back(*n);
         if (!bn.empty() && !cn.empty()) {
-          g.metrics.push_back(compare_ratio(Metric::speedup_vs_bf16, bn, cn, policy));
+          g.metrics.push_back(compare_ratio(Metric::speedup_vs_bf16, bn, cn, kernel_policy));
         }
       }
     }

@@ -13,6 +13,12 @@
 // share; nothing outside reports/compare* includes this.
 namespace lpbench::reports::detail {
 
+// Runs (or nights) of other sweeps needed before their run-to-run spread is estimated.
+inline constexpr size_t kRunsForSpread = 3;
+// Across sweeps, a candidate inside the baseline nights' prediction interval is SAME where that
+// interval's half width is at most this many times the threshold of an effect, UNSURE beyond.
+inline constexpr double kSpreadForSame = 5.0;
+
 // One night's figure of one metric: a sweep, when it started, the commit it measured, and the
 // value (with the range its own spread allows, for a speedup; the value itself otherwise).
 struct Night {

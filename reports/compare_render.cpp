@@ -112,20 +112,26 @@ std::string render_compare_markdown(const Comparison& c) {
       "under contention (other processes busy on its machine or GPU), or, when the sides come "
       "from different sweeps, with fewer than three baseline runs or a candidate median inside "
       "the range of the baseline's run medians (runs of other days vary more than steps of one "
-      "run). Runs of another workload, size, depth or GPU model are not compared (exit 2) "
+      "run); across sweeps, a candidate median inside the {:.0f} % prediction interval of the "
+      "baseline's run medians (Student t: where one more unchanged night falls) is SAME. Runs of "
+      "another workload, size, depth or GPU model are not compared (exit 2) "
       "unless --allow-mismatch is given. Peak memory: "
       "±{:.0f} % of the baseline's peaks. Final loss (mean of the last {:.0f} % of steps): a "
-      "parity band of ±{:.0f} % (wider where the baseline's runs spread more), for runs trained "
-      "alike. Kernel suite cases are judged like step times, on their timed samples. Across "
+      "parity band of ±{:.0f} % (wider where the baseline's runs spread more, and from three "
+      "runs on as wide as their prediction interval: training on a GPU is not bit-reproducible), "
+      "for runs trained alike. Kernel suite cases are judged like step times, on their timed "
+      "samples, with a threshold of {:.0f} % (a call moves more from night to night than a "
+      "step). Across "
       "nights, each recipe's speedup over the BF16 run of its own sweep (and each kernel's over "
       "its BF16 twin) is tracked too: SLOWER when it falls below every baseline night's by at "
-      "least {:.0f} % with its own range below their median (three nights needed); and its "
-      "loss gap to that BF16 run: WORSE when it grows beyond every baseline night's by more "
-      "than {:.0f} points. A regression across nights names the first bad night and the last "
+      "least {:.0f} % and below their prediction interval, with its own range below their median "
+      "(three nights needed); and its loss gap to that BF16 run: WORSE when it grows beyond "
+      "every baseline night's by more than {:.0f} points and, from three nights on, beyond their "
+      "prediction interval. A regression across nights names the first bad night and the last "
       "good one, with the `git log` between their commits.\n",
       100.0 * (1.0 - p.alpha), 100.0 * p.min_effect, 100.0 * p.min_effect, p.min_samples,
-      100.0 * p.memory_tolerance, 100.0 * kFinalLossShare, 100.0 * p.loss_band,
-      100.0 * p.min_effect, 100.0 * p.loss_band);
+      100.0 * (1.0 - p.alpha), 100.0 * p.memory_tolerance, 100.0 * kFinalLossShare,
+      100.0 * p.loss_band, 100.0 * p.kernel_min_effect, 100.0 * p.min_effect, 100.0 * p.loss_band);
   return out;
 }
 

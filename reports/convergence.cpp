@@ -141,7 +141,7 @@ std::vector<SeedResult> collect_seed_results(const store::Store& store,
         r.final_loss = evals.back().val_loss;
       } else {
         r.validation = false;
-        r.final_loss = final_loss(steps, kFinalLossShare);
+        r.final_loss = run_final_loss(run, steps);
       }
       for (const store::EventRecord& e : store.events(run.id)) {
         if (e.kind == "loss_spike" || e.kind == "grad_norm_growth" || e.kind == "non_finite") {

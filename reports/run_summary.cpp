@@ -15,6 +15,12 @@ std::optional<double> final_loss(const std::vector<store::StepRecord>& steps, do
   return sum / static_cast<double>(count);
 }
 
+std::optional<double> run_final_loss(const store::RunRecord& run,
+                                     const std::vector<store::StepRecord>& steps) {
+  if (run.level != "model") return std::nullopt;
+  return final_loss(steps, kFinalLossShare);
+}
+
 RunSummary summarize_run(const store::RunRecord& run, const std::vector<store::StepRecord>& steps) {
   RunSummary s;
   s.run = run;
@@ -30,8 +36,7 @@ RunSummary summarize_run(const store::RunRecord& run, const std::vector<store::S
   if (s.step_ms.count > 0 && s.step_ms.median > 0.0) {
     s.tokens_per_s = static_cast<double>(run.tokens_per_step) / (s.step_ms.median / 1000.0);
   }
-  // Only the model level trains on a loss; the others have none to report.
-  if (run.level == "model") s.final_loss = final_loss(steps, kFinalLossShare);
+  s.final_loss = run_final_loss(run, steps);
   return s;
 }
 

@@ -34,6 +34,12 @@ RunSummary summarize_run(const store::RunRecord& run, const std::vector<store::S
 // run that went non-finite does not report a finite final loss.
 std::optional<double> final_loss(const std::vector<store::StepRecord>& steps, double share);
 
+// A run's final loss, the one rule every report and verdict uses: the model level's loss over
+// the last kFinalLossShare of its steps; nullopt for the levels that train on no loss (gemm,
+// linear, layer record none, and a missing loss there is no divergence).
+std::optional<double> run_final_loss(const store::RunRecord& run,
+                                     const std::vector<store::StepRecord>& steps);
+
 // Fills the speedup and loss gap of every run against the bf16 run of its workload and sweep.
 // A bf16 run that did not end ok is no baseline, and a run that did not end ok gets no speedup.
 void compare_with_bf16(std::vector<RunSummary>& runs);

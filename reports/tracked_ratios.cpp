@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/stats/prediction.h"
 #include "base/stats/stats.h"
 #include "reports/compare_parts.h"
 #include "reports/run_summary.h"
@@ -72,8 +73,8 @@ std::optional<Night> loss_gap_night(const store::Store& store, const store::RunR
   if (run.status != store::RunStatus::ok) return std::nullopt;
   const std::optional<store::RunRecord> twin = bf16_twin(store, run);
   if (!twin || twin->id == run.id) return std::nullopt;
-  const std::optional<double> mine = final_loss(store.steps(run.id), kFinalLossShare);
-  const std::optional<double> theirs = final_loss(store.steps(twin->id), kFinalLossShare);
+  const std::optional<double> mine = run_final_loss(run, store.steps(run.id));
+  const std::optional<double> theirs = run_final_loss(*twin, store.steps(twin->id));
   if (!mine || !theirs || !std::isfinite(*theirs) || *theirs == 0.0) return std::nullopt;
   const double gap = *mine / *theirs - 1.0;
   return night_of(store, run, gap, gap, gap);
@@ -141,21 +142,32 @@ MetricResult compare_ratio(Metric metric, const std::vector<Night>& baseline,
       c_high = std::max(c_high, n.high);
     }
     const double rel = c / b.median - 1.0;
-    r.change = fmt::format("{} (candidate range {:.3f}–{:.3f}; threshold ±{})", percent(rel), c_low,
-                           c_high, magnitude(policy.min_effect));
-    if (rel <= -policy.min_effect && c < b.min && c_high < b.median) {
+    // One more unchanged night falls inside the baseline nights' prediction interval; a ratio
+    // outside it is beyond what nights vary.
+    const std::optional<stats::Interval> pi = stats::prediction_interval(base, policy.alpha);
+    const double pi_low = pi ? pi->low : b.min;
+    const double pi_high = pi ? pi->high : b.max;
+    r.change = fmt::format(
+        "{} (candidate range {:.3f}–{:.3f}; threshold ±{}; the nights' {:.0f} % prediction "
+        "interval {:.3f}–{:.3f})",
+        percent(rel), c_low, c_high, magnitude(policy.min_effect), 100.0 * (1.0 - policy.alpha),
+        pi_low, pi_high);
+    if (rel <= -policy.min_effect && c < std::min(b.min, pi_low) && c_high < b.median) {
       r.verdict = Verdict::regressed;
       r.reason =
           "the speedup fell below every baseline night's, beyond the threshold, and its "
           "own range lies below their median";
-    } else if (rel >= policy.min_effect && c > b.max && c_low > b.median) {
+    } else if (rel >= policy.min_effect && c > std::max(b.max, pi_high) && c_low > b.median) {
       r.verdict = Verdict::improved;
       r.reason =
           "the speedup rose above every baseline night's, beyond the threshold, and its "
           "own range lies above their median";
-    } else if (std::abs(rel) < policy.min_effect || (c >= b.min && c <= b.max)) {
+    } else if (std::abs(rel) < policy.min_effect || (c >= pi_low && c <= pi_high) ||
+               (c >= b.min && c <= b.max)) {
       r.verdict = Verdict::same;
-      r.reason = "within the threshold of the baseline nights' median or within their range";
+      r.reason =
+          "within the threshold of the baseline nights' median, their range or their "
+          "prediction interval";
     } else {
       r.verdict = Verdict::unsure;
       r.reason =
@@ -166,12 +178,19 @@ MetricResult compare_ratio(Metric metric, const std::vector<Night>& baseline,
   }
   // A loss gap, in parts of the BF16 loss: worse when it grows.
   const double band = policy.loss_band;
-  r.change =
-      fmt::format("{:+.2f} points (band ±{:.2f} points)", 100.0 * (c - b.median), 100.0 * band);
-  if (c > b.max + band) {
+  // Where three nights or more give one, the gap must also leave their prediction interval.
+  std::optional<stats::Interval> pi;
+  if (base.size() >= kRunsForSpread) pi = stats::prediction_interval(base, policy.alpha);
+  const double worse_above = std::max(b.max + band, pi ? pi->high : b.max);
+  const double better_below = std::min(b.min - band, pi ? pi->low : b.min);
+  r.change = fmt::format("{:+.2f} points (band ±{:.2f} points; worse above {:+.2f})",
+                         100.0 * (c - b.median), 100.0 * band, 100.0 * worse_above);
+  if (c > worse_above) {
     r.verdict = Verdict::regressed;
-    r.reason = "the gap to BF16 grew beyond every baseline night's by more than the band";
-  } else if (c < b.min - band) {
+    r.reason =
+        "the gap to BF16 grew beyond every baseline night's by more than the band, and beyond "
+        "their prediction interval";
+  } else if (c < better_below) {
     r.verdict = Verdict::improved;
     r.reason = "the gap to BF16 shrank below every baseline night's by more than the band";
   } else {

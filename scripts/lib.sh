@@ -52,9 +52,9 @@ lpbench_gpu_configure() {
 }
 
 # The phases of a GPU visit (gpu-check, gpu-measure). `lpbench_phases_begin LOGS` starts a
-# record in LOGS; `lpbench_phase NAME LIMIT_S [--expect RC] COMMAND...` runs COMMAND under LIMIT_S
+# record in LOGS; `lpbench_phase NAME LIMIT_S [--expect RC[,RC...]] COMMAND...` runs COMMAND under LIMIT_S
 # seconds (less where LPBENCH_BUDGET_S, counted from the begin, has less left), its output in
-# LOGS/NAME.log, and prints one line; an exit code other than RC (0 unless given) or a time-out
+# LOGS/NAME.log, and prints one line; an exit code not among the RCs (0 unless given) or a time-out
 # marks the phase failed, and a phase the budget leaves no room for is skipped. The record is
 # kept in files, so phases run in the background (`&`) count too. `lpbench_phases_end` prints
 # what failed or was skipped, last, and returns non-zero if anything did: a visit that did not do
@@ -93,7 +93,7 @@ lpbench_phase() {
   timeout --signal=TERM --kill-after=10 "$limit" "$@" >"$LPBENCH_LOGS/$name.log" 2>&1 || rc=$?
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     verdict="FAILED (timed out after $limit s)"
-  elif [ "$rc" -ne "$expect" ]; then
+  elif [[ ",$expect," != *",$rc,"* ]]; then
     verdict="FAILED (exit $rc, expected $expect)"
   fi
   [ "$verdict" = ok ] || echo "$name" >>"$LPBENCH_LOGS/phases.failed"

@@ -358,17 +358,41 @@ bool scaled_mm_refused(const Quantized& a, const Quantized& b, std::string* why)
   return true;
 }
 
+int64_t round_up(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+// Blockwise operands as torch's kernel needs them: rows a multiple of 16 and whole groups of four
+// K blocks. cuBLASLt reads a block-scale grid with its leading dimension rounded up to four
+// blocks (16 bytes): torch takes a grid of 86 K blocks (llama2-7b's down projection, K 11008)
+// and returns wrong products (measured on an H100, cuBLASLt 13.1). Zero values past the last
+// row and the last K column leave every product exact; the grid grows to cover them, with
+// scale 1.
+Quantized pad_blocks(const Quantized& q) {
+  const int64_t rows = round_up(q.rows(), 16);
+  const int64_t cols = round_up(q.cols(), 4 * 128);
+  if (rows == q.rows() && cols == q.cols()) return q;
+  Quantized padded = q;
+  padded.values = at::constant_pad_nd(q.values, {0, cols - q.cols(), 0, rows - q.rows()}, 0);
+  const int64_t grid_rows = (rows + q.block_rows() - 1) / q.block_rows();
+  padded.scales = at::constant_pad_nd(
+      q.scales, {0, cols / 128 - q.scales.size(1), 0, grid_rows - q.scales.size(0)}, 1.0);
+  return padded;
+}
+
 // nullopt where torch refuses the problem (remembered).
 std::optional<at::Tensor> torch_scaled_mm(const Quantized& a_in, const Quantized& b_in,
                                           at::ScalarType dtype, const at::Tensor& bias) {
   if (scaled_mm_refused(a_in, b_in, nullptr)) return std::nullopt;
-  // Blocks: K padded to whole blocks (the grid already counts the last, partial one).
-  const int64_t multiple = blockwise(a_in) ? 128 : 16;
-  const Quantized a = pad_k(a_in, multiple);
-  const Quantized b = pad_k(b_in, multiple);
+  const bool blocks = blockwise(a_in);
+  const Quantized a = blocks ? pad_blocks(a_in) : pad_k(a_in, 16);
+  const Quantized b = blocks ? pad_blocks(b_in) : pad_k(b_in, 16);
   try {
     const at::ScalarType direct = bias.defined() ? at::kFloat : dtype;
     at::Tensor c = call_scaled_mm(a, b, torch_layout(a, b), direct);
+    if (c.size(0) != a_in.rows() || c.size(1) != b_in.rows()) {
+      c = c.narrow(0, 0, a_in.rows()).narrow(1, 0, b_in.rows()).contiguous();
+    }
     if (bias.defined()) return (c + bias.to(at::kFloat)).to(dtype);
     return c;
   } catch (const c10::Error& e) {

@@ -47,6 +47,7 @@ class History {
       store::RunRecord r;
       r.sweep_id = id;
       r.workload = spec.workload;
+      r.level = spec.workload.substr(0, spec.workload.find(':'));
       r.recipe = spec.recipe;
       r.device = "cuda:0";
       r.config_json = fmt::format(
@@ -224,8 +225,11 @@ TEST(Compare, NoisyDataIsUnsureRatherThanSame) {
     h.sweep({noisy});
   const int64_t candidate = h.sweep({noisy});
   const Comparison c = h.compare("nightly:3", fmt::format("sweep:{}", candidate));
+  const std::string& why = metric(c, Metric::step_ms).reason;
   EXPECT_EQ(metric(c, Metric::step_ms).verdict, Verdict::unsure);
-  EXPECT_NE(metric(c, Metric::step_ms).reason.find("neither"), std::string::npos);
+  EXPECT_TRUE(why.find("neither") != std::string::npos ||
+              why.find("spread too much") != std::string::npos)
+      << why;
   EXPECT_EQ(c.exit_code(), 3);
 }
 
@@ -244,8 +248,9 @@ TEST(Compare, TwoEarlierNightsAreTooFewToJudgeAcrossSweeps) {
   EXPECT_EQ(c.exit_code(), 3);
 }
 
-// With three nights whose medians spread widely, a candidate inside that spread is no claim.
-TEST(Compare, ACandidateWithinTheBaselinesRunSpreadIsUnsure) {
+// With three nights whose medians spread widely, a candidate inside their prediction interval is
+// no claim either way: the interval is too wide to call it SAME.
+TEST(Compare, ACandidateWithinWidelySpreadNightsIsUnsure) {
   History h;
   for (double ms : {90.0, 100.0, 115.0}) {
     History::RunSpec night;
@@ -259,7 +264,36 @@ TEST(Compare, ACandidateWithinTheBaselinesRunSpreadIsUnsure) {
   const int64_t candidate = h.sweep({candidate_spec});
   const Comparison c = h.compare("nightly:3", fmt::format("sweep:{}", candidate));
   EXPECT_EQ(metric(c, Metric::step_ms).verdict, Verdict::unsure);
-  EXPECT_NE(metric(c, Metric::step_ms).reason.find("run medians"), std::string::npos);
+  EXPECT_NE(metric(c, Metric::step_ms).reason.find("spread too much"), std::string::npos)
+      << metric(c, Metric::step_ms).reason;
+}
+
+// Three close nights and a candidate a little slower than all of them (3 %, beyond the 2 %
+// threshold, with steps that do not overlap): one more unchanged night can land there, so it is
+// SAME, with the interval in the reason; far outside it, SLOWER.
+TEST(Compare, ANightInsideThePredictionIntervalOfCloseNightsIsTheSame) {
+  History h;
+  for (double ms : {99.5, 100.0, 100.5}) {
+    History::RunSpec night;
+    night.median_ms = ms;
+    night.noise_ms = 0.2;
+    h.sweep({night});
+  }
+  History::RunSpec near;
+  near.median_ms = 103.0;
+  near.noise_ms = 0.2;
+  const int64_t inside = h.sweep({near});
+  const Comparison same = h.compare("sweep:1,2,3", fmt::format("sweep:{}", inside));
+  EXPECT_EQ(metric(same, Metric::step_ms).verdict, Verdict::same);
+  EXPECT_NE(metric(same, Metric::step_ms).reason.find("prediction interval"), std::string::npos)
+      << metric(same, Metric::step_ms).reason;
+  History::RunSpec far;
+  far.median_ms = 130.0;
+  far.noise_ms = 0.2;
+  const int64_t outside = h.sweep({far});
+  const Comparison slower = h.compare("sweep:1,2,3", fmt::format("sweep:{}", outside));
+  EXPECT_EQ(metric(slower, Metric::step_ms).verdict, Verdict::regressed);
+  EXPECT_EQ(slower.exit_code(), 1);
 }
 
 TEST(Compare, NothingSelectedIsNotEnoughData) {

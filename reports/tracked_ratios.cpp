@@ -125,7 +125,9 @@ MetricResult compare_ratio(Metric metric, const std::vector<Night>& baseline,
   r.baseline = figure(base);
   r.candidate = figure(cand);
   r.change = "—";
-  const size_t needed = speed ? 3 : 1;
+  // Three nights at least, for a speedup and a loss gap alike: a GPU trains a little differently
+  // every night (the gap of an unchanged recipe moved by 1.4 points between two H100 nights).
+  const size_t needed = kRunsForSpread;
   if (base.size() < needed) {
     r.verdict = Verdict::unsure;
     r.reason = fmt::format("the baseline holds {} night{} of this ratio; {} needed", base.size(),

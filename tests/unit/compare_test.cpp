@@ -622,6 +622,24 @@ TEST(NightlyRatios, ALossGapToBf16ThatGrowsIsWorse) {
   EXPECT_NE(gap.candidate.find("+10.00 %"), std::string::npos) << gap.candidate;
 }
 
+// Two nights say too little about how a GPU's nondeterministic training moves the gap (1.4 points
+// between two unchanged H100 nights at 300 steps): no verdict before three.
+TEST(NightlyRatios, ALossGapNeedsThreeNightsToBeJudged) {
+  History h;
+  History::RunSpec bf16, int8;
+  int8.recipe = "int8-tensor";
+  int8.median_ms = 80.0;
+  int8.loss = 2.02;
+  for (int night = 0; night < 2; ++night)
+    h.sweep({bf16, int8});
+  int8.loss = 2.2;
+  const int64_t tonight = h.sweep({bf16, int8});
+  const Comparison c = h.compare("nightly:7", fmt::format("sweep:{}", tonight));
+  const MetricResult& gap = metric_of(group_of(c, "int8-tensor"), Metric::loss_gap_vs_bf16);
+  EXPECT_EQ(gap.verdict, Verdict::unsure) << gap.reason;
+  EXPECT_NE(gap.reason.find("3 needed"), std::string::npos) << gap.reason;
+}
+
 // A night on a GPU model the history never ran on is not judged against another GPU: it starts
 // its own series, and compare says so (not enough data, exit 3).
 TEST(NightlySeries, ANightOnAnotherGpuModelStartsANewSeries) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cmath>
@@ -160,13 +161,22 @@ std::string gnuplot_script(const Chart& chart) {
   for (size_t i = 0; i < chart.series.size(); ++i) {
     const ChartSeries& s = chart.series[i];
     if (!drawable(s)) continue;
+    const bool labelled = std::any_of(s.points.begin(), s.points.end(),
+                                      [](const ChartPoint& p) { return !p.label.empty(); });
     out += fmt::format("$d{} << EOD\n", block);
     for (const ChartPoint& p : s.points) {
       const std::string x = chart.x_axis == Chart::XAxis::time ? p.time.substr(0, 19) : number(p.x);
-      out += fmt::format("{} {} {} {}\n", x, number(p.y), number(p.low), number(p.high));
+      out += fmt::format("{} {} {} {}", x, number(p.y), number(p.low), number(p.high));
+      out += labelled ? " " + gnuplot_string(p.label) + "\n" : "\n";
     }
     out += "EOD\n";
     plot += (plot.empty() ? "plot " : ", \\\n     ") + plot_clause(s, block, i);
+    // The names beside the markers, in the series' data block's fifth column.
+    if (labelled) {
+      plot += fmt::format(
+          ", \\\n     $d{} using 1:2:5 with labels left offset 0.8,0.5 tc rgb \"#333333\" notitle",
+          block);
+    }
     ++block;
   }
   return out + plot + "\n";

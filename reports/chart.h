@@ -15,7 +15,8 @@ struct ChartPoint {
   // The spread drawn as an error bar (p10–p90), where the series has one.
   double low = 0.0;
   double high = 0.0;
-  std::string time;  // the x value as ISO 8601 UTC, for a time axis
+  std::string time;   // the x value as ISO 8601 UTC, for a time axis
+  std::string label;  // written beside the marker where not empty, e.g. a recipe's name
 };
 
 struct ChartSeries {

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
 
 #include "base/errors.h"
 #include "reports/run_summary.h"
@@ -91,7 +94,7 @@ Frontier build_frontier(const store::Store& store, const std::vector<RecipeVerdi
   return out;
 }
 
-std::string render_frontier(const Frontier& f) {
+TextTable frontier_table(const Frontier& f) {
   using Align = TextTable::Align;
   TextTable table({{"recipe"},
                    {"speedup over bf16", Align::right},
@@ -111,23 +114,29 @@ std::string render_frontier(const Frontier& f) {
     table.add_row({row.fastest_at_parity ? "**" + row.recipe + "** ◆" : row.recipe, speed, gap,
                    std::to_string(v.seeds), std::string(to_string(v.verdict))});
   }
-  std::string out = "### Speed against accuracy\n\n";
-  if (f.source) {
-    out += fmt::format(
-        "Speedups: {} in sweep {} on {} (medians, with the range the p10–p90 "
-        "spreads allow); loss gaps: the convergence verdict above.\n\n",
-        f.source->workload, f.source->sweep_id, f.source->gpu);
-  } else {
-    out += f.no_speed + ".\n\n";
-  }
-  out += table.markdown();
+  return table;
+}
+
+std::string frontier_source(const Frontier& f) {
+  if (!f.source) return f.no_speed + ".";
+  return fmt::format(
+      "Speedups: {} in sweep {} on {} (medians, with the range the p10–p90 spreads allow); loss "
+      "gaps: the convergence verdict (final validation loss against BF16's, over the seeds).",
+      f.source->workload, f.source->sweep_id, f.source->gpu);
+}
+
+std::string frontier_finding(const Frontier& f) {
   const auto fastest = std::find_if(f.rows.begin(), f.rows.end(),
                                     [](const FrontierRow& r) { return r.fastest_at_parity; });
-  out += fastest == f.rows.end()
-             ? "\nNo recipe other than bf16 is both at parity and measured for speed.\n"
-             : fmt::format("\n◆ the fastest recipe at parity: {} ({}).\n", fastest->recipe,
+  return fastest == f.rows.end()
+             ? "No recipe other than bf16 is both at parity and measured for speed."
+             : fmt::format("◆ the fastest recipe at parity: {} ({}).", fastest->recipe,
                            speedup_text(*fastest->speedup));
-  return out;
+}
+
+std::string render_frontier(const Frontier& f) {
+  return fmt::format("### Speed against accuracy\n\n{}\n\n{}\n{}\n", frontier_source(f),
+                     frontier_table(f).markdown(), frontier_finding(f));
 }
 
 Chart frontier_chart(const Frontier& f) {
@@ -155,12 +164,57 @@ Chart frontier_chart(const Frontier& f) {
       low = 100.0 * (*row.verdict.min - bf16_mean) / bf16_mean;
       high = 100.0 * (*row.verdict.max - bf16_mean) / bf16_mean;
     }
-    const ChartPoint point{row.speedup->ratio, *gap, low, high, {}};
+    const ChartPoint point{row.speedup->ratio, *gap, low, high, {}, row.recipe};
     (at_parity(row.verdict) ? parity : outside).points.push_back(point);
     if (row.fastest_at_parity) fastest.points.push_back(point);
   }
   chart.series = {parity, outside, fastest};
   return chart;
+}
+
+std::vector<TitledFrontier> report_frontiers(const store::Store& store,
+                                             const std::vector<store::SweepRecord>& sweeps) {
+  // (label, workload) → the sweeps holding its convergence runs, newest first.
+  std::map<std::pair<std::string, std::string>, std::vector<int64_t>> groups;
+  std::set<std::pair<std::string, std::string>> with_bf16;
+  for (auto it = sweeps.rbegin(); it != sweeps.rend(); ++it) {
+    for (const store::RunRecord& run : store.runs(it->id)) {
+      if (run.level != "model" || store.evals(run.id).empty()) continue;
+      const std::pair<std::string, std::string> key{it->label.value_or(""), run.workload};
+      std::vector<int64_t>& ids = groups[key];
+      if (ids.empty() || ids.back() != it->id) ids.push_back(it->id);
+      if (run.recipe == "bf16") with_bf16.insert(key);
+    }
+  }
+  std::vector<TitledFrontier> out;
+  for (const auto& [key, ids] : groups) {
+    if (!with_bf16.count(key)) continue;
+    // Each recipe and seed once, from the newest sweep that ran it.
+    std::vector<SeedResult> results;
+    std::set<std::pair<std::string, uint64_t>> seen;
+    size_t used = 0;
+    for (const int64_t id : ids) {
+      bool any = false;
+      std::vector<SeedResult> sweep_results;
+      try {
+        sweep_results = collect_seed_results(store, {id});
+      } catch (const InputError&) {
+        continue;  // a sweep of several model workloads: not one convergence comparison
+      }
+      for (SeedResult& r : sweep_results) {
+        if (r.workload != key.second || !seen.insert({r.recipe, r.seed}).second) continue;
+        results.push_back(std::move(r));
+        any = true;
+      }
+      used += any;
+    }
+    if (used == 0) continue;  // its sweeps each ran several model workloads: none judged alone
+    const std::vector<RecipeVerdict> verdicts = judge(results, ParityRule{});
+    const std::string label = key.first.empty() ? "" : fmt::format(", label '{}'", key.first);
+    out.push_back({fmt::format("{} ({} sweep{}{})", key.second, used, used == 1 ? "" : "s", label),
+                   build_frontier(store, verdicts, std::nullopt)});
+  }
+  return out;
 }
 
 }  // namespace lpbench::reports

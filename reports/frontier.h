@@ -9,6 +9,7 @@
 #include "reports/chart.h"
 #include "reports/convergence.h"
 #include "reports/speedup.h"
+#include "reports/text_table.h"
 
 // The speed–accuracy frontier: each recipe's layer speedup over BF16, measured on a GPU, against
 // its loss gap to BF16 from a convergence judgement, so that a reader sees at once which recipes
@@ -41,9 +42,24 @@ struct Frontier {
 Frontier build_frontier(const store::Store& store, const std::vector<RecipeVerdict>& verdicts,
                         std::optional<int64_t> speed_sweep);
 
-// The table (recipe, speedup with its range, loss gap with the seeds' range, parity), the
-// fastest recipe at parity marked, and where the speedups come from.
+// The table (recipe, speedup with its range, loss gap, seeds, parity), the fastest recipe at
+// parity marked; where the speedups come from; which recipe is the fastest at parity. Markdown of
+// the three: render_frontier.
+TextTable frontier_table(const Frontier& frontier);
+std::string frontier_source(const Frontier& frontier);
+std::string frontier_finding(const Frontier& frontier);
 std::string render_frontier(const Frontier& frontier);
+
+// The frontiers a report shows: of the convergence runs among `sweeps` (model-level runs with
+// validation losses, BF16 among them), one per label and workload, each recipe and seed from the
+// newest sweep that ran it (a nightly's repeated nights do not count as seeds); speedups from
+// the newest GPU layer sweep in the store. `title` names the label and workload.
+struct TitledFrontier {
+  std::string title;
+  Frontier frontier;
+};
+std::vector<TitledFrontier> report_frontiers(const store::Store& store,
+                                             const std::vector<store::SweepRecord>& sweeps);
 
 // Loss gap (%) against speedup (×), one point per recipe with a speedup; recipes at parity and
 // the others as two series, the fastest at parity as a third.

@@ -7,6 +7,7 @@
 #include "base/env/build_info.h"
 #include "base/env/time_stamp.h"
 #include "reports/diagnostics_report.h"
+#include "reports/frontier.h"
 #include "reports/hotspots.h"
 #include "reports/kernel_table.h"
 #include "reports/report_charts.h"
@@ -133,6 +134,26 @@ void add_nightly(Document& doc, const std::vector<NightlySweep>& nightly) {
 
 }  // namespace
 
+// Speed against accuracy for one set of convergence runs: the table, the source of the speedups,
+// the fastest recipe at parity, and the scatter chart with each point named.
+namespace {
+
+void add_frontier(Document& doc, TitledFrontier& t, size_t index) {
+  doc.heading(2, "Speed against accuracy: " + t.title);
+  doc.paragraph(frontier_source(t.frontier));
+  doc.table(frontier_table(t.frontier));
+  doc.paragraph(frontier_finding(t.frontier));
+  Chart chart = frontier_chart(t.frontier);
+  if (!has_data(chart)) return;
+  doc.figure({fmt::format("frontier-{}.svg", index + 1),
+              "Each recipe's layer speedup over BF16 against its loss gap to BF16 (bars: the "
+              "lowest and highest seed)",
+              std::move(chart),
+              {}});
+}
+
+}  // namespace
+
 Document build_report(const store::Store& store, const std::vector<store::SweepRecord>& sweeps,
                       const std::string& db_path) {
   Document doc("lpbench report");
@@ -141,6 +162,9 @@ Document build_report(const store::Store& store, const std::vector<store::SweepR
   if (sweeps.empty()) doc.paragraph("No sweeps are recorded in this database yet.");
   for (const store::SweepRecord& sweep : sweeps)
     add_sweep(doc, store, sweep);
+  std::vector<TitledFrontier> frontiers = report_frontiers(store, sweeps);
+  for (size_t i = 0; i < frontiers.size(); ++i)
+    add_frontier(doc, frontiers[i], i);
   const std::vector<NightlySweep> nightly = load_nightly(store);
   if (!nightly.empty()) add_nightly(doc, nightly);
   return doc;

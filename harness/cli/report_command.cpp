@@ -8,6 +8,7 @@
 #include "harness/cli/output_paths.h"
 #include "reports/chart.h"
 #include "reports/diagnostics_report.h"
+#include "reports/frontier.h"
 #include "reports/full_report.h"
 #include "reports/hotspots.h"
 #include "reports/kernel_table.h"
@@ -63,6 +64,11 @@ int print_tables(const store::Store& store, const ReportOptions& options) {
     fmt::print("{}{}{}{}{}", i ? "\n" : "", reports::render_sweep_markdown(report),
                reports::render_hotspots(store, report), reports::render_diagnostics(store, report),
                kernels);
+  }
+  for (const reports::TitledFrontier& t : reports::report_frontiers(store, sweeps)) {
+    fmt::print("\n## Speed against accuracy: {}\n\n{}\n\n{}\n{}\n", t.title,
+               reports::frontier_source(t.frontier), reports::frontier_table(t.frontier).markdown(),
+               reports::frontier_finding(t.frontier));
   }
   return 0;
 }

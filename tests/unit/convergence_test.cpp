@@ -1,9 +1,11 @@
 // The parity rule on synthetic final losses: inside BF16's band plus the tolerance, outside it,
 // a diverged run, one BF16 seed (said so), and no BF16 at all.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "base/errors.h"
 #include "reports/convergence.h"
@@ -141,6 +143,55 @@ TEST(Frontier, MarksTheFastestRecipeAtParityFromAGpuLayerSweep) {
   EXPECT_EQ(chart.series[1].points.size(), 1u);  // int8-tensor
   EXPECT_EQ(chart.series[2].points.size(), 1u);  // the fastest at parity
   EXPECT_NEAR(chart.series[2].points[0].x, 1.25, 0.02);
+}
+
+// A convergence sweep: model:small runs with a validation loss, one per (recipe, seed, loss).
+int64_t convergence_sweep(store::Store& store,
+                          const std::vector<std::tuple<std::string, int, double>>& runs,
+                          const std::string& label) {
+  const int64_t sweep =
+      store.add_sweep({0, "2026-11-25T04:00:00.000Z", "lpbench converge", "host", "0", label});
+  for (const auto& [recipe, seed_value, loss] : runs) {
+    store::RunRecord r = lpbench::testing::test_run_record(sweep, recipe, "cuda:0");
+    r.workload = "model:small";
+    r.level = "model";
+    r.config_json = fmt::format(R"({{"training":{{"seed":{},"steps":10}}}})", seed_value);
+    const int64_t id = store.add_run(r);
+    for (int step = 0; step < 10; ++step)
+      store.add_step({id, step, false, loss, 5.0, 512, 1e-3, 1.0, std::nullopt, std::nullopt});
+    store.add_eval({id, 9, loss, 1024});
+    store.finish_run(id, store::RunStatus::ok, std::nullopt);
+  }
+  return sweep;
+}
+
+// The report's frontier: the convergence runs among the chosen sweeps, one table a label and
+// workload, each recipe and seed from the newest sweep that ran it (nights are no seeds), with
+// speedups from the GPU layer sweep; its chart names each point.
+TEST(Frontier, TheReportTakesEachRecipeAndSeedFromTheNewestSweep) {
+  lpbench::testing::TempDir dir;
+  store::Store store = store::Store::open(dir / "f.db", store::Store::Mode::write);
+  layer_sweep(store, {{"bf16", 10.0}, {"int8-row", 8.0}});
+  convergence_sweep(store, {{"bf16", 0, 4.00}, {"int8-row", 0, 4.80}}, "nightly");
+  convergence_sweep(store, {{"bf16", 0, 4.00}, {"int8-row", 0, 4.01}}, "nightly");
+  const std::vector<TitledFrontier> frontiers = report_frontiers(store, store.sweeps());
+  ASSERT_EQ(frontiers.size(), 1u);
+  EXPECT_NE(frontiers[0].title.find("model:small"), std::string::npos) << frontiers[0].title;
+  EXPECT_NE(frontiers[0].title.find("label 'nightly'"), std::string::npos) << frontiers[0].title;
+  const Frontier& f = frontiers[0].frontier;
+  ASSERT_EQ(f.rows.size(), 2u);
+  const FrontierRow& row = f.rows[1];
+  EXPECT_EQ(row.recipe, "int8-row");
+  EXPECT_EQ(row.verdict.seeds, 1);  // the newest night only, not two seeds
+  EXPECT_EQ(row.verdict.verdict, Parity::parity) << row.verdict.why;
+  EXPECT_TRUE(row.fastest_at_parity);
+  ASSERT_TRUE(row.speedup);
+  EXPECT_NEAR(row.speedup->ratio, 1.25, 0.02);
+  const std::string script = gnuplot_script(frontier_chart(f));
+  EXPECT_NE(script.find("\"int8-row\""), std::string::npos) << script;
+  EXPECT_NE(script.find("with labels"), std::string::npos) << script;
+  // Sweeps without convergence runs give no frontier.
+  EXPECT_TRUE(report_frontiers(store, {*store.sweep(1)}).empty());
 }
 
 TEST(Frontier, WithoutAGpuLayerSweepItSaysSoAndABadSpeedSweepIsInputError) {

@@ -134,8 +134,8 @@ std::string frontier_finding(const Frontier& f) {
                            speedup_text(*fastest->speedup));
 }
 
-std::string render_frontier(const Frontier& f) {
-  return fmt::format("### Speed against accuracy\n\n{}\n\n{}\n{}\n", frontier_source(f),
+std::string render_frontier(const Frontier& f, const std::string& heading) {
+  return fmt::format("{}\n\n{}\n\n{}\n{}\n", heading, frontier_source(f),
                      frontier_table(f).markdown(), frontier_finding(f));
 }
 

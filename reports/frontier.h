@@ -48,7 +48,8 @@ Frontier build_frontier(const store::Store& store, const std::vector<RecipeVerdi
 TextTable frontier_table(const Frontier& frontier);
 std::string frontier_source(const Frontier& frontier);
 std::string frontier_finding(const Frontier& frontier);
-std::string render_frontier(const Frontier& frontier);
+std::string render_frontier(const Frontier& frontier,
+                            const std::string& heading = "### Speed against accuracy");
 
 // The frontiers a report shows: of the convergence runs among `sweeps` (model-level runs with
 // validation losses, BF16 among them), one per label and workload, each recipe and seed from the

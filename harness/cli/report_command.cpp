@@ -66,9 +66,8 @@ int print_tables(const store::Store& store, const ReportOptions& options) {
                kernels);
   }
   for (const reports::TitledFrontier& t : reports::report_frontiers(store, sweeps)) {
-    fmt::print("\n## Speed against accuracy: {}\n\n{}\n\n{}\n{}\n", t.title,
-               reports::frontier_source(t.frontier), reports::frontier_table(t.frontier).markdown(),
-               reports::frontier_finding(t.frontier));
+    fmt::print("\n{}",
+               reports::render_frontier(t.frontier, "## Speed against accuracy: " + t.title));
   }
   return 0;
 }

@@ -248,20 +248,21 @@ TEST(Compare, TwoEarlierNightsAreTooFewToJudgeAcrossSweeps) {
   EXPECT_EQ(c.exit_code(), 3);
 }
 
+// A night whose steps sit at `median_ms` with little noise.
+History::RunSpec steady(double median_ms, double noise_ms) {
+  History::RunSpec spec;
+  spec.median_ms = median_ms;
+  spec.noise_ms = noise_ms;
+  return spec;
+}
+
 // With three nights whose medians spread widely, a candidate inside their prediction interval is
 // no claim either way: the interval is too wide to call it SAME.
 TEST(Compare, ACandidateWithinWidelySpreadNightsIsUnsure) {
   History h;
-  for (double ms : {90.0, 100.0, 115.0}) {
-    History::RunSpec night;
-    night.median_ms = ms;
-    night.noise_ms = 0.5;
-    h.sweep({night});
-  }
-  History::RunSpec candidate_spec;
-  candidate_spec.median_ms = 112.0;
-  candidate_spec.noise_ms = 0.5;
-  const int64_t candidate = h.sweep({candidate_spec});
+  for (double ms : {90.0, 100.0, 115.0})
+    h.sweep({steady(ms, 0.5)});
+  const int64_t candidate = h.sweep({steady(112.0, 0.5)});
   const Comparison c = h.compare("nightly:3", fmt::format("sweep:{}", candidate));
   EXPECT_EQ(metric(c, Metric::step_ms).verdict, Verdict::unsure);
   EXPECT_NE(metric(c, Metric::step_ms).reason.find("spread too much"), std::string::npos)
@@ -273,24 +274,14 @@ TEST(Compare, ACandidateWithinWidelySpreadNightsIsUnsure) {
 // SAME, with the interval in the reason; far outside it, SLOWER.
 TEST(Compare, ANightInsideThePredictionIntervalOfCloseNightsIsTheSame) {
   History h;
-  for (double ms : {99.5, 100.0, 100.5}) {
-    History::RunSpec night;
-    night.median_ms = ms;
-    night.noise_ms = 0.2;
-    h.sweep({night});
-  }
-  History::RunSpec near;
-  near.median_ms = 103.0;
-  near.noise_ms = 0.2;
-  const int64_t inside = h.sweep({near});
+  for (double ms : {99.5, 100.0, 100.5})
+    h.sweep({steady(ms, 0.2)});
+  const int64_t inside = h.sweep({steady(103.0, 0.2)});
   const Comparison same = h.compare("sweep:1,2,3", fmt::format("sweep:{}", inside));
   EXPECT_EQ(metric(same, Metric::step_ms).verdict, Verdict::same);
   EXPECT_NE(metric(same, Metric::step_ms).reason.find("prediction interval"), std::string::npos)
       << metric(same, Metric::step_ms).reason;
-  History::RunSpec far;
-  far.median_ms = 130.0;
-  far.noise_ms = 0.2;
-  const int64_t outside = h.sweep({far});
+  const int64_t outside = h.sweep({steady(130.0, 0.2)});
   const Comparison slower = h.compare("sweep:1,2,3", fmt::format("sweep:{}", outside));
   EXPECT_EQ(metric(slower, Metric::step_ms).verdict, Verdict::regressed);
   EXPECT_EQ(slower.exit_code(), 1);

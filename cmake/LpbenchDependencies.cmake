@@ -65,6 +65,15 @@ if(LPBENCH_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
 find_package(benchmark REQUIRED)
+# c10d's ProcessGroupGloo.hpp includes Gloo's headers, which the torch wheel does not ship (its
+# Gloo is compiled into libtorch_cpu). Debian's libgloo-dev supplies them; only the headers are
+# used, never its library. On the GPU machine they come in .gpu-bundle (scripts/gpu-bundle).
+find_path(LPBENCH_GLOO_INCLUDE_DIR gloo/algorithm.h
+  HINTS "${CMAKE_SOURCE_DIR}/.gpu-bundle/gloo/usr/include")
+if(NOT LPBENCH_GLOO_INCLUDE_DIR)
+  message(FATAL_ERROR "Gloo's headers (gloo/algorithm.h) were not found: run scripts/setup, which "
+                      "installs Debian's libgloo-dev")
+endif()
 find_package(SentencePiece REQUIRED)
 # Debian's libsentencepiece exports FLAGS_minloglevel as a 32-byte flag object; libc10 exports the
 # same name as a 4-byte int. The library first in a program's symbol scope owns the name. When that

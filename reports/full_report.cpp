@@ -74,6 +74,14 @@ void add_sweep(Document& doc, const store::Store& store, const store::SweepRecor
   SweepTable table = sweep_table(report);
   doc.table(std::move(table.table));
   doc.list(std::move(table.notes));
+  if (std::optional<TextTable> ranks = data_parallel_table(report)) {
+    doc.heading(3, "Data parallel");
+    doc.paragraph(
+        "tokens/s counts every rank's tokens; each rank's median step and peak are its own, "
+        "gathered by rank 0; communication is the collectives' regions (all-gather, "
+        "reduce-scatter, all-reduce) per step, as the hotspot table lists them.");
+    doc.table(std::move(*ranks));
+  }
 
   const std::vector<RunCurves> curves = load_curves(store, report);
   if (auto f = loss_figure(report, curves)) doc.figure(std::move(*f));

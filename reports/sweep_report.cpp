@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/stats/stats.h"
 #include "reports/throughput.h"
 
 namespace lpbench::reports {
@@ -52,6 +53,7 @@ std::string operators_of(const store::RunRecord& run) {
 
 std::string device_cell(const store::RunRecord& run) {
   std::string cell = run.provenance.gpu_name.value_or(run.device);
+  if (run.world_size > 1) cell += fmt::format(" × {}", run.world_size);
   if (store::products_emulated(run)) cell += std::string(" ") + std::string(kEmulatedMark);
   return cell;
 }
@@ -104,6 +106,7 @@ SweepReport build_sweep_report(const store::Store& store, const store::SweepReco
   SweepReport report{sweep, {}};
   for (const store::RunRecord& run : store.runs(sweep.id)) {
     report.runs.push_back(summarize_run(run, store.steps(run.id)));
+    if (run.world_size > 1 || run.sharding) report.ranks[run.id] = store.ranks(run.id);
   }
   compare_with_bf16(report.runs);
   return report;
@@ -226,6 +229,54 @@ std::string sweep_heading(const store::SweepRecord& sweep) {
                      sweep.host);
 }
 
+std::optional<TextTable> data_parallel_table(const SweepReport& report) {
+  using Align = TextTable::Align;
+  TextTable table({{"run"},
+                   {"recipe"},
+                   {"ranks", Align::right},
+                   {"sharding"},
+                   {"tokens/s", Align::right},
+                   {"tokens/s per rank", Align::right},
+                   {"rank step_ms (fastest–slowest)", Align::right},
+                   {"peak_mem_gib (largest)", Align::right},
+                   {"communication ms/step (share)", Align::right}});
+  bool any = false;
+  for (const RunSummary& s : report.runs) {
+    const auto it = report.ranks.find(s.run.id);
+    if (it == report.ranks.end()) continue;
+    any = true;
+    // Plain doubles with NaN for "none": the optional-based form trips GCC 12's
+    // maybe-uninitialized warning.
+    double fastest = NAN, slowest = NAN, peak = NAN;
+    std::vector<double> comms;
+    for (const store::RankRecord& r : it->second) {
+      if (r.step_ms) {
+        fastest = std::isnan(fastest) ? *r.step_ms : std::min(fastest, *r.step_ms);
+        slowest = std::isnan(slowest) ? *r.step_ms : std::max(slowest, *r.step_ms);
+      }
+      if (r.peak_mem_gib)
+        peak = std::isnan(peak) ? *r.peak_mem_gib : std::max(peak, *r.peak_mem_gib);
+      if (r.comm_ms) comms.push_back(*r.comm_ms);
+    }
+    const double comm = comms.empty() ? NAN : stats::summarize(comms).median;
+    const double ranks = static_cast<double>(s.run.world_size);
+    const auto number = [](double value, const char* format) {
+      return std::isnan(value) ? std::string("—") : fmt::format(fmt::runtime(format), value);
+    };
+    const double tokens = s.tokens_per_s.value_or(NAN);
+    table.add_row({std::to_string(s.run.id), s.run.recipe, std::to_string(s.run.world_size),
+                   s.run.sharding.value_or("—"), number(tokens, "{:.0f}"),
+                   number(tokens / ranks, "{:.0f}"),
+                   std::isnan(fastest) ? "—" : fmt::format("{:.2f}–{:.2f}", fastest, slowest),
+                   number(peak, "{:.3f}"),
+                   !std::isnan(comm) && s.step_ms.count > 0
+                       ? fmt::format("{:.2f} ({:.0f} %)", comm, 100.0 * comm / s.step_ms.median)
+                       : "— (run with --regions)"});
+  }
+  if (!any) return std::nullopt;
+  return table;
+}
+
 std::string render_sweep_markdown(const SweepReport& report) {
   std::string out =
       fmt::format("## {}\n\n`{}`\n\n", sweep_heading(report.sweep), report.sweep.command_line);
@@ -235,6 +286,12 @@ std::string render_sweep_markdown(const SweepReport& report) {
   out += "\n";
   for (const std::string& note : table.notes)
     out += "- " + note + "\n";
+  if (const std::optional<TextTable> ranks = data_parallel_table(report)) {
+    out +=
+        "\nData parallel: tokens/s counts every rank's tokens; each rank's step and peak are "
+        "its own, gathered by rank 0; communication is the collectives' regions per step.\n\n";
+    out += ranks->markdown();
+  }
   return out;
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,7 +14,14 @@ namespace lpbench::reports {
 struct SweepReport {
   store::SweepRecord sweep;
   std::vector<RunSummary> runs;
+  // Data-parallel runs' per-rank figures (run_ranks), by run id.
+  std::map<int64_t, std::vector<store::RankRecord>> ranks;
 };
+
+// The data-parallel runs of a sweep: ranks, sharding, tokens/s per GPU, the slowest and fastest
+// rank's median step, the largest peak and the communication time per step; nullopt when the
+// sweep has none.
+std::optional<TextTable> data_parallel_table(const SweepReport& report);
 
 SweepReport build_sweep_report(const store::Store& store, const store::SweepRecord& sweep);
 

@@ -48,6 +48,7 @@ lpbench_gpu_configure() {
   LPBENCH_GIT_DIRTY=$(cat "$bundle/git-dirty" 2>/dev/null || echo 0)
   sqlite_lib=$(ls /usr/lib/x86_64-linux-gnu/libsqlite3.so* 2>/dev/null | head -n 1)
   (cd "$LPBENCH_ROOT" && cmake --preset gpu -DSQLite3_INCLUDE_DIR="$bundle/sqlite/usr/include" \
+    -DLPBENCH_GLOO_INCLUDE_DIR="$bundle/gloo/usr/include" \
     -DSQLite3_LIBRARY="$sqlite_lib" "$@")
 }
 

@@ -216,6 +216,21 @@ CREATE TABLE kernel_samples (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 7: data-parallel runs. tokens_per_step counts every rank's tokens; the per-rank
+// figures (rank 0 gathers them at the end of a run) say whether one rank held the others back.
+constexpr std::string_view kSchemaV7 = R"sql(
+ALTER TABLE runs ADD COLUMN world_size INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE runs ADD COLUMN sharding TEXT;  -- e.g. 'zero1 (gloo)'; NULL: one process
+CREATE TABLE run_ranks (
+  run_id         INTEGER NOT NULL REFERENCES runs(id),
+  rank           INTEGER NOT NULL,
+  step_ms        REAL,  -- median over the measured steps, as this rank timed them
+  peak_mem_gib   REAL,  -- this rank's peak allocated memory
+  comm_ms        REAL,  -- median per step of the time its collectives took
+  PRIMARY KEY (run_id, rank)
+) WITHOUT ROWID;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -226,6 +241,7 @@ const std::vector<Migration>& migrations() {
       {4, "regions, device_samples, run_artifacts, kernel_results, runs.clock_fell", kSchemaV4},
       {5, "load_samples, runs.contention, kernel mean, CPU time and repetitions", kSchemaV5},
       {6, "kernel_samples", kSchemaV6},
+      {7, "runs.world_size and sharding, run_ranks", kSchemaV7},
   };
   return list;
 }

@@ -55,6 +55,10 @@ struct RunRecord {
   // Why the run counts as measured on a busy machine (other processes' CPU time, other processes
   // on its GPU); none when it does not, or for runs of databases older than the check.
   std::optional<std::string> contention;
+  // Data parallel: the ranks that trained the run and how they shared the state (NULL: one
+  // process).
+  int64_t world_size = 1;
+  std::optional<std::string> sharding;
 };
 
 // Whether a backend name says products ran on the CPU (the reference's emulation of a GPU path,
@@ -101,6 +105,15 @@ struct MetricRecord {
   int64_t step = 0;
   std::string name;
   double value = 0.0;
+};
+
+// One data-parallel rank's figures of a run, gathered by rank 0 at the run's end.
+struct RankRecord {
+  int64_t run_id = 0;
+  int64_t rank = 0;
+  std::optional<double> step_ms;
+  std::optional<double> peak_mem_gib;
+  std::optional<double> comm_ms;
 };
 
 struct RegionRecord {

@@ -145,7 +145,7 @@ constexpr std::string_view kRunColumns =
     "started_at, finished_at, host, pid, process_start, git_commit, git_dirty, cpu_name, "
     "gpu_name, driver_version, cuda_version, torch_version, lpbench_version, build_type, "
     "tokens_per_step, level, model, layers_run, layers_published, data, memory_estimate_gib, "
-    "clock_fell, contention";
+    "clock_fell, contention, world_size, sharding";
 
 RunRecord read_run(const Statement& s) {
   Columns c(s);
@@ -182,6 +182,8 @@ RunRecord read_run(const Statement& s) {
   r.memory_estimate_gib = c.optional_real();
   r.clock_fell = c.optional_flag();
   r.contention = c.optional_text();
+  r.world_size = c.integer();
+  r.sharding = c.optional_text();
   return r;
 }
 
@@ -370,13 +372,13 @@ int64_t Store::add_run(const RunRecord& r) {
                     "started_at, host, pid, process_start, git_commit, git_dirty, cpu_name, "
                     "gpu_name, driver_version, cuda_version, torch_version, lpbench_version, "
                     "build_type, tokens_per_step, level, model, layers_run, layers_published, "
-                    "data, memory_estimate_gib",
+                    "data, memory_estimate_gib, world_size, sharding",
                     r.sweep_id, r.workload, r.recipe, r.device, r.int8_backend, r.config_json,
                     to_string(RunStatus::running), r.started_at, p.host, r.pid, r.process_start,
                     p.git_commit, p.git_dirty, p.cpu_name, p.gpu_name, p.driver_version,
                     p.cuda_version, p.torch_version, p.lpbench_version, p.build_type,
                     r.tokens_per_step, r.level, r.model, r.layers_run, r.layers_published, r.data,
-                    r.memory_estimate_gib);
+                    r.memory_estimate_gib, r.world_size, r.sharding);
 }
 
 void Store::add_modules(int64_t run_id, const std::vector<ModuleRecord>& modules) {
@@ -414,6 +416,13 @@ void Store::add_regions(const std::vector<RegionRecord>& regions) {
   insert_rows(connection_, "INSERT", "regions", "run_id, step, name, calls, total_ms", regions,
               [](const RegionRecord& r) {
                 return std::tuple(r.run_id, r.step, r.name, r.calls, r.total_ms);
+              });
+}
+
+void Store::add_ranks(const std::vector<RankRecord>& ranks) {
+  insert_rows(connection_, "INSERT", "run_ranks", "run_id, rank, step_ms, peak_mem_gib, comm_ms",
+              ranks, [](const RankRecord& r) {
+                return std::tuple(r.run_id, r.rank, r.step_ms, r.peak_mem_gib, r.comm_ms);
               });
 }
 
@@ -637,6 +646,25 @@ std::vector<MetricRecord> Store::metrics(int64_t run_id, const std::string& pref
     m.name = c.text();
     m.value = nan_if_null(c.optional_real());
     out.push_back(m);
+  }
+  return out;
+}
+
+std::vector<RankRecord> Store::ranks(int64_t run_id) const {
+  std::vector<RankRecord> out;
+  Statement query(connection_,
+                  "SELECT rank, step_ms, peak_mem_gib, comm_ms FROM run_ranks WHERE run_id = ? "
+                  "ORDER BY rank");
+  query.bind(1, run_id);
+  while (query.step()) {
+    Columns c(query);
+    RankRecord r;
+    r.run_id = run_id;
+    r.rank = c.integer();
+    r.step_ms = c.optional_real();
+    r.peak_mem_gib = c.optional_real();
+    r.comm_ms = c.optional_real();
+    out.push_back(r);
   }
   return out;
 }

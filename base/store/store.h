@@ -41,6 +41,7 @@ class Store {
   int64_t add_event(const EventRecord& event);                 // `at` is filled in when empty
   void add_metrics(const std::vector<MetricRecord>& metrics);  // one transaction
   void add_regions(const std::vector<RegionRecord>& regions);  // one transaction
+  void add_ranks(const std::vector<RankRecord>& ranks);        // one transaction
   void add_device_sample(const DeviceSampleRecord& sample);
   void add_load_sample(const LoadSampleRecord& sample);  // one per run and phase
   int64_t add_artifact(const ArtifactRecord& artifact);
@@ -69,6 +70,7 @@ class Store {
   // A run's metrics, all, or those whose name starts with `prefix`, by step then name.
   std::vector<MetricRecord> metrics(int64_t run_id, const std::string& prefix = "") const;
   std::vector<RegionRecord> regions(int64_t run_id) const;
+  std::vector<RankRecord> ranks(int64_t run_id) const;  // by rank; empty for one process
   std::vector<DeviceSampleRecord> device_samples(int64_t run_id) const;
   std::vector<LoadSampleRecord> load_samples(int64_t run_id) const;
   std::vector<ArtifactRecord> artifacts(int64_t run_id) const;

@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
+#include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "base/errors.h"
 #include "base/store/store.h"
@@ -8,6 +10,10 @@
 #include "harness/cli/diagnostics_option.h"
 #include "harness/cli/run_flags.h"
 #include "harness/config/run_config.h"
+#include "harness/dist/launch_env.h"
+#include "harness/dist/local_launcher.h"
+#include "harness/dist/rendezvous.h"
+#include "harness/dist/scratch_file.h"
 #include "harness/runner/sweep_runner.h"
 
 namespace lpbench::cli {
@@ -29,27 +35,79 @@ void check_label(const std::string& label) {
   }
 }
 
-int execute(const config::RunConfig& config, const std::optional<std::string>& label,
-            const std::string& command_line, bool dry_run) {
-  // Everything is checked before the database is opened: bad input changes nothing.
-  if (label) check_label(*label);
-  const config::ResolvedRun run = config::resolve(config);
-  if (dry_run) {
-    fmt::print(
-        "lpbench run --dry-run: the arguments are valid: {} workload{} × {} recipe{} "
-        "would run on {} (nothing ran; {} was not opened)\n",
-        run.workloads.size(), run.workloads.size() == 1 ? "" : "s", run.recipes.size(),
-        run.recipes.size() == 1 ? "" : "s", run.device.str(), config.db);
-    return 0;
-  }
-  store::Store store = store::Store::open(config.db, store::Store::Mode::write);
-  const runner::SweepOutcome outcome = runner::run_sweep(run, store, command_line, label);
-
-  fmt::print(stderr, "Recorded sweep {} in {}:", outcome.sweep_id, config.db);
+void report_outcome(const runner::SweepOutcome& outcome, const std::string& db) {
+  fmt::print(stderr, "Recorded sweep {} in {}:", outcome.sweep_id, db);
   for (const runner::RunOutcome& r : outcome.runs) {
     fmt::print(stderr, " run {} {} {};", r.run_id, r.recipe, store::to_string(r.status));
   }
-  fmt::print(stderr, "\nSee: lpbench report --db {} --sweep {}\n", config.db, outcome.sweep_id);
+  fmt::print(stderr, "\nSee: lpbench report --db {} --sweep {}\n", db, outcome.sweep_id);
+}
+
+// What every rank must agree on: its arguments (the launch's own variables aside).
+std::string fingerprint(const config::RunConfig& config, const std::optional<std::string>& label) {
+  nlohmann::json json = config;
+  json["label_given"] = label.value_or("");
+  return json.dump();
+}
+
+// A data-parallel rank: joins the others, then runs the sweep like one process, rank 0 into the
+// database and every other rank into a scratch store of its own that is deleted after (the
+// runner's path is the same on every rank, so their collectives line up).
+runner::SweepOutcome run_as_rank(config::ResolvedRun& run, const dist::LaunchEnv& launch,
+                                 const std::optional<std::string>& label,
+                                 const std::string& command_line) {
+  const config::RunConfig& config = run.config;
+  run.group = dist::join(launch, run.device, fingerprint(config, label),
+                         std::chrono::seconds(config.dist_timeout_s));
+  for (config::ResolvedWorkload& w : run.workloads)
+    w.training.group = run.group;
+  if (launch.rank == 0) {
+    store::Store store = store::Store::open(config.db, store::Store::Mode::write);
+    return runner::run_sweep(run, store, command_line, label);
+  }
+  const dist::ScratchFile scratch(fmt::format("lpbench-rank{}", launch.rank));
+  store::Store store = store::Store::open(scratch.path(), store::Store::Mode::write);
+  return runner::run_sweep(run, store, command_line, label);
+}
+
+int execute(config::RunConfig config, const std::optional<std::string>& label,
+            const std::string& command_line, bool dry_run) {
+  // Everything is checked before the database is opened: bad input changes nothing.
+  if (label) check_label(*label);
+  const std::optional<dist::LaunchEnv> launch = dist::launch_env_from_environment();
+  if (launch) {
+    config.world_size = launch->world_size;
+    config.rank = launch->rank;
+    config.local_rank = launch->local_rank;
+  } else if (config.nproc_per_node > 1) {
+    // Checked as the last rank on this machine would be: N processes need N GPUs.
+    config.world_size = config.nproc_per_node;
+    config.local_rank = config.nproc_per_node - 1;
+  }
+  config::ResolvedRun run = config::resolve(config);
+  if (dry_run) {
+    fmt::print(
+        "lpbench run --dry-run: the arguments are valid: {} workload{} × {} recipe{} "
+        "would run on {}{} (nothing ran; {} was not opened)\n",
+        run.workloads.size(), run.workloads.size() == 1 ? "" : "s", run.recipes.size(),
+        run.recipes.size() == 1 ? "" : "s", run.device.str(),
+        config.world_size > 0 ? fmt::format(" as {} data-parallel ranks", config.world_size) : "",
+        config.db);
+    return 0;
+  }
+  if (!launch && config.nproc_per_node > 1) {
+    return dist::launch_local(static_cast<int>(config.nproc_per_node),
+                              std::chrono::seconds(config.dist_timeout_s), config.db);
+  }
+  if (launch) {
+    const runner::SweepOutcome outcome = run_as_rank(run, *launch, label, command_line);
+    if (launch->rank != 0) return outcome.all_ok() ? 0 : 1;
+    report_outcome(outcome, config.db);
+    return outcome.all_ok() ? 0 : 1;
+  }
+  store::Store store = store::Store::open(config.db, store::Store::Mode::write);
+  const runner::SweepOutcome outcome = runner::run_sweep(run, store, command_line, label);
+  report_outcome(outcome, config.db);
   return outcome.all_ok() ? 0 : 1;
 }
 

@@ -42,6 +42,16 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
       ->capture_default_str();
   run.add_option("--device", config.device, "auto, cpu, cuda or cuda:<index>")
       ->capture_default_str();
+  run.add_option("--nproc-per-node", config.nproc_per_node,
+                 "Data parallel (model workloads): start this many ranks on this machine, one a "
+                 "GPU (NCCL), or CPU ranks with --device cpu (Gloo); the optimizer state is "
+                 "sharded over them. A launcher's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and "
+                 "MASTER_PORT (torchrun, SLURM) make this process one rank instead")
+      ->capture_default_str();
+  run.add_option("--dist-timeout", config.dist_timeout_s,
+                 "Data parallel: seconds the rendezvous and each collective wait for the other "
+                 "ranks before the run fails")
+      ->capture_default_str();
   run.add_option("--db", config.db, "SQLite database to record into")->capture_default_str();
   run.add_flag("--regions", config.regions,
                "Time the named regions (forward, gemm, quantize, ...) of every step with CUDA "

@@ -233,6 +233,39 @@ void check_delayed_scaling(const ResolvedRun& run, const RunConfig& config) {
 
 }  // namespace
 
+namespace {
+
+// A data-parallel rank: model workloads only, and on GPUs the one of its LOCAL_RANK.
+void resolve_data_parallel(ResolvedRun& run, const RunConfig& config) {
+  for (ResolvedWorkload& w : run.workloads) {
+    if (w.spec.level != workloads::Level::model) {
+      throw InputError(fmt::format(
+          "data parallel (--nproc-per-node or a launcher's WORLD_SIZE) trains model workloads "
+          "only; {} is a {} workload: run it in one process",
+          w.spec.text(), workloads::to_string(w.spec.level)));
+    }
+    w.training.data_parallel_size = static_cast<int>(config.world_size);
+  }
+  if (run.device.is_cuda()) {
+    if (config.device != "auto" && config.device != "cuda") {
+      throw InputError(fmt::format(
+          "--device {}: with data parallel each rank takes the GPU of its LOCAL_RANK; give "
+          "--device cuda (or auto)",
+          config.device));
+    }
+    const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
+    if (config.local_rank >= count) {
+      throw InputError(
+          fmt::format("{} processes on this machine need {} GPUs, one each, but it has {}; give "
+                      "--nproc-per-node {} at most",
+                      config.local_rank + 1, config.local_rank + 1, count, count));
+    }
+    run.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(config.local_rank));
+  }
+}
+
+}  // namespace
+
 ResolvedRun resolve(const RunConfig& config) {
   ResolvedRun run;
   run.config = config;
@@ -259,6 +292,7 @@ ResolvedRun resolve(const RunConfig& config) {
   }
   check_delayed_scaling(run, config);
   run.device = resolve_device(config.device);
+  if (config.world_size > 0) resolve_data_parallel(run, config);
   for (ResolvedWorkload& w : run.workloads) {
     w.training.fusion = resolve_fusion(config.fusion, run.device);
     w.training.producer_amax = config.producer_amax;
@@ -276,6 +310,11 @@ ResolvedRun resolve(const RunConfig& config) {
   for (ResolvedWorkload& w : run.workloads)
     plan_memory(w, run);
   return run;
+}
+
+std::optional<std::string> sharding_of(const ResolvedRun& run) {
+  if (run.config.world_size <= 0) return std::nullopt;
+  return fmt::format("zero1 ({})", run.device.is_cuda() ? "nccl" : "gloo");
 }
 
 nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w,
@@ -358,6 +397,12 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
       {"memory_budget_gib", run.config.memory_budget_gib},
   };
   if (!w.interleave_note.empty()) json["interleave_note"] = w.interleave_note;
+  if (const std::optional<std::string> sharding = sharding_of(run)) {
+    json["training"]["data_parallel"] = {{"world_size", run.config.world_size},
+                                         {"sharding", *sharding},
+                                         {"global_batch", t.micro_batch * run.config.world_size},
+                                         {"timeout_s", run.config.dist_timeout_s}};
+  }
   return json;
 }
 
@@ -389,7 +434,9 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"memory_budget_gib", c.memory_budget_gib},
           {"fusion", c.fusion},
           {"producer_amax", c.producer_amax},
-          {"interleave", c.interleave}};
+          {"interleave", c.interleave},
+          {"nproc_per_node", c.nproc_per_node},
+          {"dist_timeout_s", c.dist_timeout_s}};
 }
 
 void from_json(const nlohmann::json& json, RunConfig& c) {
@@ -418,6 +465,8 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.trace_step = json.value("trace_step", d.trace_step);
   c.int8_gemm = json.value("int8_gemm", d.int8_gemm);
   c.separate_layout_quantize = json.value("separate_layout_quantize", d.separate_layout_quantize);
+  c.nproc_per_node = json.value("nproc_per_node", d.nproc_per_node);
+  c.dist_timeout_s = json.value("dist_timeout_s", d.dist_timeout_s);
   c.memory_budget_gib = json.value("memory_budget_gib", d.memory_budget_gib);
   c.fusion = json.value("fusion", d.fusion);
   c.producer_amax = json.value("producer_amax", d.producer_amax);

@@ -5,6 +5,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,9 @@ struct ResolvedRun {
   double device_memory_gib = 0.0;
   int64_t timing_warmup_steps = 0;
   int64_t eval_every = 0;
+  // Data parallel: the ranks this process joined (set once joined; null for one process). Each
+  // model workload's TrainingOptions::group is the same.
+  std::shared_ptr<const workloads::parallel::Group> group;
 };
 
 // "auto", "cpu", "cuda" or "cuda:N" as a device; InputError for anything else or an absent GPU.
@@ -46,6 +51,10 @@ torch::Device resolve_device(const std::string& text);
 // A workload that cannot fit on the device is refused with the memory plan's estimate, the
 // device's memory, and the largest --layers or --micro-batch that fits.
 ResolvedRun resolve(const RunConfig& config);
+
+// How a data-parallel run shares its state, as the store records it ("zero1 (nccl)": optimizer
+// state sharded, over NCCL); nullopt for one process.
+std::optional<std::string> sharding_of(const ResolvedRun& run);
 
 // The configuration one run records in the store: one workload under one recipe, with the
 // model's dimensions, the recipe's GEMM specs and the memory plan spelled out.

@@ -54,6 +54,8 @@ void check_run_options(const RunConfig& config) {
   check_range("--eval-batches", config.eval_batches, 1, 1 << 16);
   check_range("--eval-every", config.eval_every, -1, kMaxSteps);
   check_range("--metrics-every", config.metrics_every, 0, kMaxSteps);
+  check_range("--nproc-per-node", config.nproc_per_node, 1, 1024);
+  check_range("--dist-timeout", config.dist_timeout_s, 1, 24 * 3600);
   check_range("--diagnostics", config.diagnostics_every, 0, kMaxSteps);
   check_range("--trace-step", config.trace_step, -1, config.steps - 1);
   if (!kernels::int8_backend_named(config.int8_gemm)) {

@@ -51,6 +51,17 @@ struct RunConfig {
   // Fused: the norm, SwiGLU and RoPE kernels report max |x| of the operands a tensorwise recipe
   // quantizes, so the quantizer skips its amax pass (--no-producer-amax: the ablation).
   bool producer_amax = true;
+  // Data parallel (model level): processes to start on this machine, one a GPU (or CPU ranks on
+  // Gloo with --device cpu); 1: one process, unless a launcher's environment (WORLD_SIZE, RANK,
+  // LOCAL_RANK, MASTER_ADDR, MASTER_PORT) says this process is one rank of several.
+  int64_t nproc_per_node = 1;
+  // How long the rendezvous and each collective may wait for the other ranks.
+  int64_t dist_timeout_s = 300;
+  // Set by the launch, not by a flag: the ranks joined through c10d (0: one process, no group),
+  // this process's rank and the GPU index on its machine.
+  int64_t world_size = 0;
+  int64_t rank = 0;
+  int64_t local_rank = 0;
 };
 
 // Throws InputError for the first option out of its range (sizes, steps, recipes, learning

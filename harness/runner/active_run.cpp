@@ -4,14 +4,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <new>
 #include <string_view>
 
 #include "base/env/process.h"
 #include "base/env/time_stamp.h"
 #include "harness/runner/machine_watch.h"
+#include "harness/runner/rank_figures.h"
 #include "harness/runner/stop_signal.h"
 #include "kernels/torch/scaled_gemm.h"
+#include "workloads/parallel/group.h"
 
 namespace lpbench::runner {
 
@@ -46,13 +49,16 @@ store::RunRecord run_record(const SweepContext& context, const config::ResolvedW
   record.pid = self.pid;
   record.process_start = self.start;
   record.provenance = context.provenance;
-  record.tokens_per_step = w.training.micro_batch * w.training.seq_len;
+  record.tokens_per_step =
+      w.training.micro_batch * w.training.seq_len * w.training.data_parallel_size;
   record.level = std::string(workloads::to_string(w.spec.level));
   record.model = w.model.name;
   record.layers_run = w.model.num_layers;
   record.layers_published = w.model.published_layers;
   record.data = config["data"].get<std::string>();
   record.memory_estimate_gib = w.memory.at(index).total_gib();
+  record.world_size = std::max<int64_t>(1, context.run.config.world_size);
+  record.sharding = config::sharding_of(context.run);
   return record;
 }
 
@@ -134,6 +140,14 @@ void end_run(SweepContext& context, ActiveRun& active, RunStatus status,
   context.memory.release_cached();
   watch_end(context, active);
   context.store.finish_run(active.run_id, status, active.error);
+  if (context.run.group && status != RunStatus::ok && status != RunStatus::diverged) {
+    // A rank whose run failed alone must not meet its peers' collectives with the next run's
+    // (the loss and gradient norm are global: every rank diverges at the same step).
+    workloads::parallel::mark_broken(fmt::format("rank {}'s run {} ended {}",
+                                                 context.run.group->rank, active.run_id,
+                                                 store::to_string(status)));
+  }
+  if (status == RunStatus::ok) record_rank_figures(context, active);
   if (status != RunStatus::ok) {
     context.message(fmt::format("{}: {} — {}", active.recipe->name, store::to_string(status),
                                 active.error.value_or("")));

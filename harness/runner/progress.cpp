@@ -5,14 +5,17 @@
 
 namespace lpbench::runner {
 
-Progress::Progress(std::vector<std::string> recipes, int64_t total_steps, std::FILE* out)
+Progress::Progress(std::vector<std::string> recipes, int64_t total_steps, std::FILE* out,
+                   int64_t rank)
     : recipes_(std::move(recipes)),
       loss_(recipes_.size()),
       step_ms_(recipes_.size(), 0.0),
       done_(recipes_.size(), 0),
       total_steps_(total_steps),
       out_(out),
-      terminal_(isatty(fileno(out)) != 0) {}
+      terminal_(rank == 0 && isatty(fileno(out)) != 0),
+      show_steps_(rank == 0),
+      prefix_(rank == 0 ? "" : fmt::format("rank {}: ", rank)) {}
 
 namespace {
 
@@ -26,6 +29,7 @@ void Progress::step(size_t recipe, int64_t step, std::optional<double> loss, dou
   loss_[recipe] = loss;
   step_ms_[recipe] = step_ms;
   done_[recipe] = step + 1;
+  if (!show_steps_) return;
   if (terminal_) {
     print_line(false);
     return;
@@ -55,7 +59,7 @@ void Progress::print_line(bool final_line) {
 
 void Progress::message(const std::string& text) {
   if (terminal_) fmt::print(out_, "\r\033[K");
-  fmt::print(out_, "{}\n", text);
+  fmt::print(out_, "{}{}\n", prefix_, text);
   std::fflush(out_);
 }
 

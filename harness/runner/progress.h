@@ -12,7 +12,9 @@ namespace lpbench::runner {
 // few steps otherwise (CI logs), so neither floods nor stays silent.
 class Progress {
  public:
-  Progress(std::vector<std::string> recipes, int64_t total_steps, std::FILE* out = stderr);
+  // A data-parallel rank other than 0 (`rank` > 0) shows messages only, each after "rank N: ".
+  Progress(std::vector<std::string> recipes, int64_t total_steps, std::FILE* out = stderr,
+           int64_t rank = 0);
   // `loss`: none for levels without one.
   void step(size_t recipe, int64_t step, std::optional<double> loss, double step_ms);
   void message(const std::string& text);
@@ -28,6 +30,8 @@ class Progress {
   int64_t total_steps_;
   std::FILE* out_;
   bool terminal_;
+  bool show_steps_;
+  std::string prefix_;
 };
 
 }  // namespace lpbench::runner

@@ -97,7 +97,7 @@ SweepOutcome run_sweep(const config::ResolvedRun& run, store::Store& store,
     std::vector<std::string> names;
     for (const kernels::Recipe& recipe : run.recipes)
       names.push_back(recipe.name);
-    context.progress = std::make_unique<Progress>(names, run.config.steps);
+    context.progress = std::make_unique<Progress>(names, run.config.steps, stderr, run.config.rank);
     context.message(fmt::format("{}: {}", w.spec.text(), w.model.name));
     if (!w.interleave_note.empty()) context.message(w.interleave_note);
     if (w.interleave) {

@@ -91,20 +91,25 @@ __device__ __forceinline__ uint4 load_vec(const void* p) {
   return __ldg(reinterpret_cast<const uint4*>(p));
 }
 
-// Per block: scale = amax / fmax and the inverse fmax / amax, IEEE FP32 divisions; amax 0 gives
-// 1 and 1; a non-finite amax gives the non-finite scale and a NaN inverse, which quantize_one
-// turns into a 0 value.
+// Per block: scale = amax / fmax and the inverse fmax / amax, IEEE FP32 divisions. An amax of 0,
+// or one so small that fmax / amax overflows (below fmax / FLT_MAX, about 1e-36), gives 1 and 1:
+// its values round to 0 where an infinite inverse would have sent every one of them to ±fmax. A
+// non-finite amax gives the non-finite scale and a NaN inverse, which quantize_one turns into a
+// 0 value.
 __device__ __forceinline__ void scale_of(uint32_t amax_bits, float fmax, float* scale, float* inv) {
   const float amax = __uint_as_float(amax_bits);
-  if (amax_bits == 0) {
-    *scale = 1.0f;
-    *inv = 1.0f;
-  } else if (amax_bits >= kInfBits) {
+  if (amax_bits >= kInfBits) {
     *scale = __fdiv_rn(amax, fmax);
     *inv = __int_as_float(0x7fffffff);
+    return;
+  }
+  const float inverse = __fdiv_rn(fmax, amax);
+  if (isinf(inverse)) {
+    *scale = 1.0f;
+    *inv = 1.0f;
   } else {
     *scale = __fdiv_rn(amax, fmax);
-    *inv = __fdiv_rn(fmax, amax);
+    *inv = inverse;
   }
 }
 

@@ -70,13 +70,16 @@ Quantized quantize_blocks(const at::Tensor& x, const QuantSpec& spec, int64_t br
   const int64_t rows = x.size(0);
   const int64_t cols = x.size(1);
   const auto fmax = static_cast<float>(format_max(spec.format));
-  at::Tensor zero = amax.eq(0);
   at::Tensor one = at::ones_like(amax);
   // Tensor by tensor: torch's CUDA division by a scalar multiplies by its reciprocal, which
   // differs from IEEE division in the last bit for some amaxes.
   const at::Tensor fmax_t = at::full_like(amax, fmax);
+  // An amax of 0, or below fmax / FLT_MAX (about 1e-36) where the inverse overflows, scales by 1:
+  // the block's values round to 0 (an infinite inverse would send each of them to ±fmax).
+  const at::Tensor raw_inv = fmax_t / amax;
+  at::Tensor zero = raw_inv.isinf();
   at::Tensor scales = at::where(zero, one, amax / fmax_t);
-  at::Tensor inv = at::where(zero, one, fmax_t / amax);
+  at::Tensor inv = at::where(zero, one, raw_inv);
   const int64_t rb = amax.size(0);
   const int64_t cb = amax.size(1);
   at::Tensor scaled = as_blocks(x, br, bc) * inv.view({rb, 1, cb, 1});

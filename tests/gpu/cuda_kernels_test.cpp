@@ -316,6 +316,8 @@ TEST_F(GpuKernels, QuantizeSpecialValuesAndTies) {
       x.narrow(0, 0, 40).narrow(1, 0, 140).zero_();
       x.narrow(0, 0, 40).narrow(1, 0, 140).select(1, 7).fill_(-0.0F);
       x.narrow(0, 150, 5).narrow(1, 200, 5).fill_(-0.0F);
+      // Blocks of tiny values (max |x| below fmax / FLT_MAX): scale 1, values 0.
+      x.narrow(0, 100, 30).narrow(1, 130, 128).mul_(1e-38F);
       x.index_put_({170, 3}, nan);
       x.index_put_({60, 250}, -inf);
       x = x.to(torch_type(type));

@@ -116,6 +116,22 @@ TEST(Quantize, ZeroBlocksGiveZerosAndUnitScales) {
   EXPECT_EQ(q.values.narrow(1, 128, 128).to(torch::kFloat).abs().max().item<float>(), 0.0F);
 }
 
+// A block whose amax is so small that fmax / amax overflows (below about 1e-36) is quantized as a
+// zero block: with an infinite inverse scale every one of its values would become ±fmax.
+TEST(Quantize, BlocksTooSmallForAFiniteInverseScaleGiveZerosAndUnitScales) {
+  for (const QuantSpec& spec : {QuantSpec{kE4M3, 1, 128}, QuantSpec{kInt8, 1, 128}}) {
+    at::Tensor x = torch::randn({4, 256});
+    x.narrow(1, 128, 128).mul_(1e-38F);
+    const Quantized q = quantize(x, spec);
+    EXPECT_TRUE((q.scales.select(1, 1) == 1.0F).all().item<bool>());
+    EXPECT_EQ(q.values.narrow(1, 128, 128).to(torch::kFloat).abs().max().item<float>(), 0.0F);
+    // The other block is as before: its largest value at the format's largest.
+    EXPECT_GT(q.values.narrow(1, 0, 128).to(torch::kFloat).abs().max().item<float>(), 100.0F);
+    const at::Tensor back = dequantize(q, at::kFloat);
+    EXPECT_LT((back.narrow(1, 128, 128) - x.narrow(1, 128, 128)).abs().max().item<float>(), 1e-36F);
+  }
+}
+
 TEST(Quantize, NonFiniteInputPropagatesToItsBlockOnly) {
   for (float bad : {INFINITY, -INFINITY, NAN}) {
     at::Tensor x = torch::randn({8, 256});

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "workloads/levels/optimizer.h"
 #include "workloads/levels/workload.h"
 
 namespace lpbench::workloads {
@@ -14,13 +15,11 @@ namespace lpbench::workloads {
 // multi-tensor norm and scale for the clipping and libtorch's multi-tensor AdamW
 // (at::_fused_adamw_, a few launches over every parameter). The same update either way: lr,
 // betas, eps 1e-8 and decoupled weight decay from the options, bias-corrected moments.
-class AdamW {
+class AdamW final : public Optimizer {
  public:
   AdamW(std::vector<torch::Tensor> parameters, const TrainingOptions& options);
-  void zero_grad();
-  // Clips the gradients to the options' grad_clip by their global norm and takes one step at
-  // `lr`; returns the norm before clipping.
-  double step(double lr);
+  void zero_grad() override;
+  double step(double lr) override;
 
  private:
   double fused_step(double lr);

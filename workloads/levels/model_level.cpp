@@ -5,7 +5,9 @@
 #include "kernels/profiling/range.h"
 #include "kernels/torch/gemm_stats.h"
 #include "kernels/torch/linear_cross_entropy.h"
+#include "workloads/levels/adamw.h"
 #include "workloads/levels/layer_level.h"
+#include "workloads/parallel/sharded_adamw.h"
 
 namespace lpbench::workloads {
 
@@ -19,7 +21,14 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   decoder_ = Decoder(model, recipe, options.seq_len, device, options.fusion, options.producer_amax);
   decoder_->set_activation_checkpointing(options.activation_checkpointing);
   decoder_->to(device);
-  optimizer_ = std::make_unique<AdamW>(decoder_->parameters(), options);
+  if (options.group) {
+    optimizer_ =
+        std::make_unique<parallel::ShardedAdamW>(decoder_->parameters(), options, options.group);
+    // The BF16 copies follow the weights rank 0 broadcast.
+    decoder_->refresh_compute_weights();
+  } else {
+    optimizer_ = std::make_unique<AdamW>(decoder_->parameters(), options);
+  }
   operators_ = describe_operators(
       options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim}, options.seq_len,
       device, options.producer_amax && quantizes_tensorwise(recipe));
@@ -46,7 +55,11 @@ torch::Tensor ModelLevel::loss_of(const torch::Tensor& tokens) {
 
 StepOutput ModelLevel::step(int64_t index) {
   const double lr = learning_rate_at(index, options_);
-  torch::Tensor tokens = data_->batch(index, options_.micro_batch, options_.seq_len).to(device_);
+  torch::Tensor tokens = data_->batch(index, ranks() * options_.micro_batch, options_.seq_len);
+  if (options_.group) {
+    tokens = tokens.narrow(0, options_.group->rank * options_.micro_batch, options_.micro_batch);
+  }
+  tokens = tokens.to(device_);
   optimizer_->zero_grad();
   torch::Tensor loss;
   {
@@ -61,6 +74,12 @@ StepOutput ModelLevel::step(int64_t index) {
   // The BF16 copies the products read follow the masters (fused; nothing to do unfused).
   decoder_->refresh_compute_weights();
   fallback_.absorb();
+  if (options_.group) {
+    torch::Tensor mean =
+        loss.detach().to(torch::kFloat).reshape({1}) / static_cast<double>(options_.group->size);
+    parallel::all_reduce_sum(*options_.group, mean);
+    return {mean.item<double>(), grad_norm, lr, tokens_per_step()};
+  }
   return {loss.item<double>(), grad_norm, lr, tokens_per_step()};
 }
 
@@ -76,16 +95,17 @@ std::optional<EvalOutput> ModelLevel::evaluate() {
   decoder_->train();
   kernels::take_fallback_counts();  // evaluation is not training: its outlier blocks are not
                                     // counted
+  // Every rank evaluates the same batches with the same weights: one rank's count.
   return EvalOutput{sum / static_cast<double>(options_.eval_batches),
-                    options_.eval_batches * tokens_per_step()};
+                    options_.eval_batches * rank_tokens()};
 }
 
 double ModelLevel::flops_per_step() const {
-  return model_.flops_per_token(options_.seq_len) * static_cast<double>(tokens_per_step());
+  return model_.flops_per_token(options_.seq_len) * static_cast<double>(rank_tokens());
 }
 
 FlopCount ModelLevel::gemm_flops() const {
-  return decoder_flops(model_, decoder_->decisions(), static_cast<double>(tokens_per_step()),
+  return decoder_flops(model_, decoder_->decisions(), static_cast<double>(rank_tokens()),
                        options_.seq_len, model_.num_layers);
 }
 
@@ -101,8 +121,10 @@ std::vector<StepMetric> ModelLevel::step_metrics() {
 }
 
 std::string ModelLevel::shape_description() const {
-  return fmt::format("{}: {} of {} layers, {} × {} tokens{}", model_.name, model_.num_layers,
-                     model_.published_layers, options_.micro_batch, options_.seq_len,
+  return fmt::format("{}: {} of {} layers, {}{} × {} tokens{}", model_.name, model_.num_layers,
+                     model_.published_layers,
+                     options_.group ? fmt::format("{} ranks × ", options_.group->size) : "",
+                     options_.micro_batch, options_.seq_len,
                      options_.activation_checkpointing ? ", activation checkpointing" : "");
 }
 

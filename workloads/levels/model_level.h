@@ -5,21 +5,29 @@
 #include <memory>
 
 #include "workloads/data/token_source.h"
-#include "workloads/levels/adamw.h"
 #include "workloads/levels/fallback_tally.h"
+#include "workloads/levels/optimizer.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/decoder.h"
+#include "workloads/parallel/group.h"
 
 namespace lpbench::workloads {
 
-// The whole model: embedding to loss, with the optimizer step, at the config's depth.
+// The whole model: embedding to loss, with the optimizer step, at the config's depth. With a
+// data-parallel group each rank trains its rows of the global batch (rank r takes rows
+// r·micro_batch … of the batch one process would draw for size · micro_batch sequences) and the
+// optimizer is sharded (parallel/sharded_adamw.h); the step's loss is the global batch's mean.
 class ModelLevel final : public Workload {
  public:
   ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
              const TrainingOptions& options, const torch::Device& device);
 
   StepOutput step(int64_t index) override;
-  int64_t tokens_per_step() const override { return options_.micro_batch * options_.seq_len; }
+  // The global batch's tokens (every rank's); flops_per_step and gemm_flops are one rank's, so
+  // that MFU stays a per-GPU figure.
+  int64_t tokens_per_step() const override {
+    return ranks() * options_.micro_batch * options_.seq_len;
+  }
   double flops_per_step() const override;
   FlopCount gemm_flops() const override;
   const std::vector<kernels::ModuleDecision>& modules() const override {
@@ -33,12 +41,14 @@ class ModelLevel final : public Workload {
 
  private:
   torch::Tensor loss_of(const torch::Tensor& tokens);
+  int64_t ranks() const { return options_.group ? options_.group->size : 1; }
+  int64_t rank_tokens() const { return options_.micro_batch * options_.seq_len; }
 
   ModelConfig model_;
   TrainingOptions options_;
   torch::Device device_;
   Decoder decoder_{nullptr};
-  std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<TokenSource> data_;
   FallbackTally fallback_;
   std::string operators_;

@@ -17,6 +17,10 @@
 
 namespace lpbench::workloads {
 
+namespace parallel {
+struct Group;
+}  // namespace parallel
+
 // How much of a model one measurement covers.
 enum class Level {
   gemm,    // matrix products alone, their operands' quantization included (or prequantized)
@@ -83,6 +87,11 @@ struct TrainingOptions {
   Fusion fusion = Fusion::none;
   // Fused only: the producers of tensorwise-quantized operands report their amax.
   bool producer_amax = true;
+  // Data parallel (model level): this many ranks each train micro_batch sequences of the global
+  // batch, the optimizer state sharded over them. `group` is set where the ranks are joined
+  // (null: one process; the memory plan reads data_parallel_size before any group exists).
+  int data_parallel_size = 1;
+  std::shared_ptr<const parallel::Group> group;
 };
 
 // The learning rate at `step` (0-based) under the options' schedule.

@@ -1,0 +1,94 @@
+#include "workloads/parallel/group.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/profiling/range.h"
+
+namespace lpbench::workloads::parallel {
+
+namespace {
+
+// Whether an earlier collective of this process failed: a group whose peer is gone cannot be
+// trusted again (NCCL would wait for the peer until its watchdog ends the process).
+struct Broken {
+  bool broken = false;
+  std::string why;
+};
+Broken& broken_state() {
+  static Broken state;
+  return state;
+}
+
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+// Runs one collective under its named region and waits for it; turns any failure into one line
+// naming the collective, this rank and what the launcher knows of the rank that stopped.
+template <typename Issue>
+void run_collective(const Group& group, const char* name, Issue issue) {
+  Broken& state = broken_state();
+  if (state.broken) {
+    throw std::runtime_error(
+        fmt::format("data parallel: {} not attempted on rank {}: the group "
+                    "broke earlier ({})",
+                    name, group.rank, state.why));
+  }
+  const profiling::Range range(name);
+  try {
+    c10::intrusive_ptr<c10d::Work> work = issue();
+    work->wait();
+  } catch (const std::exception& e) {
+    std::string known = group.explain_failure ? group.explain_failure() : std::string();
+    state.broken = true;
+    state.why =
+        known.empty() ? "a peer rank stopped, hung past the timeout or lost its network" : known;
+    throw std::runtime_error(fmt::format("data parallel: {} failed on rank {} of {}: {} ({})", name,
+                                         group.rank, group.size, state.why, first_line(e.what())));
+  }
+}
+
+}  // namespace
+
+void mark_broken(const std::string& why) {
+  Broken& state = broken_state();
+  if (state.broken) return;
+  state.broken = true;
+  state.why = why;
+}
+
+void all_reduce_sum(const Group& group, at::Tensor& tensor) {
+  std::vector<at::Tensor> tensors{tensor};
+  run_collective(group, "all-reduce", [&] {
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    return group.backend->allreduce(tensors, options);
+  });
+}
+
+void reduce_scatter_sum(const Group& group, at::Tensor& out, at::Tensor& in) {
+  run_collective(group, "reduce-scatter", [&] {
+    c10d::ReduceScatterOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    return group.backend->_reduce_scatter_base(out, in, options);
+  });
+}
+
+void all_gather(const Group& group, at::Tensor& out, at::Tensor& in) {
+  run_collective(group, "all-gather", [&] { return group.backend->_allgather_base(out, in); });
+}
+
+void broadcast(const Group& group, at::Tensor& tensor, int root) {
+  std::vector<at::Tensor> tensors{tensor};
+  run_collective(group, "broadcast", [&] {
+    c10d::BroadcastOptions options;
+    options.rootRank = root;
+    return group.backend->broadcast(tensors, options);
+  });
+}
+
+}  // namespace lpbench::workloads::parallel

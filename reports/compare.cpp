@@ -392,7 +392,8 @@ MetricResult compare_loss(const Side& b, const Side& c, const ComparePolicy& pol
   const auto [lo, hi] = std::minmax_element(base.begin(), base.end());
   double band = std::max(policy.loss_band, (*hi - *lo) / mean);
   if (base.size() >= detail::kRunsForSpread) {
-    if (const std::optional<stats::Interval> pi = stats::prediction_interval(base, policy.alpha)) {
+    if (const std::optional<stats::Interval> pi =
+            stats::prediction_interval(base, policy.loss_alpha)) {
       band = std::max(band, (pi->high - mean) / mean);
     }
   }

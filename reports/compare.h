@@ -47,6 +47,12 @@ struct ComparePolicy {
   int64_t min_samples = 5;         // measured steps needed on each side
   double memory_tolerance = 0.02;  // allocator rounding and fragmentation
   double loss_band = 0.01;         // parity band of the final loss, same seed and data
+  // The prediction interval a final loss or a loss gap must leave, at 1 − loss_alpha: a night
+  // judges each recipe's loss and gap (a GPU night: 20 of them), so at 1 − alpha each one night
+  // in five would call an unchanged loss worse (a GPU night, 2026-11-25: int8-block's final loss
+  // 1.02 % above four nights' mean, against a 99 % band of 1.01 %). 0.001 keeps the whole night's
+  // false alarms near 2 % (Bonferroni over about ten independent losses at 1 %).
+  double loss_alpha = 0.001;
   // Judge runs that are not alike (another workload, step size, depth or GPU model): refused
   // otherwise; with it, every verdict carries a warning.
   bool allow_mismatch = false;

@@ -118,7 +118,8 @@ std::string render_compare_markdown(const Comparison& c) {
       "unless --allow-mismatch is given. Peak memory: "
       "±{:.0f} % of the baseline's peaks. Final loss (mean of the last {:.0f} % of steps): a "
       "parity band of ±{:.0f} % (wider where the baseline's runs spread more, and from three "
-      "runs on as wide as their prediction interval: training on a GPU is not bit-reproducible), "
+      "runs on as wide as their {:.1f} % prediction interval: training on a GPU is not "
+      "bit-reproducible, and a night judges many losses), "
       "for runs trained alike. Kernel suite cases are judged like step times, on their timed "
       "samples, with a threshold of {:.0f} % (a call moves more from night to night than a "
       "step). Across "
@@ -127,11 +128,13 @@ std::string render_compare_markdown(const Comparison& c) {
       "least {:.0f} % and below their prediction interval, with its own range below their median "
       "(three nights needed); and its loss gap to that BF16 run: WORSE when it grows beyond "
       "every baseline night's by more than {:.0f} points and, from three nights on, beyond their "
-      "prediction interval. A regression across nights names the first bad night and the last "
+      "{:.1f} % prediction interval. A regression across nights names the first bad night and the "
+      "last "
       "good one, with the `git log` between their commits.\n",
       100.0 * (1.0 - p.alpha), 100.0 * p.min_effect, 100.0 * p.min_effect, p.min_samples,
       100.0 * (1.0 - p.alpha), 100.0 * p.memory_tolerance, 100.0 * kFinalLossShare,
-      100.0 * p.loss_band, 100.0 * p.kernel_min_effect, 100.0 * p.min_effect, 100.0 * p.loss_band);
+      100.0 * p.loss_band, 100.0 * (1.0 - p.loss_alpha), 100.0 * p.kernel_min_effect,
+      100.0 * p.min_effect, 100.0 * p.loss_band, 100.0 * (1.0 - p.loss_alpha));
   return out;
 }
 

@@ -182,7 +182,7 @@ MetricResult compare_ratio(Metric metric, const std::vector<Night>& baseline,
   const double band = policy.loss_band;
   // Where three nights or more give one, the gap must also leave their prediction interval.
   std::optional<stats::Interval> pi;
-  if (base.size() >= kRunsForSpread) pi = stats::prediction_interval(base, policy.alpha);
+  if (base.size() >= kRunsForSpread) pi = stats::prediction_interval(base, policy.loss_alpha);
   const double worse_above = std::max(b.max + band, pi ? pi->high : b.max);
   const double better_below = std::min(b.min - band, pi ? pi->low : b.min);
   r.change = fmt::format("{:+.2f} points (band ±{:.2f} points; worse above {:+.2f})",

@@ -148,7 +148,8 @@ int dry_run(const reproduce::Plan& plan, const ReproduceOptions& options) {
     total_s += seconds;
     table.add_row({r.row->label, r.row->published_text, *r.row->workload,
                    fmt::format("{}, {}", *t.baseline_recipe, *r.row->recipe),
-                   fmt::format("{} of {}", r.layers_run, *r.layers_published),
+                   fmt::format("{} of {}{}", r.layers_run, *r.layers_published,
+                               tr.activation_checkpointing ? ", checkpointed" : ""),
                    fmt::format("{} × {}", tr.micro_batch, tr.seq_len),
                    fmt::format("{:.1f}", r.flops_per_step / 1e9), duration_text(seconds)});
   }
@@ -339,6 +340,10 @@ void add_reproduce_command(CLI::App& app, Action& action, const std::string& com
                   "Decoder layers run, at most each model's own (the default keeps the largest "
                   "seed model to a few billion parameters)")
       ->capture_default_str();
+  cmd->add_flag("--full-depth", options->plan.full_depth,
+                "Each row at its published depth (overrides --layers): the memory plan turns on "
+                "activation checkpointing where that makes a row fit this device, and lists the "
+                "rows no single device of this size holds");
   cmd->add_option("--seq-len", options->plan.seq_len,
                   "Tokens per sequence (default: each model's)");
   cmd->add_option("--micro-batch", options->plan.micro_batch,

@@ -93,6 +93,9 @@ int execute(config::RunConfig config, const std::optional<std::string>& label,
         run.recipes.size() == 1 ? "" : "s", run.device.str(),
         config.world_size > 0 ? fmt::format(" as {} data-parallel ranks", config.world_size) : "",
         config.db);
+    for (const config::ResolvedWorkload& w : run.workloads) {
+      if (!w.plan_note.empty()) fmt::print("{}: {}\n", w.spec.text(), w.plan_note);
+    }
     return 0;
   }
   if (!launch && config.nproc_per_node > 1) {

@@ -51,9 +51,45 @@ double largest_estimate(const ResolvedWorkload& w, const ResolvedRun& run) {
   return worst;
 }
 
+// A model that does not fit as asked: activation checkpointing where that makes it fit, and,
+// where the micro-batch was left to the model's default, the largest that fits with it. Both
+// leave the numbers trained the same (checkpointing recomputes; a micro-batch is the user's to
+// set, so one given is never lowered). Says what it chose in the workload's plan note.
+void choose_to_fit(ResolvedWorkload& w, const ResolvedRun& run) {
+  if (w.spec.level != workloads::Level::model || !run.config.memory_plan) return;
+  const double budget = run.device_memory_gib;
+  const double asked = largest_estimate(w, run);
+  if (asked <= budget || w.training.activation_checkpointing) return;
+  ResolvedWorkload trial = w;
+  trial.training.activation_checkpointing = true;
+  const double checkpointed = largest_estimate(trial, run);
+  if (checkpointed <= budget) {
+    w.training.activation_checkpointing = true;
+    w.plan_note = fmt::format(
+        "memory plan: activation checkpointing on (every layer recomputed in backward): the "
+        "model needs about {:.1f} GiB without it, {:.1f} GiB with it, of {:.1f} GiB",
+        asked, checkpointed, budget);
+    return;
+  }
+  if (run.config.micro_batch > 0) return;
+  const int64_t batch = largest_fitting(w.training.micro_batch, [&](int64_t b) {
+    trial.training.micro_batch = b;
+    return largest_estimate(trial, run) <= budget;
+  });
+  if (batch <= 0) return;
+  trial.training.micro_batch = batch;
+  w.plan_note = fmt::format(
+      "memory plan: activation checkpointing on and micro-batch {} (the model's default is {}): "
+      "the model needs about {:.1f} GiB as it is, {:.1f} GiB so, of {:.1f} GiB",
+      batch, w.training.micro_batch, asked, largest_estimate(trial, run), budget);
+  w.training.activation_checkpointing = true;
+  w.training.micro_batch = batch;
+}
+
 // Refuses a workload that cannot fit, saying by how much and what would; turns interleaving off
 // where only one recipe at a time fits.
 void plan_memory(ResolvedWorkload& w, const ResolvedRun& run) {
+  choose_to_fit(w, run);
   const double budget = run.device_memory_gib;
   size_t worst = 0;
   double persistent = 0.0;
@@ -69,12 +105,17 @@ void plan_memory(ResolvedWorkload& w, const ResolvedRun& run) {
   if (e.total_gib() > budget && run.config.memory_plan) {
     std::string advice;
     if (w.spec.level == workloads::Level::model) {
+      // With checkpointing, which the plan turns on by itself where it is enough.
       ResolvedWorkload trial = w;
+      trial.training.activation_checkpointing = true;
       const int64_t layers = largest_fitting(w.model.num_layers, [&](int64_t n) {
         trial.model = w.model.with_layers(n);
         return largest_estimate(trial, run) <= budget;
       });
-      advice += layers > 0 ? fmt::format("the largest --layers that fits is {}; ", layers)
+      advice += layers > 0 ? fmt::format(
+                                 "even with activation checkpointing; the largest "
+                                 "--layers that fits is {}; ",
+                                 layers)
                            : std::string("no depth fits at this size; ");
     }
     ResolvedWorkload trial = w;
@@ -397,6 +438,7 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
       {"memory_budget_gib", run.config.memory_budget_gib},
   };
   if (!w.interleave_note.empty()) json["interleave_note"] = w.interleave_note;
+  if (!w.plan_note.empty()) json["memory_plan_note"] = w.plan_note;
   if (const std::optional<std::string> sharding = sharding_of(run)) {
     json["training"]["data_parallel"] = {{"world_size", run.config.world_size},
                                          {"sharding", *sharding},

@@ -28,6 +28,9 @@ struct ResolvedWorkload {
   std::vector<workloads::MemoryEstimate> memory;
   bool interleave = true;
   std::string interleave_note;  // why interleaving was turned off, when it was
+  // What the memory plan chose for a model that does not fit as asked (activation checkpointing,
+  // a smaller micro-batch) and why; empty when it chose nothing.
+  std::string plan_note;
 };
 
 // A RunConfig checked and filled in: everything the runner needs, with no defaults left open.

@@ -79,7 +79,9 @@ Plan make_plan(const reports::PublishedTable& table, const PlanOptions& options)
         workloads::builtin_model(workloads::parse_workload(*row.workload).model);
     planned.layers_published = row.layers.value_or(published.published_layers);
     if (workloads::parse_workload(*row.workload).level == workloads::Level::model) {
-      config.layers = std::min(options.layers, published.published_layers);
+      config.layers = options.full_depth
+                          ? std::min(*planned.layers_published, published.published_layers)
+                          : std::min(options.layers, published.published_layers);
     }
     try {
       planned.run = config::resolve(config);

@@ -13,7 +13,10 @@ namespace lpbench::reproduce {
 // How a table is to be reproduced, as the command line asks.
 struct PlanOptions {
   int64_t steps = 50;
-  int64_t layers = 2;   // depth run, at most each model's own
+  int64_t layers = 2;  // depth run, at most each model's own
+  // Each row at its published depth (overrides `layers`); the memory plan turns on activation
+  // checkpointing (or lowers a default micro-batch) where that makes it fit one device.
+  bool full_depth = false;
   int64_t seq_len = 0;  // 0: each model's default
   int64_t micro_batch = 0;
   std::string device = "auto";

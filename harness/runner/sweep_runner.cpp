@@ -99,6 +99,7 @@ SweepOutcome run_sweep(const config::ResolvedRun& run, store::Store& store,
       names.push_back(recipe.name);
     context.progress = std::make_unique<Progress>(names, run.config.steps, stderr, run.config.rank);
     context.message(fmt::format("{}: {}", w.spec.text(), w.model.name));
+    if (!w.plan_note.empty()) context.message(w.plan_note);
     if (!w.interleave_note.empty()) context.message(w.interleave_note);
     if (w.interleave) {
       run_interleaved(context, w, outcome);

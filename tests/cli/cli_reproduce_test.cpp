@@ -70,6 +70,24 @@ TEST(CliReproduce, DryRunOfEveryTable) {
   }
 }
 
+// --full-depth: every model row at its published depth, or the memory plan's reason why one
+// device of this size cannot hold it; never a pruned depth.
+TEST(CliReproduce, FullDepthRunsEachRowAtItsPublishedDepthOrSaysWhyNot) {
+  const auto dry = run_process(
+      {LPBENCH_BINARY, "reproduce", "int8-te", "--full-depth", "--dry-run", "--device", "cpu"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  for (const char* pruned : {"| 2 of 32", "| 2 of 40", "| 2 of 36", "| 2 of 8"})
+    EXPECT_FALSE(has(dry.out, pruned)) << pruned << "\n" << dry.out;
+  for (const char* model : {"llama2-7b", "llama2-13b", "qwen3-4b"}) {
+    const size_t at = dry.out.find(std::string("model:") + model);
+    ASSERT_NE(at, std::string::npos) << model << "\n" << dry.out;
+    const std::string row = dry.out.substr(at, dry.out.find('\n', at) - at);
+    EXPECT_TRUE(has(row, "needs about") || has(row, " of 32") || has(row, " of 40") ||
+                has(row, " of 36"))
+        << row;
+  }
+}
+
 // A table of the tiny model, from a file: the dry run estimates, the run goes through the same
 // runner as `lpbench run` and prints published, measured, their ratio and what differs.
 TEST(CliReproduce, ATableFromAFileRunsThroughTheRunner) {

@@ -183,6 +183,55 @@ TEST(MemoryPlan, RefusesWhatCannotFitAndItsSuggestionFits) {
   EXPECT_NE(error_of(c).find("needs about"), std::string::npos);  // and is the largest
 }
 
+// A model that fits only with activation checkpointing gets it, and the plan says so; one that
+// fits only with a smaller micro-batch too gets that where the micro-batch was the model's
+// default, never where the user gave one.
+TEST(MemoryPlan, TurnsOnCheckpointingAndLowersADefaultMicroBatchWhereThatMakesItFit) {
+  const workloads::ModelConfig& m = workloads::builtin_model("small");
+  const auto spec = workloads::parse_workload("model:small");
+  const kernels::Recipe bf16 = kernels::recipe_by_name("bf16");
+  const auto estimate = [&](int64_t micro_batch, bool checkpointing) {
+    workloads::TrainingOptions o;
+    o.micro_batch = micro_batch;
+    o.seq_len = m.default_seq_len;
+    o.activation_checkpointing = checkpointing;
+    return workloads::estimate_memory(spec, m, bf16, o).total_gib();
+  };
+  const int64_t batch = m.default_micro_batch;
+  const double plain = estimate(batch, false);
+  const double checkpointed = estimate(batch, true);
+  const double at_one = estimate(1, true);
+  ASSERT_LT(checkpointed, plain);
+  ASSERT_LT(at_one, checkpointed);
+  if (resolve(cpu_config()).device_memory_gib < plain) GTEST_SKIP() << "too little memory here";
+
+  RunConfig c = cpu_config();
+  c.workloads = {"model:small"};
+  c.recipes = {"bf16"};
+  c.micro_batch = batch;  // given
+  c.memory_budget_gib = (plain + checkpointed) / 2;
+  const ResolvedRun fits = resolve(c);
+  EXPECT_TRUE(fits.workloads[0].training.activation_checkpointing);
+  EXPECT_EQ(fits.workloads[0].training.micro_batch, batch);
+  EXPECT_NE(fits.workloads[0].plan_note.find("activation checkpointing on"), std::string::npos);
+  EXPECT_LE(fits.workloads[0].memory[0].total_gib(), c.memory_budget_gib);
+  EXPECT_EQ(run_config_json(fits, fits.workloads[0], 0)["training"]["activation_checkpointing"],
+            true);
+
+  // Below what checkpointing alone needs: a given micro-batch is refused, the default lowered.
+  c.memory_budget_gib = (at_one + checkpointed) / 2;
+  EXPECT_NE(error_of(c).find("needs about"), std::string::npos);
+  c.micro_batch = 0;
+  const ResolvedRun lowered = resolve(c);
+  const workloads::TrainingOptions& t = lowered.workloads[0].training;
+  EXPECT_TRUE(t.activation_checkpointing);
+  EXPECT_GE(t.micro_batch, 1);
+  EXPECT_LT(t.micro_batch, batch);
+  EXPECT_NE(lowered.workloads[0].plan_note.find("micro-batch"), std::string::npos)
+      << lowered.workloads[0].plan_note;
+  EXPECT_LE(lowered.workloads[0].memory[0].total_gib(), c.memory_budget_gib);
+}
+
 TEST(MemoryPlan, FollowsWhatTheRecipeSaves) {
   const workloads::ModelConfig& m = workloads::builtin_model("llama2-7b");
   workloads::TrainingOptions o;

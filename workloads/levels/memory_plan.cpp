@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace lpbench::workloads {
 
 namespace {
@@ -171,9 +173,9 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
       e.gradients_gib = gib(4 * params);
       // Data parallel shards the moments (parallel/sharded_adamw.h); each rank also holds its
       // slice of the reduced gradient and a send buffer for the all-gather.
-      const double ranks = static_cast<double>(o.data_parallel_size);
+      const double ranks = static_cast<double>(std::max(1, o.data_parallel_size));
       e.optimizer_gib = gib(8 * params / ranks);
-      if (o.data_parallel_size > 1) e.transient_gib += gib(8 * params / ranks);
+      if (o.data_parallel_size >= 1) e.transient_gib += gib(8 * params / ranks);
       const LayerWeights w = layer_weights(m, recipe);
       const double output_copy = v * h * saved_bytes(gemms_of(recipe, "output").dgrad);
       e.weight_copies_gib = gib(static_cast<double>(m.num_layers) * w.copy_bytes + output_copy);

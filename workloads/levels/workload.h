@@ -88,9 +88,9 @@ struct TrainingOptions {
   // Fused only: the producers of tensorwise-quantized operands report their amax.
   bool producer_amax = true;
   // Data parallel (model level): this many ranks each train micro_batch sequences of the global
-  // batch, the optimizer state sharded over them. `group` is set where the ranks are joined
-  // (null: one process; the memory plan reads data_parallel_size before any group exists).
-  int data_parallel_size = 1;
+  // batch, the optimizer state sharded over them (0: one process, no group). `group` is set where
+  // the ranks are joined; the memory plan reads data_parallel_size before any group exists.
+  int data_parallel_size = 0;
   std::shared_ptr<const parallel::Group> group;
 };
 

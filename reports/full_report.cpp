@@ -79,7 +79,9 @@ void add_sweep(Document& doc, const store::Store& store, const store::SweepRecor
     doc.paragraph(
         "tokens/s counts every rank's tokens; each rank's median step and peak are its own, "
         "gathered by rank 0; communication is the collectives' regions (all-gather, "
-        "reduce-scatter, all-reduce) per step, as the hotspot table lists them.");
+        "reduce-scatter, all-reduce) per step, as the hotspot table lists them; scaling "
+        "efficiency: tokens/s over N × tokens/s of the newest one-process run in the database "
+        "alike (workload, recipe, depth, one rank's tokens per step, device).");
     doc.table(std::move(*ranks));
   }
 

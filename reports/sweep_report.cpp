@@ -102,11 +102,32 @@ std::string loss_gap_cell(const RunSummary& s) {
 
 }  // namespace
 
+std::optional<store::RunRecord> scaling_baseline(const store::Store& store,
+                                                 const store::RunRecord& run) {
+  if (run.world_size < 1 || run.tokens_per_step % run.world_size != 0) return std::nullopt;
+  std::optional<store::RunRecord> newest;
+  for (const store::RunRecord& r : store.runs()) {
+    const bool alike = r.world_size == 1 && !r.sharding && r.status == store::RunStatus::ok &&
+                       r.workload == run.workload && r.recipe == run.recipe &&
+                       r.layers_run == run.layers_run &&
+                       r.tokens_per_step == run.tokens_per_step / run.world_size &&
+                       r.provenance.gpu_name == run.provenance.gpu_name &&
+                       (r.device == "cpu") == (run.device == "cpu");
+    if (alike && (!newest || r.id > newest->id)) newest = r;
+  }
+  return newest;
+}
+
 SweepReport build_sweep_report(const store::Store& store, const store::SweepRecord& sweep) {
   SweepReport report{sweep, {}};
   for (const store::RunRecord& run : store.runs(sweep.id)) {
     report.runs.push_back(summarize_run(run, store.steps(run.id)));
-    if (run.world_size > 1 || run.sharding) report.ranks[run.id] = store.ranks(run.id);
+    if (run.world_size > 1 || run.sharding) {
+      report.ranks[run.id] = store.ranks(run.id);
+      if (const std::optional<store::RunRecord> one = scaling_baseline(store, run)) {
+        report.one_process.emplace(run.id, summarize_run(*one, store.steps(one->id)));
+      }
+    }
   }
   compare_with_bf16(report.runs);
   return report;
@@ -229,6 +250,21 @@ std::string sweep_heading(const store::SweepRecord& sweep) {
                      sweep.host);
 }
 
+namespace {
+
+// Tokens/s on N ranks over N × one process's, the per-GPU batch equal; 100 % is perfect.
+std::string efficiency_cell(const SweepReport& report, const RunSummary& s) {
+  const auto it = report.one_process.find(s.run.id);
+  if (it == report.one_process.end()) return "— (no one-process run alike)";
+  const RunSummary& one = it->second;
+  if (!s.tokens_per_s || !one.tokens_per_s) return "—";
+  const double efficiency =
+      *s.tokens_per_s / (static_cast<double>(s.run.world_size) * *one.tokens_per_s);
+  return fmt::format("{:.0f} % (run {})", 100.0 * efficiency, one.run.id);
+}
+
+}  // namespace
+
 std::optional<TextTable> data_parallel_table(const SweepReport& report) {
   using Align = TextTable::Align;
   TextTable table({{"run"},
@@ -239,7 +275,8 @@ std::optional<TextTable> data_parallel_table(const SweepReport& report) {
                    {"tokens/s per rank", Align::right},
                    {"rank step_ms (fastest–slowest)", Align::right},
                    {"peak_mem_gib (largest)", Align::right},
-                   {"communication ms/step (share)", Align::right}});
+                   {"communication ms/step (share)", Align::right},
+                   {"scaling efficiency (one process: run)", Align::right}});
   bool any = false;
   for (const RunSummary& s : report.runs) {
     const auto it = report.ranks.find(s.run.id);
@@ -271,7 +308,8 @@ std::optional<TextTable> data_parallel_table(const SweepReport& report) {
                    number(peak, "{:.3f}"),
                    !std::isnan(comm) && s.step_ms.count > 0
                        ? fmt::format("{:.2f} ({:.0f} %)", comm, 100.0 * comm / s.step_ms.median)
-                       : "— (run with --regions)"});
+                       : "— (run with --regions)",
+                   efficiency_cell(report, s)});
   }
   if (!any) return std::nullopt;
   return table;
@@ -289,7 +327,8 @@ std::string render_sweep_markdown(const SweepReport& report) {
   if (const std::optional<TextTable> ranks = data_parallel_table(report)) {
     out +=
         "\nData parallel: tokens/s counts every rank's tokens; each rank's step and peak are "
-        "its own, gathered by rank 0; communication is the collectives' regions per step.\n\n";
+        "its own, gathered by rank 0; communication is the collectives' regions per step; "
+        "scaling efficiency is tokens/s over N × a one-process run's alike.\n\n";
     out += ranks->markdown();
   }
   return out;

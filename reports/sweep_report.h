@@ -16,7 +16,15 @@ struct SweepReport {
   std::vector<RunSummary> runs;
   // Data-parallel runs' per-rank figures (run_ranks), by run id.
   std::map<int64_t, std::vector<store::RankRecord>> ranks;
+  // Data-parallel runs' one-process twin in the database (scaling_baseline), by run id.
+  std::map<int64_t, RunSummary> one_process;
 };
+
+// The newest run of `store` that trained `run`'s workload and recipe in one process on the same
+// device kind with one rank's share of its tokens per step (the per-GPU batch held equal), that
+// ended ok; nullopt where there is none. Scaling efficiency is measured against it.
+std::optional<store::RunRecord> scaling_baseline(const store::Store& store,
+                                                 const store::RunRecord& run);
 
 // The data-parallel runs of a sweep: ranks, sharding, tokens/s per GPU, the slowest and fastest
 // rank's median step, the largest peak and the communication time per step; nullopt when the

@@ -161,6 +161,26 @@ TEST(DataParallel, TwoAndThreeGlooRanksTrainAsOneProcessOnTheGlobalBatch) {
   }
 }
 
+// Scaling efficiency: against the newest one-process run in the database with one rank's batch
+// (on this 2-core machine it is low: the figure is what is tested, not its size).
+TEST(DataParallel, TheReportGivesScalingEfficiencyAgainstAOneProcessRunAlike) {
+  TempDir dir;
+  const std::string db = dir / "scaling.db";
+  ASSERT_EQ(run_process(tiny_run(db, "bf16", 2, 12)).exit_code, 0);
+  const testing::ProcessResult dp =
+      run_process(with(tiny_run(db, "bf16", 2, 12), {"--nproc-per-node", "2"}));
+  ASSERT_EQ(dp.exit_code, 0) << dp.err;
+  const testing::ProcessResult report = run_process({LPBENCH_BINARY, "report", "--db", db});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const std::string marker = " % (run 1)";
+  const size_t at = report.out.find(marker);
+  ASSERT_NE(at, std::string::npos) << report.out;
+  const size_t start = report.out.rfind(' ', at - 1) + 1;
+  const double efficiency = std::stod(report.out.substr(start, at - start));
+  EXPECT_GT(efficiency, 0.0);
+  EXPECT_LT(efficiency, 150.0);
+}
+
 // The same binary started as torchrun starts it: world size 1 on Gloo trains as one process (the
 // c10d path with nothing to reduce): the first step's loss and gradient norm to the last bits,
 // later losses to 1 % (the norm's sum in another order moves the clipping in its last bit).

@@ -104,6 +104,10 @@ int launch_local(int nproc, std::chrono::seconds timeout, const std::string& db)
     const pid_t pid = fork();
     if (pid < 0) throw std::runtime_error(fmt::format("fork: {}", std::strerror(errno)));
     if (pid == 0) {
+      // A group of its own: a terminal's Ctrl-C reaches the launcher alone, which passes it on
+      // once (a rank that got it twice, from the terminal and from here, would stop at once
+      // instead of after the step its peers agree on).
+      setpgid(0, 0);
       execve("/proc/self/exe", argv.data(), envp.data());
       _exit(127);
     }

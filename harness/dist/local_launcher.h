@@ -12,8 +12,9 @@ namespace lpbench::dist {
 // MASTER_PORT, and waits for them. A rank that exits abnormally is named on stderr and in the
 // store (the survivors' errors quote it); ranks still running `timeout` (plus a grace period)
 // after it are killed. Where rank 0 did not end normally, the database `db` is opened once more
-// so that its unfinished runs are marked interrupted. Returns 0 when every rank exited 0, 2 when
-// any refused its input, else 1.
+// so that its unfinished runs are marked interrupted. SIGINT and SIGTERM are passed on to every
+// rank, which all stop after the same step (runner/stop_signal.h), their runs `interrupted`.
+// Returns 0 when every rank exited 0, 2 when any refused its input, else 1.
 int launch_local(int nproc, std::chrono::seconds timeout, const std::string& db);
 
 }  // namespace lpbench::dist

@@ -7,8 +7,10 @@
 
 #include "harness/runner/diagnostics.h"
 #include "harness/runner/machine_watch.h"
+#include "harness/runner/stop_signal.h"
 #include "harness/timing/trace.h"
 #include "kernels/profiling/range.h"
+#include "workloads/parallel/group.h"
 
 namespace lpbench::runner {
 
@@ -67,9 +69,7 @@ void record_extras(SweepContext& context, ActiveRun& active, int64_t step) {
   }
 }
 
-}  // namespace
-
-void train_step(SweepContext& context, ActiveRun& active, int64_t step) {
+void one_step(SweepContext& context, ActiveRun& active, int64_t step) {
   const config::ResolvedRun& run = context.run;
   const int64_t before = context.memory.allocated_bytes();
   context.memory.reset_peaks();
@@ -132,6 +132,27 @@ void train_step(SweepContext& context, ActiveRun& active, int64_t step) {
     return;
   }
   record_extras(context, active, step);
+}
+
+// Data parallel: whether any rank was asked to stop, so that all stop after this same step.
+void agree_to_stop(const SweepContext& context) {
+  const std::shared_ptr<const workloads::parallel::Group>& group = context.run.group;
+  if (!group) return;
+  at::Tensor flag = at::full({1}, StopSignal::arrived() ? 1.0 : 0.0,
+                             at::TensorOptions().dtype(at::kFloat).device(group->device));
+  try {
+    workloads::parallel::all_reduce_sum(*group, flag);
+    StopSignal::agree(flag.item<float>() > 0.0F);
+  } catch (const std::exception&) {
+    // The group broke: this run has ended or its next step will end it, naming why.
+  }
+}
+
+}  // namespace
+
+void train_step(SweepContext& context, ActiveRun& active, int64_t step) {
+  one_step(context, active, step);
+  agree_to_stop(context);
 }
 
 }  // namespace lpbench::runner

@@ -13,6 +13,13 @@ class StopSignal {
 
   static bool requested();
   static int signal_number();  // the signal that asked, 0 if none
+
+  // Data parallel: the ranks must stop after the same step, or one waits in a collective for a
+  // peer that left. From use_agreement() on, requested() is what the ranks last agreed (the
+  // runner reduces arrived() over them after every step and passes the result to agree()).
+  static void use_agreement();
+  static bool arrived();  // a signal reached this process
+  static void agree(bool stop);
 };
 
 }  // namespace lpbench::runner

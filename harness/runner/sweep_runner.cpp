@@ -74,6 +74,7 @@ bool SweepOutcome::all_ok() const {
 SweepOutcome run_sweep(const config::ResolvedRun& run, store::Store& store,
                        const std::string& command_line, const std::optional<std::string>& label) {
   const StopSignal stop_signal;
+  if (run.group) StopSignal::use_agreement();
   SweepContext context(run, store);
   context.provenance = env::collect_provenance(run.device);
   profiling::set_region_timing(run.config.regions, run.device);

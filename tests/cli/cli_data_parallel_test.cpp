@@ -331,5 +331,37 @@ TEST(DataParallel, AKilledRankEndsTheRunFailedNamingItAndKeepsEveryFinishedStep)
     EXPECT_EQ(steps[i].step, static_cast<int64_t>(i));
 }
 
+// Ctrl-C (SIGINT to the launcher): every rank stops after the same step, the run reads
+// `interrupted` with every finished step kept, and nothing waits out the timeout.
+TEST(DataParallel, ASignalStopsEveryRankAfterTheSameStep) {
+  TempDir dir;
+  const std::string db = dir / "dp.db";
+  const pid_t launcher = testing::spawn(
+      with(tiny_run(db, "bf16", 2, 100000), {"--nproc-per-node", "2", "--dist-timeout", "60"}),
+      dir / "out", dir / "err");
+  const auto start = steady_clock::now();
+  bool training = false;
+  while (!training && steady_clock::now() - start < std::chrono::seconds(120)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (!std::filesystem::exists(db)) continue;
+    const std::string count = testing::query_text(db, "SELECT count(*) FROM steps");
+    training = !count.empty() && std::stoll(count) >= 5;
+  }
+  ASSERT_TRUE(training) << testing::read_file(dir / "err");
+  kill(launcher, SIGINT);
+  const auto stopped = steady_clock::now();
+  EXPECT_EQ(testing::wait_for(launcher), 1);
+  EXPECT_LT(steady_clock::now() - stopped, std::chrono::seconds(30));
+  const store::Store store = store::Store::open(db, store::Store::Mode::read);
+  const auto runs = store.runs();
+  ASSERT_EQ(runs.size(), 1U);
+  EXPECT_EQ(runs[0].status, store::RunStatus::interrupted) << runs[0].error.value_or("");
+  const auto steps = store.steps(runs[0].id);
+  ASSERT_GE(steps.size(), 5U);
+  for (size_t i = 0; i < steps.size(); ++i)
+    EXPECT_EQ(steps[i].step, static_cast<int64_t>(i));
+  EXPECT_EQ(testing::read_file(dir / "err").find("did not end within"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lpbench

@@ -292,24 +292,27 @@ pid_t rank_pid(pid_t launcher, int rank) {
   return found;
 }
 
+// Whether rank 0 recorded `count` steps into `db` within two minutes (polled).
+bool steps_recorded(const std::string& db, int64_t count) {
+  const auto start = steady_clock::now();
+  while (steady_clock::now() - start < std::chrono::seconds(120)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (!std::filesystem::exists(db)) continue;
+    const std::string stored = testing::query_text(db, "SELECT count(*) FROM steps");
+    if (!stored.empty() && std::stoll(stored) >= count) return true;
+  }
+  return false;
+}
+
 // A rank killed mid-run: the launcher names it, rank 0 ends the run `failed` naming it within the
 // collectives' timeout, and every step finished before is kept.
 TEST(DataParallel, AKilledRankEndsTheRunFailedNamingItAndKeepsEveryFinishedStep) {
   TempDir dir;
   const std::string db = dir / "dp.db";
-  const auto start = steady_clock::now();
   const pid_t launcher = testing::spawn(
       with(tiny_run(db, "bf16", 2, 100000), {"--nproc-per-node", "2", "--dist-timeout", "20"}),
       dir / "out", dir / "err");
-  // Wait for rank 0 to record a few steps.
-  bool training = false;
-  while (!training && steady_clock::now() - start < std::chrono::seconds(120)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    if (!std::filesystem::exists(db)) continue;
-    const std::string count = testing::query_text(db, "SELECT count(*) FROM steps");
-    training = !count.empty() && std::stoll(count) >= 5;
-  }
-  ASSERT_TRUE(training) << testing::read_file(dir / "err");
+  ASSERT_TRUE(steps_recorded(db, 5)) << testing::read_file(dir / "err");
   const pid_t victim = rank_pid(launcher, 1);
   ASSERT_GT(victim, 0);
   kill(victim, SIGKILL);
@@ -339,15 +342,7 @@ TEST(DataParallel, ASignalStopsEveryRankAfterTheSameStep) {
   const pid_t launcher = testing::spawn(
       with(tiny_run(db, "bf16", 2, 100000), {"--nproc-per-node", "2", "--dist-timeout", "60"}),
       dir / "out", dir / "err");
-  const auto start = steady_clock::now();
-  bool training = false;
-  while (!training && steady_clock::now() - start < std::chrono::seconds(120)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    if (!std::filesystem::exists(db)) continue;
-    const std::string count = testing::query_text(db, "SELECT count(*) FROM steps");
-    training = !count.empty() && std::stoll(count) >= 5;
-  }
-  ASSERT_TRUE(training) << testing::read_file(dir / "err");
+  ASSERT_TRUE(steps_recorded(db, 5)) << testing::read_file(dir / "err");
   kill(launcher, SIGINT);
   const auto stopped = steady_clock::now();
   EXPECT_EQ(testing::wait_for(launcher), 1);

@@ -102,11 +102,11 @@ std::string loss_gap_cell(const RunSummary& s) {
 
 }  // namespace
 
-std::optional<store::RunRecord> scaling_baseline(const store::Store& store,
+std::optional<store::RunRecord> scaling_baseline(const std::vector<store::RunRecord>& runs,
                                                  const store::RunRecord& run) {
   if (run.world_size < 1 || run.tokens_per_step % run.world_size != 0) return std::nullopt;
   std::optional<store::RunRecord> newest;
-  for (const store::RunRecord& r : store.runs()) {
+  for (const store::RunRecord& r : runs) {
     const bool alike = r.world_size == 1 && !r.sharding && r.status == store::RunStatus::ok &&
                        r.workload == run.workload && r.recipe == run.recipe &&
                        r.layers_run == run.layers_run &&
@@ -120,11 +120,13 @@ std::optional<store::RunRecord> scaling_baseline(const store::Store& store,
 
 SweepReport build_sweep_report(const store::Store& store, const store::SweepRecord& sweep) {
   SweepReport report{sweep, {}};
+  std::optional<std::vector<store::RunRecord>> all_runs;
   for (const store::RunRecord& run : store.runs(sweep.id)) {
     report.runs.push_back(summarize_run(run, store.steps(run.id)));
     if (run.world_size > 1 || run.sharding) {
       report.ranks[run.id] = store.ranks(run.id);
-      if (const std::optional<store::RunRecord> one = scaling_baseline(store, run)) {
+      if (!all_runs) all_runs = store.runs();  // read once, where a sweep has ranked runs
+      if (const std::optional<store::RunRecord> one = scaling_baseline(*all_runs, run)) {
         report.one_process.emplace(run.id, summarize_run(*one, store.steps(one->id)));
       }
     }

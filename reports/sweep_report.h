@@ -20,10 +20,10 @@ struct SweepReport {
   std::map<int64_t, RunSummary> one_process;
 };
 
-// The newest run of `store` that trained `run`'s workload and recipe in one process on the same
-// device kind with one rank's share of its tokens per step (the per-GPU batch held equal), that
-// ended ok; nullopt where there is none. Scaling efficiency is measured against it.
-std::optional<store::RunRecord> scaling_baseline(const store::Store& store,
+// The newest of `runs` (a database's) that trained `run`'s workload and recipe in one process on
+// the same device kind with one rank's share of its tokens per step (the per-GPU batch held equal),
+// that ended ok; nullopt where there is none. Scaling efficiency is measured against it.
+std::optional<store::RunRecord> scaling_baseline(const std::vector<store::RunRecord>& runs,
                                                  const store::RunRecord& run);
 
 // The data-parallel runs of a sweep: ranks, sharding, tokens/s per GPU, the slowest and fastest

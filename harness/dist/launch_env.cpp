@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <string_view>
 
 #include "base/errors.h"
 

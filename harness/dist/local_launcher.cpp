@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -13,7 +14,6 @@
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include "base/errors.h"
 #include "base/store/store.h"
 #include "harness/dist/rendezvous.h"
 
@@ -79,20 +79,21 @@ int launch_local(int nproc, std::chrono::seconds timeout, const std::string& db)
 
   std::vector<std::string> args = own_command_line();
   std::vector<char*> argv = pointers(args);
+  // This process's environment less what a launcher sets, built before fork: between fork and
+  // exec only async-signal-safe calls.
+  std::vector<std::string> inherited;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const std::string name = entry.substr(0, entry.find('='));
+    if (name != "RANK" && name != "LOCAL_RANK" && name != "WORLD_SIZE" &&
+        name != "LOCAL_WORLD_SIZE" && name != "MASTER_ADDR" && name != "MASTER_PORT" &&
+        name != "LPBENCH_AGENT_STORE") {
+      inherited.push_back(entry);
+    }
+  }
   std::vector<pid_t> children(nproc, -1);
   for (int rank = 0; rank < nproc; ++rank) {
-    // Built before fork: between fork and exec only async-signal-safe calls.
-    std::vector<std::string> env;
-    for (char** e = environ; *e != nullptr; ++e) {
-      const std::string entry(*e);
-      const std::string name = entry.substr(0, entry.find('='));
-      if (name == "RANK" || name == "LOCAL_RANK" || name == "WORLD_SIZE" ||
-          name == "LOCAL_WORLD_SIZE" || name == "MASTER_ADDR" || name == "MASTER_PORT" ||
-          name == "LPBENCH_AGENT_STORE") {
-        continue;
-      }
-      env.push_back(entry);
-    }
+    std::vector<std::string> env = inherited;
     env.push_back(fmt::format("RANK={}", rank));
     env.push_back(fmt::format("LOCAL_RANK={}", rank));
     env.push_back(fmt::format("WORLD_SIZE={}", nproc));

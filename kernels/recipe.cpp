@@ -22,6 +22,15 @@ LinearGemms int8(Scaling scaling) {
   return {s, s, s};
 }
 
+// SwitchBack quantizes the two products whose inner dimension is a model width (fprop, dgrad)
+// and keeps wgrad, whose inner dimension is the batch's tokens, in 16 bits: summed over
+// thousands of tokens, its rounding errors are the ones that grow.
+LinearGemms switchback() {
+  LinearGemms g = int8(Scaling::row);
+  g.wgrad = GemmSpec{};
+  return g;
+}
+
 // FP8 as Transformer Engine does it: E4M3 for weights and activations, E5M2 for the gradients,
 // whose range matters more than their precision.
 LinearGemms fp8(Scaling scaling) {
@@ -62,6 +71,10 @@ std::vector<Recipe> build_named_recipes() {
        "int8-block, with outlier blocks of the left operand (amax > 4 × the median block amax) "
        "computed to ~16 bits by a second INT8 product of the residual",
        int8(Scaling::fallback), keep},
+      {"switchback",
+       "INT8 fprop and dgrad with a scale per token and per channel, wgrad in BF16 (SwitchBack, "
+       "Wortsman et al. 2023: the product that sums over tokens keeps 16 bits)",
+       switchback(), keep},
       {"fp8-tensor", "FP8 E4M3 forward, E5M2 gradients, per-tensor current scaling",
        fp8(Scaling::tensor), keep},
       {"fp8-row", "FP8 E4M3/E5M2 with a scale per row along K", fp8(Scaling::row), keep},
@@ -76,6 +89,44 @@ GemmKind gemm_kind(std::string_view text, std::string_view recipe) {
   }
   throw std::invalid_argument(
       fmt::format("recipe '{}': unknown GEMM '{}'; valid: fprop, dgrad, wgrad", recipe, text));
+}
+
+// The `dy=...` and `dy-rounding=...` modifiers: how the output gradient dY, the left operand of
+// dgrad and wgrad, is treated. Each names what is wrong when the recipe has no such dY.
+void modify_dy(Recipe& recipe, std::string_view key, std::string_view value,
+               std::string_view text) {
+  bool any = false;
+  for (GemmKind kind : {GemmKind::dgrad, GemmKind::wgrad}) {
+    GemmSpec& g = recipe.gemms[kind];
+    if (!g.quantized()) continue;
+    any = true;
+    if (key == "dy" && value == "bf16") {
+      g.lhs = NumberFormat::bf16;
+      g.lhs_scaling = Scaling::none;
+      g.lhs_rounding = Rounding::nearest;
+    } else if (key == "dy" && value == "row") {
+      if (g.lhs != NumberFormat::int8 || g.scaling != Scaling::tensor) {
+        throw std::invalid_argument(fmt::format(
+            "recipe '{}': dy=row applies to int8-tensor (dY per token, W and X per tensor)", text));
+      }
+      g.lhs_scaling = Scaling::row;
+    } else if (key == "dy-rounding" && (value == "stochastic" || value == "nearest")) {
+      if (g.lhs != NumberFormat::int8) {
+        throw std::invalid_argument(fmt::format(
+            "recipe '{}': stochastic rounding is implemented for INT8 gradients only", text));
+      }
+      g.lhs_rounding = value == "stochastic" ? Rounding::stochastic : Rounding::nearest;
+    } else {
+      throw std::invalid_argument(fmt::format(
+          "recipe '{}': {}={} is not a choice; valid: dy=bf16, dy=row, dy-rounding=stochastic, "
+          "dy-rounding=nearest",
+          text, key, value));
+    }
+  }
+  if (!any) {
+    throw std::invalid_argument(fmt::format(
+        "recipe '{}': {}={} needs a recipe that quantizes dY in dgrad or wgrad", text, key, value));
+  }
 }
 
 }  // namespace
@@ -201,13 +252,24 @@ Recipe parse_recipe(std::string_view text) {
       for (GemmKind kind : kGemmKinds) {
         if (recipe.gemms[kind].quantized()) recipe.gemms[kind].amax_history = length;
       }
+    } else if (key == "dy" || key == "dy-rounding") {
+      modify_dy(recipe, key, value, text);
     } else if (eq != std::string_view::npos && value == "bf16") {
       recipe.gemms[gemm_kind(key, text)] = GemmSpec{};
     } else {
       throw std::invalid_argument(fmt::format(
           "recipe '{}': unknown modifier '{}'; valid: fprop=bf16, dgrad=bf16, wgrad=bf16, "
-          "ratio=<r>, quantize-all, amax-history=<n>",
+          "ratio=<r>, quantize-all, amax-history=<n>, dy=bf16, dy=row, dy-rounding=stochastic",
           text, item));
+    }
+  }
+  for (GemmKind kind : kGemmKinds) {
+    const GemmSpec& g = recipe.gemms[kind];
+    if (g.lhs_rounding == Rounding::stochastic && g.amax_history > 0) {
+      throw std::invalid_argument(fmt::format(
+          "recipe '{}': dy-rounding=stochastic and amax-history do not combine (delayed scaling "
+          "rounds to nearest); drop one of them",
+          text));
     }
   }
   return recipe;
@@ -243,6 +305,16 @@ std::string_view to_string(Scaling scaling) {
   return "?";
 }
 
+std::string_view to_string(Rounding rounding) {
+  switch (rounding) {
+    case Rounding::nearest:
+      return "nearest";
+    case Rounding::stochastic:
+      return "stochastic";
+  }
+  return "?";
+}
+
 std::string_view to_string(GemmKind kind) {
   switch (kind) {
     case GemmKind::fprop:
@@ -266,17 +338,25 @@ std::string_view to_string(ModuleKind kind) {
 }
 
 std::string describe(const GemmSpec& spec) {
+  if (spec.rounds_rhs_only()) {
+    return fmt::format("bf16×{}/{}(bf16 product)", to_string(spec.rhs), to_string(spec.scaling));
+  }
   if (!spec.quantized()) return std::string(to_string(spec.lhs));
   const std::string formats = spec.lhs == spec.rhs
                                   ? std::string(to_string(spec.lhs))
                                   : fmt::format("{}×{}", to_string(spec.lhs), to_string(spec.rhs));
+  const std::string rounding = spec.lhs_rounding == Rounding::stochastic ? "(stochastic)" : "";
   if (spec.scaling == Scaling::fallback) {
-    return fmt::format("{}/fallback({:g})", formats, spec.outlier_ratio);
+    return fmt::format("{}/fallback({:g}){}", formats, spec.outlier_ratio, rounding);
   }
+  const std::string scaling =
+      spec.lhs_scaling == Scaling::none
+          ? std::string(to_string(spec.scaling))
+          : fmt::format("{}×{}", to_string(spec.lhs_scaling), to_string(spec.scaling));
   if (spec.amax_history > 0) {
-    return fmt::format("{}/{}(history {})", formats, to_string(spec.scaling), spec.amax_history);
+    return fmt::format("{}/{}(history {}){}", formats, scaling, spec.amax_history, rounding);
   }
-  return fmt::format("{}/{}", formats, to_string(spec.scaling));
+  return fmt::format("{}/{}{}", formats, scaling, rounding);
 }
 
 std::string describe(const LinearGemms& gemms) {

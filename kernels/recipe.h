@@ -22,6 +22,11 @@ enum class NumberFormat { bf16, int8, fp8_e4m3, fp8_e5m2 };
 //            operand's outlier blocks, which brings them to about 16-bit precision.
 enum class Scaling { none, tensor, row, block, fallback };
 
+// How a scaled value is rounded to the INT8 grid: to nearest (half to even), or stochastically,
+// up with a probability equal to its distance from the integer below, so that the rounded value
+// is unbiased (its mean is the value). Stochastic rounding is for INT8 only.
+enum class Rounding { nearest, stochastic };
+
 // The three GEMMs of a linear layer Y = X·Wᵀ.
 enum class GemmKind { fprop, dgrad, wgrad };
 inline constexpr std::array<GemmKind, 3> kGemmKinds{GemmKind::fprop, GemmKind::dgrad,
@@ -41,8 +46,20 @@ struct GemmSpec {
   // found by the quantizing pass itself (no amax pass); values beyond the stale amax saturate.
   // 0: every operand by its own amax (dynamic scaling).
   int64_t amax_history = 0;
+  // The left operand's own scaling where it differs from `scaling` (none: the same). The `dy=row`
+  // ablation of int8-tensor scales dY per token in dgrad and per output channel in wgrad while W
+  // and X keep one scale per tensor.
+  Scaling lhs_scaling = Scaling::none;
+  // How the left operand is rounded (dY in dgrad and wgrad under `dy-rounding=stochastic`); the
+  // right operand always rounds to nearest.
+  Rounding lhs_rounding = Rounding::nearest;
 
+  // Whether the product runs on quantized operands (an INT8 or FP8 GEMM).
   bool quantized() const { return lhs != NumberFormat::bf16; }
+  // The `dy=bf16` ablation: the left operand stays BF16 while the right one is rounded to `rhs`
+  // (as it is for the quantized products), and the product runs in BF16 on the rounded values.
+  bool rounds_rhs_only() const { return lhs == NumberFormat::bf16 && rhs != NumberFormat::bf16; }
+  Scaling scaling_of_lhs() const { return lhs_scaling == Scaling::none ? scaling : lhs_scaling; }
   friend bool operator==(const GemmSpec&, const GemmSpec&) = default;
 };
 
@@ -52,7 +69,12 @@ struct LinearGemms {
 
   const GemmSpec& operator[](GemmKind kind) const;
   GemmSpec& operator[](GemmKind kind);
-  bool any_quantized() const { return fprop.quantized() || dgrad.quantized() || wgrad.quantized(); }
+  bool any_quantized() const {
+    for (const GemmSpec* s : {&fprop, &dgrad, &wgrad}) {
+      if (s->quantized() || s->rounds_rhs_only()) return true;
+    }
+    return false;
+  }
   static LinearGemms all_bf16() { return {}; }
   friend bool operator==(const LinearGemms&, const LinearGemms&) = default;
 };
@@ -99,11 +121,18 @@ std::vector<std::string> recipe_names();
 //                      stays BF16)
 //   amax-history=<n>   delayed scaling over the last n steps' amaxes (tensor scaling only;
 //                      1..1024; GemmSpec::amax_history)
+//   dy=bf16            the output gradient dY stays BF16 in dgrad and wgrad; W and X are still
+//                      rounded as the recipe rounds them (GemmSpec::rounds_rhs_only)
+//   dy=row             dY scaled per token (dgrad) and per output channel (wgrad), W and X per
+//                      tensor (int8-tensor only; GemmSpec::lhs_scaling)
+//   dy-rounding=stochastic|nearest
+//                      how dY is rounded in dgrad and wgrad (INT8 only; GemmSpec::lhs_rounding)
 // Throws std::invalid_argument naming what is wrong and the valid choices.
 Recipe parse_recipe(std::string_view text);
 
 std::string_view to_string(NumberFormat format);
 std::string_view to_string(Scaling scaling);
+std::string_view to_string(Rounding rounding);
 std::string_view to_string(GemmKind kind);
 std::string_view to_string(ModuleKind kind);
 std::string describe(const GemmSpec& spec);      // "int8/tensor", "e5m2×e4m3/row", "bf16"

@@ -28,6 +28,7 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/quantize.cuh"
+#include "kernels/rounding_noise.h"
 
 namespace lpbench::cuda {
 
@@ -192,6 +193,9 @@ struct TileParams {
   // goes to amax_seen (optional).
   bool saturate;
   uint32_t* amax_seen;
+  // Stochastic rounding (apply path only; QuantizeArgs::stochastic).
+  bool stochastic;
+  uint64_t seed;
 };
 
 // The tile in input orientation, FP32, 128 rows of 32 four-float chunks; a row's chunks are
@@ -370,6 +374,18 @@ __device__ __forceinline__ void quantize_and_store(const TileParams& p, const fl
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           out[e] = scaled(v[q][e], __ldg(p.inv + row_part + col_part[e]));
+      }
+      if (!kFused && p.stochastic) {
+        // The noise of the element's index in the first output; the transposed copy's (gr, gc)
+        // is its (gc, gr). floor(v + u) is an integer in [-127, 127] for |v| ≤ 127: exact
+        // through int8_low_byte.
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int64_t gc = o_c0 + 4 * lane + e;
+          const int64_t index = second ? gc * p.cols + gr : gr * p.cols + gc;
+          out[e] = floorf(
+              __fadd_rn(out[e], kernels::rounding_uniform(p.seed, static_cast<uint64_t>(index))));
+        }
       }
       store4(values, o_rows, o_cols, vec_out, p.fmt, gr, o_c0 + 4 * lane, out);
     }
@@ -718,6 +734,8 @@ Plan plan(const QuantizeArgs& a) {
   // Delayed scaling (a stale amax, or this step's to record) takes the general path, whose
   // quantizing pass saturates and reports.
   if (a.delayed || a.amax_seen != nullptr) p.path = Path::general;
+  // Stochastic rounding lives in the apply pass only (an ablation's path, not a tuned one).
+  if (a.stochastic) p.path = Path::general;
   const bool copy = a.values_t != nullptr;
   if (copy && (p.path == Path::rows || (p.path == Path::tile && p.tile_br < 4))) {
     p.path = Path::general;
@@ -751,6 +769,8 @@ void validate(const QuantizeArgs& a) {
       !(a.delayed || a.amax_seen != nullptr) || (a.block_rows == 0 && a.block_cols == 0),
       "delayed scaling is for tensorwise quantization only");
   LPBENCH_CUDA_REQUIRE(!a.delayed || a.amax != nullptr, "delayed scaling needs the history's amax");
+  LPBENCH_CUDA_REQUIRE(!a.stochastic || a.out_type == DType::int8,
+                       "stochastic rounding is for INT8 output only");
   LPBENCH_CUDA_REQUIRE(a.x != nullptr, "x is null");
   LPBENCH_CUDA_REQUIRE(a.values != nullptr && a.scales != nullptr, "values or scales is null");
   if (a.values_t != nullptr || a.scales_t != nullptr) {
@@ -902,6 +922,8 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
   tp.one_scale = p.nbr == 1 && p.nbc == 1;
   tp.saturate = args.delayed || args.amax_seen != nullptr;
   tp.amax_seen = args.amax_seen;
+  tp.stochastic = args.stochastic;
+  tp.seed = args.seed;
   launch_tile<false>(tp, args.x_type, p.rows, p.cols, stream);
 }
 

@@ -47,6 +47,12 @@ struct QuantizeArgs {
   // Tensorwise only, optional: max |x| of X, as FP32 bits, folded into *amax_seen (atomicMax;
   // the caller zeroes it) by the quantizing pass itself: delayed scaling's record of this step.
   uint32_t* amax_seen = nullptr;
+  // INT8 only: stochastic rounding, q = floor(x · inv + u) with u = rounding_uniform(seed, i) for
+  // the element's row-major index i in the output (the transposed copy takes its element's
+  // index in the output, so that it stays the output's exact transpose); see
+  // kernels/reference/quantize.h. Takes the general path (amax pass, then the apply pass).
+  bool stochastic = false;
+  uint64_t seed = 0;
 };
 
 size_t quantize_workspace_bytes(const QuantizeArgs& args);

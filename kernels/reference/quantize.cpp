@@ -2,6 +2,8 @@
 
 #include <ATen/ops/constant_pad_nd.h>
 
+#include "kernels/rounding_noise.h"
+
 namespace lpbench::kernels::reference {
 
 namespace {
@@ -19,6 +21,16 @@ at::Tensor as_blocks(const at::Tensor& x, int64_t br, int64_t bc) {
   at::Tensor padded =
       at::constant_pad_nd(x.to(at::kFloat), {0, cb * bc - cols, 0, rb * br - rows}).contiguous();
   return padded.view({rb, br, cb, bc});
+}
+
+// The noise of stochastic rounding for an R×C matrix (rounding_noise.h), on the CPU.
+at::Tensor rounding_noise(int64_t rows, int64_t cols, uint64_t seed) {
+  at::Tensor u = at::empty({rows, cols}, at::kFloat);
+  float* p = u.data_ptr<float>();
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    p[i] = rounding_uniform(seed, static_cast<uint64_t>(i));
+  }
+  return u;
 }
 
 }  // namespace
@@ -66,7 +78,7 @@ namespace {
 
 // x quantized in br × bc blocks by the given block amaxes [rb, cb] (FP32).
 Quantized quantize_blocks(const at::Tensor& x, const QuantSpec& spec, int64_t br, int64_t bc,
-                          const at::Tensor& amax) {
+                          const at::Tensor& amax, uint64_t seed = 0) {
   const int64_t rows = x.size(0);
   const int64_t cols = x.size(1);
   const auto fmax = static_cast<float>(format_max(spec.format));
@@ -83,7 +95,12 @@ Quantized quantize_blocks(const at::Tensor& x, const QuantSpec& spec, int64_t br
   const int64_t rb = amax.size(0);
   const int64_t cb = amax.size(1);
   at::Tensor scaled = as_blocks(x, br, bc) * inv.view({rb, 1, cb, 1});
-  if (spec.format == NumberFormat::int8) scaled = scaled.round();  // half to even
+  if (spec.rounding == Rounding::stochastic) {
+    const at::Tensor noise = rounding_noise(rows, cols, seed).to(x.device());
+    scaled = (scaled + as_blocks(noise, br, bc)).floor();
+  } else if (spec.format == NumberFormat::int8) {
+    scaled = scaled.round();  // half to even
+  }
   scaled = scaled.clamp(-fmax, fmax);
   // Only a given amax can miss a NaN value (an own amax would be NaN, zeroing the block below).
   scaled = at::where(scaled.isnan(), at::zeros_like(scaled), scaled);
@@ -94,18 +111,20 @@ Quantized quantize_blocks(const at::Tensor& x, const QuantSpec& spec, int64_t br
                           .narrow(1, 0, cols)
                           .to(storage_type(spec.format))
                           .contiguous();
-  return {values, scales, {spec.format, spec.block_rows, spec.block_cols}};
+  return {values, scales, spec};
 }
 
 }  // namespace
 
-Quantized quantize(const at::Tensor& x, const QuantSpec& spec) {
+Quantized quantize(const at::Tensor& x, const QuantSpec& spec, uint64_t seed) {
   TORCH_CHECK(spec.format != NumberFormat::bf16, "quantize: BF16 is not a quantized format");
+  TORCH_CHECK(spec.rounding == Rounding::nearest || spec.format == NumberFormat::int8,
+              "quantize: stochastic rounding is for INT8 only");
   const int64_t rows = x.size(0);
   const int64_t cols = x.size(1);
   const int64_t br = spec.block_rows > 0 ? std::min(spec.block_rows, rows) : rows;
   const int64_t bc = spec.block_cols > 0 ? std::min(spec.block_cols, cols) : cols;
-  return quantize_blocks(x, spec, br, bc, block_absmax(x, br, bc));
+  return quantize_blocks(x, spec, br, bc, block_absmax(x, br, bc), seed);
 }
 
 Quantized quantize_by_amax(const at::Tensor& x, NumberFormat format, float amax) {
@@ -125,7 +144,7 @@ at::Tensor dequantize(const Quantized& q, at::ScalarType dtype) {
 Quantized transpose(const Quantized& q) {
   return {q.values.t().contiguous(),
           q.scales.t().contiguous(),
-          {q.spec.format, q.spec.block_cols, q.spec.block_rows}};
+          {q.spec.format, q.spec.block_cols, q.spec.block_rows, q.spec.rounding}};
 }
 
 }  // namespace lpbench::kernels::reference

@@ -17,6 +17,10 @@
 //   q     = cast(clamp(x · (fmax / amax)))   (FP32 arithmetic; INT8 rounds half to even before
 //                                             the clamp, FP8 casts round to nearest even)
 //
+// With stochastic rounding (INT8 only), q = floor(x · (fmax / amax) + u) instead, where u in
+// [0, 1) is rounding_uniform(seed, i) of the element's row-major index i in the quantized matrix
+// (kernels/reference/rounding_noise.h): up with the probability of the fraction, unbiased.
+//
 // Symmetric: INT8 never produces -128. amax == 0 gives scale 1 and q == 0. A non-finite amax
 // (an Inf or NaN in the block) gives a non-finite scale and q == 0, so whatever is computed from
 // that block is non-finite too: quantization never hides a non-finite input.
@@ -26,6 +30,7 @@ struct QuantSpec {
   NumberFormat format = NumberFormat::int8;
   int64_t block_rows = 0;  // 0: all rows
   int64_t block_cols = 0;  // 0: all columns
+  Rounding rounding = Rounding::nearest;
   friend bool operator==(const QuantSpec&, const QuantSpec&) = default;
 };
 
@@ -44,8 +49,8 @@ struct Quantized {
 double format_max(NumberFormat format);
 at::ScalarType storage_type(NumberFormat format);
 
-// x: 2-D, any floating type.
-Quantized quantize(const at::Tensor& x, const QuantSpec& spec);
+// x: 2-D, any floating type. `seed` draws the noise of stochastic rounding (unused otherwise).
+Quantized quantize(const at::Tensor& x, const QuantSpec& spec, uint64_t seed = 0);
 
 // Tensorwise, by a given amax instead of x's own (delayed scaling: the largest amax of earlier
 // steps): scale = amax / fmax as above, values beyond ±amax saturate at ±fmax, and a NaN value

@@ -55,15 +55,16 @@ void keep_bf16_where_needed(GemmOperand& op, const at::Tensor& t, const GemmSpec
 
 QuantSpec operand_spec(const GemmSpec& spec, GemmKind kind, Side side) {
   const NumberFormat format = format_of(spec, side);
-  switch (spec.scaling) {
+  const Rounding rounding = side == Side::lhs ? spec.lhs_rounding : Rounding::nearest;
+  switch (side == Side::lhs ? spec.scaling_of_lhs() : spec.scaling) {
     case Scaling::tensor:
-      return {format, 0, 0};
+      return {format, 0, 0, rounding};
     case Scaling::row:
-      return {format, 1, 0};
+      return {format, 1, 0, rounding};
     case Scaling::block:
     case Scaling::fallback: {
       const bool weight = side == Side::rhs && kind != GemmKind::wgrad;
-      return {format, weight ? kBlock : 1, kBlock};
+      return {format, weight ? kBlock : 1, kBlock, rounding};
     }
     case Scaling::none:
       break;
@@ -74,7 +75,7 @@ QuantSpec operand_spec(const GemmSpec& spec, GemmKind kind, Side side) {
 GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec, GemmKind kind, Side side,
                             bool transpose, AmaxHistory* history) {
   GemmOperand op;
-  if (!spec.quantized()) {
+  if (format_of(spec, side) == NumberFormat::bf16) {
     op.bf16 = transpose ? t.t() : t;
     return op;
   }
@@ -105,7 +106,8 @@ std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
                           prepare_operand(t, transposed.spec, transposed.kind, transposed.side,
                                           /*transpose=*/true, history));
   };
-  if (!layout_sharing() || !direct.spec.quantized() || !transposed.spec.quantized()) {
+  if (!layout_sharing() || format_of(direct.spec, direct.side) == NumberFormat::bf16 ||
+      format_of(transposed.spec, transposed.side) == NumberFormat::bf16) {
     return apart();
   }
   const QuantSpec spec = operand_spec(direct.spec, direct.kind, direct.side);
@@ -129,6 +131,12 @@ std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
 at::Tensor gemm_nt(const GemmOperand& a, const GemmOperand& b, const GemmSpec& spec,
                    at::ScalarType out_dtype, GemmKind kind, const std::string& module) {
   const profiling::Range range("gemm", to_string(kind));
+  if (spec.rounds_rhs_only()) {
+    // The `dy=bf16` ablation: a BF16 product of dY and the rounded W or X (whose values times
+    // their scale round once more, to BF16: 8 bits where INT8 holds 7).
+    TORCH_CHECK(b.q, "gemm_nt: ", describe(spec), " needs its right operand quantized");
+    return matmul_nt(a.bf16, reference::dequantize(*b.q, a.bf16.scalar_type()), out_dtype);
+  }
   if (!spec.quantized()) return matmul_nt(a.bf16, b.bf16, out_dtype);
   TORCH_CHECK(a.q && b.q, "gemm_nt: a quantized GEMM needs quantized operands");
   if (spec.scaling != Scaling::fallback) return scaled_gemm(*a.q, *b.q, out_dtype);

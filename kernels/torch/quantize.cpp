@@ -5,6 +5,8 @@
 #include <optional>
 #include <utility>
 
+#include "kernels/torch/rounding_seed.h"
+
 #ifdef LPBENCH_CUDA_GLUE
 #include <c10/cuda/CUDAStream.h>
 #include "kernels/torch/cuda_types.h"
@@ -24,6 +26,13 @@ int64_t ceil_div(int64_t a, int64_t b) {
 void check_history(const QuantSpec& spec, const AmaxHistory* history) {
   TORCH_CHECK(history == nullptr || (spec.block_rows == 0 && spec.block_cols == 0),
               "quantize: an amax history (delayed scaling) is for tensorwise scales only");
+  TORCH_CHECK(history == nullptr || spec.rounding == Rounding::nearest,
+              "quantize: delayed scaling rounds to nearest (no stochastic rounding)");
+}
+
+// The seed of this quantization's stochastic rounding (0 where it rounds to nearest).
+uint64_t seed_for(const QuantSpec& spec) {
+  return spec.rounding == Rounding::stochastic ? next_rounding_seed() : 0;
 }
 
 // The reference's delayed scaling: x (as quantized) by the history's amax, then x's own amax
@@ -44,7 +53,7 @@ Quantized reference_delayed(const at::Tensor& x, const QuantSpec& spec, AmaxHist
 std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x,
                                                              const QuantSpec& spec, bool transpose,
                                                              bool with_transpose,
-                                                             AmaxHistory* history) {
+                                                             AmaxHistory* history, uint64_t seed) {
   // Delayed scaling scales by the history's amax; otherwise a tensorwise scale whose amax the
   // kernel that wrote x already reported needs no amax pass either.
   const std::optional<at::Tensor> delayed =
@@ -89,6 +98,8 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
   }
   if (amax) args.amax = reinterpret_cast<const uint32_t*>(amax->data_ptr<int32_t>());
   args.delayed = delayed.has_value();
+  args.stochastic = spec.rounding == Rounding::stochastic;
+  args.seed = seed;
   at::Tensor slot;
   if (history != nullptr) {
     slot = history->next_slot(x);
@@ -111,11 +122,12 @@ Quantized quantize(const at::Tensor& x, const QuantSpec& spec, bool transpose,
                    AmaxHistory* history) {
   TORCH_CHECK(x.dim() == 2, "quantize takes a 2-D tensor, got ", x.sizes());
   check_history(spec, history);
+  const uint64_t seed = seed_for(spec);
 #ifdef LPBENCH_CUDA_GLUE
-  if (x.is_cuda()) return quantize_cuda(x, spec, transpose, false, history).first;
+  if (x.is_cuda()) return quantize_cuda(x, spec, transpose, false, history, seed).first;
 #endif
   if (history != nullptr) return reference_delayed(transpose ? x.t() : x, spec, *history);
-  return reference::quantize(transpose ? x.t() : x, spec);
+  return reference::quantize(transpose ? x.t() : x, spec, seed);
 }
 
 bool transposes_exactly(const QuantSpec& spec) {
@@ -128,14 +140,15 @@ std::pair<Quantized, Quantized> quantize_with_transpose(const at::Tensor& x, con
   check_history(spec, history);
   TORCH_CHECK(transposes_exactly(spec), "quantize_with_transpose: blocks of ", spec.block_rows, "x",
               spec.block_cols, " do not transpose exactly; quantize each layout instead");
+  const uint64_t seed = seed_for(spec);
 #ifdef LPBENCH_CUDA_GLUE
   if (x.is_cuda()) {
-    auto [q, t] = quantize_cuda(x, spec, false, true, history);
+    auto [q, t] = quantize_cuda(x, spec, false, true, history, seed);
     return {std::move(q), std::move(*t)};
   }
 #endif
-  Quantized q =
-      history != nullptr ? reference_delayed(x, spec, *history) : reference::quantize(x, spec);
+  Quantized q = history != nullptr ? reference_delayed(x, spec, *history)
+                                   : reference::quantize(x, spec, seed);
   Quantized t = reference::transpose(q);
   return {std::move(q), std::move(t)};
 }

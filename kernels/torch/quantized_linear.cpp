@@ -18,12 +18,18 @@ using torch::autograd::variable_list;
 
 // GemmSpecs and QuantSpecs travel through the autograd context as integers.
 std::vector<int64_t> encode(const GemmSpec& s) {
-  return {static_cast<int64_t>(s.lhs), static_cast<int64_t>(s.rhs), static_cast<int64_t>(s.scaling),
-          s.amax_history};
+  return {static_cast<int64_t>(s.lhs),         static_cast<int64_t>(s.rhs),
+          static_cast<int64_t>(s.scaling),     s.amax_history,
+          static_cast<int64_t>(s.lhs_scaling), static_cast<int64_t>(s.lhs_rounding)};
 }
 GemmSpec decode(const std::vector<int64_t>& v, double ratio) {
-  return {static_cast<NumberFormat>(v.at(0)), static_cast<NumberFormat>(v.at(1)),
-          static_cast<Scaling>(v.at(2)), ratio, v.at(3)};
+  return {static_cast<NumberFormat>(v.at(0)),
+          static_cast<NumberFormat>(v.at(1)),
+          static_cast<Scaling>(v.at(2)),
+          ratio,
+          v.at(3),
+          static_cast<Scaling>(v.at(4)),
+          static_cast<Rounding>(v.at(5))};
 }
 
 // The delayed-scaling state travels through the autograd context as an address.

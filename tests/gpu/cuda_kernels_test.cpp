@@ -116,7 +116,9 @@ class GpuKernels : public ::testing::Test {
 struct QuantCase {
   bool transpose = false;
   DType out = DType::int8;
-  int64_t br = 0, bc = 0;  // output coordinates, 0: the whole dimension
+  int64_t br = 0, bc = 0;   // output coordinates, 0: the whole dimension
+  bool stochastic = false;  // INT8 only; the noise drawn with `seed`
+  uint64_t seed = 0;
 };
 
 std::string describe(const at::Tensor& x, const QuantCase& c) {
@@ -157,6 +159,8 @@ KernelQuant run_quantize(const at::Tensor& x, const QuantCase& c, bool with_tran
   args.out_type = c.out;
   args.block_rows = c.br;
   args.block_cols = c.bc;
+  args.stochastic = c.stochastic;
+  args.seed = c.seed;
   args.values = k.values.data_ptr();
   args.scales = k.scales.data_ptr<float>();
   if (with_transpose) {
@@ -180,7 +184,9 @@ KernelQuant run_quantize(const at::Tensor& x, const QuantCase& c, bool with_tran
 KernelQuant expected_quantize(const at::Tensor& x, const QuantCase& c) {
   const at::Tensor src = c.transpose ? x.t().contiguous() : x;
   const NumberFormat fmt = number_format(c.out);
-  const ref::Quantized q = ref::quantize(src, {fmt, c.br, c.bc});
+  const kernels::Rounding rounding =
+      c.stochastic ? kernels::Rounding::stochastic : kernels::Rounding::nearest;
+  const ref::Quantized q = ref::quantize(src, {fmt, c.br, c.bc, rounding}, c.seed);
   const at::Tensor amax = ref::block_absmax(src, c.br, c.bc).to(at::kCPU);
   return {q.values.view(at::kByte), ref::quantize(amax, {fmt, 1, 1}).scales};
 }
@@ -364,6 +370,48 @@ TEST_F(GpuKernels, QuantizeSpecialValuesAndTies) {
       }
     }
   }
+}
+
+// Stochastic rounding in the kernel (the apply pass) against the reference, bit for bit: every
+// granularity, both layouts, odd shapes, special values. The transposed copy written by the same
+// pass is the output's exact transpose (its noise is the output's), not a second draw.
+TEST_F(GpuKernels, QuantizeStochasticRoundingMatchesTheReference) {
+  std::vector<std::pair<int64_t, int64_t>> blocks = kGranularities;
+  blocks.insert(blocks.end(), {{3, 5}, {0, 1}});
+  uint64_t seed = 77;
+  for (DType type : {DType::bf16, DType::fp32}) {
+    for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{200, 260}, {512, 384}}) {
+      torch::manual_seed(static_cast<int64_t>(++seed));
+      at::Tensor x = random_matrix(rows, cols, type);
+      x.narrow(0, 0, 20).narrow(1, 0, 140).zero_();
+      x.index_put_({170, 3}, std::numeric_limits<float>::quiet_NaN());
+      for (auto [br, bc] : blocks) {
+        for (bool transpose : {false, true}) {
+          const QuantCase c{transpose, DType::int8, br, bc, true, ++seed};
+          SCOPED_TRACE(describe(x, c) + " stochastic");
+          const KernelQuant want = expected_quantize(x, c);
+          const KernelQuant got = run_quantize(x, c);
+          EXPECT_TRUE(same_scales(want.scales, got.scales)) << "scales";
+          EXPECT_TRUE(same_bits(want.values, got.values)) << "values";
+          if (transpose || !quantize_writes_transpose_too(br, bc)) continue;
+          const KernelQuant both = run_quantize(x, c, /*with_transpose=*/true);
+          EXPECT_TRUE(same_bits(want.values, both.values)) << "values, with the transposed copy";
+          EXPECT_TRUE(same_bits(want.values.t().contiguous(), both.values_t))
+              << "the transposed copy's values";
+          EXPECT_TRUE(same_scales(want.scales.t().contiguous(), both.scales_t))
+              << "the transposed copy's scales";
+        }
+      }
+    }
+  }
+  // Rounding to nearest and stochastically differ, and the draw follows the seed.
+  const at::Tensor x = random_matrix(256, 256, DType::bf16);
+  const KernelQuant nearest = run_quantize(x, {false, DType::int8, 1, 0});
+  const KernelQuant a = run_quantize(x, {false, DType::int8, 1, 0, true, 1});
+  const KernelQuant b = run_quantize(x, {false, DType::int8, 1, 0, true, 2});
+  EXPECT_FALSE(torch::equal(nearest.values, a.values));
+  EXPECT_FALSE(torch::equal(a.values, b.values));
+  EXPECT_TRUE(torch::equal(a.values, run_quantize(x, {false, DType::int8, 1, 0, true, 1}).values));
 }
 
 // The GPU run of the reference is the oracle above; here it is held to the CPU run (the
@@ -586,6 +634,12 @@ TEST(GpuKernelArgs, QuantizeRejectsInconsistentArguments) {
   EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.x = nullptr; }), nullptr),
                std::invalid_argument);
   EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.ld = 100; }), nullptr), std::invalid_argument);
+  EXPECT_THROW(quantize(with([](QuantizeArgs& a) {
+                          a.stochastic = true;
+                          a.out_type = DType::fp8_e4m3;
+                        }),
+                        nullptr),
+               std::invalid_argument);
   EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.rows = 0; }), nullptr), std::invalid_argument);
   EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.x_type = DType::int8; }), nullptr),
                std::invalid_argument);

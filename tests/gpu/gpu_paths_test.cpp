@@ -12,6 +12,7 @@
 #include "kernels/torch/gemm_stats.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/quantized_linear.h"
+#include "kernels/torch/rounding_seed.h"
 #include "kernels/torch/scaled_gemm.h"
 #include "tests/support/tensor_compare.h"
 #include "workloads/levels/workload.h"
@@ -40,6 +41,8 @@ Inputs inputs(int64_t seed) {
 Results run(const Inputs& in, const LinearGemms& gemms, const torch::Device& device) {
   // detach(): on the CPU .to() returns the input itself, which must not become a leaf of this
   // graph, or the next run's copy of it would be a non-leaf with no .grad.
+  // The same rounding seeds on both devices: stochastic rounding draws one per quantization.
+  seed_stochastic_rounding(11);
   at::Tensor x = in.x.to(device).detach().requires_grad_(true);
   at::Tensor w = in.w.to(device).detach().requires_grad_(true);
   at::Tensor y = quantized_linear(x, w, gemms, "probe");
@@ -58,7 +61,10 @@ class GpuPaths : public ::testing::Test {
 TEST_F(GpuPaths, Int8RecipesMatchTheCpuReferenceBitForBitOnEveryBackend) {
   const Inputs in = inputs(1);
   for (const char* name :
-       {"int8-tensor", "int8-row", "int8-block", "int8-fallback", "int8-tensor:wgrad=bf16"}) {
+       {"int8-tensor", "int8-row", "int8-block", "int8-fallback", "int8-tensor:wgrad=bf16",
+        "switchback", "int8-tensor:dy=row", "int8-tensor:dy=bf16",
+        "int8-tensor:dy-rounding=stochastic", "int8-row:dy-rounding=stochastic",
+        "int8-block:dy-rounding=stochastic"}) {
     const LinearGemms gemms = parse_recipe(name).gemms;
     take_fallback_counts();
     const Results cpu = run(in, gemms, torch::kCPU);

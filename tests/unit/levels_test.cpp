@@ -227,6 +227,24 @@ TEST(DelayedScaling, TheTinyModelLearnsAsUnderDynamicScaling) {
   EXPECT_LT(std::abs(losses[1] - losses[0]), 0.05 * losses[0]) << losses[0] << " " << losses[1];
 }
 
+// Stochastic rounding of dY on the tiny model: it learns, a run replays bit for bit from its seed
+// (the rounding seeds follow the run's), and rounding to nearest gives other losses.
+TEST(StochasticRounding, TheTinyModelLearnsAndReplaysFromItsSeed) {
+  TrainingOptions o = tiny_training_options();
+  const auto losses_of = [&](const char* recipe) {
+    auto model = make_workload(parse_workload("model:tiny"), builtin_model("tiny"),
+                               kernels::parse_recipe(recipe), o, torch::kCPU);
+    std::vector<double> losses;
+    for (int64_t step = 0; step < o.total_steps; ++step)
+      losses.push_back(*model->step(step).loss);
+    return losses;
+  };
+  const std::vector<double> a = losses_of("int8-tensor:dy-rounding=stochastic");
+  EXPECT_LT(a.back(), std::log(512.0) - 0.5) << a.back();  // it learned
+  EXPECT_EQ(losses_of("int8-tensor:dy-rounding=stochastic"), a);
+  EXPECT_NE(losses_of("int8-tensor"), a);
+}
+
 // --producer-amax is recorded where it acts (a fused step of a tensorwise recipe) and nowhere else,
 // so that a report never credits a run with an option it did not use.
 TEST(Fusion, ProducerAmaxIsRecordedOnlyWhereItActs) {

@@ -11,6 +11,7 @@
 #include "kernels/torch/gemm_stats.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/quantized_linear.h"
+#include "kernels/torch/rounding_seed.h"
 #include "tests/support/tensor_compare.h"
 
 namespace lpbench::kernels {
@@ -227,20 +228,25 @@ TEST_P(EveryRecipe, ForwardAndGradientsTrackTheExactLayer) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Recipes, EveryRecipe,
-                         ::testing::Values(RecipeBound{"int8-tensor", 0.03, 0.03},
-                                           RecipeBound{"int8-row", 0.03, 0.03},
-                                           RecipeBound{"int8-block", 0.03, 0.03},
-                                           RecipeBound{"int8-fallback", 0.03, 0.03},
-                                           RecipeBound{"fp8-tensor", 0.08, 0.15},
-                                           RecipeBound{"fp8-row", 0.08, 0.15},
-                                           RecipeBound{"fp8-block", 0.08, 0.15}),
-                         [](const auto& test_info) {
-                           std::string name = test_info.param.recipe;
-                           for (char& ch : name)
-                             ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Recipes, EveryRecipe,
+    ::testing::Values(RecipeBound{"int8-tensor", 0.03, 0.03}, RecipeBound{"int8-row", 0.03, 0.03},
+                      RecipeBound{"int8-block", 0.03, 0.03},
+                      RecipeBound{"int8-fallback", 0.03, 0.03},
+                      RecipeBound{"switchback", 0.03, 0.03},
+                      RecipeBound{"int8-tensor:dy=row", 0.03, 0.03},
+                      RecipeBound{"int8-tensor:dy=bf16", 0.03, 0.03},
+                      // Stochastic rounding's error is up to √3× that of
+                      // rounding to nearest: the price of no bias.
+                      RecipeBound{"int8-tensor:dy-rounding=stochastic", 0.03, 0.05},
+                      RecipeBound{"fp8-tensor", 0.08, 0.15}, RecipeBound{"fp8-row", 0.08, 0.15},
+                      RecipeBound{"fp8-block", 0.08, 0.15}),
+    [](const auto& test_info) {
+      std::string name = test_info.param.recipe;
+      for (char& ch : name)
+        ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+      return name;
+    });
 
 TEST(QuantizedLinear, FallbackComputesOutlierBlocksToAboutSixteenBits) {
   LinearCase c = make_case(4, 256, 384, 256);
@@ -285,6 +291,59 @@ TEST(QuantizedLinear, PerGemmOverridesQuantizeOnlyTheNamedGemms) {
   const Results fprop_bf16 = run(c, parse_recipe("int8-row:fprop=bf16").gemms);
   EXPECT_TRUE(torch::equal(fprop_bf16.y, bf16.y));
   EXPECT_FALSE(torch::equal(fprop_bf16.grad_w, bf16.grad_w));
+}
+
+// Issue 23's dY ablations, each against its definition: dY kept in BF16 (a BF16 product with the
+// rounded W or X), dY per token with W and X per tensor, dY rounded stochastically.
+TEST(QuantizedLinear, DyAblationsAreExactlyTheirDefinitions) {
+  const LinearCase c = make_case(8, 256, 384, 128);
+  const at::Tensor x = c.x.reshape({-1, 384});
+  const at::Tensor g = c.grad_y.reshape({-1, 128});
+  const auto tensorwise = [](const at::Tensor& t) {
+    return reference::quantize(t, {NumberFormat::int8, 0, 0});
+  };
+  const Results tensor = run(c, recipe_by_name("int8-tensor").gemms);
+
+  const Results bf16 = run(c, parse_recipe("int8-tensor:dy=bf16").gemms);
+  EXPECT_TRUE(torch::equal(bf16.y, tensor.y)) << "fprop untouched";
+  const at::Tensor w_rounded = reference::dequantize(tensorwise(c.w), at::kBFloat16);
+  const at::Tensor x_rounded = reference::dequantize(tensorwise(x), at::kBFloat16);
+  EXPECT_TRUE(torch::equal(bf16.grad_x.reshape({-1, 384}), at::mm(g, w_rounded))) << "dgrad";
+  EXPECT_TRUE(torch::equal(bf16.grad_w, at::mm(g.t(), x_rounded))) << "wgrad";
+
+  const Results row = run(c, parse_recipe("int8-tensor:dy=row").gemms);
+  EXPECT_TRUE(torch::equal(row.y, tensor.y)) << "fprop untouched";
+  const auto per_row = [](const at::Tensor& t) {
+    return reference::quantize(t, {NumberFormat::int8, 1, 0});
+  };
+  EXPECT_TRUE(torch::equal(row.grad_x.reshape({-1, 384}),
+                           reference::scaled_gemm(per_row(g), tensorwise(c.w.t()), at::kBFloat16)))
+      << "dgrad: dY per token";
+  EXPECT_TRUE(torch::equal(
+      row.grad_w, reference::scaled_gemm(per_row(g.t()), tensorwise(x.t()), at::kBFloat16)))
+      << "wgrad: dY per output channel";
+
+  // The backward's one stochastic quantization (dY for both layouts) takes the first seed drawn.
+  seed_stochastic_rounding(3);
+  const uint64_t seed = next_rounding_seed();
+  seed_stochastic_rounding(3);
+  const Results sr = run(c, parse_recipe("int8-tensor:dy-rounding=stochastic").gemms);
+  EXPECT_TRUE(torch::equal(sr.y, tensor.y)) << "fprop untouched";
+  const reference::Quantized qg =
+      reference::quantize(g, {NumberFormat::int8, 0, 0, Rounding::stochastic}, seed);
+  EXPECT_TRUE(torch::equal(sr.grad_x.reshape({-1, 384}),
+                           reference::scaled_gemm(qg, tensorwise(c.w.t()), at::kBFloat16)))
+      << "dgrad";
+  EXPECT_TRUE(torch::equal(sr.grad_w, reference::scaled_gemm(reference::transpose(qg),
+                                                             tensorwise(x.t()), at::kBFloat16)))
+      << "wgrad";
+  // A replay from the same seed is the same; another seed is not.
+  seed_stochastic_rounding(3);
+  EXPECT_TRUE(torch::equal(run(c, parse_recipe("int8-tensor:dy-rounding=stochastic").gemms).grad_w,
+                           sr.grad_w));
+  seed_stochastic_rounding(4);
+  EXPECT_FALSE(torch::equal(run(c, parse_recipe("int8-tensor:dy-rounding=stochastic").gemms).grad_w,
+                            sr.grad_w));
 }
 
 TEST(QuantizedLinear, NoGradientIsComputedForAnInputThatNeedsNone) {

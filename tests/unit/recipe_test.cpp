@@ -8,9 +8,9 @@ namespace lpbench::kernels {
 namespace {
 
 TEST(Recipe, NamedRecipesAreTheBaselineAndTheSeedScheme) {
-  EXPECT_EQ(recipe_names(),
-            (std::vector<std::string>{"bf16", "int8-tensor", "int8-row", "int8-block",
-                                      "int8-fallback", "fp8-tensor", "fp8-row", "fp8-block"}));
+  EXPECT_EQ(recipe_names(), (std::vector<std::string>{"bf16", "int8-tensor", "int8-row",
+                                                      "int8-block", "int8-fallback", "switchback",
+                                                      "fp8-tensor", "fp8-row", "fp8-block"}));
   EXPECT_FALSE(recipe_by_name("bf16").gemms.any_quantized());
   const Recipe& int8 = recipe_by_name("int8-tensor");
   for (GemmKind kind : kGemmKinds) {
@@ -88,6 +88,49 @@ TEST(ParseRecipe, ModifiersOverrideGemmsRatioAndKeepRules) {
   EXPECT_EQ(recipe_by_name("int8-tensor").gemms.fprop.amax_history, 0);  // dynamic by default
 }
 
+TEST(Recipe, SwitchbackQuantizesFpropAndDgradPerRowAndKeepsWgradInBf16) {
+  const LinearGemms g = recipe_by_name("switchback").gemms;
+  EXPECT_EQ(g.fprop, recipe_by_name("int8-row").gemms.fprop);
+  EXPECT_EQ(g.dgrad, recipe_by_name("int8-row").gemms.dgrad);
+  EXPECT_EQ(g.wgrad, GemmSpec{});
+  EXPECT_EQ(describe(g), "fprop=int8/row dgrad=int8/row wgrad=bf16");
+}
+
+// Issue 23's ablations of the output gradient dY: kept in BF16, scaled per token, rounded
+// stochastically. fprop is never touched; W and X keep the recipe's own treatment.
+TEST(ParseRecipe, DyModifiersChangeOnlyTheGradientOperand) {
+  const LinearGemms base = recipe_by_name("int8-tensor").gemms;
+  const LinearGemms bf16 = parse_recipe("int8-tensor:dy=bf16").gemms;
+  EXPECT_EQ(bf16.fprop, base.fprop);
+  for (GemmKind kind : {GemmKind::dgrad, GemmKind::wgrad}) {
+    EXPECT_FALSE(bf16[kind].quantized()) << to_string(kind);
+    EXPECT_TRUE(bf16[kind].rounds_rhs_only()) << to_string(kind);
+    EXPECT_EQ(bf16[kind].rhs, NumberFormat::int8);
+  }
+  EXPECT_EQ(describe(bf16.dgrad), "bf16×int8/tensor(bf16 product)");
+  EXPECT_TRUE(decide(parse_recipe("int8-tensor:fprop=bf16,dy=bf16"), "layers.0.attention.qkv",
+                     ModuleKind::linear)
+                  .quantized);  // W and X are still rounded in the backward products
+
+  const LinearGemms row = parse_recipe("int8-tensor:dy=row").gemms;
+  EXPECT_EQ(row.fprop, base.fprop);
+  EXPECT_EQ(row.dgrad.scaling_of_lhs(), Scaling::row);
+  EXPECT_EQ(row.dgrad.scaling, Scaling::tensor);  // W
+  EXPECT_EQ(describe(row.wgrad), "int8/row×tensor");
+
+  const LinearGemms sr = parse_recipe("int8-block:dy-rounding=stochastic").gemms;
+  EXPECT_EQ(sr.fprop, recipe_by_name("int8-block").gemms.fprop);
+  EXPECT_EQ(sr.dgrad.lhs_rounding, Rounding::stochastic);
+  EXPECT_EQ(sr.wgrad.lhs_rounding, Rounding::stochastic);
+  EXPECT_EQ(describe(sr.dgrad), "int8/block(stochastic)");
+  // Only the quantized products take it: switchback's wgrad stays BF16.
+  const LinearGemms sw = parse_recipe("switchback:dy-rounding=stochastic").gemms;
+  EXPECT_EQ(sw.dgrad.lhs_rounding, Rounding::stochastic);
+  EXPECT_EQ(sw.wgrad, GemmSpec{});
+  EXPECT_EQ(parse_recipe("int8-row:dy-rounding=stochastic,dy-rounding=nearest").gemms,
+            recipe_by_name("int8-row").gemms);
+}
+
 TEST(ParseRecipe, NamesWhatIsWrong) {
   auto error_of = [](const char* text) {
     try {
@@ -107,6 +150,18 @@ TEST(ParseRecipe, NamesWhatIsWrong) {
                           "int8-tensor:amax-history=4x", "int8-tensor:amax-history"}) {
     EXPECT_NE(error_of(bad).find("from 1 to 1024"), std::string::npos) << bad;
   }
+  EXPECT_NE(error_of("fp8-tensor:dy-rounding=stochastic").find("INT8 gradients only"),
+            std::string::npos);
+  EXPECT_NE(error_of("int8-row:dy=row").find("applies to int8-tensor"), std::string::npos);
+  EXPECT_NE(error_of("bf16:dy=bf16").find("needs a recipe that quantizes dY"), std::string::npos);
+  EXPECT_NE(error_of("int8-tensor:dgrad=bf16,wgrad=bf16,dy-rounding=stochastic")
+                .find("needs a recipe that quantizes dY"),
+            std::string::npos);
+  EXPECT_NE(error_of("int8-tensor:dy=int4").find("valid: dy=bf16, dy=row"), std::string::npos);
+  EXPECT_NE(error_of("int8-tensor:dy-rounding=up").find("dy-rounding=stochastic"),
+            std::string::npos);
+  EXPECT_NE(error_of("int8-tensor:amax-history=4,dy-rounding=stochastic").find("do not combine"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -163,6 +163,60 @@ at::Tensor dequantized_product(const Quantized& a, const Quantized& b) {
   return at::mm(dequantize(a, at::kDouble), dequantize(b, at::kDouble).t());
 }
 
+// Stochastic rounding: each value goes to one of its two neighbouring levels, integers stay put,
+// and the mean of many roundings is the value (unbiased), where rounding to nearest is biased.
+TEST(Quantize, StochasticRoundingIsUnbiasedAndStaysBetweenNeighbours) {
+  constexpr int64_t kCount = 200000;
+  const QuantSpec sr{kInt8, 0, 0, Rounding::stochastic};
+  for (const double level : {0.1, 0.5, 0.9, -0.3, 3.25, -126.75}) {
+    // One element sets amax = 127 (inverse scale 1); the rest sit at `level`.
+    at::Tensor x = torch::full({1, kCount}, level, torch::kFloat);
+    x.index_put_({0, 0}, 127.0);
+    const at::Tensor q = quantize(x, sr, 42).values.to(torch::kDouble).narrow(1, 1, kCount - 1);
+    const double lo = std::floor(level);
+    EXPECT_TRUE(((q == lo) | (q == lo + 1)).all().item<bool>()) << level;
+    // p = frac(level): the mean's standard error is sqrt(p (1 - p) / n) ≈ 0.0011 at most.
+    EXPECT_NEAR(q.mean().item<double>(), level, 0.006) << level;
+    EXPECT_NEAR(quantize(x, {kInt8, 0, 0})
+                    .values.to(torch::kDouble)
+                    .narrow(1, 1, kCount - 1)
+                    .mean()
+                    .item<double>(),
+                std::nearbyint(level), 1e-12)
+        << "rounding to nearest";
+  }
+  // The mean over many seeds of one element is the value too.
+  at::Tensor x = torch::tensor({{127.0F, 0.3F, -5.7F}});
+  at::Tensor sum = torch::zeros({1, 3}, torch::kDouble);
+  constexpr int kSeeds = 20000;
+  for (uint64_t seed = 0; seed < kSeeds; ++seed)
+    sum += quantize(x, sr, seed).values.to(torch::kDouble);
+  EXPECT_NEAR(sum[0][1].item<double>() / kSeeds, 0.3, 0.015);
+  EXPECT_NEAR(sum[0][2].item<double>() / kSeeds, -5.7, 0.015);
+  // Integers stay integers; the largest magnitude stays 127 (never 128 or -128).
+  const at::Tensor ints = torch::tensor({{127.0F, -127.0F, 0.0F, 5.0F, -64.0F}});
+  EXPECT_TRUE(torch::equal(quantize(ints, sr, 9).values, ints.to(torch::kChar)));
+}
+
+TEST(Quantize, StochasticRoundingReplaysFromItsSeedAndHandlesSpecialValues) {
+  torch::manual_seed(12);
+  at::Tensor x = torch::randn({130, 260});
+  x.narrow(0, 0, 1).zero_();
+  x.index_put_({5, 7}, std::numeric_limits<float>::quiet_NaN());
+  const QuantSpec sr{kInt8, 1, 128, Rounding::stochastic};
+  const Quantized a = quantize(x, sr, 5);
+  EXPECT_TRUE(torch::equal(a.values, quantize(x, sr, 5).values));
+  EXPECT_FALSE(torch::equal(a.values, quantize(x, sr, 6).values));
+  // The scales are rounding to nearest's (the NaN block's scale is NaN under both).
+  EXPECT_TRUE(torch::allclose(a.scales, quantize(x, {kInt8, 1, 128}).scales, 0.0, 0.0, true));
+  EXPECT_EQ(a.values.narrow(0, 0, 1).abs().max().item<int>(), 0);  // zeros stay zero
+  EXPECT_EQ(a.values.narrow(0, 5, 1).narrow(1, 0, 128).abs().max().item<int>(), 0);  // NaN block
+  // Within one level of rounding to nearest everywhere.
+  const at::Tensor nearest = quantize(x, {kInt8, 1, 128}).values.to(torch::kInt);
+  EXPECT_LE((a.values.to(torch::kInt) - nearest).abs().max().item<int>(), 1);
+  EXPECT_THROW(quantize(x, {kE4M3, 1, 128, Rounding::stochastic}, 1), c10::Error);
+}
+
 TEST(ScaledGemm, Int8TensorwiseIsTheExactProductScaledOnce) {
   torch::manual_seed(1);
   const Quantized a = quantize(torch::randn({33, 160}), {kInt8, 0, 0});

@@ -5,6 +5,8 @@
 
 #include <tuple>
 
+#include "kernels/torch/rounding_seed.h"
+
 namespace lpbench::workloads {
 
 namespace {
@@ -29,6 +31,7 @@ GemmLevel::GemmLevel(const WorkloadSpec& spec, const ModelConfig& model,
                      const torch::Device& device)
     : gemms_(recipe.gemms), prequantized_(spec.prequantized) {
   torch::manual_seed(options.seed);
+  kernels::seed_stochastic_rounding(options.seed);
   const std::string variant =
       prequantized_ ? "operands quantized once, products timed alone"
                     : "operands quantized in every step, as training does, then the products";

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "kernels/profiling/range.h"
+#include "kernels/torch/rounding_seed.h"
 #include "workloads/models/rope.h"
 
 namespace lpbench::workloads {
@@ -22,6 +23,7 @@ LayerLevel::LayerLevel(const ModelConfig& model, const kernels::Recipe& recipe,
                        const TrainingOptions& options, const torch::Device& device)
     : model_(model), options_(options) {
   torch::manual_seed(options.seed);
+  kernels::seed_stochastic_rounding(options.seed);
   PrecisionPlan plan(recipe, device, options.fusion, options.producer_amax);
   layer_ = DecoderLayer(model, 0, plan);
   layer_->to(device);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "kernels/profiling/range.h"
+#include "kernels/torch/rounding_seed.h"
 
 #include <stdexcept>
 
@@ -21,6 +22,7 @@ LinearLevel::LinearLevel(const WorkloadSpec& spec, const ModelConfig& model,
   }
   if (!found) throw std::invalid_argument("unknown linear part '" + spec.part + "'");
   torch::manual_seed(options.seed);
+  kernels::seed_stochastic_rounding(options.seed);
   linear_ = RecipeLinear(shape_.in_features, shape_.out_features, recipe.gemms, 0.02, spec.part,
                          device, options.fusion);
   linear_->to(device);

@@ -5,6 +5,7 @@
 #include "kernels/profiling/range.h"
 #include "kernels/torch/gemm_stats.h"
 #include "kernels/torch/linear_cross_entropy.h"
+#include "kernels/torch/rounding_seed.h"
 #include "workloads/levels/adamw.h"
 #include "workloads/levels/layer_level.h"
 #include "workloads/parallel/sharded_adamw.h"
@@ -18,6 +19,9 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   // Same seed, same initial weights for every recipe: parameters are drawn on the run's device
   // (from its seeded generator) in a fixed order.
   torch::manual_seed(options.seed);
+  // Each rank's gradients get their own rounding noise.
+  kernels::seed_stochastic_rounding(options.seed,
+                                    options.group ? static_cast<uint64_t>(options.group->rank) : 0);
   decoder_ = Decoder(model, recipe, options.seq_len, device, options.fusion, options.producer_amax);
   decoder_->set_activation_checkpointing(options.activation_checkpointing);
   decoder_->to(device);

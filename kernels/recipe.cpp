@@ -252,6 +252,30 @@ Recipe parse_recipe(std::string_view text) {
       for (GemmKind kind : kGemmKinds) {
         if (recipe.gemms[kind].quantized()) recipe.gemms[kind].amax_history = length;
       }
+    } else if (key == "hadamard") {
+      int64_t block = 0;
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), block);
+      if (error != std::errc() || end != value.data() + value.size() || block < 16 ||
+          block > 1024 || (block & (block - 1)) != 0) {
+        throw std::invalid_argument(fmt::format(
+            "recipe '{}': hadamard must be a power of two from 16 to 1024, got '{}'", text, value));
+      }
+      if (recipe.gemms.fprop.scaling == Scaling::fallback) {
+        throw std::invalid_argument(fmt::format(
+            "recipe '{}': hadamard does not combine with int8-fallback (its residual product "
+            "reads the unrotated operand)",
+            text));
+      }
+      bool any = false;
+      for (GemmKind kind : {GemmKind::dgrad, GemmKind::wgrad}) {
+        if (!recipe.gemms[kind].quantized()) continue;
+        recipe.gemms[kind].hadamard_block = block;
+        any = true;
+      }
+      if (!any) {
+        throw std::invalid_argument(fmt::format(
+            "recipe '{}': hadamard needs a recipe that quantizes dgrad or wgrad", text));
+      }
     } else if (key == "dy" || key == "dy-rounding") {
       modify_dy(recipe, key, value, text);
     } else if (eq != std::string_view::npos && value == "bf16") {
@@ -259,12 +283,19 @@ Recipe parse_recipe(std::string_view text) {
     } else {
       throw std::invalid_argument(fmt::format(
           "recipe '{}': unknown modifier '{}'; valid: fprop=bf16, dgrad=bf16, wgrad=bf16, "
-          "ratio=<r>, quantize-all, amax-history=<n>, dy=bf16, dy=row, dy-rounding=stochastic",
+          "ratio=<r>, quantize-all, amax-history=<n>, dy=bf16, dy=row, dy-rounding=stochastic, "
+          "hadamard=<b>",
           text, item));
     }
   }
   for (GemmKind kind : kGemmKinds) {
     const GemmSpec& g = recipe.gemms[kind];
+    if (g.hadamard_block > 0 && !g.quantized()) {
+      throw std::invalid_argument(fmt::format(
+          "recipe '{}': hadamard rotates both operands of a quantized product, and dy=bf16 "
+          "leaves {} unquantized; drop one of them",
+          text, to_string(kind)));
+    }
     if (g.lhs_rounding == Rounding::stochastic && g.amax_history > 0) {
       throw std::invalid_argument(fmt::format(
           "recipe '{}': dy-rounding=stochastic and amax-history do not combine (delayed scaling "
@@ -345,7 +376,9 @@ std::string describe(const GemmSpec& spec) {
   const std::string formats = spec.lhs == spec.rhs
                                   ? std::string(to_string(spec.lhs))
                                   : fmt::format("{}×{}", to_string(spec.lhs), to_string(spec.rhs));
-  const std::string rounding = spec.lhs_rounding == Rounding::stochastic ? "(stochastic)" : "";
+  const std::string rounding =
+      (spec.lhs_rounding == Rounding::stochastic ? "(stochastic)" : "") +
+      (spec.hadamard_block > 0 ? fmt::format("(hadamard {})", spec.hadamard_block) : "");
   if (spec.scaling == Scaling::fallback) {
     return fmt::format("{}/fallback({:g}){}", formats, spec.outlier_ratio, rounding);
   }

@@ -53,6 +53,10 @@ struct GemmSpec {
   // How the left operand is rounded (dY in dgrad and wgrad under `dy-rounding=stochastic`); the
   // right operand always rounds to nearest.
   Rounding lhs_rounding = Rounding::nearest;
+  // dgrad and wgrad under `hadamard=<b>`: both operands rotated by the block Hadamard matrix of
+  // size b along the dimension the product sums over before they are quantized
+  // (kernels/torch/hadamard.h); the product is unchanged, outliers are spread. 0: none.
+  int64_t hadamard_block = 0;
 
   // Whether the product runs on quantized operands (an INT8 or FP8 GEMM).
   bool quantized() const { return lhs != NumberFormat::bf16; }
@@ -127,6 +131,9 @@ std::vector<std::string> recipe_names();
 //                      tensor (int8-tensor only; GemmSpec::lhs_scaling)
 //   dy-rounding=stochastic|nearest
 //                      how dY is rounded in dgrad and wgrad (INT8 only; GemmSpec::lhs_rounding)
+//   hadamard=<b>       dgrad's and wgrad's operands rotated in blocks of b (a power of two, 16 to
+//                      1024) along their summed dimension before quantizing
+//                      (GemmSpec::hadamard_block; not with int8-fallback)
 // Throws std::invalid_argument naming what is wrong and the valid choices.
 Recipe parse_recipe(std::string_view text);
 

@@ -5,6 +5,7 @@
 #include "kernels/profiling/range.h"
 #include "kernels/torch/bf16_matmul.h"
 #include "kernels/torch/gemm_stats.h"
+#include "kernels/torch/hadamard.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/scaled_gemm.h"
 
@@ -79,6 +80,14 @@ GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec, GemmKind 
     op.bf16 = transpose ? t.t() : t;
     return op;
   }
+  if (spec.hadamard_block > 0) {
+    // Rotated along K (the operand's columns as the product reads it), then quantized as it is.
+    const profiling::Range range("quantize", std::string(to_string(kind)) + " (hadamard)");
+    op.q = kernels::quantize(hadamard_rotate(transpose ? t.t() : t, spec.hadamard_block),
+                             operand_spec(spec, kind, side), false,
+                             spec.amax_history > 0 ? history : nullptr);
+    return op;
+  }
   {
     const profiling::Range range("quantize", to_string(kind));
     op.q = kernels::quantize(t, operand_spec(spec, kind, side), transpose,
@@ -106,8 +115,10 @@ std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
                           prepare_operand(t, transposed.spec, transposed.kind, transposed.side,
                                           /*transpose=*/true, history));
   };
+  // A rotated operand is rotated along each use's own K: never one quantization for both.
   if (!layout_sharing() || format_of(direct.spec, direct.side) == NumberFormat::bf16 ||
-      format_of(transposed.spec, transposed.side) == NumberFormat::bf16) {
+      format_of(transposed.spec, transposed.side) == NumberFormat::bf16 ||
+      direct.spec.hadamard_block > 0 || transposed.spec.hadamard_block > 0) {
     return apart();
   }
   const QuantSpec spec = operand_spec(direct.spec, direct.kind, direct.side);

@@ -18,9 +18,13 @@ using torch::autograd::variable_list;
 
 // GemmSpecs and QuantSpecs travel through the autograd context as integers.
 std::vector<int64_t> encode(const GemmSpec& s) {
-  return {static_cast<int64_t>(s.lhs),         static_cast<int64_t>(s.rhs),
-          static_cast<int64_t>(s.scaling),     s.amax_history,
-          static_cast<int64_t>(s.lhs_scaling), static_cast<int64_t>(s.lhs_rounding)};
+  return {static_cast<int64_t>(s.lhs),
+          static_cast<int64_t>(s.rhs),
+          static_cast<int64_t>(s.scaling),
+          s.amax_history,
+          static_cast<int64_t>(s.lhs_scaling),
+          static_cast<int64_t>(s.lhs_rounding),
+          s.hadamard_block};
 }
 GemmSpec decode(const std::vector<int64_t>& v, double ratio) {
   return {static_cast<NumberFormat>(v.at(0)),
@@ -29,7 +33,8 @@ GemmSpec decode(const std::vector<int64_t>& v, double ratio) {
           ratio,
           v.at(3),
           static_cast<Scaling>(v.at(4)),
-          static_cast<Rounding>(v.at(5))};
+          static_cast<Rounding>(v.at(5)),
+          v.at(6)};
 }
 
 // The delayed-scaling state travels through the autograd context as an address.
@@ -82,7 +87,8 @@ GemmOperand load_operand(const variable_list& tensors, size_t at, const std::vec
 // `source` is the operand in its quantization's coordinates.
 void diagnose(const std::string& module, GemmKind kind, const char* operand,
               const at::Tensor& source, const GemmOperand& op, const GemmSpec& spec, Side side) {
-  if (!op.q || !operand_diagnostics()) return;
+  // A rotated operand's quantization is of its rotation, not of `source`.
+  if (!op.q || !operand_diagnostics() || spec.hadamard_block > 0) return;
   const bool fallback = side == Side::lhs && spec.scaling == Scaling::fallback;
   record_operand(module, kind, operand, source, *op.q, fallback ? spec.outlier_ratio : 0.0);
 }

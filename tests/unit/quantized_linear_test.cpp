@@ -9,6 +9,7 @@
 #include "kernels/reference/scaled_gemm.h"
 #include "kernels/torch/gemm.h"
 #include "kernels/torch/gemm_stats.h"
+#include "kernels/torch/hadamard.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/quantized_linear.h"
 #include "kernels/torch/rounding_seed.h"
@@ -236,6 +237,7 @@ INSTANTIATE_TEST_SUITE_P(
                       RecipeBound{"switchback", 0.03, 0.03},
                       RecipeBound{"int8-tensor:dy=row", 0.03, 0.03},
                       RecipeBound{"int8-tensor:dy=bf16", 0.03, 0.03},
+                      RecipeBound{"int8-tensor:hadamard=64", 0.03, 0.03},
                       // Stochastic rounding's error is up to √3× that of
                       // rounding to nearest: the price of no bias.
                       RecipeBound{"int8-tensor:dy-rounding=stochastic", 0.03, 0.05},
@@ -344,6 +346,44 @@ TEST(QuantizedLinear, DyAblationsAreExactlyTheirDefinitions) {
   seed_stochastic_rounding(4);
   EXPECT_FALSE(torch::equal(run(c, parse_recipe("int8-tensor:dy-rounding=stochastic").gemms).grad_w,
                             sr.grad_w));
+}
+
+TEST(Hadamard, TheRotationIsOrthogonalAndSpreadsAnOutlier) {
+  torch::manual_seed(21);
+  const at::Tensor a = torch::randn({40, 300});
+  const at::Tensor b = torch::randn({24, 300});
+  // 300 = 2 blocks of 128 and a tail of 44, left as it is.
+  const at::Tensor ra = hadamard_rotate(a, 128);
+  const at::Tensor rb = hadamard_rotate(b, 128);
+  EXPECT_TRUE(torch::equal(ra.narrow(1, 256, 44), a.narrow(1, 256, 44)));
+  EXPECT_LT(relative_error(at::mm(ra, rb.t()), at::mm(a, b.t())), 1e-5);  // (AH)(BH)ᵀ = ABᵀ
+  EXPECT_LT(relative_error(hadamard_rotate(ra, 128), a), 1e-5);           // H·H = I
+  // One spike in a block of small values: after the rotation every value of the block has
+  // magnitude spike/√b, so a per-tensor INT8 scale no longer flushes its neighbours.
+  at::Tensor spike = torch::full({1, 64}, 0.01);
+  spike.index_put_({0, 5}, 100.0);
+  const at::Tensor spread = hadamard_rotate(spike, 64).abs();
+  EXPECT_LT(spread.max().item<double>(), 100.0 / 8.0 + 0.1);
+  EXPECT_GT(spread.min().item<double>(), 100.0 / 8.0 - 0.1);
+  EXPECT_THROW(hadamard_rotate(a, 96), c10::Error);
+}
+
+// hadamard=<b>: dgrad's and wgrad's operands rotated along the summed dimension, then quantized;
+// fprop untouched, and the products are those of the rotated operands.
+TEST(QuantizedLinear, HadamardRotatedProductsAreTheirDefinition) {
+  const LinearCase c = make_case(9, 256, 384, 128);
+  const at::Tensor x = c.x.reshape({-1, 384});
+  const at::Tensor g = c.grad_y.reshape({-1, 128});
+  const auto q = [](const at::Tensor& t) {
+    return reference::quantize(hadamard_rotate(t, 64), {NumberFormat::int8, 0, 0});
+  };
+  const Results ours = run(c, parse_recipe("int8-tensor:hadamard=64").gemms);
+  EXPECT_TRUE(torch::equal(ours.y, run(c, recipe_by_name("int8-tensor").gemms).y));
+  EXPECT_TRUE(torch::equal(ours.grad_x.reshape({-1, 384}),
+                           reference::scaled_gemm(q(g), q(c.w.t()), at::kBFloat16)))
+      << "dgrad: rotated along the output features";
+  EXPECT_TRUE(torch::equal(ours.grad_w, reference::scaled_gemm(q(g.t()), q(x.t()), at::kBFloat16)))
+      << "wgrad: rotated along the tokens";
 }
 
 TEST(QuantizedLinear, NoGradientIsComputedForAnInputThatNeedsNone) {

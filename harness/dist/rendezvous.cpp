@@ -98,14 +98,14 @@ c10::intrusive_ptr<c10d::Backend> make_backend(const c10::intrusive_ptr<c10d::St
 }
 
 // What the launcher recorded about the ranks that ended (it may need a moment to notice).
-std::string ended_ranks(c10d::Store& store, int world_size) {
-  for (int attempt = 0; attempt < 20; ++attempt) {
+std::string ended_ranks(c10d::Store& store, int world_size, int attempts) {
+  for (int attempt = 0; attempt < attempts; ++attempt) {
     std::string known;
     for (int r = 0; r < world_size; ++r) {
       if (!store.check({exit_key(r)})) continue;
       known += (known.empty() ? "" : "; ") + as_string(store.get(exit_key(r)));
     }
-    if (!known.empty()) return known;
+    if (!known.empty() || attempt + 1 == attempts) return known;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return "";
@@ -139,9 +139,16 @@ std::shared_ptr<workloads::parallel::Group> join(const LaunchEnv& env, const tor
   const int world_size = env.world_size;
   group->explain_failure = [store, world_size] {
     try {
-      return ended_ranks(*store, world_size);
+      return ended_ranks(*store, world_size, 20);
     } catch (const std::exception&) {
       return std::string();  // the store went with the rank that served it
+    }
+  };
+  group->peer_ended = [store, world_size] {
+    try {
+      return ended_ranks(*store, world_size, 1);
+    } catch (const std::exception&) {
+      return std::string();
     }
   };
   return group;

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "kernels/profiling/range.h"
@@ -27,6 +29,29 @@ std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
 }
 
+// NCCL's wait() only orders the calling stream after the collective: a peer that died leaves
+// this rank blocked at its next host synchronization until NCCL's watchdog gives up (the
+// timeout, then a dump of its state; seen on two H100s: rank 0 still hung 30 s after a 60 s
+// timeout). Waiting on the host here instead, looking every 100 ms at the launcher's record of
+// ranks that ended, turns a dead peer into an error within a fraction of a second: the
+// communicator is aborted (its kernels return) and the caller's catch names the rank. The price:
+// the host's lead over the GPU drains at each collective (measured in docs/perf-log.md §16).
+void wait_watching_peers(const Group& group, c10d::Work& work) {
+  using clock = std::chrono::steady_clock;
+  const auto every = std::chrono::milliseconds(100);
+  auto next_look = clock::now() + every;
+  while (!work.isCompleted()) {
+    if (group.peer_ended && clock::now() >= next_look) {
+      next_look = clock::now() + every;
+      if (!group.peer_ended().empty()) {
+        group.backend->abort();
+        throw std::runtime_error("a peer rank ended; the communicator was aborted");
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
 // Runs one collective under its named region and waits for it; turns any failure into one line
 // naming the collective, this rank and what the launcher knows of the rank that stopped.
 template <typename Issue>
@@ -41,6 +66,8 @@ void run_collective(const Group& group, const char* name, Issue issue) {
   const profiling::Range range(name);
   try {
     c10::intrusive_ptr<c10d::Work> work = issue();
+    // Gloo's wait() blocks the host already, and fails when a peer's connection drops.
+    if (group.device.is_cuda()) wait_watching_peers(group, *work);
     work->wait();
   } catch (const std::exception& e) {
     std::string known = group.explain_failure ? group.explain_failure() : std::string();

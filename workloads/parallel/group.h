@@ -19,8 +19,12 @@ struct Group {
   at::Device device{at::kCPU};  // where the collectives' tensors live
   std::string backend_name;     // "nccl" or "gloo", as the store records it
   // Why a collective failed, where the launcher knows (e.g. "rank 1 was killed by signal 9");
-  // empty where it does not. Called only after a collective failed.
+  // empty where it does not. Called only after a collective failed (it waits a little for the
+  // launcher's record).
   std::function<std::string()> explain_failure;
+  // The same record, at once (empty while every rank runs): looked at every 100 ms while an NCCL
+  // collective is pending, so that a dead peer ends it (group.cpp). Optional.
+  std::function<std::string()> peer_ended;
 };
 
 // Blocking collectives (they return when the result is usable on the calling stream). Each

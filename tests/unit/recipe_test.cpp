@@ -162,6 +162,8 @@ TEST(ParseRecipe, NamesWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(error_of("int8-tensor:amax-history=4,dy-rounding=stochastic").find("do not combine"),
             std::string::npos);
+  EXPECT_NE(error_of("int8-tensor:dy=row,amax-history=4").find("dy=row and amax-history"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -70,7 +70,23 @@ void check_configuration(c10d::Store& store, const LaunchEnv& env, const std::st
     store.set("verdict", as_bytes(verdict));
   }
   const std::string verdict = as_string(store.get("verdict"));
-  if (verdict != "ok") throw InputError(verdict);
+  if (verdict == "ok") return;
+  if (env.rank != 0) {
+    try {
+      store.add("verdict-read", 1);
+    } catch (const std::exception&) {
+      // Rank 0 has gone already: the verdict was read, which is what counts.
+    }
+    throw InputError(verdict);
+  }
+  // Rank 0 may serve the store: it stays until every rank has read the verdict (at most 30 s),
+  // so that none meets a closed connection in place of the reason (seen under load in CI).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (store.add("verdict-read", 0) < env.world_size - 1 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  throw InputError(verdict);
 }
 
 c10::intrusive_ptr<c10d::Backend> make_backend(const c10::intrusive_ptr<c10d::Store>& store,

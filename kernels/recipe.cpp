@@ -91,15 +91,29 @@ GemmKind gemm_kind(std::string_view text, std::string_view recipe) {
       fmt::format("recipe '{}': unknown GEMM '{}'; valid: fprop, dgrad, wgrad", recipe, text));
 }
 
+// The backward products (dgrad, wgrad) that run on quantized operands, which the `dy=...`,
+// `dy-rounding=...` and `hadamard=...` modifiers change; none of them is an error naming the
+// modifier.
+std::vector<GemmSpec*> quantized_backward(Recipe& recipe, std::string_view key,
+                                          std::string_view value, std::string_view text,
+                                          std::string_view what) {
+  std::vector<GemmSpec*> specs;
+  for (GemmKind kind : {GemmKind::dgrad, GemmKind::wgrad}) {
+    if (recipe.gemms[kind].quantized()) specs.push_back(&recipe.gemms[kind]);
+  }
+  if (specs.empty()) {
+    throw std::invalid_argument(
+        fmt::format("recipe '{}': {}={} needs a recipe that quantizes {}", text, key, value, what));
+  }
+  return specs;
+}
+
 // The `dy=...` and `dy-rounding=...` modifiers: how the output gradient dY, the left operand of
-// dgrad and wgrad, is treated. Each names what is wrong when the recipe has no such dY.
+// dgrad and wgrad, is treated.
 void modify_dy(Recipe& recipe, std::string_view key, std::string_view value,
                std::string_view text) {
-  bool any = false;
-  for (GemmKind kind : {GemmKind::dgrad, GemmKind::wgrad}) {
-    GemmSpec& g = recipe.gemms[kind];
-    if (!g.quantized()) continue;
-    any = true;
+  for (GemmSpec* spec : quantized_backward(recipe, key, value, text, "dY in dgrad or wgrad")) {
+    GemmSpec& g = *spec;
     if (key == "dy" && value == "bf16") {
       g.lhs = NumberFormat::bf16;
       g.lhs_scaling = Scaling::none;
@@ -123,10 +137,25 @@ void modify_dy(Recipe& recipe, std::string_view key, std::string_view value,
           text, key, value));
     }
   }
-  if (!any) {
+}
+
+// `hadamard=<b>`: dgrad's and wgrad's operands rotated in blocks of b before quantizing.
+void modify_hadamard(Recipe& recipe, std::string_view value, std::string_view text) {
+  int64_t block = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), block);
+  if (error != std::errc() || end != value.data() + value.size() || block < 16 || block > 1024 ||
+      (block & (block - 1)) != 0) {
     throw std::invalid_argument(fmt::format(
-        "recipe '{}': {}={} needs a recipe that quantizes dY in dgrad or wgrad", text, key, value));
+        "recipe '{}': hadamard must be a power of two from 16 to 1024, got '{}'", text, value));
   }
+  if (recipe.gemms.fprop.scaling == Scaling::fallback) {
+    throw std::invalid_argument(
+        fmt::format("recipe '{}': hadamard does not combine with int8-fallback (its residual "
+                    "product reads the unrotated operand)",
+                    text));
+  }
+  for (GemmSpec* spec : quantized_backward(recipe, "hadamard", value, text, "dgrad or wgrad"))
+    spec->hadamard_block = block;
 }
 
 }  // namespace
@@ -253,29 +282,7 @@ Recipe parse_recipe(std::string_view text) {
         if (recipe.gemms[kind].quantized()) recipe.gemms[kind].amax_history = length;
       }
     } else if (key == "hadamard") {
-      int64_t block = 0;
-      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), block);
-      if (error != std::errc() || end != value.data() + value.size() || block < 16 ||
-          block > 1024 || (block & (block - 1)) != 0) {
-        throw std::invalid_argument(fmt::format(
-            "recipe '{}': hadamard must be a power of two from 16 to 1024, got '{}'", text, value));
-      }
-      if (recipe.gemms.fprop.scaling == Scaling::fallback) {
-        throw std::invalid_argument(fmt::format(
-            "recipe '{}': hadamard does not combine with int8-fallback (its residual product "
-            "reads the unrotated operand)",
-            text));
-      }
-      bool any = false;
-      for (GemmKind kind : {GemmKind::dgrad, GemmKind::wgrad}) {
-        if (!recipe.gemms[kind].quantized()) continue;
-        recipe.gemms[kind].hadamard_block = block;
-        any = true;
-      }
-      if (!any) {
-        throw std::invalid_argument(fmt::format(
-            "recipe '{}': hadamard needs a recipe that quantizes dgrad or wgrad", text));
-      }
+      modify_hadamard(recipe, value, text);
     } else if (key == "dy" || key == "dy-rounding") {
       modify_dy(recipe, key, value, text);
     } else if (eq != std::string_view::npos && value == "bf16") {

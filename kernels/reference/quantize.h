@@ -19,7 +19,7 @@
 //
 // With stochastic rounding (INT8 only), q = floor(x · (fmax / amax) + u) instead, where u in
 // [0, 1) is rounding_uniform(seed, i) of the element's row-major index i in the quantized matrix
-// (kernels/reference/rounding_noise.h): up with the probability of the fraction, unbiased.
+// (kernels/rounding_noise.h): up with the probability of the fraction, unbiased.
 //
 // Symmetric: INT8 never produces -128. amax == 0 gives scale 1 and q == 0. A non-finite amax
 // (an Inf or NaN in the block) gives a non-finite scale and q == 0, so whatever is computed from

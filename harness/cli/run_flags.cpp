@@ -48,6 +48,13 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
                  "sharded over them. A launcher's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and "
                  "MASTER_PORT (torchrun, SLURM) make this process one rank instead")
       ->capture_default_str();
+  run.add_option("--sharding", config.sharding,
+                 "Data parallel: zero1 (AdamW's moments sharded), zero2 (gradients too, reduced "
+                 "layer by layer during backward), zero3 (the layers' weights too, gathered "
+                 "layer by layer), or auto: the least of them that the memory plan finds to "
+                 "fit. zero2 and zero3 recompute each layer in backward (activation "
+                 "checkpointing)")
+      ->capture_default_str();
   run.add_option("--dist-timeout", config.dist_timeout_s,
                  "Data parallel: seconds the rendezvous and each collective wait for the other "
                  "ranks before the run fails")

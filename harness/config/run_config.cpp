@@ -86,9 +86,40 @@ void choose_to_fit(ResolvedWorkload& w, const ResolvedRun& run) {
   w.training.micro_batch = batch;
 }
 
+// Data parallel under --sharding auto: the least sharding that fits, zero1 as asked, else zero2,
+// else zero3 (both with activation checkpointing); zero3 where none fits, so that the steps after
+// look for a micro-batch or a depth with the most memory-frugal stage.
+void choose_sharding(ResolvedWorkload& w, const ResolvedRun& run) {
+  if (w.training.data_parallel_size <= 0 || run.config.sharding != "auto" ||
+      !run.config.memory_plan) {
+    return;
+  }
+  const double budget = run.device_memory_gib;
+  const double zero1 = largest_estimate(w, run);
+  if (zero1 <= budget) return;
+  ResolvedWorkload trial = w;
+  trial.training.activation_checkpointing = true;
+  for (const workloads::Sharding stage : {workloads::Sharding::zero2, workloads::Sharding::zero3}) {
+    trial.training.sharding = stage;
+    const double needed = largest_estimate(trial, run);
+    if (needed <= budget || stage == workloads::Sharding::zero3) {
+      w.plan_note = fmt::format(
+          "memory plan: sharding {} with activation checkpointing (the layers reduce their "
+          "gradients{} one by one): zero1 needs about {:.1f} GiB a rank, {} {:.1f} GiB, of {:.1f} "
+          "GiB",
+          workloads::to_string(stage),
+          stage == workloads::Sharding::zero3 ? " and gather their weights" : "", zero1,
+          workloads::to_string(stage), needed, budget);
+      w.training = trial.training;
+      return;
+    }
+  }
+}
+
 // Refuses a workload that cannot fit, saying by how much and what would; turns interleaving off
 // where only one recipe at a time fits.
 void plan_memory(ResolvedWorkload& w, const ResolvedRun& run) {
+  choose_sharding(w, run);
   choose_to_fit(w, run);
   const double budget = run.device_memory_gib;
   size_t worst = 0;
@@ -286,6 +317,11 @@ void resolve_data_parallel(ResolvedRun& run, const RunConfig& config) {
           w.spec.text(), workloads::to_string(w.spec.level)));
     }
     w.training.data_parallel_size = static_cast<int>(config.world_size);
+    if (const std::optional<workloads::Sharding> s = workloads::parse_sharding(config.sharding)) {
+      w.training.sharding = *s;
+      // The layer-sharded stages work at the recomputation's boundary (layer_sharded_adamw.h).
+      if (*s != workloads::Sharding::zero1) w.training.activation_checkpointing = true;
+    }
   }
   if (run.device.is_cuda()) {
     if (config.device != "auto" && config.device != "cuda") {
@@ -312,6 +348,11 @@ ResolvedRun resolve(const RunConfig& config) {
   run.config = config;
 
   check_run_options(config);
+  if (config.sharding != "auto" && !workloads::parse_sharding(config.sharding)) {
+    throw InputError(fmt::format(
+        "unknown --sharding '{}'; valid: auto (the least that fits), zero1, zero2, zero3",
+        config.sharding));
+  }
   for (const std::string& name : config.recipes)
     run.recipes.push_back(kernels::parse_recipe(name));
   run.timing_warmup_steps =
@@ -333,7 +374,14 @@ ResolvedRun resolve(const RunConfig& config) {
   }
   check_delayed_scaling(run, config);
   run.device = resolve_device(config.device);
-  if (config.world_size > 0) resolve_data_parallel(run, config);
+  if (config.world_size > 0) {
+    resolve_data_parallel(run, config);
+  } else if (config.sharding != "auto") {
+    throw InputError(fmt::format(
+        "--sharding {} applies to data parallel runs; add --nproc-per-node N (or start the "
+        "ranks from a launcher)",
+        config.sharding));
+  }
   for (ResolvedWorkload& w : run.workloads) {
     w.training.fusion = resolve_fusion(config.fusion, run.device);
     w.training.producer_amax = config.producer_amax;
@@ -353,9 +401,10 @@ ResolvedRun resolve(const RunConfig& config) {
   return run;
 }
 
-std::optional<std::string> sharding_of(const ResolvedRun& run) {
+std::optional<std::string> sharding_of(const ResolvedRun& run, const ResolvedWorkload& w) {
   if (run.config.world_size <= 0) return std::nullopt;
-  return fmt::format("zero1 ({})", run.device.is_cuda() ? "nccl" : "gloo");
+  return fmt::format("{} ({})", workloads::to_string(w.training.sharding),
+                     run.device.is_cuda() ? "nccl" : "gloo");
 }
 
 nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w,
@@ -439,7 +488,7 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
   };
   if (!w.interleave_note.empty()) json["interleave_note"] = w.interleave_note;
   if (!w.plan_note.empty()) json["memory_plan_note"] = w.plan_note;
-  if (const std::optional<std::string> sharding = sharding_of(run)) {
+  if (const std::optional<std::string> sharding = sharding_of(run, w)) {
     json["training"]["data_parallel"] = {{"world_size", run.config.world_size},
                                          {"sharding", *sharding},
                                          {"global_batch", t.micro_batch * run.config.world_size},
@@ -478,6 +527,7 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"producer_amax", c.producer_amax},
           {"interleave", c.interleave},
           {"nproc_per_node", c.nproc_per_node},
+          {"sharding", c.sharding},
           {"dist_timeout_s", c.dist_timeout_s}};
 }
 
@@ -508,6 +558,7 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.int8_gemm = json.value("int8_gemm", d.int8_gemm);
   c.separate_layout_quantize = json.value("separate_layout_quantize", d.separate_layout_quantize);
   c.nproc_per_node = json.value("nproc_per_node", d.nproc_per_node);
+  c.sharding = json.value("sharding", d.sharding);
   c.dist_timeout_s = json.value("dist_timeout_s", d.dist_timeout_s);
   c.memory_budget_gib = json.value("memory_budget_gib", d.memory_budget_gib);
   c.fusion = json.value("fusion", d.fusion);

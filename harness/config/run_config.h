@@ -57,7 +57,7 @@ ResolvedRun resolve(const RunConfig& config);
 
 // How a data-parallel run shares its state, as the store records it ("zero1 (nccl)": optimizer
 // state sharded, over NCCL); nullopt for one process.
-std::optional<std::string> sharding_of(const ResolvedRun& run);
+std::optional<std::string> sharding_of(const ResolvedRun& run, const ResolvedWorkload& w);
 
 // The configuration one run records in the store: one workload under one recipe, with the
 // model's dimensions, the recipe's GEMM specs and the memory plan spelled out.

@@ -55,6 +55,9 @@ struct RunConfig {
   // Gloo with --device cpu); 1: one process, unless a launcher's environment (WORLD_SIZE, RANK,
   // LOCAL_RANK, MASTER_ADDR, MASTER_PORT) says this process is one rank of several.
   int64_t nproc_per_node = 1;
+  // Data parallel: what each rank keeps of the model's state (workload.h's Sharding), or auto:
+  // the least sharding the memory plan finds to fit (zero1, else zero2, else zero3).
+  std::string sharding = "auto";
   // How long the rendezvous and each collective may wait for the other ranks.
   int64_t dist_timeout_s = 300;
   // Set by the launch, not by a flag: the ranks joined through c10d (0: one process, no group),

@@ -58,7 +58,7 @@ store::RunRecord run_record(const SweepContext& context, const config::ResolvedW
   record.data = config["data"].get<std::string>();
   record.memory_estimate_gib = w.memory.at(index).total_gib();
   record.world_size = std::max<int64_t>(1, context.run.config.world_size);
-  record.sharding = config::sharding_of(context.run);
+  record.sharding = config::sharding_of(context.run, w);
   return record;
 }
 

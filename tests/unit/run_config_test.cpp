@@ -232,6 +232,84 @@ TEST(MemoryPlan, TurnsOnCheckpointingAndLowersADefaultMicroBatchWhereThatMakesIt
   EXPECT_LE(lowered.workloads[0].memory[0].total_gib(), c.memory_budget_gib);
 }
 
+// Each ZeRO stage holds less a rank than the one before: at Llama2-13B's full depth on two ranks,
+// stage 1 cannot fit one H200 (139 GiB) and stage 3 can. --sharding auto takes the least stage
+// that fits, and says so; a stage named off data parallel, or an unknown one, is refused.
+TEST(MemoryPlan, ShardingStagesHoldLessAndAutoTakesTheLeastThatFits) {
+  const auto spec = workloads::parse_workload("model:llama2-13b");
+  const workloads::ModelConfig& m = workloads::builtin_model("llama2-13b");
+  const kernels::Recipe bf16 = kernels::recipe_by_name("bf16");
+  workloads::TrainingOptions o;
+  o.micro_batch = 1;
+  o.seq_len = 4096;
+  o.activation_checkpointing = true;
+  o.data_parallel_size = 2;
+  auto total = [&](workloads::Sharding stage) {
+    workloads::TrainingOptions t = o;
+    t.sharding = stage;
+    return workloads::estimate_memory(spec, m, bf16, t).total_gib();
+  };
+  const double zero1 = total(workloads::Sharding::zero1);
+  const double zero2 = total(workloads::Sharding::zero2);
+  const double zero3 = total(workloads::Sharding::zero3);
+  EXPECT_GT(zero1, zero2);
+  EXPECT_GT(zero2, zero3);
+  EXPECT_GT(zero1, 139.0);
+  EXPECT_LT(zero3, 139.0);
+  // The persistent state of stage 3 is 16 bytes a parameter over the ranks, about.
+  const double params = static_cast<double>(m.parameter_count());
+  EXPECT_GT(zero3, 16.0 * params / 2 / (1 << 30));
+
+  RunConfig c = cpu_config();
+  c.workloads = {"model:small"};
+  c.recipes = {"bf16"};
+  c.micro_batch = 2;
+  c.world_size = 2;
+  c.nproc_per_node = 2;
+  const ResolvedRun as_asked = resolve(c);
+  const auto& w = as_asked.workloads[0];
+  EXPECT_EQ(w.training.sharding, workloads::Sharding::zero1);
+  EXPECT_EQ(*sharding_of(as_asked, w), "zero1 (gloo)");
+  const auto small = workloads::builtin_model("small");
+  const auto small_spec = workloads::parse_workload("model:small");
+  auto small_total = [&](workloads::Sharding stage, bool checkpointing) {
+    workloads::TrainingOptions t = w.training;
+    t.sharding = stage;
+    t.activation_checkpointing = checkpointing;
+    return workloads::estimate_memory(small_spec, small, bf16, t).total_gib();
+  };
+  const double plain = small_total(workloads::Sharding::zero1, false);
+  const double stage2 = small_total(workloads::Sharding::zero2, true);
+  const double stage3 = small_total(workloads::Sharding::zero3, true);
+  ASSERT_GT(plain, stage2);
+  ASSERT_GT(stage2, stage3);
+  if (as_asked.device_memory_gib < plain) GTEST_SKIP() << "too little memory here";
+  c.memory_budget_gib = (plain + stage2) / 2;
+  const ResolvedRun two = resolve(c);
+  EXPECT_EQ(two.workloads[0].training.sharding, workloads::Sharding::zero2);
+  EXPECT_TRUE(two.workloads[0].training.activation_checkpointing);
+  EXPECT_NE(two.workloads[0].plan_note.find("sharding zero2"), std::string::npos)
+      << two.workloads[0].plan_note;
+  EXPECT_EQ(run_config_json(two, two.workloads[0], 0)["training"]["data_parallel"]["sharding"],
+            "zero2 (gloo)");
+  c.memory_budget_gib = (stage2 + stage3) / 2;
+  const ResolvedRun three = resolve(c);
+  EXPECT_EQ(three.workloads[0].training.sharding, workloads::Sharding::zero3);
+  EXPECT_LE(three.workloads[0].memory[0].total_gib(), c.memory_budget_gib);
+
+  c.memory_budget_gib = 0.0;
+  c.sharding = "zero4";
+  EXPECT_NE(error_of(c).find("unknown --sharding 'zero4'"), std::string::npos) << error_of(c);
+  c.sharding = "zero3";
+  const ResolvedRun named = resolve(c);
+  EXPECT_EQ(named.workloads[0].training.sharding, workloads::Sharding::zero3);
+  EXPECT_TRUE(named.workloads[0].training.activation_checkpointing);
+  c.world_size = 0;
+  c.nproc_per_node = 1;
+  EXPECT_NE(error_of(c).find("--sharding zero3 applies to data parallel runs"), std::string::npos)
+      << error_of(c);
+}
+
 TEST(MemoryPlan, FollowsWhatTheRecipeSaves) {
   const workloads::ModelConfig& m = workloads::builtin_model("llama2-7b");
   workloads::TrainingOptions o;

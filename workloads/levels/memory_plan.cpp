@@ -169,16 +169,38 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
     }
     case Level::model: {
       const double params = static_cast<double>(m.parameter_count());
-      e.weights_gib = gib(4 * params);
-      e.gradients_gib = gib(4 * params);
-      // Data parallel shards the moments (parallel/sharded_adamw.h); each rank also holds its
-      // slice of the reduced gradient and a send buffer for the all-gather.
-      const double ranks = static_cast<double>(std::max(1, o.data_parallel_size));
-      e.optimizer_gib = gib(8 * params / ranks);
-      if (o.data_parallel_size >= 1) e.transient_gib += gib(8 * params / ranks);
       const LayerWeights w = layer_weights(m, recipe);
       const double output_copy = v * h * saved_bytes(gemms_of(recipe, "output").dgrad);
-      e.weight_copies_gib = gib(static_cast<double>(m.num_layers) * w.copy_bytes + output_copy);
+      const double layer_count = static_cast<double>(m.num_layers);
+      e.weights_gib = gib(4 * params);
+      e.gradients_gib = gib(4 * params);
+      e.weight_copies_gib = gib(layer_count * w.copy_bytes + output_copy);
+      const double ranks = static_cast<double>(std::max(1, o.data_parallel_size));
+      e.optimizer_gib = gib(8 * params / ranks);
+      if (o.data_parallel_size >= 1) {
+        // What each rank keeps (parallel/sharded_adamw.h, layer_sharded_adamw.h). Every stage:
+        // the moments' slice. zero1: whole weights and gradients, plus the reduced gradient's
+        // slice and a send buffer. zero2: whole weights, the masters' and the reduced
+        // gradients' slices, whole gradients only outside the layers and for two layers at a
+        // time (one reducing while the next is computed). zero3: the layers' weights and their
+        // copies whole for two layers at a time (one computing while the next is gathered).
+        const double outer = params - layer_count * w.params;
+        const double slices = 4 * params / ranks;
+        switch (o.sharding) {
+          case Sharding::zero1:
+            e.transient_gib += gib(8 * params / ranks);
+            break;
+          case Sharding::zero2:
+            e.weights_gib = gib(4 * params + slices);
+            e.gradients_gib = gib(slices + 4 * outer + 2 * 4 * w.params);
+            break;
+          case Sharding::zero3:
+            e.weights_gib = gib(slices + 4 * outer + 2 * 4 * w.params);
+            e.gradients_gib = gib(slices + 4 * outer + 2 * 4 * w.params);
+            e.weight_copies_gib = gib(2 * w.copy_bytes + output_copy);
+            break;
+        }
+      }
       const double per_layer = activation_bytes_per_token(m, recipe);
       const double layers = static_cast<double>(m.num_layers);
       const double saved =

@@ -8,9 +8,33 @@
 #include "kernels/torch/rounding_seed.h"
 #include "workloads/levels/adamw.h"
 #include "workloads/levels/layer_level.h"
+#include "workloads/parallel/layer_sharded_adamw.h"
 #include "workloads/parallel/sharded_adamw.h"
 
 namespace lpbench::workloads {
+
+namespace {
+
+// The layer-sharded optimizer steps what the units hold: they must be every parameter.
+void check_units_cover(const DecoderImpl& decoder) {
+  int64_t in_units = 0;
+  auto count = [&](const ParameterUnit& unit) {
+    for (const torch::Tensor& p : unit.parameters)
+      in_units += p.numel();
+  };
+  count(decoder.outer_unit());
+  for (const ParameterUnit& unit : decoder.layer_units())
+    count(unit);
+  int64_t all = 0;
+  for (const torch::Tensor& p : decoder.parameters())
+    all += p.numel();
+  if (in_units != all) {
+    throw std::logic_error(fmt::format(
+        "Decoder: its parameter units hold {} elements of its {} parameters", in_units, all));
+  }
+}
+
+}  // namespace
 
 ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
                        const TrainingOptions& options, const torch::Device& device)
@@ -25,13 +49,19 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   decoder_ = Decoder(model, recipe, options.seq_len, device, options.fusion, options.producer_amax);
   decoder_->set_activation_checkpointing(options.activation_checkpointing);
   decoder_->to(device);
-  if (options.group) {
+  if (options.group && options.sharding != Sharding::zero1) {
+    check_units_cover(*decoder_);
+    auto sharded = std::make_shared<parallel::LayerShardedAdamW>(
+        decoder_->outer_unit(), decoder_->layer_units(), options.sharding, options, options.group);
+    decoder_->set_parameter_hooks(sharded);
+    optimizer_ = sharded;
+  } else if (options.group) {
     optimizer_ =
-        std::make_unique<parallel::ShardedAdamW>(decoder_->parameters(), options, options.group);
+        std::make_shared<parallel::ShardedAdamW>(decoder_->parameters(), options, options.group);
     // The BF16 copies follow the weights rank 0 broadcast.
     decoder_->refresh_compute_weights();
   } else {
-    optimizer_ = std::make_unique<AdamW>(decoder_->parameters(), options);
+    optimizer_ = std::make_shared<AdamW>(decoder_->parameters(), options);
   }
   operators_ = describe_operators(
       options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim}, options.seq_len,
@@ -76,7 +106,7 @@ StepOutput ModelLevel::step(int64_t index) {
   }
   const double grad_norm = optimizer_->step(lr);
   // The BF16 copies the products read follow the masters (fused; nothing to do unfused).
-  decoder_->refresh_compute_weights();
+  if (!optimizer_->refreshes_compute_copies()) decoder_->refresh_compute_weights();
   fallback_.absorb();
   if (options_.group) {
     torch::Tensor mean =

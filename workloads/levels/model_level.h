@@ -48,7 +48,7 @@ class ModelLevel final : public Workload {
   TrainingOptions options_;
   torch::Device device_;
   Decoder decoder_{nullptr};
-  std::unique_ptr<Optimizer> optimizer_;
+  std::shared_ptr<Optimizer> optimizer_;
   std::unique_ptr<TokenSource> data_;
   FallbackTally fallback_;
   std::string operators_;

@@ -12,6 +12,9 @@ class Optimizer {
   // Clips the gradients to the options' grad_clip by their global norm and takes one step at
   // `lr`; returns the norm before clipping.
   virtual double step(double lr) = 0;
+  // Whether step() also refreshes the fused BF16 copies of the weights (the layer-sharded
+  // optimizer, which holds them); otherwise the caller does.
+  virtual bool refreshes_compute_copies() const { return false; }
 };
 
 }  // namespace lpbench::workloads

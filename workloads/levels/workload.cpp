@@ -63,6 +63,25 @@ std::string_view to_string(Level level) {
   return "?";
 }
 
+std::string_view to_string(Sharding sharding) {
+  switch (sharding) {
+    case Sharding::zero1:
+      return "zero1";
+    case Sharding::zero2:
+      return "zero2";
+    case Sharding::zero3:
+      return "zero3";
+  }
+  return "?";
+}
+
+std::optional<Sharding> parse_sharding(std::string_view text) {
+  for (const Sharding s : {Sharding::zero1, Sharding::zero2, Sharding::zero3}) {
+    if (to_string(s) == text) return s;
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> level_names() {
   std::vector<std::string> names;
   for (Level level : kLevels)

@@ -65,6 +65,14 @@ std::vector<std::string> linear_part_names();
 std::vector<std::pair<kernels::GemmKind, GemmShape>> training_gemms(const LinearShape& linear,
                                                                     int64_t tokens);
 
+// What each data-parallel rank keeps of the model's state: ZeRO stage 1 shards AdamW's moments
+// (parallel/sharded_adamw.h); stage 2 the gradients too, reduced layer by layer during backward;
+// stage 3 the layers' weights too, gathered layer by layer (parallel/layer_sharded_adamw.h).
+enum class Sharding { zero1, zero2, zero3 };
+std::string_view to_string(Sharding sharding);
+// "zero1", "zero2" or "zero3"; std::nullopt otherwise.
+std::optional<Sharding> parse_sharding(std::string_view text);
+
 // The training side of a workload: sizes, seed and the optimizer's fixed schedule (AdamW, linear
 // warm-up then cosine decay to min_lr_ratio·lr, gradient clipping), and evaluation.
 struct TrainingOptions {
@@ -91,6 +99,7 @@ struct TrainingOptions {
   // batch, the optimizer state sharded over them (0: one process, no group). `group` is set where
   // the ranks are joined; the memory plan reads data_parallel_size before any group exists.
   int data_parallel_size = 0;
+  Sharding sharding = Sharding::zero1;
   std::shared_ptr<const parallel::Group> group;
 };
 

@@ -1,6 +1,7 @@
 #include "workloads/models/decoder.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "kernels/profiling/range.h"
 #include "kernels/torch/embedding.h"
@@ -226,15 +227,34 @@ torch::Tensor DecoderImpl::hidden(const torch::Tensor& tokens) {
   torch::Tensor h = embedding_compute_.defined()
                         ? kernels::embedding(embedding_compute_, embedding_, tokens)
                         : torch::embedding(embedding_.to(kCompute), tokens);
-  for (DecoderLayer& layer : layers_) {
-    if (checkpointing_ && is_training()) {
+  const bool recording = torch::GradMode::is_enabled() && is_training();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    DecoderLayer& layer = layers_[i];
+    const auto index = static_cast<int64_t>(i);
+    if (checkpointing_ && recording) {
       DecoderLayerImpl* impl = layer.get();
       const torch::Tensor cos = rope_cos_;
       const torch::Tensor sin = rope_sin_;
+      BlockHooks hooks;
+      if (hooks_) {
+        // The hooks object outlives the step: the decoder holds it.
+        ParameterHooks* owner = hooks_.get();
+        hooks = {[owner, index] { owner->before_forward(index); },
+                 [owner, index] { owner->after_forward(index); },
+                 [owner, index] { owner->before_backward(index); },
+                 [owner, index] { owner->after_backward(index); }};
+      }
       h = checkpointed(
-          [impl, cos, sin](const torch::Tensor& x) { return impl->forward(x, cos, sin); }, h);
+          [impl, cos, sin](const torch::Tensor& x) { return impl->forward(x, cos, sin); }, h,
+          std::move(hooks));
     } else {
+      if (hooks_ && recording) {
+        throw std::logic_error(
+            "Decoder: training with parameter hooks needs activation checkpointing");
+      }
+      if (hooks_) hooks_->before_forward(index);
       h = layer(h, rope_cos_, rope_sin_);
+      if (hooks_) hooks_->after_forward(index);
     }
   }
   return final_norm_(h);
@@ -261,6 +281,43 @@ std::optional<ComputeCopy> DecoderImpl::fusable_output() const {
     return ComputeCopy{embedding_, embedding_compute_};
   }
   return std::nullopt;
+}
+
+namespace {
+
+void add_copies(const torch::nn::Module& module, std::vector<ComputeCopy>& copies) {
+  for (const auto& m : module.modules(/*include_self=*/true)) {
+    if (const auto* linear = m->as<RecipeLinearImpl>()) {
+      if (linear->compute_weight().defined()) {
+        copies.push_back({linear->weight(), linear->compute_weight()});
+      }
+    }
+  }
+}
+
+}  // namespace
+
+ParameterUnit DecoderImpl::outer_unit() const {
+  ParameterUnit unit;
+  unit.parameters.push_back(embedding_);
+  if (embedding_compute_.defined()) unit.copies.push_back({embedding_, embedding_compute_});
+  unit.parameters.push_back(final_norm_->weight());
+  if (output_) {
+    unit.parameters.push_back(output_->weight());
+    add_copies(*output_, unit.copies);
+  }
+  return unit;
+}
+
+std::vector<ParameterUnit> DecoderImpl::layer_units() const {
+  std::vector<ParameterUnit> units;
+  for (const DecoderLayer& layer : layers_) {
+    ParameterUnit unit;
+    unit.parameters = layer->parameters();
+    add_copies(*layer, unit.copies);
+    units.push_back(std::move(unit));
+  }
+  return units;
 }
 
 std::vector<ComputeCopy> DecoderImpl::compute_copies() const {

@@ -10,6 +10,7 @@
 #include "kernels/torch/amax_history.h"
 #include "workloads/models/model_config.h"
 #include "workloads/models/operators.h"
+#include "workloads/models/parameter_hooks.h"
 
 // A Llama-style decoder: RMSNorm, rotary embeddings, grouped-query causal attention (with
 // Qwen3's query/key norms where the config asks), a SwiGLU MLP or a top-k mixture of SwiGLU
@@ -54,6 +55,13 @@ class PrecisionPlan {
 struct ComputeCopy {
   torch::Tensor master;
   torch::Tensor bf16;
+};
+
+// Parameters that are used together: one decoder layer's, or those outside the layers
+// (embedding, final norm, output layer). `copies` are the BF16 copies of some of them (fused).
+struct ParameterUnit {
+  std::vector<torch::Tensor> parameters;
+  std::vector<ComputeCopy> copies;
 };
 
 class RecipeLinearImpl : public torch::nn::Module {
@@ -172,6 +180,13 @@ class DecoderImpl : public torch::nn::Module {
   void refresh_compute_weights();
   // Keep only each layer's input between forward and backward; recompute the rest.
   void set_activation_checkpointing(bool enabled) { checkpointing_ = enabled; }
+  // The parameters outside the layers, then each layer's: together, every parameter once.
+  ParameterUnit outer_unit() const;
+  std::vector<ParameterUnit> layer_units() const;
+  // Called around every layer's forward and backward (see parameter_hooks.h). Training with
+  // hooks needs activation checkpointing: without it a layer's weights would be needed between
+  // its forward and backward, where the hooks may have put them away.
+  void set_parameter_hooks(std::shared_ptr<ParameterHooks> hooks) { hooks_ = std::move(hooks); }
   const std::vector<kernels::ModuleDecision>& decisions() const { return decisions_; }
   const std::vector<DecoderLayer>& layers() const { return layers_; }
 
@@ -188,6 +203,7 @@ class DecoderImpl : public torch::nn::Module {
   torch::Tensor rope_cos_, rope_sin_;
   std::vector<kernels::ModuleDecision> decisions_;
   bool checkpointing_ = false;
+  std::shared_ptr<ParameterHooks> hooks_;
 };
 TORCH_MODULE(Decoder);
 

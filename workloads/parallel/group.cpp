@@ -52,30 +52,54 @@ void wait_watching_peers(const Group& group, c10d::Work& work) {
   }
 }
 
-// Runs one collective under its named region and waits for it; turns any failure into one line
-// naming the collective, this rank and what the launcher knows of the rank that stopped.
-template <typename Issue>
-void run_collective(const Group& group, const char* name, Issue issue) {
+[[noreturn]] void fail(const Group& group, const char* name, const std::exception& e) {
   Broken& state = broken_state();
+  std::string known = group.explain_failure ? group.explain_failure() : std::string();
+  state.broken = true;
+  state.why =
+      known.empty() ? "a peer rank stopped, hung past the timeout or lost its network" : known;
+  throw std::runtime_error(fmt::format("data parallel: {} failed on rank {} of {}: {} ({})", name,
+                                       group.rank, group.size, state.why, first_line(e.what())));
+}
+
+void refuse_if_broken(const Group& group, const char* name) {
+  const Broken& state = broken_state();
   if (state.broken) {
     throw std::runtime_error(
         fmt::format("data parallel: {} not attempted on rank {}: the group "
                     "broke earlier ({})",
                     name, group.rank, state.why));
   }
+}
+
+void wait_for(const Group& group, c10d::Work& work) {
+  // Gloo's wait() blocks the host already, and fails when a peer's connection drops.
+  if (group.device.is_cuda()) wait_watching_peers(group, work);
+  work.wait();
+}
+
+// Runs one collective under its named region and waits for it; turns any failure into one line
+// naming the collective, this rank and what the launcher knows of the rank that stopped.
+template <typename Issue>
+void run_collective(const Group& group, const char* name, Issue issue) {
+  refuse_if_broken(group, name);
   const profiling::Range range(name);
   try {
     c10::intrusive_ptr<c10d::Work> work = issue();
-    // Gloo's wait() blocks the host already, and fails when a peer's connection drops.
-    if (group.device.is_cuda()) wait_watching_peers(group, *work);
-    work->wait();
+    wait_for(group, *work);
   } catch (const std::exception& e) {
-    std::string known = group.explain_failure ? group.explain_failure() : std::string();
-    state.broken = true;
-    state.why =
-        known.empty() ? "a peer rank stopped, hung past the timeout or lost its network" : known;
-    throw std::runtime_error(fmt::format("data parallel: {} failed on rank {} of {}: {} ({})", name,
-                                         group.rank, group.size, state.why, first_line(e.what())));
+    fail(group, name, e);
+  }
+}
+
+template <typename Issue>
+Pending start_collective(const Group& group, const char* name, std::vector<at::Tensor> keep,
+                         Issue issue) {
+  refuse_if_broken(group, name);
+  try {
+    return Pending{issue(), name, std::move(keep)};
+  } catch (const std::exception& e) {
+    fail(group, name, e);
   }
 }
 
@@ -116,6 +140,32 @@ void broadcast(const Group& group, at::Tensor& tensor, int root) {
     options.rootRank = root;
     return group.backend->broadcast(tensors, options);
   });
+}
+
+Pending start_all_gather(const Group& group, at::Tensor& out, at::Tensor& in) {
+  return start_collective(group, "all-gather", {out, in},
+                          [&] { return group.backend->_allgather_base(out, in); });
+}
+
+Pending start_reduce_scatter_sum(const Group& group, at::Tensor& out, at::Tensor& in) {
+  return start_collective(group, "reduce-scatter", {out, in}, [&] {
+    c10d::ReduceScatterOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    return group.backend->_reduce_scatter_base(out, in, options);
+  });
+}
+
+void finish(const Group& group, Pending& pending) {
+  if (!pending.work) return;
+  const profiling::Range range(pending.name);
+  try {
+    wait_for(group, *pending.work);
+  } catch (const std::exception& e) {
+    const char* name = pending.name;
+    pending = Pending{};
+    fail(group, name, e);
+  }
+  pending = Pending{};
 }
 
 }  // namespace lpbench::workloads::parallel

@@ -37,6 +37,19 @@ void reduce_scatter_sum(const Group& group, at::Tensor& out, at::Tensor& in);
 void all_gather(const Group& group, at::Tensor& out, at::Tensor& in);
 void broadcast(const Group& group, at::Tensor& tensor, int root);
 
+// A collective issued and not yet waited for, so that it runs beside the compute that follows
+// (the sharded layers' gathers and reduce-scatters). It keeps its tensors alive until finished.
+struct Pending {
+  c10::intrusive_ptr<c10d::Work> work;
+  const char* name = "";
+  std::vector<at::Tensor> keep;  // the buffers the collective reads or writes
+};
+Pending start_all_gather(const Group& group, at::Tensor& out, at::Tensor& in);
+Pending start_reduce_scatter_sum(const Group& group, at::Tensor& out, at::Tensor& in);
+// Waits for a started collective under its region (the time it was exposed), with the same
+// failure handling as the blocking collectives; a pending without work is finished already.
+void finish(const Group& group, Pending& pending);
+
 // Marks this process's group unusable after a failure outside a collective (a rank whose step
 // failed must not join the next run's collectives while its peers wait in this run's).
 void mark_broken(const std::string& why);

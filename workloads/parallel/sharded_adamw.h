@@ -8,6 +8,7 @@
 #include "workloads/levels/optimizer.h"
 #include "workloads/levels/workload.h"
 #include "workloads/parallel/group.h"
+#include "workloads/parallel/shard_update.h"
 
 namespace lpbench::workloads::parallel {
 
@@ -15,9 +16,7 @@ namespace lpbench::workloads::parallel {
 //   - every parameter becomes a view of one flat FP32 buffer, every gradient a view of another,
 //     so that backward accumulates straight into the buffer the collectives send;
 //   - after backward, a reduce-scatter leaves each rank the mean gradient of its 1/size slice;
-//   - the global norm for clipping is one all-reduce of the slices' sums of squares;
-//   - each rank steps its slice, its moments held for that slice only (fused: libtorch's fused
-//     AdamW; unfused: the operations of torch's AdamW and clip_grad_norm_, as adamw.h runs them);
+//   - each rank steps its slice, its moments held for that slice only (shard_update.h);
 //   - an all-gather gives every rank the whole updated parameters.
 // The update is AdamW's as in adamw.h (lr, betas, eps 1e-8, decoupled weight decay, clipping by
 // the global norm), on the gradient of the global batch; the sums differ from one process's in
@@ -33,15 +32,14 @@ class ShardedAdamW final : public Optimizer {
   int64_t shard_numel() const { return shard_; }
 
  private:
-  void unfused_update(torch::Tensor& mine, double norm, double lr);
-
   std::vector<torch::Tensor> parameters_;
   TrainingOptions options_;
   std::shared_ptr<const Group> group_;
   int64_t shard_ = 0;          // elements per rank (the flat buffers are padded to size · shard_)
   torch::Tensor flat_params_;  // [size · shard_], the parameters' storage
   torch::Tensor flat_grads_;   // [size · shard_], the gradients' storage
-  torch::Tensor grad_shard_, send_, exp_avg_, exp_avg_sq_, steps_;
+  torch::Tensor grad_shard_, send_;
+  ShardState state_;
 };
 
 }  // namespace lpbench::workloads::parallel

@@ -61,6 +61,9 @@ void record_extras(SweepContext& context, ActiveRun& active, int64_t step) {
       if (auto eval = active.workload->evaluate()) {
         context.store.add_eval({active.run_id, step, eval->loss, eval->tokens});
       }
+      // Evaluation's regions are no step's: left in the records, they would be taken into the
+      // next step's hotspots (whichever recipe steps next).
+      if (profiling::region_timing()) profiling::discard_region_times();
     }
   } catch (const std::exception& error) {
     if (!out_of_memory(error)) throw;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "base/store/store.h"
@@ -101,6 +102,40 @@ TEST(CliReport, WritesTablesAndChartsAndThePageRendersInChromium) {
   EXPECT_NE(dom.find("data-errors=\"0\""), std::string::npos) << dom.substr(dom.size() - 600);
   EXPECT_EQ(svgs_with_paths(dom), 6);
   EXPECT_EQ(browser.err.find(":CONSOLE"), std::string::npos) << browser.err;
+}
+
+// Validation after every step runs the model forward under the recipe (INT8 quantizes), outside
+// the timed step: its regions belong to no step. Each step's regions are the same calls, and the
+// BF16 run, which steps after INT8's evaluation when recipes interleave, has no quantize region.
+TEST(CliReport, EvaluationsRegionsAreNotTakenIntoTheNextStep) {
+  const testing::ScopedEnv one_thread("OMP_NUM_THREADS", "1");
+  TempDir dir;
+  const std::string db = dir / "r.db";
+  const auto run = run_process({LPBENCH_BINARY, "run", "--workload", "model:tiny", "--recipes",
+                                "int8-tensor,bf16", "--steps", "4", "--warmup-steps", "1",
+                                "--eval-every", "1", "--device", "cpu", "--regions", "--db", db});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const store::Store store = store::Store::open(db, store::Store::Mode::read);
+  for (const store::RunRecord& r : store.runs()) {
+    SCOPED_TRACE(r.recipe);
+    ASSERT_EQ(store.evals(r.id).size(), 4u);
+    std::map<int64_t, int64_t> gemms;
+    std::map<int64_t, int64_t> quantizes;
+    for (const auto& region : store.regions(r.id)) {
+      if (region.name == "gemm") gemms[region.step] = region.calls;
+      if (region.name == "quantize") quantizes[region.step] = region.calls;
+    }
+    ASSERT_EQ(gemms.size(), 4u);
+    for (const auto& [step, calls] : gemms)
+      EXPECT_EQ(calls, gemms.at(0)) << "step " << step;
+    if (r.recipe == "bf16") {
+      EXPECT_TRUE(quantizes.empty());
+    } else {
+      ASSERT_EQ(quantizes.size(), 4u);
+      for (const auto& [step, calls] : quantizes)
+        EXPECT_EQ(calls, quantizes.at(0)) << "step " << step;
+    }
+  }
 }
 
 TEST(CliReport, HotspotsAndKernelTablesReachReportMdAndHtml) {

@@ -3,6 +3,7 @@
 #include <ATen/ops/_foreach_add.h>
 #include <ATen/ops/_fused_adamw.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace lpbench::workloads::parallel {
@@ -11,6 +12,18 @@ namespace {
 
 constexpr double kEps = 1e-8;          // as adamw.cpp (torch's AdamW default)
 constexpr double kClipEpsilon = 1e-6;  // as clip_grad_norm_ adds to the norm
+
+// In chunks: squaring the whole slice at once would allocate a temporary its size (26 GB a rank
+// for Llama2-13B on two ranks), the step's peak (docs/perf-log.md §17). A norm kernel would not,
+// but on the CPU it sums less accurately (3e-4 off one process's norm on the tiny model).
+torch::Tensor sum_of_squares(const torch::Tensor& flat) {
+  constexpr int64_t kChunk = int64_t{1} << 26;
+  torch::Tensor sum = flat.narrow(0, 0, std::min(kChunk, flat.numel())).square().sum();
+  for (int64_t at = kChunk; at < flat.numel(); at += kChunk) {
+    sum += flat.narrow(0, at, std::min(kChunk, flat.numel() - at)).square().sum();
+  }
+  return sum;
+}
 
 }  // namespace
 
@@ -24,7 +37,7 @@ double update_shard(const Group& group, const TrainingOptions& options, torch::T
   const torch::NoGradGuard no_grad;
   // Each rank's gradient is its own micro-batch's mean; the global batch's is their mean.
   grad.div_(static_cast<double>(group.size));
-  torch::Tensor squares = grad.square().sum().reshape({1});
+  torch::Tensor squares = sum_of_squares(grad).reshape({1});
   all_reduce_sum(group, squares);
   const torch::Tensor norm = squares.sqrt().reshape({});
   std::vector<torch::Tensor> steps{state.steps};

@@ -180,23 +180,27 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
       if (o.data_parallel_size >= 1) {
         // What each rank keeps (parallel/sharded_adamw.h, layer_sharded_adamw.h). Every stage:
         // the moments' slice. zero1: whole weights and gradients, plus the reduced gradient's
-        // slice and a send buffer. zero2: whole weights, the masters' and the reduced
-        // gradients' slices, whole gradients only outside the layers and for two layers at a
-        // time (one reducing while the next is computed). zero3: the layers' weights and their
-        // copies whole for two layers at a time (one computing while the next is gathered).
+        // slice and a send buffer. zero2 and zero3: the masters' and the reduced gradients'
+        // slices; whole gradients only outside the layers and for two layers at a time (one
+        // reducing while the next is computed); fused, the linear weights' FP32 masters are
+        // slices only, and a BF16 slice of them is what is gathered. zero2: the weights whole
+        // (fused: their BF16 copies). zero3: the layers' weights whole for two layers at a time
+        // (one computing while the next is gathered).
+        const bool fused = o.fusion == Fusion::fused;
         const double outer = params - layer_count * w.params;
-        const double slices = 4 * params / ranks;
+        const double slices = 4 * params / ranks + (fused ? 2 * params / ranks : 0.0);
+        const double two_layers = 2 * 4 * w.params;
         switch (o.sharding) {
           case Sharding::zero1:
             e.transient_gib += gib(8 * params / ranks);
             break;
           case Sharding::zero2:
-            e.weights_gib = gib(4 * params + slices);
-            e.gradients_gib = gib(slices + 4 * outer + 2 * 4 * w.params);
+            e.weights_gib = gib((fused ? 0.0 : 4 * params) + slices);
+            e.gradients_gib = gib(4 * params / ranks + 4 * outer + two_layers);
             break;
           case Sharding::zero3:
-            e.weights_gib = gib(slices + 4 * outer + 2 * 4 * w.params);
-            e.gradients_gib = gib(slices + 4 * outer + 2 * 4 * w.params);
+            e.weights_gib = gib(slices + (fused ? 0.0 : 4 * outer + two_layers));
+            e.gradients_gib = gib(4 * params / ranks + 4 * outer + two_layers);
             e.weight_copies_gib = gib(2 * w.copy_bytes + output_copy);
             break;
         }

@@ -2,6 +2,7 @@
 
 #include <c10/core/StorageImpl.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "kernels/profiling/range.h"
@@ -35,42 +36,71 @@ void place(torch::Tensor& t, const torch::Tensor& flat, int64_t offset) {
 
 }  // namespace
 
-LayerShardedAdamW::Unit LayerShardedAdamW::make_unit(ParameterUnit source, int64_t offset) {
-  Unit unit;
-  unit.parameters = std::move(source.parameters);
+LayerShardedAdamW::Part LayerShardedAdamW::make_part(std::vector<torch::Tensor> parameters,
+                                                     std::vector<ComputeCopy>& copies, bool bf16) {
+  Part part;
+  part.parameters = std::move(parameters);
+  part.bf16 = bf16;
+  if (part.parameters.empty()) return part;
   int64_t total = 0;
-  for (const torch::Tensor& p : unit.parameters) {
+  for (const torch::Tensor& p : part.parameters) {
     if (p.scalar_type() != torch::kFloat) {
       throw std::invalid_argument("LayerShardedAdamW: every parameter must be an FP32 master");
     }
     total += p.numel();
   }
-  unit.shard = (total + group_->size - 1) / group_->size;
-  unit.offset = offset;
-  const torch::TensorOptions options = unit.parameters.front().options();
-  unit.full = torch::zeros({unit.shard * group_->size}, options);
-  if (!source.copies.empty()) {
-    unit.bf16 = torch::zeros({unit.shard * group_->size}, options.dtype(torch::kBFloat16));
+  part.shard = (total + group_->size - 1) / group_->size;
+  const torch::TensorOptions options = part.parameters.front().options();
+  part.masters = torch::zeros({part.shard * group_->size}, options);
+  part.gathered = part.masters;
+  if (bf16) {
+    part.gathered = torch::zeros({part.shard * group_->size}, options.dtype(torch::kBFloat16));
   }
   int64_t at = 0;
-  for (torch::Tensor& p : unit.parameters) {
-    unit.full.narrow(0, at, p.numel()).copy_(p.reshape({-1}));
-    for (ComputeCopy& copy : source.copies) {
-      if (copy.master.unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) {
-        place(copy.bf16, unit.bf16, at);
+  for (torch::Tensor& p : part.parameters) {
+    part.masters.narrow(0, at, p.numel()).copy_(p.reshape({-1}));
+    for (ComputeCopy& copy : copies) {
+      if (bf16 && copy.master.unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) {
+        place(copy.bf16, part.gathered, at);
       }
     }
-    place(p, unit.full, at);
+    place(p, part.masters, at);
     at += p.numel();
   }
   // Every rank starts from rank 0's weights, whatever its own generator drew.
-  broadcast(*group_, unit.full, 0);
-  if (unit.bf16.defined()) unit.bf16.copy_(unit.full);
+  broadcast(*group_, part.masters, 0);
+  if (bf16) part.gathered.copy_(part.masters);
+  return part;
+}
+
+LayerShardedAdamW::Unit LayerShardedAdamW::make_unit(ParameterUnit source) {
+  std::vector<torch::Tensor> plain;
+  std::vector<torch::Tensor> copied;
+  for (torch::Tensor& p : source.parameters) {
+    const bool has_copy =
+        std::any_of(source.copies.begin(), source.copies.end(), [&](const ComputeCopy& c) {
+          return c.master.unsafeGetTensorImpl() == p.unsafeGetTensorImpl();
+        });
+    (has_copy ? copied : plain).push_back(p);
+  }
+  Unit unit;
+  unit.plain = make_part(std::move(plain), source.copies, false);
+  unit.copied = make_part(std::move(copied), source.copies, true);
   return unit;
 }
 
-torch::Tensor LayerShardedAdamW::slice(torch::Tensor& flat, const Unit& unit) {
-  return flat.narrow(0, unit.offset, unit.shard);
+torch::Tensor LayerShardedAdamW::slice(torch::Tensor& flat, const Part& part) {
+  return flat.narrow(0, part.offset, part.shard);
+}
+
+template <typename Visit>
+void LayerShardedAdamW::for_each_part(Visit visit) {
+  visit(outer_.plain);
+  visit(outer_.copied);
+  for (Unit& unit : layers_) {
+    visit(unit.plain);
+    visit(unit.copied);
+  }
 }
 
 LayerShardedAdamW::LayerShardedAdamW(ParameterUnit outer, std::vector<ParameterUnit> layers,
@@ -81,66 +111,88 @@ LayerShardedAdamW::LayerShardedAdamW(ParameterUnit outer, std::vector<ParameterU
     throw std::invalid_argument("LayerShardedAdamW: stage 2 or 3, over at least one layer");
   }
   const torch::NoGradGuard no_grad;
-  int64_t offset = 0;
-  outer_ = make_unit(std::move(outer), offset);
-  offset += outer_.shard;
-  for (ParameterUnit& layer : layers) {
-    layers_.push_back(make_unit(std::move(layer), offset));
-    offset += layers_.back().shard;
-  }
-  const torch::TensorOptions flat_options = outer_.full.options();
-  master_ = torch::empty({offset}, flat_options);
+  const torch::TensorOptions flat_options = outer.parameters.front().options();
+  outer_ = make_unit(std::move(outer));
+  for (ParameterUnit& layer : layers)
+    layers_.push_back(make_unit(std::move(layer)));
+  int64_t total = 0;
+  bool any_bf16 = false;
+  for_each_part([&](Part& part) {
+    part.offset = total;
+    total += part.shard;
+    any_bf16 = any_bf16 || (part.bf16 && part.shard > 0);
+  });
+  master_ = torch::empty({total}, flat_options);
   const int64_t rank = group_->rank;
-  auto take_slice = [&](Unit& unit) {
-    slice(master_, unit).copy_(unit.full.narrow(0, rank * unit.shard, unit.shard));
-  };
-  take_slice(outer_);
-  for (Unit& unit : layers_) {
-    take_slice(unit);
-    if (stage_ == Sharding::zero3) release(unit);
+  for_each_part([&](Part& part) {
+    if (part.shard == 0) return;
+    slice(master_, part).copy_(part.masters.narrow(0, rank * part.shard, part.shard));
+    // The BF16 parts' masters are their slices from now on: the whole buffer is not kept.
+    if (part.bf16) free_storage(part.masters);
+  });
+  if (any_bf16) master_bf16_ = master_.to(torch::kBFloat16);
+  if (stage_ == Sharding::zero3) {
+    for (Unit& unit : layers_)
+      release(unit);
   }
-  grad_shard_ = torch::zeros({offset}, flat_options);
-  state_ = ShardState(offset, flat_options);
+  grad_shard_ = torch::zeros({total}, flat_options);
+  state_ = ShardState(total, flat_options);
   // The outer unit's gradients live for the whole step; the layers' only in their backward.
-  outer_.grads = torch::zeros_like(outer_.full);
-  int64_t at = 0;
-  for (torch::Tensor& p : outer_.parameters) {
-    p.mutable_grad() = outer_.grads.narrow(0, at, p.numel()).view(p.sizes());
-    at += p.numel();
-  }
+  attach_gradients(outer_.plain);
+  attach_gradients(outer_.copied);
 }
 
 void LayerShardedAdamW::release(Unit& unit) {
-  free_storage(unit.full);
-  if (unit.bf16.defined()) free_storage(unit.bf16);
+  for (Part* part : {&unit.plain, &unit.copied}) {
+    if (part->shard > 0) free_storage(part->gathered);
+  }
   unit.resident = false;
 }
 
+void LayerShardedAdamW::start_gather(Part& part) {
+  if (part.shard == 0 || part.gather.work) return;
+  allocate_storage(part.gathered);
+  torch::Tensor mine = slice(part.bf16 ? master_bf16_ : master_, part);
+  part.gather = start_all_gather(*group_, part.gathered, mine);
+}
+
+void LayerShardedAdamW::finish_gather(Part& part) {
+  if (part.shard == 0) return;
+  start_gather(part);
+  finish(*group_, part.gather);
+}
+
 void LayerShardedAdamW::start_gather(Unit& unit) {
-  if (unit.resident || unit.gather.work) return;
-  allocate_storage(unit.full);
-  torch::Tensor mine = slice(master_, unit);
-  unit.gather = start_all_gather(*group_, unit.full, mine);
+  if (unit.resident) return;
+  start_gather(unit.copied);
+  start_gather(unit.plain);
 }
 
 void LayerShardedAdamW::finish_gather(Unit& unit) {
   if (unit.resident) return;
   start_gather(unit);
-  finish(*group_, unit.gather);
-  if (unit.bf16.defined()) {
-    allocate_storage(unit.bf16);
-    unit.bf16.copy_(unit.full);
-  }
+  finish_gather(unit.copied);
+  finish_gather(unit.plain);
   unit.resident = true;
 }
 
-void LayerShardedAdamW::attach_gradients(Unit& unit) {
-  unit.grads = torch::zeros({unit.full.numel()}, unit.full.options());
+void LayerShardedAdamW::attach_gradients(Part& part) {
+  if (part.shard == 0) return;
+  part.grads = torch::zeros({part.shard * group_->size}, master_.options());
   int64_t at = 0;
-  for (torch::Tensor& p : unit.parameters) {
-    p.mutable_grad() = unit.grads.narrow(0, at, p.numel()).view(p.sizes());
+  for (torch::Tensor& p : part.parameters) {
+    p.mutable_grad() = part.grads.narrow(0, at, p.numel()).view(p.sizes());
     at += p.numel();
   }
+}
+
+void LayerShardedAdamW::reduce_gradients(Part& part) {
+  if (part.shard == 0) return;
+  torch::Tensor out = slice(grad_shard_, part);
+  reductions_.push_back(start_reduce_scatter_sum(*group_, out, part.grads));
+  for (torch::Tensor& p : part.parameters)
+    p.mutable_grad() = torch::Tensor();
+  part.grads = torch::Tensor();
 }
 
 void LayerShardedAdamW::before_forward(int64_t layer) {
@@ -166,27 +218,27 @@ void LayerShardedAdamW::before_backward(int64_t layer) {
     if (i > 0) start_gather(layers_[i - 1]);
     finish_gather(layers_[i]);
   }
-  attach_gradients(layers_[i]);
+  attach_gradients(layers_[i].plain);
+  attach_gradients(layers_[i].copied);
 }
 
 void LayerShardedAdamW::after_backward(int64_t layer) {
   const torch::NoGradGuard no_grad;
   Unit& unit = layers_[static_cast<size_t>(layer)];
-  torch::Tensor out = slice(grad_shard_, unit);
-  reductions_.push_back(start_reduce_scatter_sum(*group_, out, unit.grads));
-  for (torch::Tensor& p : unit.parameters)
-    p.mutable_grad() = torch::Tensor();
-  unit.grads = torch::Tensor();
+  reduce_gradients(unit.copied);
+  reduce_gradients(unit.plain);
   if (stage_ == Sharding::zero3) release(unit);
-  // At most two layers' gradient buffers at once: the one just issued and the one before.
-  while (reductions_.size() > 1) {
+  // At most two layers' gradient buffers at once: the ones just issued and the layer's before.
+  while (reductions_.size() > 2) {
     finish(*group_, reductions_.front());
     reductions_.pop_front();
   }
 }
 
 void LayerShardedAdamW::zero_grad() {
-  outer_.grads.zero_();
+  for (Part* part : {&outer_.plain, &outer_.copied}) {
+    if (part->shard > 0) part->grads.zero_();
+  }
 }
 
 double LayerShardedAdamW::step(double lr) {
@@ -196,13 +248,16 @@ double LayerShardedAdamW::step(double lr) {
     finish(*group_, reductions_.front());
     reductions_.pop_front();
   }
-  torch::Tensor outer_out = slice(grad_shard_, outer_);
-  reduce_scatter_sum(*group_, outer_out, outer_.grads);
+  for (Part* part : {&outer_.plain, &outer_.copied}) {
+    if (part->shard == 0) continue;
+    torch::Tensor out = slice(grad_shard_, *part);
+    reduce_scatter_sum(*group_, out, part->grads);
+  }
   const double norm = update_shard(*group_, options_, master_, grad_shard_, state_, lr);
+  if (master_bf16_.defined()) master_bf16_.copy_(master_);
   auto gather = [&](Unit& unit) {
-    torch::Tensor mine = slice(master_, unit);
-    all_gather(*group_, unit.full, mine);
-    if (unit.bf16.defined()) unit.bf16.copy_(unit.full);
+    unit.resident = false;
+    finish_gather(unit);
   };
   gather(outer_);
   for (Unit& unit : layers_) {

@@ -86,9 +86,12 @@ void choose_to_fit(ResolvedWorkload& w, const ResolvedRun& run) {
   w.training.micro_batch = batch;
 }
 
-// Data parallel under --sharding auto: the least sharding that fits, zero1 as asked, else zero2,
-// else zero3 (both with activation checkpointing); zero3 where none fits, so that the steps after
-// look for a micro-batch or a depth with the most memory-frugal stage.
+// Data parallel under --sharding auto: the least sharding that fits, zero1 as asked, else zero2
+// with a tenth of the memory to spare, else zero3 (both with activation checkpointing); zero3
+// where none fits, so that the steps after look for a micro-batch or a depth with the most
+// memory-frugal stage. zero2's margin: it is no faster than zero3 where the gathers overlap
+// (docs/perf-log.md §17), and Mixtral-8x7B-8L's zero2 planned at 98.6 % of an H200 ran out of
+// memory in its allocator's fragments.
 void choose_sharding(ResolvedWorkload& w, const ResolvedRun& run) {
   if (w.training.data_parallel_size <= 0 || run.config.sharding != "auto" ||
       !run.config.memory_plan) {
@@ -102,7 +105,8 @@ void choose_sharding(ResolvedWorkload& w, const ResolvedRun& run) {
   for (const workloads::Sharding stage : {workloads::Sharding::zero2, workloads::Sharding::zero3}) {
     trial.training.sharding = stage;
     const double needed = largest_estimate(trial, run);
-    if (needed <= budget || stage == workloads::Sharding::zero3) {
+    const double room = stage == workloads::Sharding::zero2 ? 0.9 * budget : budget;
+    if (needed <= room || stage == workloads::Sharding::zero3) {
       w.plan_note = fmt::format(
           "memory plan: sharding {} with activation checkpointing (the layers reduce their "
           "gradients{} one by one): zero1 needs about {:.1f} GiB a rank, {} {:.1f} GiB, of {:.1f} "
@@ -129,8 +133,11 @@ void plan_memory(ResolvedWorkload& w, const ResolvedRun& run) {
     w.memory.push_back(workloads::estimate_memory(w.spec, w.model, run.recipes[i], w.training));
     const workloads::MemoryEstimate& e = w.memory.back();
     if (e.total_gib() > w.memory[worst].total_gib()) worst = i;
-    persistent += e.weights_gib + e.gradients_gib + e.optimizer_gib;
-    peak_step = std::max(peak_step, e.weight_copies_gib + e.activations_gib + e.transient_gib);
+    // Fused, the weights' BF16 copies are kept beside the masters from step to step.
+    const double copies = e.weight_copies_gib;
+    const bool kept = w.training.fusion == workloads::Fusion::fused;
+    persistent += e.weights_gib + e.gradients_gib + e.optimizer_gib + (kept ? copies : 0.0);
+    peak_step = std::max(peak_step, (kept ? 0.0 : copies) + e.activations_gib + e.transient_gib);
   }
   const workloads::MemoryEstimate& e = w.memory[worst];
   if (e.total_gib() > budget && run.config.memory_plan) {

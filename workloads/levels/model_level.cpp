@@ -46,10 +46,12 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   // Each rank's gradients get their own rounding noise.
   kernels::seed_stochastic_rounding(options.seed,
                                     options.group ? static_cast<uint64_t>(options.group->rank) : 0);
+  const bool layer_sharded = options.group && options.sharding != Sharding::zero1;
+  const bool expandable = layer_sharded && parallel::prefer_expandable_segments(device);
   decoder_ = Decoder(model, recipe, options.seq_len, device, options.fusion, options.producer_amax);
   decoder_->set_activation_checkpointing(options.activation_checkpointing);
   decoder_->to(device);
-  if (options.group && options.sharding != Sharding::zero1) {
+  if (layer_sharded) {
     check_units_cover(*decoder_);
     auto sharded = std::make_shared<parallel::LayerShardedAdamW>(
         decoder_->outer_unit(), decoder_->layer_units(), options.sharding, options, options.group);
@@ -70,6 +72,7 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
     operators_ += decoder_->fusable_output() ? "; output layer and loss fused"
                                              : "; output layer quantized: loss unfused";
   }
+  if (expandable) operators_ += "; CUDA allocator: expandable segments";
 }
 
 torch::Tensor ModelLevel::loss_of(const torch::Tensor& tokens) {

@@ -1,8 +1,10 @@
 #include "workloads/parallel/layer_sharded_adamw.h"
 
+#include <c10/core/AllocatorConfig.h>
 #include <c10/core/StorageImpl.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "kernels/profiling/range.h"
@@ -35,6 +37,12 @@ void place(torch::Tensor& t, const torch::Tensor& flat, int64_t offset) {
 }
 
 }  // namespace
+
+bool prefer_expandable_segments(const torch::Device& device) {
+  if (!device.is_cuda() || std::getenv("PYTORCH_CUDA_ALLOC_CONF") != nullptr) return false;
+  c10::CachingAllocator::setAllocatorSettings("expandable_segments:True");
+  return true;
+}
 
 LayerShardedAdamW::Part LayerShardedAdamW::make_part(std::vector<torch::Tensor> parameters,
                                                      std::vector<ComputeCopy>& copies, bool bf16) {

@@ -10,6 +10,7 @@
 #include "base/errors.h"
 #include "base/store/store.h"
 #include "harness/cli/commands.h"
+#include "harness/dist/child_process.h"
 #include "harness/reproduce/plan.h"
 #include "harness/reproduce/throughput_probe.h"
 #include "harness/runner/stop_signal.h"
@@ -108,6 +109,13 @@ std::string duration_text(double seconds) {
   return fmt::format("{:.1f} h", seconds / 3600);
 }
 
+// "2 ranks (zero3)" for a row that runs data parallel; "one device" for one process.
+std::string ranks_text(const reproduce::PlannedRow& r) {
+  if (r.ranks <= 1) return "one device";
+  return fmt::format("{} ranks ({})", r.ranks,
+                     workloads::to_string(r.run.workloads.front().training.sharding));
+}
+
 // Quantized products on the CPU run on the reference: an emulation, slower than BF16 there.
 bool quantized_on_cpu(const reproduce::PlannedRow& r) {
   return r.run.device.is_cpu() &&
@@ -148,8 +156,9 @@ int dry_run(const reproduce::Plan& plan, const ReproduceOptions& options) {
     total_s += seconds;
     table.add_row({r.row->label, r.row->published_text, *r.row->workload,
                    fmt::format("{}, {}", *t.baseline_recipe, *r.row->recipe),
-                   fmt::format("{} of {}{}", r.layers_run, *r.layers_published,
-                               tr.activation_checkpointing ? ", checkpointed" : ""),
+                   fmt::format("{} of {}{}{}", r.layers_run, *r.layers_published,
+                               tr.activation_checkpointing ? ", checkpointed" : "",
+                               r.ranks > 1 ? ", " + ranks_text(r) : ""),
                    fmt::format("{} × {}", tr.micro_batch, tr.seq_len),
                    fmt::format("{:.1f}", r.flops_per_step / 1e9), duration_text(seconds)});
   }
@@ -243,12 +252,21 @@ std::string differences(const reports::PublishedTable& t, const reproduce::Plann
   out.push_back(fmt::format("seq len {} (published: {})", r.run.workloads.front().training.seq_len,
                             t.condition("seq_len").value_or("not stated")));
   if (auto framework = t.condition("framework")) {
-    out.push_back(fmt::format("lpbench's loop on one device (published: {})", *framework));
+    out.push_back(fmt::format("lpbench's loop on {} (published: {})", ranks_text(r), *framework));
   }
   std::string text;
   for (const std::string& s : out)
     text += (text.empty() ? "" : "; ") + s;
   return text;
+}
+
+// The newest sweep labelled `label`, if any.
+std::optional<int64_t> last_sweep(const store::Store& store, const std::string& label) {
+  std::optional<int64_t> last;
+  for (const store::SweepRecord& s : store.sweeps()) {
+    if (s.label && *s.label == label && (!last || s.id > *last)) last = s.id;
+  }
+  return last;
 }
 
 int reproduce_table(const reproduce::Plan& plan, const ReproduceOptions& options,
@@ -289,10 +307,31 @@ int reproduce_table(const reproduce::Plan& plan, const ReproduceOptions& options
     }
     fmt::print(stderr, "Reproducing {} · {}: {} against {}\n", t.id, r.row->label, *r.row->recipe,
                *t.baseline_recipe);
-    const runner::SweepOutcome outcome =
-        runner::run_sweep(r.run, store, command_line, reproduce::sweep_label(t));
-    all_ok = all_ok && outcome.all_ok();
-    const Measured m = measure(store, outcome.sweep_id, r, *t.baseline_recipe);
+    int64_t sweep_id = 0;
+    if (r.ranks > 1) {
+      // The ranks are processes of their own: `lpbench run --nproc-per-node` starts them, and
+      // rank 0 records the sweep under the table's label.
+      const std::optional<int64_t> before = last_sweep(store, reproduce::sweep_label(t));
+      std::vector<std::string> args{"lpbench", "run"};
+      args.insert(args.end(), r.run_args.begin(), r.run_args.end());
+      const int code = dist::run_self(args);
+      all_ok = all_ok && code == 0;
+      const std::optional<int64_t> after = last_sweep(store, reproduce::sweep_label(t));
+      if (!after || after == before) {
+        table.add_row({r.row->label, r.row->published_text, "—", "—", "—", "—",
+                       fmt::format("not run: `lpbench run` over {} ranks exited {} before "
+                                   "recording a sweep",
+                                   r.ranks, code)});
+        continue;
+      }
+      sweep_id = *after;
+    } else {
+      const runner::SweepOutcome outcome =
+          runner::run_sweep(r.run, store, command_line, reproduce::sweep_label(t));
+      all_ok = all_ok && outcome.all_ok();
+      sweep_id = outcome.sweep_id;
+    }
+    const Measured m = measure(store, sweep_id, r, *t.baseline_recipe);
     const bool have = m.value.has_value();
     table.add_row({r.row->label, r.row->published_text,
                    have ? fmt::format("{:.2f}x ({:.2f}–{:.2f})", *m.value, *m.low, *m.high) : m.why,
@@ -300,7 +339,7 @@ int reproduce_table(const reproduce::Plan& plan, const ReproduceOptions& options
                    have ? fmt::format("{:.2f} ({:.2f}–{:.2f})", *m.value / r.row->published,
                                       *m.low / r.row->published, *m.high / r.row->published)
                         : "—",
-                   std::to_string(outcome.sweep_id), differences(t, r, m)});
+                   std::to_string(sweep_id), differences(t, r, m)});
   }
   fmt::print("{}\n", table.markdown());
   fmt::print(
@@ -349,6 +388,14 @@ void add_reproduce_command(CLI::App& app, Action& action, const std::string& com
   cmd->add_option("--micro-batch", options->plan.micro_batch,
                   "Sequences per step (default: each model's)");
   cmd->add_option("--device", options->plan.device, "auto, cpu, cuda or cuda:<index>")
+      ->capture_default_str();
+  cmd->add_option("--nproc-per-node", options->plan.nproc_per_node,
+                  "A row one device cannot hold runs data parallel over this many ranks of this "
+                  "machine (one a GPU), sharded as the memory plan chooses; 1: such rows are "
+                  "listed, not run")
+      ->capture_default_str();
+  cmd->add_option("--memory-budget-gib", options->plan.memory_budget_gib,
+                  "Plan each row for this much device memory (0: the device's)")
       ->capture_default_str();
   cmd->add_option("--tables", options->tables_file,
                   "Read the tables from this JSON file instead of the built-in ones");

@@ -55,6 +55,10 @@ Plan make_plan(const reports::PublishedTable& table, const PlanOptions& options)
   if (options.layers <= 0) {
     throw InputError(fmt::format("--layers must be a positive number, got {}", options.layers));
   }
+  if (options.nproc_per_node < 1 || options.nproc_per_node > 1024) {
+    throw InputError(
+        fmt::format("--nproc-per-node must be between 1 and 1024, got {}", options.nproc_per_node));
+  }
   Plan plan;
   plan.table = &table;
   for (const reports::PublishedRow& row : table.rows) {
@@ -74,6 +78,7 @@ Plan make_plan(const reports::PublishedTable& table, const PlanOptions& options)
     config.micro_batch = options.micro_batch;
     config.device = options.device;
     config.db = options.db;
+    config.memory_budget_gib = options.memory_budget_gib;
     // The depth run: what the device holds, at full width (run's --layers), for model rows.
     const workloads::ModelConfig& published =
         workloads::builtin_model(workloads::parse_workload(*row.workload).model);
@@ -86,11 +91,41 @@ Plan make_plan(const reports::PublishedTable& table, const PlanOptions& options)
     try {
       planned.run = config::resolve(config);
     } catch (const InputError& error) {
-      // A row this device cannot hold (the memory plan's verdict) is listed, not run.
+      // A row this device cannot hold (the memory plan's verdict) runs over several ranks
+      // where asked and they hold it; otherwise it is listed, not run.
       planned.unavailable = error.what();
-      plan.rows.push_back(std::move(planned));
-      continue;
+      if (options.nproc_per_node > 1 &&
+          workloads::parse_workload(*row.workload).level == workloads::Level::model) {
+        config::RunConfig ranked = config;
+        ranked.world_size = ranked.nproc_per_node = options.nproc_per_node;
+        try {
+          planned.run = config::resolve(ranked);
+          planned.ranks = options.nproc_per_node;
+          planned.unavailable.clear();
+        } catch (const InputError& sharded) {
+          planned.unavailable = fmt::format("{} (and over {} ranks: {})", error.what(),
+                                            options.nproc_per_node, sharded.what());
+        }
+      }
+      if (!planned.unavailable.empty()) {
+        plan.rows.push_back(std::move(planned));
+        continue;
+      }
     }
+    planned.run_args = {"--workload", *row.workload,
+                        "--recipes",  *table.baseline_recipe + "," + *row.recipe,
+                        "--steps",    std::to_string(options.steps),
+                        "--device",   options.device,
+                        "--db",       options.db,
+                        "--label",    sweep_label(table)};
+    auto add = [&](const char* flag, auto value) {
+      planned.run_args.insert(planned.run_args.end(), {flag, fmt::format("{}", value)});
+    };
+    if (config.layers > 0) add("--layers", config.layers);
+    if (config.seq_len > 0) add("--seq-len", config.seq_len);
+    if (config.micro_batch > 0) add("--micro-batch", config.micro_batch);
+    if (config.memory_budget_gib > 0.0) add("--memory-budget-gib", config.memory_budget_gib);
+    if (planned.ranks > 1) add("--nproc-per-node", planned.ranks);
     const config::ResolvedWorkload& w = planned.run.workloads.front();
     planned.layers_run = w.model.num_layers;
     const workloads::TrainingOptions& t = w.training;

@@ -21,6 +21,10 @@ struct PlanOptions {
   int64_t micro_batch = 0;
   std::string device = "auto";
   std::string db = "lpbench.db";
+  // A row that one device cannot hold runs as this many data-parallel ranks on this machine,
+  // sharded as the memory plan chooses (1: such a row is listed, not run).
+  int64_t nproc_per_node = 1;
+  double memory_budget_gib = 0.0;  // 0: the device's memory
 };
 
 // One row of a published table, resolved against this build.
@@ -29,6 +33,11 @@ struct PlannedRow {
   // Why this row cannot run here ("model llama2-7b not available in this build"); empty: it can.
   std::string unavailable;
   config::ResolvedRun run;  // when available: bf16 and the row's recipe, at `layers_run`
+  // Ranks the row runs as (data parallel where one device cannot hold it); with more than one,
+  // `run` is what rank 0 resolves and the row runs through `lpbench run --nproc-per-node`.
+  int64_t ranks = 1;
+  // The row's arguments to `lpbench run` (after "run"), which runs it the same way.
+  std::vector<std::string> run_args;
   int64_t layers_run = 0;
   std::optional<int64_t> layers_published;
   double flops_per_step = 0.0;  // model FLOPs of one step at the depth run (MEASURE.md)

@@ -137,5 +137,81 @@ TEST(CliReproduce, ATableFromAFileRunsThroughTheRunner) {
   EXPECT_EQ(store.steps(runs[1].id).size(), 12U);
 }
 
+// A row one device cannot hold runs data parallel where --nproc-per-node allows: planned for a
+// budget between what one process needs and what two sharded ranks need (both read from the
+// dry run's refusal at a budget neither fits), it runs as two Gloo ranks through `lpbench run`,
+// records its sweep under the table's label, and the table says how it ran.
+TEST(CliReproduce, ARowOneDeviceCannotHoldRunsOverSeveralRanks) {
+  const testing::ScopedEnv one_thread("OMP_NUM_THREADS", "1");
+  TempDir dir;
+  const std::string tables = dir / "tables.json";
+  testing::write_file(tables, R"({"format": 1, "tables": [{
+    "id": "smoke", "title": "A test table", "source": "this test", "figure": "speedup",
+    "reproduction": "end-to-end", "baseline_recipe": "bf16",
+    "conditions": {"hardware": "a test machine", "framework": "a test framework"},
+    "note": "Not a published figure: it only exercises the reproduction path.",
+    "rows": [{"label": "tiny", "workload": "model:tiny", "recipe": "int8-tensor", "layers": 4,
+              "metric": "speedup", "published": 1.5, "published_text": "1.50x"}]}]})");
+  const std::string db = dir / "r.db";
+  auto args = [&](const std::string& budget, bool dry) {
+    std::vector<std::string> a{LPBENCH_BINARY,
+                               "reproduce",
+                               "smoke",
+                               "--tables",
+                               tables,
+                               "--db",
+                               db,
+                               "--steps",
+                               "6",
+                               "--seq-len",
+                               "16",
+                               "--micro-batch",
+                               "2",
+                               "--full-depth",
+                               "--device",
+                               "cpu",
+                               "--nproc-per-node",
+                               "2",
+                               "--memory-budget-gib",
+                               budget};
+    if (dry) a.push_back("--dry-run");
+    return a;
+  };
+  const auto refused = run_process(args("0.5", true));
+  ASSERT_EQ(refused.exit_code, 0) << refused.err;
+  EXPECT_TRUE(has(refused.out, "Nothing would run")) << refused.out;
+  std::vector<double> needs;
+  for (size_t at = refused.out.find("needs about "); at != std::string::npos;
+       at = refused.out.find("needs about ", at + 1)) {
+    needs.push_back(std::stod(refused.out.substr(at + 12)));
+  }
+  ASSERT_EQ(needs.size(), 2U) << refused.out;  // one process, then two ranks
+  ASSERT_GT(needs[0], needs[1]) << refused.out;
+  const std::string budget = std::to_string((needs[0] + needs[1]) / 2);
+
+  const auto dry = run_process(args(budget, true));
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_TRUE(has(dry.out, "4 of 4, checkpointed, 2 ranks (zero3)")) << dry.out;
+  EXPECT_FALSE(exists(db));
+
+  const auto run = run_process(args(budget, false));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_TRUE(has(run.out, "| tiny ")) << run.out;
+  EXPECT_TRUE(has(run.out, "x (")) << run.out;  // measured, with its range
+  EXPECT_TRUE(has(run.out, "lpbench's loop on 2 ranks (zero3) (published: a test framework)"))
+      << run.out;
+  const store::Store store = store::Store::open(db, store::Store::Mode::read);
+  ASSERT_EQ(store.sweeps().size(), 1U);
+  EXPECT_EQ(store.sweeps()[0].label, std::optional<std::string>("reproduce:smoke"));
+  const auto runs = store.runs();
+  ASSERT_EQ(runs.size(), 2U);
+  for (const auto& r : runs) {
+    EXPECT_EQ(r.world_size, 2);
+    EXPECT_EQ(r.sharding.value_or(""), "zero3 (gloo)");
+    EXPECT_EQ(r.layers_run, std::optional<int64_t>(4));
+    EXPECT_EQ(store.steps(r.id).size(), 6U);
+  }
+}
+
 }  // namespace
 }  // namespace lpbench

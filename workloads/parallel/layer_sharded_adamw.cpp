@@ -194,6 +194,26 @@ void LayerShardedAdamW::attach_gradients(Part& part) {
   }
 }
 
+// A layer's gradients arrive as autograd hands them over (fresh tensors, kept as they are), and
+// are copied into one flat buffer for the reduce-scatter: two passes over them, where
+// accumulating into a zeroed buffer costs four (zeroing, then reading both and writing); a
+// parameter no gradient reached (an idle expert) gets zeros.
+void LayerShardedAdamW::collect_gradients(Part& part) {
+  if (part.shard == 0) return;
+  part.grads = torch::empty({part.shard * group_->size}, master_.options());
+  int64_t at = 0;
+  for (torch::Tensor& p : part.parameters) {
+    torch::Tensor into = part.grads.narrow(0, at, p.numel());
+    if (p.grad().defined()) {
+      into.copy_(p.grad().reshape({-1}));
+    } else {
+      into.zero_();
+    }
+    at += p.numel();
+  }
+  part.grads.narrow(0, at, part.grads.numel() - at).zero_();
+}
+
 void LayerShardedAdamW::reduce_gradients(Part& part) {
   if (part.shard == 0) return;
   torch::Tensor out = slice(grad_shard_, part);
@@ -226,21 +246,23 @@ void LayerShardedAdamW::before_backward(int64_t layer) {
     if (i > 0) start_gather(layers_[i - 1]);
     finish_gather(layers_[i]);
   }
-  attach_gradients(layers_[i].plain);
-  attach_gradients(layers_[i].copied);
 }
 
 void LayerShardedAdamW::after_backward(int64_t layer) {
   const torch::NoGradGuard no_grad;
   Unit& unit = layers_[static_cast<size_t>(layer)];
-  reduce_gradients(unit.copied);
-  reduce_gradients(unit.plain);
-  if (stage_ == Sharding::zero3) release(unit);
-  // At most two layers' gradient buffers at once: the ones just issued and the layer's before.
-  while (reductions_.size() > 2) {
+  // The layer above's reduction, issued one layer of backward ago, is waited for first: at most
+  // two layers' gradients are held at once (this layer's, then its flat copy while it reduces
+  // and the next layer's accumulate).
+  while (!reductions_.empty()) {
     finish(*group_, reductions_.front());
     reductions_.pop_front();
   }
+  collect_gradients(unit.copied);
+  collect_gradients(unit.plain);
+  reduce_gradients(unit.copied);
+  reduce_gradients(unit.plain);
+  if (stage_ == Sharding::zero3) release(unit);
 }
 
 void LayerShardedAdamW::zero_grad() {

@@ -22,8 +22,8 @@ namespace lpbench::workloads::parallel {
 //   - stage 3: a layer's weights are all-gathered just before it runs (in forward, and again
 //     when checkpointing recomputes it at the start of its backward) and freed after; the next
 //     layer's gather is issued before the current one's compute, so it runs beside it;
-//   - after a layer's backward, its gradients are reduce-scattered while the backward of the
-//     layer below runs; the buffer is freed once that collective ends;
+//   - after a layer's backward, its gradients are copied into one buffer and reduce-scattered
+//     while the backward of the layer below runs; the buffer is freed once that collective ends;
 //   - the parameters outside the layers (embedding, final norm, output layer) stay whole on
 //     every rank (their gradients are reduced after backward);
 //   - the update is shard_update.h's; stage 2 all-gathers the updated layers after it.
@@ -55,7 +55,8 @@ class LayerShardedAdamW final : public Optimizer, public ParameterHooks {
     int64_t offset = 0;      // where this part's slice starts in the rank's flat state
     torch::Tensor masters;   // FP32: the parameters' storage (BF16 parts: never filled again)
     torch::Tensor gathered;  // what is gathered: `masters`, or the BF16 copies' storage
-    torch::Tensor grads;     // FP32: the gradients' storage, while they are computed
+    torch::Tensor grads;     // FP32: the gradients, flat (outer: their storage; layers: copied
+                             // into it after the layer's backward, until reduced)
     Pending gather;
   };
   // One decoder layer's parameters, or those outside the layers.
@@ -75,6 +76,7 @@ class LayerShardedAdamW final : public Optimizer, public ParameterHooks {
   void finish_gather(Unit& unit);
   void release(Unit& unit);
   void attach_gradients(Part& part);
+  void collect_gradients(Part& part);
   void reduce_gradients(Part& part);
   template <typename Visit>
   void for_each_part(Visit visit);

@@ -24,9 +24,12 @@ void free_storage(torch::Tensor& flat) {
   impl->set_nbytes(0);
 }
 
+// Takes the memory back where it was given back; a buffer that holds its memory keeps it (the
+// outer layers and zero2's layers are gathered into the same memory every step).
 void allocate_storage(torch::Tensor& flat) {
   c10::StorageImpl* impl = flat.storage().unsafeGetStorageImpl();
   const size_t bytes = static_cast<size_t>(flat.numel()) * flat.element_size();
+  if (impl->nbytes() == bytes) return;
   impl->set_data_ptr_noswap(impl->allocator()->allocate(bytes));
   impl->set_nbytes(bytes);
 }
@@ -254,15 +257,19 @@ void LayerShardedAdamW::after_backward(int64_t layer) {
   // The layer above's reduction, issued one layer of backward ago, is waited for first: at most
   // two layers' gradients are held at once (this layer's, then its flat copy while it reduces
   // and the next layer's accumulate).
-  while (!reductions_.empty()) {
-    finish(*group_, reductions_.front());
-    reductions_.pop_front();
-  }
+  finish_reductions();
   collect_gradients(unit.copied);
   collect_gradients(unit.plain);
   reduce_gradients(unit.copied);
   reduce_gradients(unit.plain);
   if (stage_ == Sharding::zero3) release(unit);
+}
+
+void LayerShardedAdamW::finish_reductions() {
+  while (!reductions_.empty()) {
+    finish(*group_, reductions_.front());
+    reductions_.pop_front();
+  }
 }
 
 void LayerShardedAdamW::zero_grad() {
@@ -274,10 +281,7 @@ void LayerShardedAdamW::zero_grad() {
 double LayerShardedAdamW::step(double lr) {
   const profiling::Range range("optimizer");
   const torch::NoGradGuard no_grad;
-  while (!reductions_.empty()) {
-    finish(*group_, reductions_.front());
-    reductions_.pop_front();
-  }
+  finish_reductions();
   for (Part* part : {&outer_.plain, &outer_.copied}) {
     if (part->shard == 0) continue;
     torch::Tensor out = slice(grad_shard_, *part);

@@ -78,6 +78,7 @@ class LayerShardedAdamW final : public Optimizer, public ParameterHooks {
   void attach_gradients(Part& part);
   void collect_gradients(Part& part);
   void reduce_gradients(Part& part);
+  void finish_reductions();  // waits for every reduce-scatter issued
   template <typename Visit>
   void for_each_part(Visit visit);
 

@@ -25,6 +25,14 @@ namespace lpbench::cli {
 
 namespace {
 
+// ", checkpointed", ", 20 of 32 layers checkpointed", or nothing.
+std::string checkpointing_text(const workloads::TrainingOptions& tr, int64_t layers) {
+  const int64_t recomputed = workloads::recomputed_layers(tr, layers);
+  if (recomputed == 0) return "";
+  if (recomputed == layers) return ", checkpointed";
+  return fmt::format(", {} of {} layers checkpointed", recomputed, layers);
+}
+
 struct ReproduceOptions {
   std::string table;
   bool list = false;
@@ -154,13 +162,13 @@ int dry_run(const reproduce::Plan& plan, const ReproduceOptions& options) {
     const double bf16_s = r.flops_per_step * static_cast<double>(tr.total_steps) / rate;
     const double seconds = bf16_s * (1.0 + (quantized_on_cpu(r) ? kCpuInt8Slowdown : 1.0));
     total_s += seconds;
-    table.add_row({r.row->label, r.row->published_text, *r.row->workload,
-                   fmt::format("{}, {}", *t.baseline_recipe, *r.row->recipe),
-                   fmt::format("{} of {}{}{}", r.layers_run, *r.layers_published,
-                               tr.activation_checkpointing ? ", checkpointed" : "",
-                               r.ranks > 1 ? ", " + ranks_text(r) : ""),
-                   fmt::format("{} × {}", tr.micro_batch, tr.seq_len),
-                   fmt::format("{:.1f}", r.flops_per_step / 1e9), duration_text(seconds)});
+    table.add_row(
+        {r.row->label, r.row->published_text, *r.row->workload,
+         fmt::format("{}, {}", *t.baseline_recipe, *r.row->recipe),
+         fmt::format("{} of {}{}{}", r.layers_run, *r.layers_published,
+                     checkpointing_text(tr, r.layers_run), r.ranks > 1 ? ", " + ranks_text(r) : ""),
+         fmt::format("{} × {}", tr.micro_batch, tr.seq_len),
+         fmt::format("{:.1f}", r.flops_per_step / 1e9), duration_text(seconds)});
   }
   if (plan.runnable() == 0) {
     fmt::print("{}\nNothing would run: {}.\n", table.markdown(),

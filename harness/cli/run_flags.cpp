@@ -28,6 +28,10 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
   run.add_option("--lr", config.lr, "Peak learning rate (default: the model's)");
   run.add_flag("--activation-checkpointing", config.activation_checkpointing,
                "Model level: recompute each layer's activations in backward");
+  run.add_option("--checkpoint-layers", config.checkpoint_layers,
+                 "Model level: recompute only the first N layers in backward (implies "
+                 "--activation-checkpointing; without either, the memory plan picks the fewest "
+                 "layers that make the model fit)");
   run.add_option("--data", config.data,
                  "Tokens: synthetic, a directory made by `lpbench data prepare`, or a token file")
       ->capture_default_str();

@@ -51,27 +51,74 @@ double largest_estimate(const ResolvedWorkload& w, const ResolvedRun& run) {
   return worst;
 }
 
-// A model that does not fit as asked: activation checkpointing where that makes it fit, and,
-// where the micro-batch was left to the model's default, the largest that fits with it. Both
-// leave the numbers trained the same (checkpointing recomputes; a micro-batch is the user's to
-// set, so one given is never lowered). Says what it chose in the workload's plan note.
+// A model that does not fit as asked: activation checkpointing of the fewest layers that makes it
+// fit; fused, then with the recomputed layers' BF16 weight copies made per layer; and, where the
+// micro-batch was left to the model's default, the largest that fits with both. All of them leave
+// the numbers trained the same (checkpointing recomputes; a copy made per layer is the same cast
+// of the same masters; a micro-batch is the user's to set, so one given is never lowered). What
+// the user chose to recompute is kept. Says what it chose in the workload's plan note.
 void choose_to_fit(ResolvedWorkload& w, const ResolvedRun& run) {
   if (w.spec.level != workloads::Level::model || !run.config.memory_plan) return;
+  // zero2 and zero3 recompute every layer and hold the weights' copies themselves.
+  if (w.training.data_parallel_size > 0 && w.training.sharding != workloads::Sharding::zero1) {
+    return;
+  }
   const double budget = run.device_memory_gib;
   const double asked = largest_estimate(w, run);
-  if (asked <= budget || w.training.activation_checkpointing) return;
+  if (asked <= budget) return;
+  const int64_t layers = w.model.num_layers;
+  const bool fused = w.training.fusion == workloads::Fusion::fused;
+  const bool chosen = run.config.activation_checkpointing || run.config.checkpoint_layers != 0;
   ResolvedWorkload trial = w;
-  trial.training.activation_checkpointing = true;
-  const double checkpointed = largest_estimate(trial, run);
-  if (checkpointed <= budget) {
-    w.training.activation_checkpointing = true;
+  auto fits = [&](int64_t recomputed, bool per_layer) {
+    trial.training.activation_checkpointing = recomputed > 0;
+    trial.training.checkpointed_layers = recomputed;
+    trial.training.copies_per_layer = per_layer;
+    return largest_estimate(trial, run) <= budget;
+  };
+  auto describe = [&](int64_t recomputed, bool per_layer) {
+    const std::string which =
+        recomputed == layers
+            ? std::string("every layer recomputed in backward")
+            : fmt::format(
+                  "the first {} of {} layers recomputed in backward, the others keep "
+                  "their activations",
+                  recomputed, layers);
+    return fmt::format("activation checkpointing on ({}){}", which,
+                       per_layer ? ", their BF16 weight copies made per layer where used" : "");
+  };
+  for (const bool per_layer : {false, true}) {
+    if (per_layer && !fused) break;
+    int64_t recomputed = workloads::recomputed_layers(w.training, layers);
+    if (chosen) {
+      if (!per_layer || !fits(recomputed, true)) continue;
+    } else {
+      // The fewest recomputed layers that fit: memory falls as more layers are recomputed.
+      if (!fits(layers, per_layer)) continue;
+      int64_t lo = 1;
+      int64_t hi = layers;
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (fits(mid, per_layer)) {
+          hi = mid;
+        } else {
+          lo = mid + 1;
+        }
+      }
+      recomputed = lo;
+      fits(recomputed, per_layer);
+    }
     w.plan_note = fmt::format(
-        "memory plan: activation checkpointing on (every layer recomputed in backward): the "
-        "model needs about {:.1f} GiB without it, {:.1f} GiB with it, of {:.1f} GiB",
-        asked, checkpointed, budget);
+        "memory plan: {}: the model needs about {:.1f} GiB as asked, {:.1f} GiB so, of "
+        "{:.1f} GiB",
+        describe(recomputed, per_layer), asked, largest_estimate(trial, run), budget);
+    w.training = trial.training;
     return;
   }
   if (run.config.micro_batch > 0) return;
+  trial.training.activation_checkpointing = true;
+  trial.training.checkpointed_layers = -1;
+  trial.training.copies_per_layer = fused;
   const int64_t batch = largest_fitting(w.training.micro_batch, [&](int64_t b) {
     trial.training.micro_batch = b;
     return largest_estimate(trial, run) <= budget;
@@ -79,11 +126,11 @@ void choose_to_fit(ResolvedWorkload& w, const ResolvedRun& run) {
   if (batch <= 0) return;
   trial.training.micro_batch = batch;
   w.plan_note = fmt::format(
-      "memory plan: activation checkpointing on and micro-batch {} (the model's default is {}): "
-      "the model needs about {:.1f} GiB as it is, {:.1f} GiB so, of {:.1f} GiB",
-      batch, w.training.micro_batch, asked, largest_estimate(trial, run), budget);
-  w.training.activation_checkpointing = true;
-  w.training.micro_batch = batch;
+      "memory plan: {} and micro-batch {} (the model's default is {}): the model needs about "
+      "{:.1f} GiB as it is, {:.1f} GiB so, of {:.1f} GiB",
+      describe(layers, fused), batch, w.training.micro_batch, asked, largest_estimate(trial, run),
+      budget);
+  w.training = trial.training;
 }
 
 // Data parallel under --sharding auto: the least sharding that fits, zero1 as asked, else zero2
@@ -102,6 +149,7 @@ void choose_sharding(ResolvedWorkload& w, const ResolvedRun& run) {
   if (zero1 <= budget) return;
   ResolvedWorkload trial = w;
   trial.training.activation_checkpointing = true;
+  trial.training.checkpointed_layers = -1;
   for (const workloads::Sharding stage : {workloads::Sharding::zero2, workloads::Sharding::zero3}) {
     trial.training.sharding = stage;
     const double needed = largest_estimate(trial, run);
@@ -143,9 +191,12 @@ void plan_memory(ResolvedWorkload& w, const ResolvedRun& run) {
   if (e.total_gib() > budget && run.config.memory_plan) {
     std::string advice;
     if (w.spec.level == workloads::Level::model) {
-      // With checkpointing, which the plan turns on by itself where it is enough.
+      // With checkpointing (and, fused, copies per layer), which the plan turns on by itself
+      // where it is enough.
       ResolvedWorkload trial = w;
       trial.training.activation_checkpointing = true;
+      trial.training.checkpointed_layers = -1;
+      trial.training.copies_per_layer = w.training.fusion == workloads::Fusion::fused;
       const int64_t layers = largest_fitting(w.model.num_layers, [&](int64_t n) {
         trial.model = w.model.with_layers(n);
         return largest_estimate(trial, run) <= budget;
@@ -212,6 +263,16 @@ ResolvedWorkload resolve_workload(const std::string& text, const RunConfig& conf
   t.lr = config.lr > 0.0 ? config.lr : w.model.default_lr;
   t.lr_warmup_steps = std::max<int64_t>(1, config.steps / 10);
   t.activation_checkpointing = config.activation_checkpointing;
+  if (config.checkpoint_layers != 0) {
+    if (w.spec.level != workloads::Level::model) {
+      throw InputError(
+          fmt::format("--checkpoint-layers applies to model-level workloads; {} is a {} workload",
+                      w.spec.text(), workloads::to_string(w.spec.level)));
+    }
+    check_range("--checkpoint-layers", config.checkpoint_layers, 1, w.model.num_layers);
+    t.activation_checkpointing = true;
+    t.checkpointed_layers = config.checkpoint_layers;
+  }
   t.eval_batches = config.eval_batches;
   try {
     t.data = workloads::parse_data_spec(config.data, config.token_dtype);
@@ -327,7 +388,15 @@ void resolve_data_parallel(ResolvedRun& run, const RunConfig& config) {
     if (const std::optional<workloads::Sharding> s = workloads::parse_sharding(config.sharding)) {
       w.training.sharding = *s;
       // The layer-sharded stages work at the recomputation's boundary (layer_sharded_adamw.h).
-      if (*s != workloads::Sharding::zero1) w.training.activation_checkpointing = true;
+      if (*s != workloads::Sharding::zero1) {
+        if (config.checkpoint_layers != 0) {
+          throw InputError(fmt::format(
+              "--sharding {} recomputes every layer; drop --checkpoint-layers, or use zero1",
+              config.sharding));
+        }
+        w.training.activation_checkpointing = true;
+        w.training.checkpointed_layers = -1;
+      }
     }
   }
   if (run.device.is_cuda()) {
@@ -470,6 +539,11 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
         {"betas", {t.beta1, t.beta2}},
         {"grad_clip", t.grad_clip},
         {"activation_checkpointing", t.activation_checkpointing},
+        {"checkpointed_layers", workloads::recomputed_layers(t, m.num_layers)},
+        {"weight_copies", t.fusion == workloads::Fusion::none ? "none"
+                          : t.copies_per_layer && t.activation_checkpointing
+                              ? "per layer where recomputed"
+                              : "kept"},
         {"fusion", std::string(workloads::to_string(t.fusion))},
         {"producer_amax", t.producer_amax},
         {"eval_every", run.eval_every},
@@ -516,6 +590,7 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"seq_len", c.seq_len},
           {"lr", c.lr},
           {"activation_checkpointing", c.activation_checkpointing},
+          {"checkpoint_layers", c.checkpoint_layers},
           {"data", c.data},
           {"token_dtype", c.token_dtype},
           {"eval_every", c.eval_every},
@@ -551,6 +626,7 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.seq_len = json.value("seq_len", d.seq_len);
   c.lr = json.value("lr", d.lr);
   c.activation_checkpointing = json.value("activation_checkpointing", d.activation_checkpointing);
+  c.checkpoint_layers = json.value("checkpoint_layers", d.checkpoint_layers);
   c.data = json.value("data", d.data);
   c.token_dtype = json.value("token_dtype", d.token_dtype);
   c.eval_every = json.value("eval_every", d.eval_every);

@@ -23,6 +23,7 @@ struct RunConfig {
   int64_t seq_len = 0;
   double lr = 0.0;
   bool activation_checkpointing = false;
+  int64_t checkpoint_layers = 0;   // model level: recompute only the first N layers (0: as above)
   std::string data = "synthetic";  // synthetic, a prepared directory, or a token file
   std::string token_dtype = "uint16";
   int64_t eval_every = -1;  // validation every N steps (model level); -1: steps / 10; 0: never

@@ -8,6 +8,8 @@
 #include "workloads/levels/adamw.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/decoder.h"
+#include "workloads/models/layer_copies.h"
+#include "workloads/models/storage.h"
 
 namespace lpbench::workloads {
 namespace {
@@ -193,22 +195,83 @@ TEST(Moe, OutputIsTheWeightedSumOfTheChosenExperts) {
   EXPECT_TRUE(torch::allclose(y.reshape({-1, config.hidden_size}), expected, 2e-2, 2e-3));
 }
 
+// Recomputing every layer, or only the first ones (the others keep their activations), gives the
+// gradients of no recomputation, bit for bit.
 TEST(ActivationCheckpointing, GivesTheSameGradients) {
   const ModelConfig& config = builtin_model("tiny");
+  ASSERT_EQ(config.num_layers, 4);
   const torch::Tensor tokens = torch::randint(0, config.vocab_size, {2, 16}, torch::kLong);
-  std::vector<torch::Tensor> grads[2];
-  for (int checkpointing = 0; checkpointing < 2; ++checkpointing) {
+  const int64_t recomputed[] = {0, 1, 3, 4};
+  std::vector<torch::Tensor> grads[4];
+  for (int c = 0; c < 4; ++c) {
     torch::manual_seed(5);
     Decoder decoder(config, kernels::recipe_by_name("int8-tensor"), 16);
-    decoder->set_activation_checkpointing(checkpointing == 1);
+    decoder->set_checkpointed_layers(recomputed[c]);
     decoder->forward(tokens).to(torch::kFloat).pow(2).mean().backward();
     for (const auto& p : decoder->parameters())
-      grads[checkpointing].push_back(p.grad().clone());
+      grads[c].push_back(p.grad().clone());
   }
-  ASSERT_EQ(grads[0].size(), grads[1].size());
-  for (size_t i = 0; i < grads[0].size(); ++i) {
-    EXPECT_TRUE(torch::equal(grads[0][i], grads[1][i])) << "parameter " << i;
+  for (int c = 1; c < 4; ++c) {
+    ASSERT_EQ(grads[0].size(), grads[c].size());
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      EXPECT_TRUE(torch::equal(grads[0][i], grads[c][i]))
+          << recomputed[c] << " layers recomputed, parameter " << i;
+    }
   }
+}
+
+// Fused, the recomputed layers' BF16 weight copies made where used (layer_copies.h) train the same
+// bits as copies kept from step to step, the validation loss included; between uses those layers
+// hold no copy, and the layers that keep their activations keep their copies.
+TEST(LayerCopies, TrainTheSameBitsAsKeptCopies) {
+  TrainingOptions o = tiny_training_options();
+  o.total_steps = 4;
+  o.fusion = Fusion::fused;
+  o.activation_checkpointing = true;
+  o.checkpointed_layers = 3;
+  for (const char* recipe : {"bf16", "int8-tensor"}) {
+    auto run = [&](bool per_layer, std::string& operators) {
+      TrainingOptions t = o;
+      t.copies_per_layer = per_layer;
+      auto model = make_workload(parse_workload("model:tiny"), builtin_model("tiny"),
+                                 kernels::recipe_by_name(recipe), t, torch::kCPU);
+      std::vector<double> losses;
+      for (int64_t step = 0; step < t.total_steps; ++step)
+        losses.push_back(*model->step(step).loss);
+      losses.push_back(model->evaluate()->loss);
+      operators = model->operators();
+      return losses;
+    };
+    std::string kept_operators;
+    std::string per_layer_operators;
+    const std::vector<double> kept = run(false, kept_operators);
+    EXPECT_EQ(run(true, per_layer_operators), kept) << recipe;
+    EXPECT_NE(per_layer_operators.find("made per layer for the 3 recomputed layers"),
+              std::string::npos)
+        << per_layer_operators;
+    EXPECT_EQ(kept_operators.find("made per layer"), std::string::npos) << kept_operators;
+  }
+
+  const ModelConfig& config = builtin_model("tiny");
+  torch::manual_seed(3);
+  Decoder decoder(config, kernels::recipe_by_name("bf16"), 16, torch::kCPU, Fusion::fused);
+  decoder->set_checkpointed_layers(3);
+  std::vector<std::vector<ComputeCopy>> copies;
+  for (const ParameterUnit& unit : decoder->layer_units())
+    copies.push_back(unit.copies);
+  decoder->set_parameter_hooks(std::make_shared<LayerCopies>(copies, 3));
+  auto freed = [&](size_t layer) {
+    bool all = true;
+    for (const ComputeCopy& c : copies[layer])
+      all = all && storage_freed(c.bf16);
+    return all && !copies[layer].empty();
+  };
+  const torch::Tensor tokens = torch::randint(0, config.vocab_size, {2, 16}, torch::kLong);
+  decoder->forward(tokens).to(torch::kFloat).pow(2).mean().backward();
+  for (size_t layer = 0; layer < 4; ++layer)
+    EXPECT_EQ(freed(layer), layer < 3) << "layer " << layer;
+  decoder->refresh_compute_weights();  // skips the copies made where used
+  EXPECT_TRUE(freed(0));
 }
 
 // Delayed scaling on the tiny model: it learns as dynamic int8-tensor does (the same data and

@@ -313,6 +313,115 @@ TEST(MemoryPlan, ShardingStagesHoldLessAndAutoTakesTheLeastThatFits) {
       << error_of(c);
 }
 
+// Where the model does not fit as asked, the plan recomputes the fewest layers that make it fit;
+// fused, where recomputing every layer is not enough, it makes the recomputed layers' BF16 copies
+// per layer too. One process frees the activations as backward makes the gradients, so at full
+// depth and 4096 tokens the peak is the gradients' (the end of backward), which recomputation does
+// not lower: on one H200 (139.4 GiB usable) Llama2-7B and Llama3.1-8B fit as they are, and
+// Qwen3-8B only with copies made per layer. What the user chose to recompute stays, and a bad
+// --checkpoint-layers is refused.
+TEST(MemoryPlan, RecomputesTheFewestLayersThatFitAndMakesCopiesPerLayerBeyond) {
+  const kernels::Recipe bf16 = kernels::recipe_by_name("bf16");
+  auto full_depth = [&](const char* name, int64_t recomputed, bool per_layer) {
+    workloads::TrainingOptions o;
+    o.micro_batch = 1;
+    o.seq_len = 4096;
+    o.fusion = workloads::Fusion::fused;
+    o.activation_checkpointing = recomputed > 0;
+    o.checkpointed_layers = recomputed;
+    o.copies_per_layer = per_layer;
+    return workloads::estimate_memory(workloads::parse_workload(std::string("model:") + name),
+                                      workloads::builtin_model(name), bf16, o);
+  };
+  constexpr double kH200 = 139.4;
+  for (const char* name : {"llama2-7b", "llama3.1-8b", "qwen3-8b"}) {
+    const workloads::MemoryEstimate as_is = full_depth(name, 0, false);
+    EXPECT_GT(as_is.gradients_gib, as_is.activations_gib) << name;
+  }
+  EXPECT_LT(full_depth("llama2-7b", 0, false).total_gib(), kH200);
+  EXPECT_LT(full_depth("llama3.1-8b", 0, false).total_gib(), kH200);
+  EXPECT_GT(full_depth("qwen3-8b", 36, false).total_gib(), kH200);
+  EXPECT_LT(full_depth("qwen3-8b", 36, true).total_gib(), kH200);
+  // The copies made per layer: those of the layers not recomputed and of the one running.
+  EXPECT_LT(full_depth("qwen3-8b", 36, true).total_gib(),
+            full_depth("qwen3-8b", 8, true).total_gib());
+
+  RunConfig c = cpu_config();
+  c.workloads = {"model:small"};
+  c.recipes = {"bf16"};
+  c.fusion = "fused";
+  c.micro_batch = 8;  // activations weigh more than the gradients
+  const ResolvedRun as_asked = resolve(c);
+  workloads::TrainingOptions t = as_asked.workloads[0].training;
+  const auto small = workloads::builtin_model("small");
+  const auto spec = workloads::parse_workload("model:small");
+  auto estimate = [&](int64_t recomputed, bool per_layer) {
+    workloads::TrainingOptions trial = t;
+    trial.activation_checkpointing = recomputed > 0;
+    trial.checkpointed_layers = recomputed;
+    trial.copies_per_layer = per_layer;
+    return workloads::estimate_memory(spec, small, bf16, trial).total_gib();
+  };
+  const int64_t layers = small.num_layers;
+  const double plain = estimate(0, false);
+  if (as_asked.device_memory_gib < plain) GTEST_SKIP() << "too little memory here";
+  EXPECT_FALSE(t.activation_checkpointing);
+
+  // Between what 4 and 5 recomputed layers need: 5 of them, copies kept.
+  c.memory_budget_gib = (estimate(4, false) + estimate(5, false)) / 2;
+  const ResolvedRun some = resolve(c);
+  const workloads::TrainingOptions& s = some.workloads[0].training;
+  EXPECT_EQ(workloads::recomputed_layers(s, layers), 5);
+  EXPECT_FALSE(s.copies_per_layer);
+  EXPECT_NE(some.workloads[0].plan_note.find("the first 5 of 12 layers recomputed"),
+            std::string::npos)
+      << some.workloads[0].plan_note;
+  EXPECT_EQ(run_config_json(some, some.workloads[0], 0)["training"]["checkpointed_layers"], 5);
+
+  // Below what every layer recomputed needs with copies kept: copies made per layer, and again
+  // the fewest recomputed layers that fit.
+  const double all_kept = estimate(layers, false);
+  ASSERT_LT(estimate(layers, true), all_kept);
+  c.memory_budget_gib = (estimate(layers, true) + all_kept) / 2;
+  const ResolvedRun per_layer = resolve(c);
+  const workloads::TrainingOptions& p = per_layer.workloads[0].training;
+  const int64_t k = workloads::recomputed_layers(p, layers);
+  EXPECT_TRUE(p.copies_per_layer);
+  EXPECT_GE(k, 1);
+  EXPECT_LE(per_layer.workloads[0].memory[0].total_gib(), c.memory_budget_gib);
+  if (k > 1) {
+    EXPECT_GT(estimate(k - 1, true), c.memory_budget_gib);
+  }
+  EXPECT_NE(per_layer.workloads[0].plan_note.find("BF16 weight copies made per layer"),
+            std::string::npos)
+      << per_layer.workloads[0].plan_note;
+  EXPECT_EQ(run_config_json(per_layer, per_layer.workloads[0], 0)["training"]["weight_copies"],
+            "per layer where recomputed");
+
+  // Layers the user chose to recompute stay so; the plan adds copies per layer only.
+  c.checkpoint_layers = layers;
+  const ResolvedRun chosen = resolve(c);
+  EXPECT_EQ(workloads::recomputed_layers(chosen.workloads[0].training, layers), layers);
+  EXPECT_TRUE(chosen.workloads[0].training.copies_per_layer);
+
+  c.memory_budget_gib = 0.0;
+  c.checkpoint_layers = layers + 1;
+  EXPECT_NE(error_of(c).find("--checkpoint-layers must be between 1 and 12, got 13"),
+            std::string::npos)
+      << error_of(c);
+  c.checkpoint_layers = 3;
+  c.workloads = {"layer:small"};
+  EXPECT_NE(error_of(c).find("--checkpoint-layers applies to model-level workloads"),
+            std::string::npos)
+      << error_of(c);
+  c.workloads = {"model:small"};
+  c.world_size = 2;
+  c.nproc_per_node = 2;
+  c.sharding = "zero3";
+  EXPECT_NE(error_of(c).find("--sharding zero3 recomputes every layer"), std::string::npos)
+      << error_of(c);
+}
+
 TEST(MemoryPlan, FollowsWhatTheRecipeSaves) {
   const workloads::ModelConfig& m = workloads::builtin_model("llama2-7b");
   workloads::TrainingOptions o;

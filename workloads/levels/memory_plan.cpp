@@ -27,17 +27,20 @@ const kernels::LinearGemms& gemms_of(const kernels::Recipe& recipe, const std::s
                                                                                 : bf16;
 }
 
-// Parameters of one decoder layer's linear layers, and the bytes of their saved weight copies.
+// One decoder layer's linear layers: their parameters, and how their weights are held for the
+// dgrad GEMMs (quantized: an INT8 or FP8 copy made in forward and saved; BF16 fused: the kept
+// BF16 copy itself; BF16 unfused: a BF16 cast made in forward and saved).
 struct LayerWeights {
-  double params = 0.0;
-  double copy_bytes = 0.0;
+  double params = 0.0;           // every parameter of the layer (norm weights too)
+  double linear = 0.0;           // the linear layers' weights
+  double quantized_dgrad = 0.0;  // those whose dgrad reads a quantized copy
 };
 
 LayerWeights layer_weights(const ModelConfig& m, const kernels::Recipe& recipe) {
   LayerWeights w;
   auto add = [&](const std::string& module, double params) {
-    w.params += params;
-    w.copy_bytes += params * saved_bytes(gemms_of(recipe, module).dgrad);
+    w.linear += params;
+    if (gemms_of(recipe, module).dgrad.quantized()) w.quantized_dgrad += params;
   };
   const double h = static_cast<double>(m.hidden_size);
   const double q = static_cast<double>(m.num_heads * m.head_dim);
@@ -49,26 +52,75 @@ LayerWeights layer_weights(const ModelConfig& m, const kernels::Recipe& recipe) 
   add(m.is_moe() ? "layers.0.moe.experts.0.gate_up" : "layers.0.mlp.gate_up", experts * 2 * f * h);
   add(m.is_moe() ? "layers.0.moe.experts.0.down" : "layers.0.mlp.down", experts * f * h);
   if (m.is_moe()) add("layers.0.moe.router", h * static_cast<double>(m.num_experts));
-  w.params += 2 * h + (m.qk_norm ? 2.0 * static_cast<double>(m.head_dim) : 0.0);
+  w.params = w.linear + 2 * h + (m.qk_norm ? 2.0 * static_cast<double>(m.head_dim) : 0.0);
   return w;
+}
+
+// Bytes a layer's weights take beside their masters: `kept`, the fused BF16 copies that live
+// from step to step; `saved`, the copies its forward saves for the dgrad GEMMs.
+double kept_copy_bytes(const LayerWeights& w, Fusion fusion) {
+  return fusion == Fusion::fused ? 2 * w.linear : 0.0;
+}
+double saved_copy_bytes(const LayerWeights& w, Fusion fusion) {
+  return w.quantized_dgrad + (fusion == Fusion::fused ? 0.0 : 2 * (w.linear - w.quantized_dgrad));
+}
+
+// The fused operators' saved tensors (kernels/torch/rmsnorm.cpp, attention.cpp, swiglu.cpp,
+// quantized_linear.cpp), per token.
+double fused_bytes_per_token(const ModelConfig& m, const kernels::Recipe& recipe) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double heads = static_cast<double>(m.num_heads);
+  const double q = static_cast<double>(m.num_heads * m.head_dim);
+  const double kv = static_cast<double>(m.num_kv_heads * m.head_dim);
+  const double f = static_cast<double>(m.intermediate_size);
+  const bool out_quantized = gemms_of(recipe, "layers.0.attention.out").wgrad.quantized();
+  // The attention norm keeps the layer's input, the MLP's add-norm the residual sum, each with
+  // its FP32 inverse RMS per token.
+  double bytes = 2 * h + 2 * h + 8;
+  // The qkv product keeps its input (the norm's output, or its quantized copy); attention keeps
+  // the qkv output whole (q and k rotated in place, v read from it), its output and the
+  // log-sum-exp; the output projection reads the attention's output, or keeps a quantized copy.
+  bytes += saved_bytes(gemms_of(recipe, "layers.0.attention.qkv").wgrad) * h + 2 * (q + 2 * kv) +
+           2 * q + 4 * heads + (out_quantized ? q : 0.0);
+  // Per-head norms of q and k (Qwen3): contiguous copies of q and k kept by the norms, their
+  // rotated outputs kept by attention, the inverse RMS of every head.
+  if (m.qk_norm) bytes += 4 * (q + kv) + 4 * (heads + static_cast<double>(m.num_kv_heads));
+  // SwiGLU: the gate_up input, its output (one fused kernel reads both halves), the down input.
+  const std::string mlp = m.is_moe() ? "layers.0.moe.experts.0" : "layers.0.mlp";
+  const double swiglu = saved_bytes(gemms_of(recipe, mlp + ".gate_up").wgrad) * h + 4 * f +
+                        saved_bytes(gemms_of(recipe, mlp + ".down").wgrad) * f;
+  if (m.is_moe()) {
+    const double k = static_cast<double>(m.experts_per_token);
+    bytes += k * (swiglu + 2 * h) + 2 * h + 8 * static_cast<double>(m.num_experts);
+  } else {
+    bytes += swiglu;
+  }
+  return bytes;
 }
 
 }  // namespace
 
 double MemoryEstimate::total_gib() const {
-  return weights_gib + gradients_gib + optimizer_gib + weight_copies_gib + activations_gib +
-         transient_gib;
+  const double state = weights_gib + optimizer_gib + weight_copies_gib + transient_gib;
+  if (gradients_persist) return state + gradients_gib + activations_gib;
+  // Backward frees the activations as it makes the gradients: the sum of the two only grows
+  // where the layer being differentiated holds more of one than it gives up of the other, so
+  // the peak is where one of them is whole (at the start or at the end of backward).
+  return state + std::max(activations_gib, gradients_gib + recompute_gib);
 }
 
 std::string MemoryEstimate::describe() const {
   return fmt::format(
       "{:.2f} GiB (weights {:.2f}, gradients {:.2f}, optimizer {:.2f}, weight copies {:.2f}, "
-      "activations {:.2f}, temporaries {:.2f})",
+      "activations {:.2f}, temporaries {:.2f}{})",
       total_gib(), weights_gib, gradients_gib, optimizer_gib, weight_copies_gib, activations_gib,
-      transient_gib);
+      transient_gib,
+      gradients_persist ? "" : "; gradients and activations peak apart: the larger counts");
 }
 
-double activation_bytes_per_token(const ModelConfig& m, const kernels::Recipe& recipe) {
+double activation_bytes_per_token(const ModelConfig& m, const kernels::Recipe& recipe,
+                                  Fusion fusion) {
+  if (fusion == Fusion::fused) return fused_bytes_per_token(m, recipe);
   const double h = static_cast<double>(m.hidden_size);
   const double q = static_cast<double>(m.num_heads * m.head_dim);
   const double kv = static_cast<double>(m.num_kv_heads * m.head_dim);
@@ -162,31 +214,48 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
       const LayerWeights w = layer_weights(m, recipe);
       e.weights_gib = gib(4 * w.params);
       e.gradients_gib = gib(4 * w.params);
-      e.weight_copies_gib = gib(w.copy_bytes);
+      e.weight_copies_gib = gib(kept_copy_bytes(w, o.fusion) + saved_copy_bytes(w, o.fusion));
       // Saved activations, plus the input, its gradient, the output and the upstream gradient.
-      e.activations_gib = gib(tokens * (activation_bytes_per_token(m, recipe) + 8 * h));
+      e.activations_gib = gib(tokens * (activation_bytes_per_token(m, recipe, o.fusion) + 8 * h));
       return e;
     }
     case Level::model: {
+      const bool fused = o.fusion == Fusion::fused;
       const double params = static_cast<double>(m.parameter_count());
       const LayerWeights w = layer_weights(m, recipe);
-      const double output_copy = v * h * saved_bytes(gemms_of(recipe, "output").dgrad);
       const double layer_count = static_cast<double>(m.num_layers);
+      const double recomputed = static_cast<double>(recomputed_layers(o, m.num_layers));
+      // Layers whose saved tensors are alive at once: those not recomputed, all of them from
+      // the end of forward; or, where every layer is recomputed, the one being recomputed.
+      const double live = std::max(layer_count - recomputed, recomputed > 0 ? 1.0 : 0.0);
+      // Layers whose fused BF16 copies exist at once: all of them, or, made per layer for the
+      // recomputed ones (layer_copies.h), those not recomputed and the one running.
+      const double resident = o.copies_per_layer
+                                  ? layer_count - recomputed + (recomputed > 0 ? 1.0 : 0.0)
+                                  : layer_count;
+      // Outside the layers: fused, the embedding's BF16 copy and the output layer's (one where
+      // they are tied); the output layer's saved copy for its dgrad.
+      const kernels::GemmSpec output_dgrad = gemms_of(recipe, "output").dgrad;
+      const double vh = v * h;
+      const double outer_copies = (fused ? 2 * vh * (m.tie_embeddings ? 1.0 : 2.0) : 0.0) +
+                                  (output_dgrad.quantized() ? vh : (fused ? 0.0 : 2 * vh));
       e.weights_gib = gib(4 * params);
       e.gradients_gib = gib(4 * params);
-      e.weight_copies_gib = gib(layer_count * w.copy_bytes + output_copy);
+      e.weight_copies_gib = gib(resident * kept_copy_bytes(w, o.fusion) +
+                                live * saved_copy_bytes(w, o.fusion) + outer_copies);
       const double ranks = static_cast<double>(std::max(1, o.data_parallel_size));
       e.optimizer_gib = gib(8 * params / ranks);
       if (o.data_parallel_size >= 1) {
         // What each rank keeps (parallel/sharded_adamw.h, layer_sharded_adamw.h). Every stage:
-        // the moments' slice. zero1: whole weights and gradients, plus the reduced gradient's
-        // slice and a send buffer. zero2 and zero3: the masters' and the reduced gradients'
-        // slices; whole gradients only outside the layers and for two layers at a time (one
-        // reducing while the next is computed); fused, the linear weights' FP32 masters are
-        // slices only, and a BF16 slice of them is what is gathered. zero2: the weights whole
-        // (fused: their BF16 copies). zero3: the layers' weights whole for two layers at a time
-        // (one computing while the next is gathered).
-        const bool fused = o.fusion == Fusion::fused;
+        // the moments' slice; the gradients' buffers live from step to step. zero1: whole
+        // weights and gradients, plus the reduced gradient's slice and a send buffer. zero2 and
+        // zero3: the masters' and the reduced gradients' slices; whole gradients only outside
+        // the layers and for two layers at a time (one reducing while the next is computed);
+        // fused, the linear weights' FP32 masters are slices only, and a BF16 slice of them is
+        // what is gathered. zero2: the weights whole (fused: their BF16 copies). zero3: the
+        // layers' weights whole for two layers at a time (one computing while the next is
+        // gathered).
+        e.gradients_persist = true;
         const double outer = params - layer_count * w.params;
         const double slices = 4 * params / ranks + (fused ? 2 * params / ranks : 0.0);
         const double two_layers = 2 * 4 * w.params;
@@ -201,18 +270,30 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
           case Sharding::zero3:
             e.weights_gib = gib(slices + (fused ? 0.0 : 4 * outer + two_layers));
             e.gradients_gib = gib(4 * params / ranks + 4 * outer + two_layers);
-            e.weight_copies_gib = gib(2 * w.copy_bytes + output_copy);
+            e.weight_copies_gib = gib(2 * kept_copy_bytes(w, o.fusion) +
+                                      saved_copy_bytes(w, o.fusion) + outer_copies);
             break;
         }
       }
-      const double per_layer = activation_bytes_per_token(m, recipe);
-      const double layers = static_cast<double>(m.num_layers);
-      const double saved =
-          o.activation_checkpointing ? layers * 2 * h + per_layer : layers * per_layer;
-      // Final norm (8h) and the output layer's input (2h).
-      e.activations_gib = gib(tokens * (saved + 10 * h));
-      // Logits in BF16, their FP32 copy and the log-softmax kept for backward.
-      e.transient_gib += gib(tokens * 10 * v);
+      const double per_layer = activation_bytes_per_token(m, recipe, o.fusion);
+      // Recomputed layers keep their input; the rest everything they save. Then the final norm
+      // (8h unfused; fused, 2h and the output layer's input 2h) and the output layer's input.
+      double saved = recomputed * 2 * h + live * per_layer + 10 * h;
+      if (fused && !output_dgrad.quantized() && !gemms_of(recipe, "output").wgrad.quantized()) {
+        // The fused output layer and loss (kernels/torch/linear_cross_entropy.h) keep the
+        // logits' BF16 gradient from forward to backward and make one chunk of FP32 logits at
+        // a time.
+        saved += 2 * v;
+        e.transient_gib += gib(std::min(tokens, 1024.0) * 10 * v);
+      } else {
+        // Logits in BF16, their FP32 copy and the log-softmax kept for backward.
+        e.transient_gib += gib(tokens * 10 * v);
+      }
+      e.activations_gib = gib(tokens * saved);
+      // The untied output layer's gradient is made first in backward, beside every activation.
+      if (!e.gradients_persist && !m.tie_embeddings) e.activations_gib += gib(4 * vh);
+      // The gradients of a recomputed layer appear while the layer below is recomputed.
+      e.recompute_gib = recomputed > 0 ? gib(tokens * per_layer) : 0.0;
       return e;
     }
   }

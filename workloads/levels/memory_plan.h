@@ -20,6 +20,11 @@ struct MemoryEstimate {
   double weight_copies_gib = 0.0;  // the BF16 or INT8 weights saved for the dgrad GEMMs
   double activations_gib = 0.0;    // everything else saved between forward and backward
   double transient_gib = 0.0;      // the largest temporaries (logits, operands, workspaces)
+  // One layer's recomputed activations, alive beside the gradients made so far (model level).
+  double recompute_gib = 0.0;
+  // Whether the gradients live from step to step (data parallel's flat buffers); otherwise
+  // backward makes them as it frees the activations, and the peak counts the larger of the two.
+  bool gradients_persist = false;
 
   double total_gib() const;
   std::string describe() const;
@@ -28,7 +33,8 @@ struct MemoryEstimate {
 MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& model,
                                const kernels::Recipe& recipe, const TrainingOptions& options);
 
-// Bytes saved for backward per token by one decoder layer of this implementation.
-double activation_bytes_per_token(const ModelConfig& model, const kernels::Recipe& recipe);
+// Bytes saved for backward per token by one decoder layer under this operator set.
+double activation_bytes_per_token(const ModelConfig& model, const kernels::Recipe& recipe,
+                                  Fusion fusion);
 
 }  // namespace lpbench::workloads

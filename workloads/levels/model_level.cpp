@@ -8,6 +8,7 @@
 #include "kernels/torch/rounding_seed.h"
 #include "workloads/levels/adamw.h"
 #include "workloads/levels/layer_level.h"
+#include "workloads/models/layer_copies.h"
 #include "workloads/parallel/layer_sharded_adamw.h"
 #include "workloads/parallel/sharded_adamw.h"
 
@@ -47,10 +48,24 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   kernels::seed_stochastic_rounding(options.seed,
                                     options.group ? static_cast<uint64_t>(options.group->rank) : 0);
   const bool layer_sharded = options.group && options.sharding != Sharding::zero1;
-  const bool expandable = layer_sharded && parallel::prefer_expandable_segments(device);
+  const int64_t recomputed = recomputed_layers(options, model.num_layers);
+  const bool copies_per_layer =
+      options.copies_per_layer && options.fusion == Fusion::fused && !layer_sharded;
+  // Layer sharding and copies made per layer free and take back a layer's buffers at each use,
+  // and one process's backward replaces the activations with gradients of other sizes: in the
+  // caching allocator's fixed segments both leave memory in pieces (seen under layer sharding:
+  // a 5.4 GiB buffer refused with 5 GiB free in fragments). Every GPU model run gets them, so
+  // that its recipes and its memory plan compare under one allocator.
+  const bool expandable = parallel::prefer_expandable_segments(device);
   decoder_ = Decoder(model, recipe, options.seq_len, device, options.fusion, options.producer_amax);
-  decoder_->set_activation_checkpointing(options.activation_checkpointing);
+  decoder_->set_checkpointed_layers(recomputed);
   decoder_->to(device);
+  if (copies_per_layer && recomputed > 0) {
+    std::vector<std::vector<ComputeCopy>> copies;
+    for (const ParameterUnit& unit : decoder_->layer_units())
+      copies.push_back(unit.copies);
+    decoder_->set_parameter_hooks(std::make_shared<LayerCopies>(std::move(copies), recomputed));
+  }
   if (layer_sharded) {
     check_units_cover(*decoder_);
     auto sharded = std::make_shared<parallel::LayerShardedAdamW>(
@@ -71,6 +86,10 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   if (options.fusion == Fusion::fused) {
     operators_ += decoder_->fusable_output() ? "; output layer and loss fused"
                                              : "; output layer quantized: loss unfused";
+  }
+  if (copies_per_layer && recomputed > 0) {
+    operators_ +=
+        fmt::format("; BF16 weight copies made per layer for the {} recomputed layers", recomputed);
   }
   if (expandable) operators_ += "; CUDA allocator: expandable segments";
 }
@@ -157,12 +176,18 @@ std::vector<StepMetric> ModelLevel::step_metrics() {
   return metrics;
 }
 
+std::string ModelLevel::checkpointing_description() const {
+  const int64_t recomputed = recomputed_layers(options_, model_.num_layers);
+  if (recomputed == 0) return "";
+  if (recomputed == model_.num_layers) return ", activation checkpointing";
+  return fmt::format(", activation checkpointing of {} layers", recomputed);
+}
+
 std::string ModelLevel::shape_description() const {
   return fmt::format("{}: {} of {} layers, {}{} × {} tokens{}", model_.name, model_.num_layers,
                      model_.published_layers,
                      options_.group ? fmt::format("{} ranks × ", options_.group->size) : "",
-                     options_.micro_batch, options_.seq_len,
-                     options_.activation_checkpointing ? ", activation checkpointing" : "");
+                     options_.micro_batch, options_.seq_len, checkpointing_description());
 }
 
 }  // namespace lpbench::workloads

@@ -37,6 +37,7 @@ class ModelLevel final : public Workload {
   std::optional<EvalOutput> evaluate() override;
   std::vector<StepMetric> step_metrics() override;
   std::string shape_description() const override;
+  std::string checkpointing_description() const;
   std::string operators() const override { return operators_; }
 
  private:

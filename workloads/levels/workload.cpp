@@ -183,6 +183,12 @@ std::vector<std::pair<kernels::GemmKind, GemmShape>> training_gemms(const Linear
   };
 }
 
+int64_t recomputed_layers(const TrainingOptions& options, int64_t num_layers) {
+  if (!options.activation_checkpointing) return 0;
+  if (options.checkpointed_layers < 0) return num_layers;
+  return std::min(options.checkpointed_layers, num_layers);
+}
+
 double learning_rate_at(int64_t step, const TrainingOptions& o) {
   if (o.lr_warmup_steps > 0 && step < o.lr_warmup_steps) {
     return o.lr * static_cast<double>(step + 1) / static_cast<double>(o.lr_warmup_steps);

@@ -88,6 +88,13 @@ struct TrainingOptions {
   double beta2 = 0.95;
   double grad_clip = 1.0;
   bool activation_checkpointing = false;
+  // With activation checkpointing: how many layers, the first ones, are recomputed in backward
+  // (-1: all). The others keep what they save (Megatron's "block" recompute method).
+  int64_t checkpointed_layers = -1;
+  // Fused, with activation checkpointing: a recomputed layer's BF16 weight copies exist only
+  // while it runs (models/layer_copies.h), 2 bytes a parameter less for two casts of the layer's
+  // weights a step more.
+  bool copies_per_layer = false;
   int64_t eval_batches = 4;  // validation batches per evaluation
   DataSpec data;
   // The operator set: lpbench's fused kernels (and BF16 compute copies of the weights, FP32
@@ -102,6 +109,9 @@ struct TrainingOptions {
   Sharding sharding = Sharding::zero1;
   std::shared_ptr<const parallel::Group> group;
 };
+
+// How many of `num_layers` layers the options recompute in backward.
+int64_t recomputed_layers(const TrainingOptions& options, int64_t num_layers);
 
 // The learning rate at `step` (0-based) under the options' schedule.
 double learning_rate_at(int64_t step, const TrainingOptions& options);

@@ -8,6 +8,7 @@
 #include "kernels/torch/quantized_linear.h"
 #include "workloads/models/checkpoint.h"
 #include "workloads/models/rope.h"
+#include "workloads/models/storage.h"
 
 namespace lpbench::workloads {
 
@@ -231,7 +232,7 @@ torch::Tensor DecoderImpl::hidden(const torch::Tensor& tokens) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     DecoderLayer& layer = layers_[i];
     const auto index = static_cast<int64_t>(i);
-    if (checkpointing_ && recording) {
+    if (recording && index < checkpointed_) {
       DecoderLayerImpl* impl = layer.get();
       const torch::Tensor cos = rope_cos_;
       const torch::Tensor sin = rope_sin_;
@@ -248,9 +249,9 @@ torch::Tensor DecoderImpl::hidden(const torch::Tensor& tokens) {
           [impl, cos, sin](const torch::Tensor& x) { return impl->forward(x, cos, sin); }, h,
           std::move(hooks));
     } else {
-      if (hooks_ && recording) {
+      if (hooks_ && recording && hooks_->needs_recomputation()) {
         throw std::logic_error(
-            "Decoder: training with parameter hooks needs activation checkpointing");
+            "Decoder: training with these parameter hooks needs every layer checkpointed");
       }
       if (hooks_) hooks_->before_forward(index);
       h = layer(h, rope_cos_, rope_sin_);
@@ -338,6 +339,8 @@ void DecoderImpl::refresh_compute_weights() {
   std::vector<torch::Tensor> masters;
   std::vector<torch::Tensor> copies;
   for (const ComputeCopy& c : compute_copies()) {
+    // A copy made where it is used has no memory between uses (layer_copies.h).
+    if (storage_freed(c.bf16)) continue;
     masters.push_back(c.master);
     copies.push_back(c.bf16);
   }

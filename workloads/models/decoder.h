@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -179,13 +180,16 @@ class DecoderImpl : public torch::nn::Module {
   // Copies every master into its BF16 copy (after an optimizer step).
   void refresh_compute_weights();
   // Keep only each layer's input between forward and backward; recompute the rest.
-  void set_activation_checkpointing(bool enabled) { checkpointing_ = enabled; }
+  void set_activation_checkpointing(bool enabled) { checkpointed_ = enabled ? kAllLayers : 0; }
+  // The same for the first `count` layers only; the others keep what they save.
+  void set_checkpointed_layers(int64_t count) { checkpointed_ = count; }
   // The parameters outside the layers, then each layer's: together, every parameter once.
   ParameterUnit outer_unit() const;
   std::vector<ParameterUnit> layer_units() const;
   // Called around every layer's forward and backward (see parameter_hooks.h). Training with
-  // hooks needs activation checkpointing: without it a layer's weights would be needed between
-  // its forward and backward, where the hooks may have put them away.
+  // hooks that need it (ParameterHooks::needs_recomputation) needs every layer checkpointed:
+  // without it a layer's weights would be needed between its forward and backward, where the
+  // hooks may have put them away.
   void set_parameter_hooks(std::shared_ptr<ParameterHooks> hooks) { hooks_ = std::move(hooks); }
   const std::vector<kernels::ModuleDecision>& decisions() const { return decisions_; }
   const std::vector<DecoderLayer>& layers() const { return layers_; }
@@ -202,7 +206,8 @@ class DecoderImpl : public torch::nn::Module {
   std::shared_ptr<kernels::LinearAmaxHistories> tied_output_histories_;
   torch::Tensor rope_cos_, rope_sin_;
   std::vector<kernels::ModuleDecision> decisions_;
-  bool checkpointing_ = false;
+  static constexpr int64_t kAllLayers = std::numeric_limits<int64_t>::max();
+  int64_t checkpointed_ = 0;  // the first this many layers are recomputed in backward
   std::shared_ptr<ParameterHooks> hooks_;
 };
 TORCH_MODULE(Decoder);

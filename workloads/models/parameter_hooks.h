@@ -16,6 +16,9 @@ class ParameterHooks {
   virtual void after_forward(int64_t layer) = 0;
   virtual void before_backward(int64_t layer) = 0;
   virtual void after_backward(int64_t layer) = 0;
+  // Whether training needs every layer recomputed: hooks that put a layer's weights away after
+  // its forward do; the decoder refuses to train a layer that keeps its activations under them.
+  virtual bool needs_recomputation() const { return true; }
 };
 
 }  // namespace lpbench::workloads

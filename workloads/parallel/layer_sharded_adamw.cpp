@@ -1,38 +1,17 @@
 #include "workloads/parallel/layer_sharded_adamw.h"
 
 #include <c10/core/AllocatorConfig.h>
-#include <c10/core/StorageImpl.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 
 #include "kernels/profiling/range.h"
+#include "workloads/models/storage.h"
 
 namespace lpbench::workloads::parallel {
 
 namespace {
-
-// A flat buffer's memory is given back and taken again while its tensor, and every parameter
-// viewing it, keeps its identity and shape (what FSDP does with storage().resize_()): the
-// modules, and autograd's records of the parameters, never see the swap. The CUDA caching
-// allocator orders reuse on the allocating stream, so memory freed while queued kernels still
-// read it is not handed out before they ran.
-void free_storage(torch::Tensor& flat) {
-  c10::StorageImpl* impl = flat.storage().unsafeGetStorageImpl();
-  impl->set_data_ptr_noswap(c10::DataPtr(nullptr, impl->device()));
-  impl->set_nbytes(0);
-}
-
-// Takes the memory back where it was given back; a buffer that holds its memory keeps it (the
-// outer layers and zero2's layers are gathered into the same memory every step).
-void allocate_storage(torch::Tensor& flat) {
-  c10::StorageImpl* impl = flat.storage().unsafeGetStorageImpl();
-  const size_t bytes = static_cast<size_t>(flat.numel()) * flat.element_size();
-  if (impl->nbytes() == bytes) return;
-  impl->set_data_ptr_noswap(impl->allocator()->allocate(bytes));
-  impl->set_nbytes(bytes);
-}
 
 // `t` becomes a view of `flat` at `offset`, keeping its identity (as sharded_adamw.cpp does).
 void place(torch::Tensor& t, const torch::Tensor& flat, int64_t offset) {

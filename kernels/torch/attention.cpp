@@ -120,6 +120,12 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
       const profiling::Range range("sdpa backward");
       dqkv_parts = torch::autograd::grad({o}, {q, k, v}, {grad_o});
     }
+    // Saved data, unlike saved variables, is not released when the node has run: it would keep
+    // this layer's qkv and attention output (and the inner graph's saved tensors) until the whole
+    // graph is destroyed after the step, 4 GiB on llama2-7b's 32 layers at 4096 tokens
+    // (docs/perf-log.md §18). Nothing differentiates this node twice.
+    for (const char* key : {"o", "q", "k", "v"})
+      ctx->saved_data.erase(key);
     const at::Tensor dqkv = at::empty(ctx->saved_data["qkv_sizes"].toIntVector(), grad.options());
     const Heads d = split(dqkv, shape);
     const bool report_amax = ctx->saved_data["amax"].toBool() && dqkv.is_cuda();

@@ -110,6 +110,18 @@ TEST(FusedOperators, CausalAttentionMatchesRopeThenSdpaWithGradients) {
   EXPECT_LT(relative_error(qkv.grad(), qkvu.grad()), 1e-6);
   EXPECT_TRUE(qkv0.equal(qkv.detach()));  // the leaf untouched: only the product was rotated
 
+  // Once its backward ran, the operator holds nothing of its forward, though its graph lives on
+  // while its output does (until the training step ends): the product it read is freed.
+  {
+    at::Tensor product = qkv * 1;
+    const c10::weak_intrusive_ptr<c10::StorageImpl> kept = product.storage().getWeakStorageImpl();
+    const at::Tensor o2 = causal_attention(product, shape, cos, sin);
+    product.reset();
+    EXPECT_FALSE(kept.expired());  // saved for backward
+    o2.backward(d);
+    EXPECT_TRUE(kept.expired());
+  }
+
   // The stand-alone RoPE operator (after Qwen3's per-head norms) and its gradient.
   at::Tensor x = leaf(heads(0, 4).detach());
   const at::Tensor rx = rope(x, cos, sin);

@@ -237,12 +237,14 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
       // they are tied); the output layer's saved copy for its dgrad.
       const kernels::GemmSpec output_dgrad = gemms_of(recipe, "output").dgrad;
       const double vh = v * h;
-      const double outer_copies = (fused ? 2 * vh * (m.tie_embeddings ? 1.0 : 2.0) : 0.0) +
-                                  (output_dgrad.quantized() ? vh : (fused ? 0.0 : 2 * vh));
+      const double outer_copies = fused ? 2 * vh * (m.tie_embeddings ? 1.0 : 2.0) : 0.0;
+      const double output_saved_copy = output_dgrad.quantized() ? vh : (fused ? 0.0 : 2 * vh);
       e.weights_gib = gib(4 * params);
       e.gradients_gib = gib(4 * params);
-      e.weight_copies_gib = gib(resident * kept_copy_bytes(w, o.fusion) +
-                                live * saved_copy_bytes(w, o.fusion) + outer_copies);
+      // The copies saved for the dgrad GEMMs are freed as backward goes, as the activations
+      // are: they are counted with them.
+      e.weight_copies_gib = gib(resident * kept_copy_bytes(w, o.fusion) + outer_copies);
+      const double saved_copies = live * saved_copy_bytes(w, o.fusion) + output_saved_copy;
       const double ranks = static_cast<double>(std::max(1, o.data_parallel_size));
       e.optimizer_gib = gib(8 * params / ranks);
       if (o.data_parallel_size >= 1) {
@@ -270,8 +272,7 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
           case Sharding::zero3:
             e.weights_gib = gib(slices + (fused ? 0.0 : 4 * outer + two_layers));
             e.gradients_gib = gib(4 * params / ranks + 4 * outer + two_layers);
-            e.weight_copies_gib = gib(2 * kept_copy_bytes(w, o.fusion) +
-                                      saved_copy_bytes(w, o.fusion) + outer_copies);
+            e.weight_copies_gib = gib(2 * kept_copy_bytes(w, o.fusion) + outer_copies);
             break;
         }
       }
@@ -289,7 +290,7 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
         // Logits in BF16, their FP32 copy and the log-softmax kept for backward.
         e.transient_gib += gib(tokens * 10 * v);
       }
-      e.activations_gib = gib(tokens * saved);
+      e.activations_gib = gib(tokens * saved + saved_copies);
       // The untied output layer's gradient is made first in backward, beside every activation.
       if (!e.gradients_persist && !m.tie_embeddings) e.activations_gib += gib(4 * vh);
       // The gradients of a recomputed layer appear while the layer below is recomputed.

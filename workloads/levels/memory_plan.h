@@ -14,12 +14,14 @@ namespace lpbench::workloads {
 // memory_plan.cpp), so a run can record the estimate beside its measured peak and the two can be
 // checked against each other.
 struct MemoryEstimate {
-  double weights_gib = 0.0;        // FP32 master weights
-  double gradients_gib = 0.0;      // FP32 gradients
-  double optimizer_gib = 0.0;      // AdamW's two moments
-  double weight_copies_gib = 0.0;  // the BF16 or INT8 weights saved for the dgrad GEMMs
-  double activations_gib = 0.0;    // everything else saved between forward and backward
-  double transient_gib = 0.0;      // the largest temporaries (logits, operands, workspaces)
+  double weights_gib = 0.0;    // FP32 master weights
+  double gradients_gib = 0.0;  // FP32 gradients
+  double optimizer_gib = 0.0;  // AdamW's two moments
+  // The weights' BF16 copies kept beside the masters (fused); at the layer level also the
+  // copies saved for the dgrad GEMMs, which the model level counts with the activations.
+  double weight_copies_gib = 0.0;
+  double activations_gib = 0.0;  // everything else saved between forward and backward
+  double transient_gib = 0.0;    // the largest temporaries (logits, operands, workspaces)
   // One layer's recomputed activations, alive beside the gradients made so far (model level).
   double recompute_gib = 0.0;
   // Whether the gradients live from step to step (data parallel's flat buffers); otherwise

@@ -423,6 +423,11 @@ TEST(Fusion, TheFusedAdamWStepsAsTorchsAdamWAfterClipping) {
         EXPECT_TRUE(torch::allclose(params[1][p], params[0][p], 1e-6, 1e-7))
             << "gradient magnitude " << magnitude << ", step " << step << ", parameter " << p;
       }
+      // After its step, one process's AdamW gives the gradients' memory back (the model level
+      // evaluates, or another recipe steps, before the next backward).
+      fused.release_gradients();
+      for (const torch::Tensor& p : params[1])
+        EXPECT_FALSE(p.grad().defined());
     }
   }
 }

@@ -19,6 +19,7 @@ class AdamW final : public Optimizer {
  public:
   AdamW(std::vector<torch::Tensor> parameters, const TrainingOptions& options);
   void zero_grad() override;
+  void release_gradients() override { zero_grad(); }
   double step(double lr) override;
 
  private:

@@ -127,6 +127,7 @@ StepOutput ModelLevel::step(int64_t index) {
     loss.backward();
   }
   const double grad_norm = optimizer_->step(lr);
+  optimizer_->release_gradients();
   // The BF16 copies the products read follow the masters (fused; nothing to do unfused).
   if (!optimizer_->refreshes_compute_copies()) decoder_->refresh_compute_weights();
   fallback_.absorb();

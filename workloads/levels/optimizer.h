@@ -9,6 +9,10 @@ class Optimizer {
   virtual ~Optimizer() = default;
   // Readies the gradients for the next backward.
   virtual void zero_grad() = 0;
+  // Called after step(): an optimizer whose gradients are made by each backward gives their
+  // memory back, so that what runs between steps (evaluation, another recipe's step) has it.
+  // Buffers that live from step to step (the sharded optimizers') stay.
+  virtual void release_gradients() {}
   // Clips the gradients to the options' grad_clip by their global norm and takes one step at
   // `lr`; returns the norm before clipping.
   virtual double step(double lr) = 0;

@@ -6,12 +6,15 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <ATen/ops/_fused_adamw.h>
+
 #include <limits>
 
 #include "kernels/recipe.h"
 #include "kernels/reference/rmsnorm.h"
 #include "kernels/reference/rope.h"
 #include "kernels/reference/swiglu.h"
+#include "kernels/torch/adamw_step.h"
 #include "kernels/torch/amax_registry.h"
 #include "kernels/torch/attention.h"
 #include "kernels/torch/quantize.h"
@@ -328,3 +331,60 @@ TEST(FusedStepOnGpu, TheFusedDecoderAndModelLevelMatchTheUnfusedOnes) {
 
 }  // namespace
 }  // namespace lpbench::workloads
+
+namespace lpbench::kernels {
+namespace {
+
+// The multi-tensor AdamW kernel against libtorch's fused AdamW on the same GPU, over three steps:
+// tensors that take the 16-byte path and span several blocks, a size off the vector width, an
+// unaligned view (both on the element path), per-tensor step counts, a clipping scale, and BF16
+// copies written from the updated masters (bit for bit the cast a refresh makes).
+TEST(FusedAdamW, TheKernelStepsAsLibtorchsFusedAdamWAndWritesTheCopies) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: the kernel is not run";
+  ASSERT_TRUE(adamw_on_kernel(torch::Device(torch::kCUDA, 0)));
+  torch::manual_seed(11);
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA, 0);
+  const torch::Tensor backing = torch::randn({300001}, f32);
+  const float before_view = backing[0].item<float>();
+  std::vector<torch::Tensor> ours = {torch::randn({4096, 96}, f32), torch::randn({1000003}, f32),
+                                     backing.narrow(0, 1, 300000), torch::randn({4096}, f32)};
+  std::vector<torch::Tensor> theirs;
+  std::vector<torch::Tensor> m[2], v[2];
+  for (const torch::Tensor& p : ours) {
+    theirs.push_back(p.clone());
+    for (int s = 0; s < 2; ++s) {
+      m[s].push_back(torch::zeros_like(p).contiguous());
+      v[s].push_back(torch::zeros_like(p).contiguous());
+    }
+  }
+  std::vector<torch::Tensor> copies = {torch::empty({4096, 96}, kBf16), torch::Tensor(),
+                                       torch::empty({300000}, kBf16), torch::empty({4096}, kBf16)};
+  const AdamwHyper hyper{3e-3, 0.9, 0.95, 1e-8, 0.1};
+  std::vector<int64_t> steps = {0, 2, 0, 6};
+  for (int step = 0; step < 3; ++step) {
+    std::vector<torch::Tensor> grads;
+    for (const torch::Tensor& p : ours)
+      grads.push_back(torch::randn(p.sizes(), f32) * (step + 1));
+    for (int64_t& s : steps)
+      ++s;
+    const torch::Tensor scale = torch::full({}, 2.5, f32);
+    adamw_step(ours, grads, m[0], v[0], copies, steps, hyper, scale);
+    std::vector<torch::Tensor> step_tensors;
+    for (const int64_t s : steps)
+      step_tensors.push_back(torch::full({}, static_cast<double>(s), f32));
+    at::_fused_adamw_(theirs, grads, m[1], v[1], {}, step_tensors, hyper.lr, hyper.beta1,
+                      hyper.beta2, hyper.weight_decay, hyper.eps, false, false, scale, {});
+    for (size_t i = 0; i < ours.size(); ++i) {
+      EXPECT_LT(relative_error(ours[i], theirs[i]), 1e-6) << "tensor " << i << ", step " << step;
+      EXPECT_LT(relative_error(m[0][i], m[1][i]), 1e-6) << "tensor " << i;
+      EXPECT_LT(relative_error(v[0][i], v[1][i]), 1e-6) << "tensor " << i;
+      if (copies[i].defined()) {
+        EXPECT_TRUE(copies[i].equal(ours[i].to(torch::kBFloat16))) << "tensor " << i;
+      }
+    }
+  }
+  EXPECT_EQ(backing[0].item<float>(), before_view);  // only the view moved
+}
+
+}  // namespace
+}  // namespace lpbench::kernels

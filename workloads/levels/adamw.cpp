@@ -1,10 +1,12 @@
 #include "workloads/levels/adamw.h"
 
-#include <ATen/ops/_foreach_add.h>
 #include <ATen/ops/_foreach_norm.h>
-#include <ATen/ops/_fused_adamw.h>
+
+#include <stdexcept>
 
 #include "kernels/profiling/range.h"
+#include "kernels/torch/adamw_step.h"
+#include "workloads/models/storage.h"
 
 namespace lpbench::workloads {
 
@@ -15,8 +17,12 @@ constexpr double kClipEpsilon = 1e-6;  // as clip_grad_norm_ adds to the norm
 
 }  // namespace
 
-AdamW::AdamW(std::vector<torch::Tensor> parameters, const TrainingOptions& options)
-    : parameters_(std::move(parameters)), options_(options) {
+AdamW::AdamW(std::vector<torch::Tensor> parameters, const TrainingOptions& options,
+             std::vector<torch::Tensor> copies)
+    : parameters_(std::move(parameters)), options_(options), copies_(std::move(copies)) {
+  if (!copies_.empty() && copies_.size() != parameters_.size()) {
+    throw std::invalid_argument("AdamW: one copy slot a parameter");
+  }
   if (options.fusion == Fusion::none) {
     unfused_ = std::make_unique<torch::optim::AdamW>(parameters_,
                                                      torch::optim::AdamWOptions(options.lr)
@@ -48,31 +54,32 @@ double AdamW::fused_step(double lr) {
     for (const torch::Tensor& p : parameters_) {
       exp_avg_.push_back(torch::zeros_like(p));
       exp_avg_sq_.push_back(torch::zeros_like(p));
-      steps_.push_back(torch::zeros({}, p.options().dtype(torch::kFloat)));
     }
+    steps_.assign(parameters_.size(), 0);
   }
   // A parameter no token reached this step (an idle expert) has no gradient and is not stepped,
   // as torch's AdamW skips it.
-  std::vector<torch::Tensor> params, grads, m, v, steps;
+  std::vector<torch::Tensor> params, grads, m, v, copies;
+  std::vector<int64_t> steps;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     if (!parameters_[i].grad().defined()) continue;
     params.push_back(parameters_[i]);
     grads.push_back(parameters_[i].grad());
     m.push_back(exp_avg_[i]);
     v.push_back(exp_avg_sq_[i]);
-    steps.push_back(steps_[i]);
+    steps.push_back(++steps_[i]);
+    // A copy made where it is used (models/layer_copies.h) has no memory now: it is cast from
+    // the master when next needed.
+    const bool copied = !copies_.empty() && copies_[i].defined() && !storage_freed(copies_[i]);
+    copies.push_back(copied ? copies_[i] : torch::Tensor());
   }
   if (params.empty()) return 0.0;
   const torch::Tensor norm = torch::stack(at::_foreach_norm(grads, 2)).norm();
-  // The clipping rides in the optimizer's own pass: the kernel divides every gradient by
-  // grad_scale (its loss-scale input), here 1 / min(1, clip / norm), instead of a pass that
-  // multiplies the gradients in place first.
+  // The clipping rides in the update's own pass: it divides every gradient by grad_scale, here
+  // 1 / min(1, clip / norm), instead of a pass that multiplies the gradients in place first.
   const torch::Tensor unscale = ((norm + kClipEpsilon) / options_.grad_clip).clamp_min(1.0);
-  // The kernel reads the step count as already advanced (torch's AdamW adds 1 before calling it).
-  at::_foreach_add_(steps, 1.0);
-  at::_fused_adamw_(params, grads, m, v, /*max_exp_avg_sqs=*/{}, steps, lr, options_.beta1,
-                    options_.beta2, options_.weight_decay, kEps, /*amsgrad=*/false,
-                    /*maximize=*/false, /*grad_scale=*/unscale, /*found_inf=*/{});
+  kernels::adamw_step(params, grads, m, v, copies, steps,
+                      {lr, options_.beta1, options_.beta2, kEps, options_.weight_decay}, unscale);
   return norm.item<double>();
 }
 

@@ -12,15 +12,20 @@ namespace lpbench::workloads {
 
 // AdamW with global-norm gradient clipping, as the model level trains, from one of two operator
 // sets: unfused, torch's AdamW and clip_grad_norm_ (several kernels per parameter); fused, a
-// multi-tensor norm and scale for the clipping and libtorch's multi-tensor AdamW
-// (at::_fused_adamw_, a few launches over every parameter). The same update either way: lr,
-// betas, eps 1e-8 and decoupled weight decay from the options, bias-corrected moments.
+// multi-tensor norm for the clipping and one multi-tensor update that also writes the weights'
+// BF16 copies (kernels/torch/adamw_step.h: lpbench's kernel on the GPU, libtorch's fused AdamW
+// elsewhere). The same update either way: lr, betas, eps 1e-8 and decoupled weight decay from
+// the options, bias-corrected moments.
 class AdamW final : public Optimizer {
  public:
-  AdamW(std::vector<torch::Tensor> parameters, const TrainingOptions& options);
+  // `copies[i]`: the BF16 copy of parameter i that the fused step writes, or undefined (empty:
+  // none; the caller refreshes them).
+  AdamW(std::vector<torch::Tensor> parameters, const TrainingOptions& options,
+        std::vector<torch::Tensor> copies = {});
   void zero_grad() override;
   void release_gradients() override { zero_grad(); }
   double step(double lr) override;
+  bool refreshes_compute_copies() const override { return !unfused_ && !copies_.empty(); }
 
  private:
   double fused_step(double lr);
@@ -28,8 +33,10 @@ class AdamW final : public Optimizer {
   std::vector<torch::Tensor> parameters_;
   TrainingOptions options_;
   std::unique_ptr<torch::optim::AdamW> unfused_;
+  std::vector<torch::Tensor> copies_;
   // Fused: the moments and step counts, one each per parameter (allocated on first use).
-  std::vector<torch::Tensor> exp_avg_, exp_avg_sq_, steps_;
+  std::vector<torch::Tensor> exp_avg_, exp_avg_sq_;
+  std::vector<int64_t> steps_;
 };
 
 }  // namespace lpbench::workloads

@@ -78,7 +78,18 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
     // The BF16 copies follow the weights rank 0 broadcast.
     decoder_->refresh_compute_weights();
   } else {
-    optimizer_ = std::make_shared<AdamW>(decoder_->parameters(), options);
+    // Fused, the step writes the BF16 copies the products read (kept, or made per layer).
+    std::vector<torch::Tensor> parameters = decoder_->parameters();
+    std::vector<torch::Tensor> copies(parameters.size());
+    for (const ComputeCopy& c : decoder_->compute_copies()) {
+      for (size_t i = 0; i < parameters.size(); ++i) {
+        if (parameters[i].unsafeGetTensorImpl() == c.master.unsafeGetTensorImpl()) {
+          copies[i] = c.bf16;
+        }
+      }
+    }
+    if (options.fusion == Fusion::none) copies.clear();
+    optimizer_ = std::make_shared<AdamW>(std::move(parameters), options, std::move(copies));
   }
   operators_ = describe_operators(
       options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim}, options.seq_len,

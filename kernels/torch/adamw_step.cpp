@@ -1,0 +1,113 @@
+#include "kernels/torch/adamw_step.h"
+
+#include <ATen/ops/_fused_adamw.h>
+
+#include <cmath>
+#include <cstring>
+
+#ifdef LPBENCH_CUDA_GLUE
+#include <c10/cuda/CUDAStream.h>
+
+#include "kernels/cuda/adamw.cuh"
+#endif
+
+namespace lpbench::kernels {
+
+namespace {
+
+// libtorch's fused AdamW, one call per distinct step count (its step tensors are per tensor, but
+// a call takes one learning rate, and the counts differ only where an idle expert was skipped).
+void reference_step(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads,
+                    const std::vector<at::Tensor>& exp_avgs,
+                    const std::vector<at::Tensor>& exp_avg_sqs,
+                    const std::vector<at::Tensor>& copies, const std::vector<int64_t>& steps,
+                    const AdamwHyper& h, const at::Tensor& grad_scale) {
+  std::vector<at::Tensor> step_tensors;
+  step_tensors.reserve(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    step_tensors.push_back(
+        at::full({}, static_cast<double>(steps[i]), params[i].options().dtype(at::kFloat)));
+  }
+  at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, step_tensors,
+                    h.lr, h.beta1, h.beta2, h.weight_decay, h.eps, /*amsgrad=*/false,
+                    /*maximize=*/false, grad_scale, /*found_inf=*/{});
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (copies[i].defined()) copies[i].copy_(params[i]);
+  }
+}
+
+}  // namespace
+
+bool adamw_on_kernel([[maybe_unused]] const at::Device& device) {
+#ifdef LPBENCH_CUDA_GLUE
+  return device.is_cuda();
+#else
+  return false;
+#endif
+}
+
+void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads,
+                const std::vector<at::Tensor>& exp_avgs, const std::vector<at::Tensor>& exp_avg_sqs,
+                const std::vector<at::Tensor>& copies, const std::vector<int64_t>& steps,
+                const AdamwHyper& h, const at::Tensor& grad_scale) {
+  TORCH_CHECK(grads.size() == params.size() && exp_avgs.size() == params.size() &&
+                  exp_avg_sqs.size() == params.size() && copies.size() == params.size() &&
+                  steps.size() == params.size(),
+              "adamw_step: one gradient, two moments, a copy slot and a step count a tensor");
+  if (params.empty()) return;
+  if (!adamw_on_kernel(params.front().device())) {
+    reference_step(params, grads, exp_avgs, exp_avg_sqs, copies, steps, h, grad_scale);
+    return;
+  }
+#ifdef LPBENCH_CUDA_GLUE
+  std::vector<cuda::AdamwTensor> tensors;
+  tensors.reserve(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    for (const at::Tensor* t : {&params[i], &grads[i], &exp_avgs[i], &exp_avg_sqs[i]}) {
+      TORCH_CHECK(t->scalar_type() == at::kFloat && t->is_contiguous() &&
+                      t->numel() == params[i].numel() && t->device() == params[i].device(),
+                  "adamw_step: tensor ", i, ": FP32, contiguous, one shape and device");
+    }
+    if (params[i].numel() == 0) continue;
+    cuda::AdamwTensor t;
+    t.param = params[i].data_ptr<float>();
+    t.grad = grads[i].data_ptr<float>();
+    t.exp_avg = exp_avgs[i].data_ptr<float>();
+    t.exp_avg_sq = exp_avg_sqs[i].data_ptr<float>();
+    if (copies[i].defined()) {
+      TORCH_CHECK(copies[i].scalar_type() == at::kBFloat16 && copies[i].is_contiguous() &&
+                      copies[i].numel() == params[i].numel(),
+                  "adamw_step: copy ", i, ": BF16, contiguous, the master's size");
+      t.bf16_copy = copies[i].data_ptr();
+    }
+    t.numel = params[i].numel();
+    const auto step = static_cast<double>(steps[i]);
+    t.step_size = static_cast<float>(h.lr / (1.0 - std::pow(h.beta1, step)));
+    t.bias_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(h.beta2, step)));
+    tensors.push_back(t);
+  }
+  TORCH_CHECK(grad_scale.scalar_type() == at::kFloat && grad_scale.numel() == 1 &&
+                  grad_scale.device() == params.front().device(),
+              "adamw_step: grad_scale, one FP32 element on the tensors' device");
+  const int64_t blocks = cuda::plan_adamw(tensors);
+  // The table goes through torch's pinned host allocator, which does not hand the buffer out
+  // again before the asynchronous copy from it has run.
+  const auto bytes = static_cast<int64_t>(tensors.size() * sizeof(cuda::AdamwTensor));
+  at::Tensor staging = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+  std::memcpy(staging.data_ptr(), tensors.data(), static_cast<size_t>(bytes));
+  const at::Tensor table =
+      at::empty({bytes}, params.front().options().dtype(at::kByte)).copy_(staging, true);
+  cuda::AdamwArgs a;
+  a.lr = static_cast<float>(h.lr);
+  a.beta1 = static_cast<float>(h.beta1);
+  a.beta2 = static_cast<float>(h.beta2);
+  a.eps = static_cast<float>(h.eps);
+  a.weight_decay = static_cast<float>(h.weight_decay);
+  a.grad_scale = grad_scale.data_ptr<float>();
+  const auto stream = c10::cuda::getCurrentCUDAStream(params.front().device().index());
+  cuda::launch_adamw(static_cast<const cuda::AdamwTensor*>(table.data_ptr()),
+                     static_cast<int>(tensors.size()), blocks, a, stream.stream());
+#endif
+}
+
+}  // namespace lpbench::kernels

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+// One AdamW step (decoupled weight decay, bias-corrected moments, every gradient divided by a
+// device scalar: the clipping) over lists of FP32 tensors, writing each updated master's BF16
+// copy where it has one. On the GPU: lpbench's multi-tensor kernel, one launch that also writes
+// the copies (kernels/cuda/adamw.cuh); elsewhere, and as the kernel's test oracle: libtorch's
+// fused AdamW (at::_fused_adamw_) followed by the copies.
+namespace lpbench::kernels {
+
+struct AdamwHyper {
+  double lr = 0.0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+// `copies[i]`: tensor i's BF16 copy, or undefined (none, or its memory given back: a copy made
+// where it is used, workloads/models/layer_copies.h). `steps[i]`: tensor i's step count
+// including this step. `grad_scale`: a one-element FP32 tensor on the tensors' device.
+void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads,
+                const std::vector<at::Tensor>& exp_avgs, const std::vector<at::Tensor>& exp_avg_sqs,
+                const std::vector<at::Tensor>& copies, const std::vector<int64_t>& steps,
+                const AdamwHyper& hyper, const at::Tensor& grad_scale);
+
+// Whether adamw_step runs lpbench's kernel for tensors on `device`.
+bool adamw_on_kernel(const at::Device& device);
+
+}  // namespace lpbench::kernels

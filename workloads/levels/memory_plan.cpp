@@ -65,6 +65,16 @@ double saved_copy_bytes(const LayerWeights& w, Fusion fusion) {
   return w.quantized_dgrad + (fusion == Fusion::fused ? 0.0 : 2 * (w.linear - w.quantized_dgrad));
 }
 
+// The MLP's saved bytes a token from one SwiGLU MLP's: dense, that; MoE, each token's hidden
+// state goes to k experts, whose weighted outputs are kept for the sum, and the router keeps its
+// BF16 input and FP32 probabilities.
+double mlp_bytes(const ModelConfig& m, double swiglu) {
+  if (!m.is_moe()) return swiglu;
+  const double h = static_cast<double>(m.hidden_size);
+  const double k = static_cast<double>(m.experts_per_token);
+  return k * (swiglu + 2 * h) + 2 * h + 8 * static_cast<double>(m.num_experts);
+}
+
 // The fused operators' saved tensors (kernels/torch/rmsnorm.cpp, attention.cpp, swiglu.cpp,
 // quantized_linear.cpp), per token.
 double fused_bytes_per_token(const ModelConfig& m, const kernels::Recipe& recipe) {
@@ -89,13 +99,7 @@ double fused_bytes_per_token(const ModelConfig& m, const kernels::Recipe& recipe
   const std::string mlp = m.is_moe() ? "layers.0.moe.experts.0" : "layers.0.mlp";
   const double swiglu = saved_bytes(gemms_of(recipe, mlp + ".gate_up").wgrad) * h + 4 * f +
                         saved_bytes(gemms_of(recipe, mlp + ".down").wgrad) * f;
-  if (m.is_moe()) {
-    const double k = static_cast<double>(m.experts_per_token);
-    bytes += k * (swiglu + 2 * h) + 2 * h + 8 * static_cast<double>(m.num_experts);
-  } else {
-    bytes += swiglu;
-  }
-  return bytes;
+  return bytes + mlp_bytes(m, swiglu);
 }
 
 }  // namespace
@@ -139,15 +143,7 @@ double activation_bytes_per_token(const ModelConfig& m, const kernels::Recipe& r
   const double s_gu = saved_bytes(gemms_of(recipe, mlp + ".gate_up").wgrad);
   const double s_down = saved_bytes(gemms_of(recipe, mlp + ".down").wgrad);
   const double swiglu = s_gu * h + 4 * f + 2 * f + s_down * f;
-  if (m.is_moe()) {
-    // Each token's hidden state goes to k experts, whose weighted outputs are kept for the sum;
-    // the router keeps its BF16 input and FP32 probabilities.
-    const double k = static_cast<double>(m.experts_per_token);
-    bytes += k * (swiglu + 2 * h) + 2 * h + 8 * static_cast<double>(m.num_experts);
-  } else {
-    bytes += swiglu;
-  }
-  return bytes;
+  return bytes + mlp_bytes(m, swiglu);
 }
 
 MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,

@@ -49,8 +49,9 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
                                     options.group ? static_cast<uint64_t>(options.group->rank) : 0);
   const bool layer_sharded = options.group && options.sharding != Sharding::zero1;
   const int64_t recomputed = recomputed_layers(options, model.num_layers);
-  const bool copies_per_layer =
-      options.copies_per_layer && options.fusion == Fusion::fused && !layer_sharded;
+  // Made per layer only for recomputed layers (layer_copies.h).
+  const bool copies_per_layer = options.copies_per_layer && options.fusion == Fusion::fused &&
+                                !layer_sharded && recomputed > 0;
   // Layer sharding and copies made per layer free and take back a layer's buffers at each use,
   // and one process's backward replaces the activations with gradients of other sizes: in the
   // caching allocator's fixed segments both leave memory in pieces (seen under layer sharding:
@@ -60,7 +61,7 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   decoder_ = Decoder(model, recipe, options.seq_len, device, options.fusion, options.producer_amax);
   decoder_->set_checkpointed_layers(recomputed);
   decoder_->to(device);
-  if (copies_per_layer && recomputed > 0) {
+  if (copies_per_layer) {
     std::vector<std::vector<ComputeCopy>> copies;
     for (const ParameterUnit& unit : decoder_->layer_units())
       copies.push_back(unit.copies);
@@ -78,7 +79,8 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
     // The BF16 copies follow the weights rank 0 broadcast.
     decoder_->refresh_compute_weights();
   } else {
-    // Fused, the step writes the BF16 copies the products read (kept, or made per layer).
+    // Fused, the step writes the BF16 copies the products read (kept, or made per layer);
+    // unfused there are none.
     std::vector<torch::Tensor> parameters = decoder_->parameters();
     std::vector<torch::Tensor> copies(parameters.size());
     for (const ComputeCopy& c : decoder_->compute_copies()) {
@@ -88,7 +90,6 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
         }
       }
     }
-    if (options.fusion == Fusion::none) copies.clear();
     optimizer_ = std::make_shared<AdamW>(std::move(parameters), options, std::move(copies));
   }
   operators_ = describe_operators(
@@ -98,7 +99,7 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
     operators_ += decoder_->fusable_output() ? "; output layer and loss fused"
                                              : "; output layer quantized: loss unfused";
   }
-  if (copies_per_layer && recomputed > 0) {
+  if (copies_per_layer) {
     operators_ +=
         fmt::format("; BF16 weight copies made per layer for the {} recomputed layers", recomputed);
   }

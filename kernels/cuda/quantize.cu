@@ -1,12 +1,14 @@
 // Dynamic scaled quantization (INT8, FP8 E4M3/E5M2) of BF16/FP32 matrices, with an optional fused
 // transpose, bit for bit as kernels/reference/quantize.cpp defines it.
 //
-// Three paths, chosen by plan() from the block shape in output coordinates:
+// Tensorwise quantization of BF16 with sides multiples of 128 (the training step's int8-tensor
+// and fp8-tensor operands) goes to its own one-pass kernel (quantize_tensorwise.cu). Everything
+// else takes one of three paths, chosen by plan() from the block shape in output coordinates:
 //   tile    one pass: an output tile of 128×128 through shared memory holds whole blocks (block
 //           sides powers of two, at most 128, the columns at least 4; a side spanning its whole
 //           dimension of at most 128 counts as 128). {1,128}, {128,128}, {32,32} go here.
 //   rows    one pass: rowwise without transpose, one CTA per row, the row held in registers.
-//   general two passes for everything else (tensorwise, rowwise of Xᵀ, odd block shapes):
+//   general two passes for everything else (other tensorwise, rowwise of Xᵀ, odd blocks):
 //           block amaxes into the workspace (atomicMax on the float bits), scales and inverse
 //           scales per block, then the tile kernel reading the inverse scales.
 //
@@ -28,134 +30,26 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/quantize.cuh"
+#include "kernels/cuda/quantize_math.cuh"
+#include "kernels/cuda/quantize_tensorwise.cuh"
 #include "kernels/rounding_noise.h"
 
 namespace lpbench::cuda {
 
 namespace {
 
+using namespace quant;
+
 constexpr int kThreads = 256;
 constexpr int kTile = 128;            // output tile side of the tile kernel
 constexpr int kAmaxRowsPerCta = 128;  // rows one CTA of the amax kernel reduces
 constexpr int kRowCache = 8;          // 16-byte vectors per thread the rows kernel keeps
-constexpr uint32_t kInfBits = 0x7f800000u;
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 bool is_pow2(int64_t v) {
   return v > 0 && (v & (v - 1)) == 0;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Device helpers
-// ---------------------------------------------------------------------------------------------
-
-__device__ __forceinline__ uint32_t abs_bits(float v) {
-  return __float_as_uint(v) & 0x7fffffffu;
-}
-
-__device__ __forceinline__ float load_elem(const __nv_bfloat16* p) {
-  return __uint_as_float(static_cast<uint32_t>(__ldg(reinterpret_cast<const uint16_t*>(p))) << 16);
-}
-__device__ __forceinline__ float load_elem(const float* p) {
-  return __ldg(p);
-}
-
-// The 16-byte vector of InT as floats.
-template <typename InT>
-struct Vec;
-template <>
-struct Vec<__nv_bfloat16> {
-  static constexpr int kSize = 8;
-  __device__ __forceinline__ static void unpack(const uint4& v, float* f) {
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      f[2 * i] = __uint_as_float(w[i] << 16);
-      f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-    }
-  }
-};
-template <>
-struct Vec<float> {
-  static constexpr int kSize = 4;
-  __device__ __forceinline__ static void unpack(const uint4& v, float* f) {
-    f[0] = __uint_as_float(v.x);
-    f[1] = __uint_as_float(v.y);
-    f[2] = __uint_as_float(v.z);
-    f[3] = __uint_as_float(v.w);
-  }
-};
-
-__device__ __forceinline__ uint4 load_vec(const void* p) {
-  return __ldg(reinterpret_cast<const uint4*>(p));
-}
-
-// Per block: scale = amax / fmax and the inverse fmax / amax, IEEE FP32 divisions. An amax of 0,
-// or one so small that fmax / amax overflows (below fmax / FLT_MAX, about 1e-36), gives 1 and 1:
-// its values round to 0 where an infinite inverse would have sent every one of them to ±fmax. A
-// non-finite amax gives the non-finite scale and a NaN inverse, which quantize_one turns into a
-// 0 value.
-__device__ __forceinline__ void scale_of(uint32_t amax_bits, float fmax, float* scale, float* inv) {
-  const float amax = __uint_as_float(amax_bits);
-  if (amax_bits >= kInfBits) {
-    *scale = __fdiv_rn(amax, fmax);
-    *inv = __int_as_float(0x7fffffff);
-    return;
-  }
-  const float inverse = __fdiv_rn(fmax, amax);
-  if (isinf(inverse)) {
-    *scale = 1.0f;
-    *inv = 1.0f;
-  } else {
-    *scale = __fdiv_rn(amax, fmax);
-    *inv = inverse;
-  }
-}
-
-// x · inv, the value that is rounded to the format. A NaN product only comes from a block with a
-// non-finite amax, whose values are all 0.
-__device__ __forceinline__ float scaled(float x, float inv) {
-  const float q = __fmul_rn(x, inv);
-  return q != q ? 0.0f : q;
-}
-
-// The same where one inverse serves several values: `nonfinite` (inv is NaN) tested once.
-__device__ __forceinline__ float scaled(float x, float inv, bool nonfinite) {
-  return nonfinite ? 0.0f : __fmul_rn(x, inv);
-}
-
-// q rounded half to even, as the low byte of the result (the other bytes are not the value).
-// Adding 1.5·2²³ leaves round(q) in the low mantissa bits, exact and two's complement for
-// |q| < 2²², with one FADD where a conversion instruction runs at a quarter of its rate (the
-// tile kernel was issue-bound, docs/perf-log.md). The reference's clamp to ±127 never binds:
-// |q| = |x| · (127 / amax) stays below 127.5 for |x| ≤ amax.
-__device__ __forceinline__ uint32_t int8_low_byte(float q) {
-  return __float_as_uint(__fadd_rn(q, 12582912.0f));
-}
-
-// Two values to two format bytes (the first in the low byte). For FP8 the reference clamps to
-// ±fmax, then rounds to nearest even; the saturating conversion is the same function (a finite
-// value that would round past fmax becomes fmax either way), so it needs no separate clamp.
-__device__ __forceinline__ uint32_t pack2(float a, float b, DType fmt) {
-  if (fmt == DType::int8) return __byte_perm(int8_low_byte(a), int8_low_byte(b), 0x0040) & 0xffffu;
-  return __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE,
-                                  fmt == DType::fp8_e4m3 ? __NV_E4M3 : __NV_E5M2);
-}
-
-// Four values to four format bytes, the first in the low byte.
-__device__ __forceinline__ uint32_t pack4(float a, float b, float c, float d, DType fmt) {
-  if (fmt == DType::int8) {
-    const uint32_t ab = __byte_perm(int8_low_byte(a), int8_low_byte(b), 0x0040);
-    const uint32_t cd = __byte_perm(int8_low_byte(c), int8_low_byte(d), 0x0040);
-    return __byte_perm(ab, cd, 0x5410);
-  }
-  return pack2(a, b, fmt) | (pack2(c, d, fmt) << 16);
-}
-
-__device__ __forceinline__ uint8_t pack1(float a, DType fmt) {
-  return static_cast<uint8_t>(pack2(a, 0.0f, fmt) & 0xffu);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -812,14 +706,34 @@ bool aligned(const void* p, size_t bytes) {
 
 size_t quantize_workspace_bytes(const QuantizeArgs& args) {
   validate_shape(args);
+  // One word for the amax, also where the general plan would take the tile path (128 × 128).
+  if (!args.tile_kernel && tensorwise_kernel_applies(args)) return sizeof(uint32_t);
   const Plan p = plan(args);
   return p.path == Path::general ? static_cast<size_t>(p.nbr * p.nbc) * sizeof(uint32_t) : 0;
 }
 
+const char* quantize_kernel_name(const QuantizeArgs& args) {
+  validate(args);
+  if (!args.tile_kernel && tensorwise_kernel_applies(args)) return "tensorwise";
+  switch (plan(args).path) {
+    case Path::tile:
+      return "tile";
+    case Path::rows:
+      return "rows";
+    case Path::general:
+      return "general";
+  }
+  return "?";
+}
+
 void quantize(const QuantizeArgs& args, cudaStream_t stream) {
   validate(args);
-  const Plan p = plan(args);
   NvtxRange range("lpbench::cuda::quantize");
+  if (!args.tile_kernel && tensorwise_kernel_applies(args)) {
+    quantize_tensorwise(args, stream);
+    return;
+  }
+  const Plan p = plan(args);
   const size_t elem = args.x_type == DType::bf16 ? 2 : 4;
   const int64_t vec_elems = static_cast<int64_t>(16 / elem);
   const bool vec_in = aligned(args.x, 16) && (args.ld * static_cast<int64_t>(elem)) % 16 == 0;

@@ -53,6 +53,9 @@ struct QuantizeArgs {
   // kernels/reference/quantize.h. Takes the general path (amax pass, then the apply pass).
   bool stochastic = false;
   uint64_t seed = 0;
+  // Benchmarks only: the general path's tile kernel even where the one-pass tensorwise kernel
+  // applies (tests/gpu/quantize_bench times the two; the outputs are the same bits).
+  bool tile_kernel = false;
 };
 
 size_t quantize_workspace_bytes(const QuantizeArgs& args);
@@ -61,6 +64,11 @@ size_t quantize_workspace_bytes(const QuantizeArgs& args);
 inline bool quantize_writes_transpose_too(int64_t block_rows, int64_t block_cols) {
   return block_rows == block_cols;
 }
+
+// Which kernel quantize() runs for these arguments: "tensorwise" (one pass,
+// quantize_tensorwise.cu), "tile" (one pass, block amaxes in the tile), "rows" (one pass, a row a
+// CTA) or "general" (an amax pass, then the tile kernel).
+const char* quantize_kernel_name(const QuantizeArgs& args);
 
 // Throws std::invalid_argument for inconsistent arguments and CudaError for a failed launch.
 void quantize(const QuantizeArgs& args, cudaStream_t stream);

@@ -119,6 +119,8 @@ struct QuantCase {
   int64_t br = 0, bc = 0;   // output coordinates, 0: the whole dimension
   bool stochastic = false;  // INT8 only; the noise drawn with `seed`
   uint64_t seed = 0;
+  const uint32_t* amax = nullptr;  // a producer's max |x| (tensorwise), on the device
+  bool tile_kernel = false;        // QuantizeArgs::tile_kernel
 };
 
 std::string describe(const at::Tensor& x, const QuantCase& c) {
@@ -161,6 +163,8 @@ KernelQuant run_quantize(const at::Tensor& x, const QuantCase& c, bool with_tran
   args.block_cols = c.bc;
   args.stochastic = c.stochastic;
   args.seed = c.seed;
+  args.amax = c.amax;
+  args.tile_kernel = c.tile_kernel;
   args.values = k.values.data_ptr();
   args.scales = k.scales.data_ptr<float>();
   if (with_transpose) {
@@ -302,6 +306,72 @@ TEST_F(GpuKernels, QuantizeEdgeShapesEveryGranularityFormatAndLayout) {
           }
         }
       }
+    }
+  }
+}
+
+// The one-pass tensorwise kernel (BF16, sides multiples of 128): each output layout alone and
+// both from one pass, against the reference and against the tile kernel it replaces; with a
+// producer's amax as well as its own amax pass; every format; a leading dimension past the
+// columns; values half way between two steps, a NaN and an Inf.
+TEST_F(GpuKernels, TensorwiseKernelMatchesTheReferenceAndTheTileKernel) {
+  const auto opts = torch::TensorOptions().device(torch::kCUDA);
+  int64_t seed = 9000;
+  for (auto [rows, cols] :
+       std::vector<std::pair<int64_t, int64_t>>{{128, 128}, {384, 256}, {4096, 11008}}) {
+    for (int64_t ld : {cols, cols + 8}) {
+      torch::manual_seed(++seed);
+      const at::Tensor x = random_matrix(rows, cols, DType::bf16, ld);
+      const at::Tensor amax = x.abs().max().to(at::kFloat).view(at::kInt).reshape({1}).contiguous();
+      for (DType out : kFormats) {
+        QuantCase c{false, out, 0, 0};
+        {
+          QuantizeArgs a;
+          a.x = x.data_ptr();
+          a.rows = rows;
+          a.cols = cols;
+          a.ld = ld;
+          a.out_type = out;
+          a.values = x.data_ptr();
+          a.scales = static_cast<float*>(amax.data_ptr());
+          ASSERT_STREQ(quantize_kernel_name(a), "tensorwise") << rows << "x" << cols;
+        }
+        check_quantize(x, c);                  // X, then X and Xᵀ from one pass
+        check_quantize(x, {true, out, 0, 0});  // Xᵀ alone
+        const KernelQuant own = run_quantize(x, c, /*with_transpose=*/true);
+        c.tile_kernel = true;
+        const KernelQuant tile = run_quantize(x, c, true);
+        EXPECT_TRUE(same_bits(tile.values, own.values)) << dtype_name(out);
+        EXPECT_TRUE(same_bits(tile.values_t, own.values_t)) << dtype_name(out);
+        EXPECT_TRUE(same_scales(tile.scales, own.scales)) << dtype_name(out);
+        c.tile_kernel = false;
+        c.amax = reinterpret_cast<const uint32_t*>(amax.data_ptr<int32_t>());
+        const KernelQuant given = run_quantize(x, c, true);
+        EXPECT_TRUE(same_bits(own.values, given.values)) << dtype_name(out) << ", amax given";
+        EXPECT_TRUE(same_bits(own.values_t, given.values_t)) << dtype_name(out) << ", amax given";
+        EXPECT_TRUE(same_scales(own.scales, given.scales)) << dtype_name(out) << ", amax given";
+      }
+    }
+  }
+  for (DType out : kFormats) {
+    // Ties: the amax is the format's largest value, so inv is exactly 1 (as in
+    // QuantizeSpecialValuesAndTies, on the tensorwise kernel's grid).
+    const auto fmax = static_cast<double>(format_max(out));
+    const double step =
+        out == DType::int8 ? 0.5 : std::ldexp(1.0, out == DType::fp8_e4m3 ? -10 : -17);
+    torch::manual_seed(++seed);
+    at::Tensor ties = torch::randint(-1024, 1025, {256, 384}, opts) * step;
+    ties.narrow(0, 0, 64).mul_(torch::exp2(torch::randint(0, 14, {64, 384}, opts)));
+    ties = ties.clamp(-fmax, fmax);
+    ties.index_put_({5, 7}, fmax);
+    check_quantize(ties.to(at::kBFloat16), {false, out, 0, 0});
+    // A NaN, an Inf: every value 0 and the scale non-finite, in both layouts.
+    for (float special :
+         {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+      at::Tensor x = torch::randn({256, 384}, opts);
+      x.index_put_({200, 300}, special);
+      check_quantize(x.to(at::kBFloat16), {false, out, 0, 0});
+      check_quantize(x.to(at::kBFloat16), {true, out, 0, 0});
     }
   }
 }
@@ -670,6 +740,47 @@ TEST(GpuKernelArgs, QuantizeRejectsInconsistentArguments) {
                std::invalid_argument);
   EXPECT_THROW(quantize(with_copy([](QuantizeArgs& a) { a.values_t = nullptr; }), nullptr),
                std::invalid_argument);
+}
+
+// Which kernel runs (quantize_kernel_name) needs no device: tensorwise BF16 on the 128 grid with
+// aligned rows takes the one-pass kernel, anything else the paths it took before.
+TEST(GpuKernelArgs, OnlyAlignedTensorwiseBf16OnTheTileGridTakesTheTensorwiseKernel) {
+  alignas(16) static char buffer[64];
+  const auto with = [&](auto change) {
+    QuantizeArgs a = valid_quantize_args();  // 256 × 512, {1,128}
+    a.x = a.values = buffer;
+    a.scales = reinterpret_cast<float*>(buffer);
+    a.block_rows = a.block_cols = 0;
+    change(a);
+    return std::string(quantize_kernel_name(a));
+  };
+  EXPECT_EQ(with([](QuantizeArgs&) {}), "tensorwise");
+  EXPECT_EQ(with([](QuantizeArgs& a) { a.transpose = true; }), "tensorwise");
+  EXPECT_EQ(with([](QuantizeArgs& a) { a.block_rows = 256; }), "tensorwise");
+  EXPECT_EQ(with([](QuantizeArgs& a) {
+              a.values_t = buffer;
+              a.scales_t = reinterpret_cast<float*>(buffer);
+            }),
+            "tensorwise");
+  EXPECT_EQ(with([](QuantizeArgs& a) { a.out_type = DType::fp8_e5m2; }), "tensorwise");
+  EXPECT_EQ(with([](QuantizeArgs& a) { a.x_type = DType::fp32; }), "general");
+  EXPECT_EQ(with([](QuantizeArgs& a) { a.rows = 200; }), "general");
+  EXPECT_EQ(with([](QuantizeArgs& a) { a.ld = 516; }), "general");
+  EXPECT_EQ(with([](QuantizeArgs& a) { a.x = buffer + 2; }), "general");
+  EXPECT_EQ(with([](QuantizeArgs& a) { a.values = buffer + 4; }), "general");
+  EXPECT_EQ(with([](QuantizeArgs& a) { a.stochastic = true; }), "general");
+  EXPECT_EQ(with([](QuantizeArgs& a) {
+              a.delayed = true;
+              a.amax = reinterpret_cast<const uint32_t*>(buffer);
+            }),
+            "general");
+  EXPECT_EQ(with([](QuantizeArgs& a) { a.tile_kernel = true; }), "general");
+  EXPECT_EQ(with([](QuantizeArgs& a) { a.block_rows = 1; }), "rows");
+  EXPECT_EQ(with([](QuantizeArgs& a) {
+              a.block_rows = 1;
+              a.block_cols = 128;
+            }),
+            "tile");
 }
 
 TEST(GpuKernelArgs, QuantizeWorkspaceIsOneWordPerBlockOnlyForTwoPassGranularities) {

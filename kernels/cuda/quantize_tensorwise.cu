@@ -1,0 +1,240 @@
+// One-pass tensorwise quantization of BF16 X [rows, cols] (sides multiples of 128) into X's
+// layout, Xᵀ's, or both, with the numerics of kernels/reference/quantize.cpp bit for bit.
+//
+// Why a kernel of its own: the general tile kernel (quantize.cu) holds a 128×128 tile in FP32
+// shared memory (64 KiB, three CTAs an SM), reads it back four values at a time for each layout
+// and finds its scale through a separate scales kernel; it ran at 50–64 % of DRAM bandwidth,
+// issue-bound (docs/perf-log.md §8). With one scale for the whole tensor a value's format byte
+// is the same in both layouts, so this kernel quantizes each value once, in registers, as soon
+// as it is loaded: X's layout is stored straight from registers, and only the format bytes go
+// through shared memory (16 KiB a CTA) to be transposed four by four with byte permutes. The
+// scale is computed from the amax in every CTA (one division), so there is no scales kernel
+// and no copy of a producer's amax before it: one launch where there were three.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "kernels/cuda/amax.cuh"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/quantize_math.cuh"
+#include "kernels/cuda/quantize_tensorwise.cuh"
+
+namespace lpbench::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kTile = 128;                            // a CTA's tile of X: 128 × 128
+constexpr int kLoads = kTile * kTile / 8 / kThreads;  // 16-byte loads a thread: 8
+constexpr int kRowsPerLoad = kThreads / (kTile / 8);  // rows of the tile one load covers: 16
+constexpr int kRowsPerWarpT = kTile / kWarps;         // rows of X each warp transposes: 16
+
+struct TensorwiseParams {
+  const __nv_bfloat16* x;
+  int64_t ld;
+  int64_t rows, cols;    // of X
+  const uint32_t* amax;  // max |x| as FP32 bits, on the device
+  DType fmt;
+  float fmax;
+  uint8_t* values;    // X's layout [rows, cols], or nullptr
+  uint8_t* values_t;  // Xᵀ's layout [cols, rows], or nullptr
+  float* scales;      // one scale each, written by the first CTA; either may be nullptr
+  float* scales_t;
+};
+
+// Eight BF16 values times `inv`, as eight format bytes (the first in the low byte).
+template <bool kInt8>
+__device__ __forceinline__ uint2 quantize8(const uint4& raw, float inv, DType fmt) {
+  float f[8];
+  quant::Vec<__nv_bfloat16>::unpack(raw, f);
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+    f[e] = __fmul_rn(f[e], inv);
+  const DType out = kInt8 ? DType::int8 : fmt;
+  return make_uint2(quant::pack4(f[0], f[1], f[2], f[3], out),
+                    quant::pack4(f[4], f[5], f[6], f[7], out));
+}
+
+// The 4×4 byte transpose: a, b, c, d are four rows' words (four columns each, the first in the
+// low byte); col[e] gets column e of the four rows, row a in the low byte.
+__device__ __forceinline__ void transpose_bytes(uint32_t a, uint32_t b, uint32_t c, uint32_t d,
+                                                uint32_t (&col)[4]) {
+  const uint32_t ab_lo = __byte_perm(a, b, 0x5140);  // a0 b0 a1 b1
+  const uint32_t ab_hi = __byte_perm(a, b, 0x7362);  // a2 b2 a3 b3
+  const uint32_t cd_lo = __byte_perm(c, d, 0x5140);
+  const uint32_t cd_hi = __byte_perm(c, d, 0x7362);
+  col[0] = __byte_perm(ab_lo, cd_lo, 0x5410);  // a0 b0 c0 d0
+  col[1] = __byte_perm(ab_lo, cd_lo, 0x7632);  // a1 b1 c1 d1
+  col[2] = __byte_perm(ab_hi, cd_hi, 0x5410);
+  col[3] = __byte_perm(ab_hi, cd_hi, 0x7632);
+}
+
+// One 128×128 tile of X per CTA. Loads: each half-warp reads one row's 256 bytes, the block 16
+// rows a load, all eight loads in flight before the first is used.
+template <bool kInt8, bool kWriteX, bool kWriteT>
+__global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
+  // The tile's format bytes, four columns a word; the row-wise stores and the transposing reads
+  // both touch 32 distinct banks.
+  __shared__ __align__(16) uint32_t tile[kTile][kTile / 4];
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;
+
+  float scale;
+  float inv;
+  quant::scale_of(__ldg(p.amax), p.fmax, &scale, &inv);
+  if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+    if (p.scales != nullptr) *p.scales = scale;
+    if (p.scales_t != nullptr) *p.scales_t = scale;
+  }
+  // A NaN or Inf in X (a non-finite amax, a NaN inverse) makes every value 0: nothing is read,
+  // and 0 · 0 rounds to +0 in every format, as the reference's do.
+  const bool nonfinite = inv != inv;
+  if (nonfinite) inv = 0.0f;
+
+  const int sub_row = static_cast<int>(threadIdx.x) / (kTile / 8);
+  const int col = (static_cast<int>(threadIdx.x) % (kTile / 8)) * 8;
+  uint4 raw[kLoads];
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int64_t r = r0 + i * kRowsPerLoad + sub_row;
+    raw[i] = nonfinite ? make_uint4(0, 0, 0, 0) : quant::load_vec(p.x + r * p.ld + c0 + col);
+  }
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int r = i * kRowsPerLoad + sub_row;
+    const uint2 q = quantize8<kInt8>(raw[i], inv, p.fmt);
+    if constexpr (kWriteX) {
+      *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + c0 + col) = q;
+    }
+    if constexpr (kWriteT) *reinterpret_cast<uint2*>(&tile[r][col / 4]) = q;
+  }
+  if constexpr (kWriteT) {
+    __syncthreads();
+    // Lane l holds X columns 4l..4l+3 of the warp's 16 rows, and writes them as 16 bytes of
+    // each of four rows of Xᵀ.
+    const int tr0 = warp * kRowsPerWarpT;
+    uint32_t w[kRowsPerWarpT];
+#pragma unroll
+    for (int k = 0; k < kRowsPerWarpT; ++k)
+      w[k] = tile[tr0 + k][lane];
+    uint32_t cols[4][4];  // [group of four rows][column]
+#pragma unroll
+    for (int g = 0; g < 4; ++g)
+      transpose_bytes(w[4 * g], w[4 * g + 1], w[4 * g + 2], w[4 * g + 3], cols[g]);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      uint8_t* out = p.values_t + (c0 + 4 * lane + e) * p.rows + r0 + tr0;
+      *reinterpret_cast<uint4*>(out) = make_uint4(cols[0][e], cols[1][e], cols[2][e], cols[3][e]);
+    }
+  }
+}
+
+// max |x| of X into *amax (zeroed), as FP32 bits: thread t of a CTA owns one 16-byte column
+// vector of its strip and walks the CTA's rows, four loads in flight; one atomic a CTA.
+__global__ void __launch_bounds__(kThreads)
+    tensor_amax_kernel(const __nv_bfloat16* x, int64_t ld, int64_t rows, int64_t cols,
+                       uint32_t* amax) {
+  const int64_t j = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) * 8;
+  const int64_t step = gridDim.y;
+  uint32_t m = 0;
+  if (j < cols) {
+    int64_t r = blockIdx.y;
+    for (; r + 3 * step < rows; r += 4 * step) {
+      uint4 raw[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        raw[u] = quant::load_vec(x + (r + u * step) * ld + j);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        float f[8];
+        quant::Vec<__nv_bfloat16>::unpack(raw[u], f);
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          m = max(m, quant::abs_bits(f[e]));
+      }
+    }
+    for (; r < rows; r += step) {
+      float f[8];
+      quant::Vec<__nv_bfloat16>::unpack(quant::load_vec(x + r * ld + j), f);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        m = max(m, quant::abs_bits(f[e]));
+    }
+  }
+  report_amax(amax, m);
+}
+
+bool aligned(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+template <bool kInt8>
+void launch(const TensorwiseParams& tp, dim3 grid, cudaStream_t stream) {
+  if (tp.values != nullptr && tp.values_t != nullptr) {
+    quantize_tensorwise_kernel<kInt8, true, true><<<grid, kThreads, 0, stream>>>(tp);
+  } else if (tp.values != nullptr) {
+    quantize_tensorwise_kernel<kInt8, true, false><<<grid, kThreads, 0, stream>>>(tp);
+  } else {
+    quantize_tensorwise_kernel<kInt8, false, true><<<grid, kThreads, 0, stream>>>(tp);
+  }
+}
+
+}  // namespace
+
+bool tensorwise_kernel_applies(const QuantizeArgs& a) {
+  const int64_t out_rows = a.transpose ? a.cols : a.rows;
+  const int64_t out_cols = a.transpose ? a.rows : a.cols;
+  const bool one_block = (a.block_rows == 0 || a.block_rows >= out_rows) &&
+                         (a.block_cols == 0 || a.block_cols >= out_cols);
+  // The layout written from registers takes 8-byte stores, the transposed one 16-byte stores.
+  void* const x_layout = a.transpose ? nullptr : a.values;
+  void* const t_layout = a.transpose ? a.values : a.values_t;
+  return one_block && a.x_type == DType::bf16 && !a.delayed && a.amax_seen == nullptr &&
+         !a.stochastic && a.rows % kTile == 0 && a.cols % kTile == 0 && a.rows / kTile <= 65535 &&
+         aligned(a.x, 16) && a.ld % 8 == 0 && (x_layout == nullptr || aligned(x_layout, 8)) &&
+         (t_layout == nullptr || aligned(t_layout, 16));
+}
+
+void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
+  LPBENCH_CUDA_REQUIRE(tensorwise_kernel_applies(a), "the tensorwise kernel does not apply");
+  TensorwiseParams tp{};
+  tp.x = static_cast<const __nv_bfloat16*>(a.x);
+  tp.ld = a.ld;
+  tp.rows = a.rows;
+  tp.cols = a.cols;
+  tp.fmt = a.out_type;
+  tp.fmax = format_max(a.out_type);
+  tp.values = static_cast<uint8_t*>(a.transpose ? nullptr : a.values);
+  tp.values_t = static_cast<uint8_t*>(a.transpose ? a.values : a.values_t);
+  tp.scales = a.scales;
+  tp.scales_t = a.transpose ? nullptr : a.scales_t;
+  if (a.amax != nullptr) {
+    tp.amax = a.amax;
+  } else {
+    LPBENCH_CUDA_REQUIRE(a.workspace != nullptr,
+                         "tensorwise quantization needs a workspace of quantize_workspace_bytes()");
+    auto* amax = static_cast<uint32_t*>(a.workspace);
+    LPBENCH_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(uint32_t), stream));
+    // Enough CTAs to keep every SM's loads in flight, few enough that the atomics stay cheap.
+    const int64_t strips = (a.cols / 8 + kThreads - 1) / kThreads;
+    const int64_t row_groups =
+        std::min<int64_t>(a.rows, std::max<int64_t>(1, kAmaxGridCap / strips));
+    tensor_amax_kernel<<<dim3(static_cast<unsigned>(strips), static_cast<unsigned>(row_groups)),
+                         kThreads, 0, stream>>>(tp.x, a.ld, a.rows, a.cols, amax);
+    LPBENCH_CUDA_CHECK_LAUNCH();
+    tp.amax = amax;
+  }
+  const dim3 grid(static_cast<unsigned>(a.cols / kTile), static_cast<unsigned>(a.rows / kTile));
+  if (a.out_type == DType::int8) {
+    launch<true>(tp, grid, stream);
+  } else {
+    launch<false>(tp, grid, stream);
+  }
+  LPBENCH_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace lpbench::cuda

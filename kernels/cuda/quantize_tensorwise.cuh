@@ -1,0 +1,18 @@
+#pragma once
+
+// The one-pass tensorwise quantization of a BF16 matrix whose sides are multiples of 128: the
+// training step's common case (int8-tensor and fp8-tensor quantize every X, W and dY this way),
+// given its own kernel because the general tile kernel is issue-bound on it (docs/perf-log.md
+// §8, §19). quantize() calls it where it applies; nothing else should.
+#include "kernels/cuda/quantize.cuh"
+
+namespace lpbench::cuda {
+
+// Whether this call can take the one-pass kernel: tensorwise, BF16 in, no delayed scaling or
+// stochastic rounding, sides multiples of 128, 16-byte aligned rows in and out.
+bool tensorwise_kernel_applies(const QuantizeArgs& args);
+
+// Launches it, after an amax pass into args.workspace where args.amax is not given.
+void quantize_tensorwise(const QuantizeArgs& args, cudaStream_t stream);
+
+}  // namespace lpbench::cuda

@@ -1,0 +1,189 @@
+// quantize_bench: the tensorwise quantizations of one llama2-7b layer's training step (int8-tensor:
+// X, W and dY of the four linear layers, each into both layouts from one pass), timed on the
+// one-pass tensorwise kernel and on the general tile kernel it replaced (QuantizeArgs::
+// tile_kernel), beside a device-to-device copy as the bandwidth ceiling. X and dY are quantized
+// with their producer's amax given, as the fused step does; W with its own amax pass. Each pair
+// of kernels is first checked to give the same bytes.
+//
+// Timing: CUDA events around each call, inputs rotated over copies that together exceed 4× L2,
+// 5 warm-up calls, the median and p10–p90 of --samples (default 50). Bytes: the BF16 read (twice
+// where the amax pass reads it too) plus the two INT8 layouts written.
+//
+//   quantize_bench [--tokens 4096] [--samples 50] [--format int8|fp8_e4m3]
+#include <cuda_runtime.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/quantize.cuh"
+
+namespace {
+
+using namespace lpbench;
+using cuda::DType;
+
+struct Timing {
+  double p10 = 0, median = 0, p90 = 0;
+};
+
+Timing time_ms(const std::function<void(int)>& fn, int copies, int samples) {
+  for (int i = 0; i < 5; ++i)
+    fn(i % copies);
+  cudaEvent_t start, stop;
+  LPBENCH_CUDA_CHECK(cudaEventCreate(&start));
+  LPBENCH_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> ms;
+  for (int s = 0; s < samples; ++s) {
+    LPBENCH_CUDA_CHECK(cudaEventRecord(start));
+    fn(s % copies);
+    LPBENCH_CUDA_CHECK(cudaEventRecord(stop));
+    LPBENCH_CUDA_CHECK(cudaEventSynchronize(stop));
+    float t = 0;
+    LPBENCH_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    ms.push_back(t);
+  }
+  LPBENCH_CUDA_CHECK(cudaEventDestroy(start));
+  LPBENCH_CUDA_CHECK(cudaEventDestroy(stop));
+  std::sort(ms.begin(), ms.end());
+  const auto at = [&](double q) { return ms[static_cast<size_t>(q * (ms.size() - 1))]; };
+  return {at(0.1), at(0.5), at(0.9)};
+}
+
+struct Operand {
+  std::string name;
+  int64_t rows, cols;
+  bool producer_amax;  // X and dY: the producing kernel reports max |x|
+};
+
+int int_flag(int argc, char** argv, const char* flag, int fallback) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], flag) == 0) return std::atoi(argv[i + 1]);
+  }
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!torch::cuda::is_available()) {
+    std::fprintf(stderr, "quantize_bench: no CUDA device\n");
+    return 1;
+  }
+  const int64_t tokens = int_flag(argc, argv, "--tokens", 4096);
+  const int samples = int_flag(argc, argv, "--samples", 50);
+  DType format = DType::int8;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--format") == 0 && std::strcmp(argv[i + 1], "fp8_e4m3") == 0) {
+      format = DType::fp8_e4m3;
+    }
+  }
+  const int64_t h = 4096, inner = 11008;
+  const std::vector<Operand> ops = {{"x.qkv", tokens, h, true},
+                                    {"x.o", tokens, h, true},
+                                    {"x.gate_up", tokens, h, true},
+                                    {"x.down", tokens, inner, true},
+                                    {"w.qkv", 3 * h, h, false},
+                                    {"w.o", h, h, false},
+                                    {"w.gate_up", 2 * inner, h, false},
+                                    {"w.down", h, inner, false},
+                                    {"dy.qkv", tokens, 3 * h, true},
+                                    {"dy.o", tokens, h, true},
+                                    {"dy.gate_up", tokens, 2 * inner, true},
+                                    {"dy.down", tokens, h, true}};
+
+  int device = 0;
+  LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  LPBENCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+
+  // The ceiling: a 1 GiB device-to-device copy (reads and writes 1 GiB each).
+  const int64_t copy_bytes = int64_t{1} << 30;
+  const at::Tensor src = torch::empty({copy_bytes}, cuda.dtype(at::kByte));
+  const at::Tensor dst = torch::empty({copy_bytes}, cuda.dtype(at::kByte));
+  const Timing copy = time_ms(
+      [&](int) {
+        LPBENCH_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), copy_bytes,
+                                           cudaMemcpyDeviceToDevice, nullptr));
+      },
+      1, 20);
+  const double ceiling = 2.0 * copy_bytes / copy.median / 1e6;  // GB/s
+  std::printf("device %s, L2 %d MiB; %s, %lld tokens; copy ceiling %.0f GB/s\n", prop.name,
+              prop.l2CacheSize >> 20, cuda::dtype_name(format), static_cast<long long>(tokens),
+              ceiling);
+  std::printf("%-11s %13s %9s %22s %22s %7s %7s %6s\n", "operand", "shape", "MB moved",
+              "tensorwise ms (p10-p90)", "tile ms (p10-p90)", "GB/s", "of copy", "x tile");
+
+  double total_new = 0, total_tile = 0, total_bytes = 0;
+  bool all_same = true;
+  for (const Operand& op : ops) {
+    const int64_t elems = op.rows * op.cols;
+    const int copies = static_cast<int>(
+        std::max<int64_t>(2, (4 * static_cast<int64_t>(prop.l2CacheSize)) / (2 * elems) + 1));
+    std::vector<at::Tensor> xs;
+    std::vector<at::Tensor> amaxes;
+    for (int c = 0; c < copies; ++c) {
+      xs.push_back(torch::randn({op.rows, op.cols}, cuda).mul(1 + c).to(at::kBFloat16));
+      amaxes.push_back(
+          xs.back().abs().max().to(at::kFloat).reshape({1}).view(at::kInt).contiguous());
+    }
+    const at::Tensor values = torch::empty({op.rows, op.cols}, cuda.dtype(at::kByte));
+    const at::Tensor values_t = torch::empty({op.cols, op.rows}, cuda.dtype(at::kByte));
+    const at::Tensor scales = torch::empty({2}, cuda.dtype(at::kFloat));
+    const at::Tensor workspace = torch::empty({16}, cuda.dtype(at::kByte));
+    const auto args = [&](int c, bool tile) {
+      cuda::QuantizeArgs a;
+      a.x = xs[c].data_ptr();
+      a.rows = op.rows;
+      a.cols = op.cols;
+      a.ld = op.cols;
+      a.out_type = format;
+      a.values = values.data_ptr();
+      a.values_t = values_t.data_ptr();
+      a.scales = scales.data_ptr<float>();
+      a.scales_t = scales.data_ptr<float>() + 1;
+      a.workspace = workspace.data_ptr();
+      a.amax = op.producer_amax ? reinterpret_cast<const uint32_t*>(amaxes[c].data_ptr<int32_t>())
+                                : nullptr;
+      a.tile_kernel = tile;
+      return a;
+    };
+    // Same bytes from both kernels.
+    cuda::quantize(args(0, false), nullptr);
+    const at::Tensor v_new = values.clone(), vt_new = values_t.clone();
+    cuda::quantize(args(0, true), nullptr);
+    const bool same = torch::equal(v_new, values) && torch::equal(vt_new, values_t);
+    all_same = all_same && same;
+
+    const Timing t_new =
+        time_ms([&](int c) { cuda::quantize(args(c, false), nullptr); }, copies, samples);
+    const Timing t_tile =
+        time_ms([&](int c) { cuda::quantize(args(c, true), nullptr); }, copies, samples);
+    const double bytes = static_cast<double>(elems) * (op.producer_amax ? 2 : 4) + 2.0 * elems;
+    const double gbs = bytes / t_new.median / 1e6;
+    std::printf(
+        "%-11s %6lldx%-6lld %9.1f %8.4f (%.4f-%.4f) %8.4f (%.4f-%.4f) %7.0f %6.0f%% %5.2fx%s\n",
+        op.name.c_str(), static_cast<long long>(op.rows), static_cast<long long>(op.cols),
+        bytes / 1e6, t_new.median, t_new.p10, t_new.p90, t_tile.median, t_tile.p10, t_tile.p90, gbs,
+        100.0 * gbs / ceiling, t_tile.median / t_new.median, same ? "" : "  DIFFERENT BYTES");
+    total_new += t_new.median;
+    total_tile += t_tile.median;
+    total_bytes += bytes;
+  }
+  std::printf(
+      "layer: %.1f MB, tensorwise %.3f ms (%.0f GB/s, %.0f%% of copy), tile %.3f ms: %.2fx\n",
+      total_bytes / 1e6, total_new, total_bytes / total_new / 1e6,
+      100.0 * total_bytes / total_new / 1e6 / ceiling, total_tile, total_tile / total_new);
+  if (!all_same) {
+    std::fprintf(stderr, "quantize_bench: the two kernels wrote different bytes\n");
+    return 1;
+  }
+  return 0;
+}

@@ -7,9 +7,10 @@
 // issue-bound (docs/perf-log.md §8). With one scale for the whole tensor a value's format byte
 // is the same in both layouts, so this kernel quantizes each value once, in registers, as soon
 // as it is loaded: X's layout is stored straight from registers, and only the format bytes go
-// through shared memory (16 KiB a CTA) to be transposed four by four with byte permutes. The
-// scale is computed from the amax in every CTA (one division), so there is no scales kernel
-// and no copy of a producer's amax before it: one launch where there were three.
+// through shared memory (16 KiB a CTA) to be transposed four by four with byte permutes and
+// written 128 contiguous bytes a warp instruction. The scale is computed from the amax in every
+// CTA (one division), so there is no scales kernel and no copy of a producer's amax before it:
+// one launch where there were three.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -29,7 +30,6 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kTile = 128;                            // a CTA's tile of X: 128 × 128
 constexpr int kLoads = kTile * kTile / 8 / kThreads;  // 16-byte loads a thread: 8
 constexpr int kRowsPerLoad = kThreads / (kTile / 8);  // rows of the tile one load covers: 16
-constexpr int kRowsPerWarpT = kTile / kWarps;         // rows of X each warp transposes: 16
 
 struct TensorwiseParams {
   const __nv_bfloat16* x;
@@ -71,13 +71,23 @@ __device__ __forceinline__ void transpose_bytes(uint32_t a, uint32_t b, uint32_t
   col[3] = __byte_perm(ab_hi, cd_hi, 0x7632);
 }
 
+// Where a format byte of tile row r, word jw (columns 4·jw..4·jw+3) sits in shared memory: the
+// word index XOR-ed with a function of the row, so that both the row-wise stores (a half-warp
+// writes one row's 32 words as 16 pairs) and the transposing reads (lane l reads rows
+// 4l..4l+3 of one word column) touch 32 distinct banks. The swizzle's low bit swaps the two
+// words of a pair, so pairs stay 8-byte aligned: bits 1–4 come from r / 4 (lanes 0–15 of the
+// transposing read), bit 0 from r / 64 (lanes 16–31).
+__device__ __forceinline__ int swizzle(int r) {
+  return (((r >> 2) & 15) << 1) | ((r >> 6) & 1);
+}
+
 // One 128×128 tile of X per CTA. Loads: each half-warp reads one row's 256 bytes, the block 16
-// rows a load, all eight loads in flight before the first is used.
+// rows a load, all eight loads in flight before the first is used. Xᵀ is written a row segment
+// a warp instruction (32 lanes × 4 bytes, 128 contiguous bytes): writing it 16 bytes a lane into
+// 32 rows at once, the first version, ran at half the copy rate (docs/perf-log.md §19).
 template <bool kInt8, bool kWriteX, bool kWriteT>
 __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
-  // The tile's format bytes, four columns a word; the row-wise stores and the transposing reads
-  // both touch 32 distinct banks.
-  __shared__ __align__(16) uint32_t tile[kTile][kTile / 4];
+  __shared__ __align__(16) uint32_t tile[kTile * kTile / 4];  // format bytes, swizzled words
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile;
@@ -110,25 +120,32 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
     if constexpr (kWriteX) {
       *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + c0 + col) = q;
     }
-    if constexpr (kWriteT) *reinterpret_cast<uint2*>(&tile[r][col / 4]) = q;
+    if constexpr (kWriteT) {
+      const int s = swizzle(r);
+      *reinterpret_cast<uint2*>(&tile[r * (kTile / 4) + ((col / 4) ^ (s & ~1))]) =
+          (s & 1) ? make_uint2(q.y, q.x) : q;
+    }
   }
   if constexpr (kWriteT) {
     __syncthreads();
-    // Lane l holds X columns 4l..4l+3 of the warp's 16 rows, and writes them as 16 bytes of
-    // each of four rows of Xᵀ.
-    const int tr0 = warp * kRowsPerWarpT;
-    uint32_t w[kRowsPerWarpT];
+    // Warp w transposes word columns w, w + 8, w + 16, w + 24; lane l holds rows 4l..4l+3 of
+    // the word column and writes bytes 4l..4l+3 of four rows of Xᵀ.
 #pragma unroll
-    for (int k = 0; k < kRowsPerWarpT; ++k)
-      w[k] = tile[tr0 + k][lane];
-    uint32_t cols[4][4];  // [group of four rows][column]
+    for (int k = 0; k < kTile / 4 / kWarps; ++k) {
+      const int jw = warp + kWarps * k;
+      uint32_t w[4];
 #pragma unroll
-    for (int g = 0; g < 4; ++g)
-      transpose_bytes(w[4 * g], w[4 * g + 1], w[4 * g + 2], w[4 * g + 3], cols[g]);
+      for (int q = 0; q < 4; ++q) {
+        const int r = 4 * lane + q;
+        w[q] = tile[r * (kTile / 4) + (jw ^ swizzle(r))];
+      }
+      uint32_t cols[4];
+      transpose_bytes(w[0], w[1], w[2], w[3], cols);
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      uint8_t* out = p.values_t + (c0 + 4 * lane + e) * p.rows + r0 + tr0;
-      *reinterpret_cast<uint4*>(out) = make_uint4(cols[0][e], cols[1][e], cols[2][e], cols[3][e]);
+      for (int e = 0; e < 4; ++e) {
+        *reinterpret_cast<uint32_t*>(p.values_t + (c0 + 4 * jw + e) * p.rows + r0 + 4 * lane) =
+            cols[e];
+      }
     }
   }
 }
@@ -190,13 +207,13 @@ bool tensorwise_kernel_applies(const QuantizeArgs& a) {
   const int64_t out_cols = a.transpose ? a.rows : a.cols;
   const bool one_block = (a.block_rows == 0 || a.block_rows >= out_rows) &&
                          (a.block_cols == 0 || a.block_cols >= out_cols);
-  // The layout written from registers takes 8-byte stores, the transposed one 16-byte stores.
+  // The layout written from registers takes 8-byte stores, the transposed one 4-byte stores.
   void* const x_layout = a.transpose ? nullptr : a.values;
   void* const t_layout = a.transpose ? a.values : a.values_t;
   return one_block && a.x_type == DType::bf16 && !a.delayed && a.amax_seen == nullptr &&
          !a.stochastic && a.rows % kTile == 0 && a.cols % kTile == 0 && a.rows / kTile <= 65535 &&
          aligned(a.x, 16) && a.ld % 8 == 0 && (x_layout == nullptr || aligned(x_layout, 8)) &&
-         (t_layout == nullptr || aligned(t_layout, 16));
+         (t_layout == nullptr || aligned(t_layout, 4));
 }
 
 void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {

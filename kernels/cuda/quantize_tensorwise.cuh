@@ -9,7 +9,8 @@
 namespace lpbench::cuda {
 
 // Whether this call can take the one-pass kernel: tensorwise, BF16 in, no delayed scaling or
-// stochastic rounding, sides multiples of 128, 16-byte aligned rows in and out.
+// stochastic rounding, sides multiples of 128, 16-byte aligned input rows, outputs aligned for
+// 8-byte (X's layout) and 4-byte (Xᵀ's) stores.
 bool tensorwise_kernel_applies(const QuantizeArgs& args);
 
 // Launches it, after an amax pass into args.workspace where args.amax is not given.

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/adamw.cuh"
+#include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 
@@ -34,6 +35,11 @@ __device__ __forceinline__ Element update(float p, float g, float m, float v, fl
   return {p, m, v};
 }
 
+// |x| of a BF16 value (its bits in the low half) as the bits of the FP32 it widens to.
+__device__ __forceinline__ uint32_t bf16_abs_bits(uint32_t bits) {
+  return (bits & 0x7fffu) << 16;
+}
+
 __global__ void __launch_bounds__(kThreads)
     adamw_kernel(const AdamwTensor* table, int count, const AdamwArgs a) {
   // The tensor this block works on: the last whose first block is at or before it.
@@ -53,6 +59,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t begin = (block - t.first_block) * kChunk;
   const int64_t end = std::min(begin + kChunk, t.numel);
   auto* copy = static_cast<__nv_bfloat16*>(t.bf16_copy);
+  uint32_t amax = 0;  // of the copy's values written by this thread, as FP32 bits
   if (t.vectorized != 0) {
     for (int64_t i = begin + 4 * static_cast<int64_t>(threadIdx.x); i < end; i += 4 * kThreads) {
       float4 p = *reinterpret_cast<const float4*>(t.param + i);
@@ -76,20 +83,29 @@ __global__ void __launch_bounds__(kThreads)
       if (copy != nullptr) {
         const __nv_bfloat162 lo2 = __floats2bfloat162_rn(p.x, p.y);
         const __nv_bfloat162 hi2 = __floats2bfloat162_rn(p.z, p.w);
-        *reinterpret_cast<uint2*>(copy + i) = make_uint2(*reinterpret_cast<const uint32_t*>(&lo2),
-                                                         *reinterpret_cast<const uint32_t*>(&hi2));
+        const uint2 bits = make_uint2(*reinterpret_cast<const uint32_t*>(&lo2),
+                                      *reinterpret_cast<const uint32_t*>(&hi2));
+        *reinterpret_cast<uint2*>(copy + i) = bits;
+        amax = max(amax, max(max(bf16_abs_bits(bits.x), bf16_abs_bits(bits.x >> 16)),
+                             max(bf16_abs_bits(bits.y), bf16_abs_bits(bits.y >> 16))));
       }
     }
-    return;
+  } else {
+    for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
+      const Element r = update(t.param[i], t.grad[i], t.exp_avg[i], t.exp_avg_sq[i], scale, a,
+                               t.step_size, t.bias_sqrt);
+      t.param[i] = r.p;
+      t.exp_avg[i] = r.m;
+      t.exp_avg_sq[i] = r.v;
+      if (copy != nullptr) {
+        const __nv_bfloat16 c = __float2bfloat16_rn(r.p);
+        copy[i] = c;
+        amax = max(amax, bf16_abs_bits(__bfloat16_as_ushort(c)));
+      }
+    }
   }
-  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
-    const Element r = update(t.param[i], t.grad[i], t.exp_avg[i], t.exp_avg_sq[i], scale, a,
-                             t.step_size, t.bias_sqrt);
-    t.param[i] = r.p;
-    t.exp_avg[i] = r.m;
-    t.exp_avg_sq[i] = r.v;
-    if (copy != nullptr) copy[i] = __float2bfloat16_rn(r.p);
-  }
+  // The block's tensor is the same for all its threads, so all of them take part.
+  report_amax(t.copy_amax, amax);
 }
 
 bool aligned(const void* p, uintptr_t bytes) {
@@ -104,6 +120,8 @@ int64_t plan_adamw(std::vector<AdamwTensor>& tensors) {
   for (AdamwTensor& t : tensors) {
     LPBENCH_CUDA_REQUIRE(t.param && t.grad && t.exp_avg && t.exp_avg_sq && t.numel > 0,
                          "adamw: every tensor needs its master, gradient and moments");
+    LPBENCH_CUDA_REQUIRE(t.copy_amax == nullptr || t.bf16_copy != nullptr,
+                         "adamw: an amax of the copy needs the copy");
     t.first_block = blocks;
     blocks += (t.numel + kChunk - 1) / kChunk;
     t.vectorized = t.numel % 4 == 0 && aligned(t.param, 16) && aligned(t.grad, 16) &&

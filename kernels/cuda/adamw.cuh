@@ -16,6 +16,10 @@ struct AdamwTensor {
   float* exp_avg = nullptr;
   float* exp_avg_sq = nullptr;
   void* bf16_copy = nullptr;  // optional: [numel] bf16
+  // Optional, with bf16_copy: max |copy| as FP32 bits (kernels/cuda/amax.cuh), folded in by one
+  // atomicMax a block; the caller zeroes it. A tensorwise quantization of the copy then needs no
+  // amax pass of its own.
+  uint32_t* copy_amax = nullptr;
   int64_t numel = 0;
   float step_size = 0.0F;   // lr / (1 − β1^step), this tensor's step count
   float bias_sqrt = 0.0F;   // sqrt(1 − β2^step)
@@ -38,7 +42,8 @@ struct AdamwArgs {
 // (FP32):
 //   g = grad / grad_scale;  p −= lr · wd · p;  m = β1·m + (1 − β1)·g;  v = β2·v + (1 − β2)·g²
 //   p −= step_size · m / (sqrt(v) / bias_sqrt + eps)
-// and, where a copy is given, copy = bf16(p) rounded to nearest even. One launch covers every
+// and, where a copy is given, copy = bf16(p) rounded to nearest even (and its max |copy| where
+// copy_amax is given). One launch covers every
 // tensor: plan_adamw fills each tensor's first block and access width and returns the blocks;
 // the caller puts the table in device memory; launch_adamw runs it.
 int64_t plan_adamw(std::vector<AdamwTensor>& tensors);

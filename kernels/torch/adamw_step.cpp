@@ -2,13 +2,16 @@
 
 #include <ATen/ops/_fused_adamw.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #ifdef LPBENCH_CUDA_GLUE
 #include <c10/cuda/CUDAStream.h>
 
 #include "kernels/cuda/adamw.cuh"
+#include "kernels/torch/amax_registry.h"
 #endif
 
 namespace lpbench::kernels {
@@ -62,6 +65,14 @@ void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Ten
 #ifdef LPBENCH_CUDA_GLUE
   std::vector<cuda::AdamwTensor> tensors;
   tensors.reserve(params.size());
+  // Each copy's max |x|, found by the kernel as it writes the copy, for the tensorwise
+  // quantizations of the copy in the next forward (kernels/torch/amax_registry.h).
+  int64_t with_copy = 0;
+  for (const at::Tensor& c : copies)
+    with_copy += c.defined() && c.numel() > 0 ? 1 : 0;
+  const at::Tensor amaxes =
+      at::zeros({std::max<int64_t>(with_copy, 1)}, params.front().options().dtype(at::kInt));
+  std::vector<std::pair<size_t, int64_t>> remembered;  // (tensor, slot in amaxes)
   for (size_t i = 0; i < params.size(); ++i) {
     for (const at::Tensor* t : {&params[i], &grads[i], &exp_avgs[i], &exp_avg_sqs[i]}) {
       TORCH_CHECK(t->scalar_type() == at::kFloat && t->is_contiguous() &&
@@ -79,6 +90,9 @@ void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Ten
                       copies[i].numel() == params[i].numel(),
                   "adamw_step: copy ", i, ": BF16, contiguous, the master's size");
       t.bf16_copy = copies[i].data_ptr();
+      const auto slot = static_cast<int64_t>(remembered.size());
+      t.copy_amax = reinterpret_cast<uint32_t*>(amaxes.data_ptr<int32_t>() + slot);
+      remembered.emplace_back(i, slot);
     }
     t.numel = params[i].numel();
     const auto step = static_cast<double>(steps[i]);
@@ -107,6 +121,8 @@ void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Ten
   const auto stream = c10::cuda::getCurrentCUDAStream(params.front().device().index());
   cuda::launch_adamw(static_cast<const cuda::AdamwTensor*>(table.data_ptr()),
                      static_cast<int>(tensors.size()), blocks, a, stream.stream());
+  for (const auto& [i, slot] : remembered)
+    remember_amax(copies[i], amaxes.narrow(0, slot, 1));
 #endif
 }
 

@@ -4,6 +4,9 @@
 
 #include <deque>
 #include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace lpbench::kernels {
 
@@ -17,11 +20,14 @@ struct Entry {
   at::Tensor amax;
 };
 
-// A handful of entries live at a time (the outputs of one layer's producers); older ones go.
-constexpr size_t kCapacity = 64;
+// Entries by the address of their storage (a dead storage's entry never matches: its weak
+// pointer no longer locks), evicted oldest first past kCapacity: a step remembers an amax for
+// every weight copy the optimizer writes (a few hundred) and a few for each layer's producers.
+constexpr size_t kCapacity = 4096;
 
 std::mutex g_mutex;
-std::deque<Entry> g_entries;
+std::unordered_map<const c10::StorageImpl*, std::vector<Entry>> g_entries;
+std::deque<const c10::StorageImpl*> g_order;  // one key an entry, oldest first
 
 uint32_t version_of(const at::Tensor& t) {
   return t.unsafeGetTensorImpl()->version_counter().current_version();
@@ -35,26 +41,41 @@ at::Tensor new_amax(const at::Tensor& like) {
 
 void remember_amax(const at::Tensor& tensor, const at::Tensor& amax_bits) {
   if (!tensor.is_non_overlapping_and_dense()) return;
+  const c10::StorageImpl* key = tensor.storage().unsafeGetStorageImpl();
   Entry e{tensor.storage().getWeakStorageImpl(), tensor.storage_offset(), tensor.numel(),
           version_of(tensor), amax_bits};
   const std::lock_guard<std::mutex> lock(g_mutex);
-  g_entries.push_back(std::move(e));
-  while (g_entries.size() > kCapacity)
-    g_entries.pop_front();
+  std::vector<Entry>& same_storage = g_entries[key];
+  for (Entry& old : same_storage) {
+    // The same elements again (the next step's copy): the new amax replaces the old one.
+    if (old.offset == e.offset && old.numel == e.numel) {
+      old = std::move(e);
+      return;
+    }
+  }
+  same_storage.push_back(std::move(e));
+  g_order.push_back(key);
+  while (g_order.size() > kCapacity) {
+    const auto it = g_entries.find(g_order.front());
+    g_order.pop_front();
+    if (it == g_entries.end()) continue;
+    it->second.erase(it->second.begin());
+    if (it->second.empty()) g_entries.erase(it);
+  }
 }
 
 std::optional<at::Tensor> recall_amax(const at::Tensor& tensor) {
   if (!tensor.has_storage() || !tensor.is_non_overlapping_and_dense()) return std::nullopt;
   const c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
   const std::lock_guard<std::mutex> lock(g_mutex);
-  for (auto it = g_entries.rbegin(); it != g_entries.rend(); ++it) {
-    const c10::intrusive_ptr<c10::StorageImpl> alive = it->storage.lock();
-    if (alive.get() != storage || it->offset != tensor.storage_offset() ||
-        it->numel != tensor.numel()) {
-      continue;
-    }
-    if (it->version != version_of(tensor)) return std::nullopt;
-    return it->amax;
+  const auto it = g_entries.find(storage);
+  if (it == g_entries.end()) return std::nullopt;
+  for (const Entry& e : it->second) {
+    if (e.offset != tensor.storage_offset() || e.numel != tensor.numel()) continue;
+    // A storage freed since, whose address a new one took, is not this tensor's.
+    if (e.storage.lock().get() != storage) return std::nullopt;
+    if (e.version != version_of(tensor)) return std::nullopt;
+    return e.amax;
   }
   return std::nullopt;
 }

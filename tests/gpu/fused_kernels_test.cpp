@@ -339,7 +339,7 @@ namespace {
 // tensors that take the 16-byte path and span several blocks, a size off the vector width, an
 // unaligned view (both on the element path), per-tensor step counts, a clipping scale, and BF16
 // copies written from the updated masters (bit for bit the cast a refresh makes).
-TEST(FusedAdamW, TheKernelStepsAsLibtorchsFusedAdamWAndWritesTheCopies) {
+TEST(FusedAdamW, TheKernelStepsAsLibtorchsFusedAdamWAndWritesTheCopiesWithTheirAmax) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: the kernel is not run";
   ASSERT_TRUE(adamw_on_kernel(torch::Device(torch::kCUDA, 0)));
   torch::manual_seed(11);
@@ -380,6 +380,13 @@ TEST(FusedAdamW, TheKernelStepsAsLibtorchsFusedAdamWAndWritesTheCopies) {
       EXPECT_LT(relative_error(v[0][i], v[1][i]), 1e-6) << "tensor " << i;
       if (copies[i].defined()) {
         EXPECT_TRUE(copies[i].equal(ours[i].to(torch::kBFloat16))) << "tensor " << i;
+        // The kernel's max |copy| is found by a tensorwise quantization of the copy, and is
+        // the copy's own: the amax of the BF16 values, as FP32 bits.
+        const std::optional<at::Tensor> amax = recall_amax(copies[i]);
+        ASSERT_TRUE(amax.has_value()) << "tensor " << i;
+        const at::Tensor want =
+            copies[i].abs().max().to(torch::kFloat).reshape({1}).view(torch::kInt);
+        EXPECT_TRUE(amax->equal(want)) << "tensor " << i << ", step " << step;
       }
     }
   }

@@ -220,5 +220,22 @@ TEST(AmaxRegistry, RecallsOnlyWhatWasReportedForTheSameElements) {
   }
 }
 
+// The optimizer remembers an amax for every weight copy it writes each step: hundreds at full
+// depth, all of which the next forward looks up. The newest amax for the same elements wins.
+TEST(AmaxRegistry, HoldsAStepsWorthOfWeightCopiesAndTheNewestAmax) {
+  std::vector<at::Tensor> copies;
+  for (int i = 0; i < 600; ++i) {
+    copies.push_back(torch::zeros({4}));
+    remember_amax(copies.back(), torch::tensor({i}, torch::kInt));
+  }
+  for (int i = 0; i < 600; ++i) {
+    const std::optional<at::Tensor> amax = recall_amax(copies[static_cast<size_t>(i)]);
+    ASSERT_TRUE(amax.has_value()) << i;
+    EXPECT_EQ(amax->item<int32_t>(), i);
+  }
+  remember_amax(copies[0], torch::tensor({1000}, torch::kInt));
+  EXPECT_EQ(recall_amax(copies[0])->item<int32_t>(), 1000);
+}
+
 }  // namespace
 }  // namespace lpbench::kernels

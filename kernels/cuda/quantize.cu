@@ -2,7 +2,8 @@
 // transpose, bit for bit as kernels/reference/quantize.cpp defines it.
 //
 // Tensorwise quantization of BF16 with sides multiples of 128 (the training step's int8-tensor
-// and fp8-tensor operands) goes to its own one-pass kernel (quantize_tensorwise.cu). Everything
+// and fp8-tensor operands) goes to its own one-pass kernel (quantize_tensorwise.cu), and so do
+// rowwise pairs (X per row and Xᵀ per row: int8-row's operands, quantize_row_pair.cu). Everything
 // else takes one of three paths, chosen by plan() from the block shape in output coordinates:
 //   tile    one pass: an output tile of 128×128 through shared memory holds whole blocks (block
 //           sides powers of two, at most 128, the columns at least 4; a side spanning its whole
@@ -31,6 +32,7 @@
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/quantize.cuh"
 #include "kernels/cuda/quantize_math.cuh"
+#include "kernels/cuda/quantize_row_pair.cuh"
 #include "kernels/cuda/quantize_tensorwise.cuh"
 #include "kernels/rounding_noise.h"
 
@@ -667,6 +669,16 @@ void validate(const QuantizeArgs& a) {
                        "stochastic rounding is for INT8 output only");
   LPBENCH_CUDA_REQUIRE(a.x != nullptr, "x is null");
   LPBENCH_CUDA_REQUIRE(a.values != nullptr && a.scales != nullptr, "values or scales is null");
+  if (a.copy_rowwise) {
+    LPBENCH_CUDA_REQUIRE(a.values_t != nullptr && a.scales_t != nullptr,
+                         "copy_rowwise needs values_t and scales_t");
+    LPBENCH_CUDA_REQUIRE(
+        !a.transpose && a.block_rows == 1 && (a.block_cols == 0 || a.block_cols >= a.cols),
+        "copy_rowwise needs X per row ({1,0}) and transpose off");
+    LPBENCH_CUDA_REQUIRE(!a.delayed && a.amax == nullptr && a.amax_seen == nullptr,
+                         "copy_rowwise takes no amax (it finds each row's and column's)");
+    return;
+  }
   if (a.values_t != nullptr || a.scales_t != nullptr) {
     LPBENCH_CUDA_REQUIRE(a.values_t != nullptr && a.scales_t != nullptr,
                          "the transposed copy needs both values_t and scales_t");
@@ -706,6 +718,9 @@ bool aligned(const void* p, size_t bytes) {
 
 size_t quantize_workspace_bytes(const QuantizeArgs& args) {
   validate_shape(args);
+  // Every row's and column's amax (the row-pair kernel), which also covers the general path's
+  // one per column where each layout goes its own way.
+  if (args.copy_rowwise) return row_pair_workspace_bytes(args);
   // One word for the amax, also where the general plan would take the tile path (128 × 128).
   if (!args.tile_kernel && tensorwise_kernel_applies(args)) return sizeof(uint32_t);
   const Plan p = plan(args);
@@ -714,6 +729,9 @@ size_t quantize_workspace_bytes(const QuantizeArgs& args) {
 
 const char* quantize_kernel_name(const QuantizeArgs& args) {
   validate(args);
+  if (args.copy_rowwise) {
+    return !args.tile_kernel && row_pair_kernel_applies(args) ? "row pair" : "rows + general";
+  }
   if (!args.tile_kernel && tensorwise_kernel_applies(args)) return "tensorwise";
   switch (plan(args).path) {
     case Path::tile:
@@ -729,6 +747,25 @@ const char* quantize_kernel_name(const QuantizeArgs& args) {
 void quantize(const QuantizeArgs& args, cudaStream_t stream) {
   validate(args);
   NvtxRange range("lpbench::cuda::quantize");
+  if (args.copy_rowwise) {
+    if (!args.tile_kernel && row_pair_kernel_applies(args)) {
+      quantize_row_pair(args, stream);
+      return;
+    }
+    // Off the 128 grid (or asked to): each layout on its own path, X per row by the rows
+    // kernel, Xᵀ per row by the general one.
+    QuantizeArgs x_only = args;
+    x_only.copy_rowwise = false;
+    x_only.values_t = nullptr;
+    x_only.scales_t = nullptr;
+    quantize(x_only, stream);
+    QuantizeArgs t_only = x_only;
+    t_only.transpose = true;
+    t_only.values = args.values_t;
+    t_only.scales = args.scales_t;
+    quantize(t_only, stream);
+    return;
+  }
   if (!args.tile_kernel && tensorwise_kernel_applies(args)) {
     quantize_tensorwise(args, stream);
     return;

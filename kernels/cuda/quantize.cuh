@@ -34,6 +34,11 @@ struct QuantizeArgs {
   // included): the transposed output is then what quantizing Xᵀ under the same spec gives.
   void* values_t = nullptr;   // [C, R]
   float* scales_t = nullptr;  // [ceil(C/bc), ceil(R/br)], the transpose of `scales`
+  // With the transposed copy, rowwise instead: X per row ({1,0}, `transpose` false) and Xᵀ per
+  // row of Xᵀ (each column of X its own scale; scales_t [C, 1]): the two quantizations
+  // int8-row, fp8-row and the dy=row modifier read an operand in, which do not transpose into
+  // each other. One amax pass finds both the row and the column amaxes, one pass writes both.
+  bool copy_rowwise = false;
   // Tensorwise and full-row/column reductions need a device scratch of at least
   // quantize_workspace_bytes(args) bytes.
   void* workspace = nullptr;

@@ -8,15 +8,16 @@
 // is the same in both layouts, so this kernel quantizes each value once, in registers, as soon
 // as it is loaded: X's layout is stored straight from registers, and only the format bytes go
 // through shared memory (16 KiB a CTA) to be transposed four by four with byte permutes and
-// written 128 contiguous bytes a warp instruction. The scale is computed from the amax in every
-// CTA (one division), so there is no scales kernel and no copy of a producer's amax before it:
-// one launch where there were three.
+// written 128 contiguous bytes a warp instruction (byte_tile.cuh). The scale is computed from
+// the amax in every CTA (one division), so there is no scales kernel and no copy of a producer's
+// amax before it: one launch where there were three.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 
 #include "kernels/cuda/amax.cuh"
+#include "kernels/cuda/byte_tile.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/quantize_math.cuh"
 #include "kernels/cuda/quantize_tensorwise.cuh"
@@ -25,11 +26,7 @@ namespace lpbench::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kWarps = kThreads / 32;
-constexpr int kTile = 128;                            // a CTA's tile of X: 128 × 128
-constexpr int kLoads = kTile * kTile / 8 / kThreads;  // 16-byte loads a thread: 8
-constexpr int kRowsPerLoad = kThreads / (kTile / 8);  // rows of the tile one load covers: 16
+using namespace byte_tile;
 
 struct TensorwiseParams {
   const __nv_bfloat16* x;
@@ -44,52 +41,10 @@ struct TensorwiseParams {
   float* scales_t;
 };
 
-// Eight BF16 values times `inv`, as eight format bytes (the first in the low byte).
-template <bool kInt8>
-__device__ __forceinline__ uint2 quantize8(const uint4& raw, float inv, DType fmt) {
-  float f[8];
-  quant::Vec<__nv_bfloat16>::unpack(raw, f);
-#pragma unroll
-  for (int e = 0; e < 8; ++e)
-    f[e] = __fmul_rn(f[e], inv);
-  const DType out = kInt8 ? DType::int8 : fmt;
-  return make_uint2(quant::pack4(f[0], f[1], f[2], f[3], out),
-                    quant::pack4(f[4], f[5], f[6], f[7], out));
-}
-
-// The 4×4 byte transpose: a, b, c, d are four rows' words (four columns each, the first in the
-// low byte); col[e] gets column e of the four rows, row a in the low byte.
-__device__ __forceinline__ void transpose_bytes(uint32_t a, uint32_t b, uint32_t c, uint32_t d,
-                                                uint32_t (&col)[4]) {
-  const uint32_t ab_lo = __byte_perm(a, b, 0x5140);  // a0 b0 a1 b1
-  const uint32_t ab_hi = __byte_perm(a, b, 0x7362);  // a2 b2 a3 b3
-  const uint32_t cd_lo = __byte_perm(c, d, 0x5140);
-  const uint32_t cd_hi = __byte_perm(c, d, 0x7362);
-  col[0] = __byte_perm(ab_lo, cd_lo, 0x5410);  // a0 b0 c0 d0
-  col[1] = __byte_perm(ab_lo, cd_lo, 0x7632);  // a1 b1 c1 d1
-  col[2] = __byte_perm(ab_hi, cd_hi, 0x5410);
-  col[3] = __byte_perm(ab_hi, cd_hi, 0x7632);
-}
-
-// Where a format byte of tile row r, word jw (columns 4·jw..4·jw+3) sits in shared memory: the
-// word index XOR-ed with a function of the row, so that both the row-wise stores (a half-warp
-// writes one row's 32 words as 16 pairs) and the transposing reads (lane l reads rows
-// 4l..4l+3 of one word column) touch 32 distinct banks. The swizzle's low bit swaps the two
-// words of a pair, so pairs stay 8-byte aligned: bits 1–4 come from r / 4 (lanes 0–15 of the
-// transposing read), bit 0 from r / 64 (lanes 16–31).
-__device__ __forceinline__ int swizzle(int r) {
-  return (((r >> 2) & 15) << 1) | ((r >> 6) & 1);
-}
-
-// One 128×128 tile of X per CTA. Loads: each half-warp reads one row's 256 bytes, the block 16
-// rows a load, all eight loads in flight before the first is used. Xᵀ is written a row segment
-// a warp instruction (32 lanes × 4 bytes, 128 contiguous bytes): writing it 16 bytes a lane into
-// 32 rows at once, the first version, ran at half the copy rate (docs/perf-log.md §19).
+// One 128×128 tile of X per CTA (byte_tile.cuh).
 template <bool kInt8, bool kWriteX, bool kWriteT>
 __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
-  __shared__ __align__(16) uint32_t tile[kTile * kTile / 4];  // format bytes, swizzled words
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  __shared__ __align__(16) uint32_t tile[kWords];
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile;
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;
 
@@ -102,51 +57,28 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   }
   // A NaN or Inf in X (a non-finite amax, a NaN inverse) makes every value 0: nothing is read,
   // and 0 · 0 rounds to +0 in every format, as the reference's do.
-  const bool nonfinite = inv != inv;
-  if (nonfinite) inv = 0.0f;
-
-  const int sub_row = static_cast<int>(threadIdx.x) / (kTile / 8);
-  const int col = (static_cast<int>(threadIdx.x) % (kTile / 8)) * 8;
   uint4 raw[kLoads];
+  if (inv != inv) {
+    inv = 0.0f;
 #pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
-    const int64_t r = r0 + i * kRowsPerLoad + sub_row;
-    raw[i] = nonfinite ? make_uint4(0, 0, 0, 0) : quant::load_vec(p.x + r * p.ld + c0 + col);
+    for (int i = 0; i < kLoads; ++i)
+      raw[i] = make_uint4(0, 0, 0, 0);
+  } else {
+    load(p.x, p.ld, r0, c0, raw);
   }
+  const int col = load_col();
 #pragma unroll
   for (int i = 0; i < kLoads; ++i) {
-    const int r = i * kRowsPerLoad + sub_row;
+    const int r = load_row(i);
     const uint2 q = quantize8<kInt8>(raw[i], inv, p.fmt);
     if constexpr (kWriteX) {
       *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + c0 + col) = q;
     }
-    if constexpr (kWriteT) {
-      const int s = swizzle(r);
-      *reinterpret_cast<uint2*>(&tile[r * (kTile / 4) + ((col / 4) ^ (s & ~1))]) =
-          (s & 1) ? make_uint2(q.y, q.x) : q;
-    }
+    if constexpr (kWriteT) stash(tile, r, col, q);
   }
   if constexpr (kWriteT) {
     __syncthreads();
-    // Warp w transposes word columns w, w + 8, w + 16, w + 24; lane l holds rows 4l..4l+3 of
-    // the word column and writes bytes 4l..4l+3 of four rows of Xᵀ.
-#pragma unroll
-    for (int k = 0; k < kTile / 4 / kWarps; ++k) {
-      const int jw = warp + kWarps * k;
-      uint32_t w[4];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int r = 4 * lane + q;
-        w[q] = tile[r * (kTile / 4) + (jw ^ swizzle(r))];
-      }
-      uint32_t cols[4];
-      transpose_bytes(w[0], w[1], w[2], w[3], cols);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        *reinterpret_cast<uint32_t*>(p.values_t + (c0 + 4 * jw + e) * p.rows + r0 + 4 * lane) =
-            cols[e];
-      }
-    }
+    store_transposed(tile, p.values_t, p.rows, r0, c0);
   }
 }
 

@@ -50,10 +50,12 @@ Quantized reference_delayed(const at::Tensor& x, const QuantSpec& spec, AmaxHist
 #ifdef LPBENCH_CUDA_GLUE
 // The quantization of `input` (transposed with `transpose`) into fresh tensors, and with
 // `with_transpose` the transposed copy too (first: as asked; second: its transpose).
+// `rowwise_copy` (spec {1,0}): the copy is xᵀ quantized per row of xᵀ instead.
 std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x,
                                                              const QuantSpec& spec, bool transpose,
                                                              bool with_transpose,
-                                                             AmaxHistory* history, uint64_t seed) {
+                                                             AmaxHistory* history, uint64_t seed,
+                                                             bool rowwise_copy = false) {
   // Delayed scaling scales by the history's amax; otherwise a tensorwise scale whose amax the
   // kernel that wrote x already reported needs no amax pass either.
   const std::optional<at::Tensor> delayed =
@@ -77,7 +79,9 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
   std::optional<Quantized> t;
   if (with_transpose) {
     t = Quantized{at::empty({out_cols, out_rows}, values_options),
-                  at::empty({ceil_div(out_cols, bc), ceil_div(out_rows, br)}, scales_options),
+                  rowwise_copy
+                      ? at::empty({out_cols, 1}, scales_options)
+                      : at::empty({ceil_div(out_cols, bc), ceil_div(out_rows, br)}, scales_options),
                   spec};
   }
   cuda::QuantizeArgs args;
@@ -95,6 +99,7 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
   if (t) {
     args.values_t = t->values.data_ptr();
     args.scales_t = t->scales.data_ptr<float>();
+    args.copy_rowwise = rowwise_copy;
   }
   if (amax) args.amax = reinterpret_cast<const uint32_t*>(amax->data_ptr<int32_t>());
   args.delayed = delayed.has_value();
@@ -128,6 +133,26 @@ Quantized quantize(const at::Tensor& x, const QuantSpec& spec, bool transpose,
 #endif
   if (history != nullptr) return reference_delayed(transpose ? x.t() : x, spec, *history);
   return reference::quantize(transpose ? x.t() : x, spec, seed);
+}
+
+bool is_rowwise(const QuantSpec& spec) {
+  return spec.block_rows == 1 && spec.block_cols == 0;
+}
+
+std::pair<Quantized, Quantized> quantize_rowwise_pair(const at::Tensor& x, const QuantSpec& spec) {
+  TORCH_CHECK(x.dim() == 2, "quantize takes a 2-D tensor, got ", x.sizes());
+  TORCH_CHECK(is_rowwise(spec), "quantize_rowwise_pair: the spec must be rowwise {1,0}, got {",
+              spec.block_rows, ",", spec.block_cols, "}");
+  TORCH_CHECK(spec.rounding == Rounding::nearest,
+              "quantize_rowwise_pair: round to nearest only (stochastic rounding draws a seed "
+              "per layout: quantize each)");
+#ifdef LPBENCH_CUDA_GLUE
+  if (x.is_cuda()) {
+    auto [q, t] = quantize_cuda(x, spec, false, true, nullptr, 0, /*rowwise_copy=*/true);
+    return {std::move(q), std::move(*t)};
+  }
+#endif
+  return {reference::quantize(x, spec), reference::quantize(x.t(), spec)};
 }
 
 bool transposes_exactly(const QuantSpec& spec) {

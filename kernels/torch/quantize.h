@@ -32,4 +32,14 @@ bool transposes_exactly(const QuantSpec& spec);
 std::pair<Quantized, Quantized> quantize_with_transpose(const at::Tensor& x, const QuantSpec& spec,
                                                         AmaxHistory* history = nullptr);
 
+// Whether a spec is rowwise ({1,0}: one scale per row).
+bool is_rowwise(const QuantSpec& spec);
+
+// x per row and xᵀ per row of xᵀ (each column of x its own scale) under one rowwise spec that
+// rounds to nearest, equal to quantize(x, spec) and quantize(x, spec, true): on the GPU one amax
+// pass for both and one pass writing both (QuantizeArgs::copy_rowwise), where quantizing them apart
+// reads x three times. A training step reads int8-row's and fp8-row's operands (and dY under
+// dy=row) so.
+std::pair<Quantized, Quantized> quantize_rowwise_pair(const at::Tensor& x, const QuantSpec& spec);
+
 }  // namespace lpbench::kernels

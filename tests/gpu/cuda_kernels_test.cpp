@@ -16,6 +16,7 @@
 
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 #include <stdexcept>
@@ -374,6 +375,93 @@ TEST_F(GpuKernels, TensorwiseKernelMatchesTheReferenceAndTheTileKernel) {
       check_quantize(x.to(at::kBFloat16), {true, out, 0, 0});
     }
   }
+}
+
+// X per row and Xᵀ per row of Xᵀ from one call (QuantizeArgs::copy_rowwise): on the 128 grid
+// the row-pair kernel, off it each layout on its own path; both against the reference's two
+// rowwise quantizations, and the kernel against the two paths it replaces (tile_kernel).
+KernelQuant run_row_pair(const at::Tensor& x, DType out, bool tile_kernel) {
+  const int64_t rows = x.size(0);
+  const int64_t cols = x.size(1);
+  const auto cuda = x.options();
+  KernelQuant k{torch::full({rows, cols}, out == DType::int8 ? 0x80 : 0x7f, cuda.dtype(at::kByte)),
+                torch::full({rows, 1}, -1.0F, cuda.dtype(at::kFloat)),
+                torch::full({cols, rows}, out == DType::int8 ? 0x80 : 0x7f, cuda.dtype(at::kByte)),
+                torch::full({cols, 1}, -1.0F, cuda.dtype(at::kFloat))};
+  QuantizeArgs args;
+  args.x = x.data_ptr();
+  args.x_type = dtype_of(x);
+  args.rows = rows;
+  args.cols = cols;
+  args.ld = x.stride(0);
+  args.out_type = out;
+  args.block_rows = 1;
+  args.block_cols = 0;
+  args.values = k.values.data_ptr();
+  args.scales = k.scales.data_ptr<float>();
+  args.values_t = k.values_t.data_ptr();
+  args.scales_t = k.scales_t.data_ptr<float>();
+  args.copy_rowwise = true;
+  args.tile_kernel = tile_kernel;
+  const at::Tensor ws = torch::full({static_cast<int64_t>(quantize_workspace_bytes(args))}, 0xff,
+                                    cuda.dtype(at::kByte));
+  args.workspace = ws.data_ptr();
+  quantize(args, nullptr);
+  return k;
+}
+
+void check_row_pair(const at::Tensor& x, DType out) {
+  SCOPED_TRACE(describe(x, {false, out, 1, 0}) + " and its transpose per row");
+  const KernelQuant want = expected_quantize(x, {false, out, 1, 0});
+  const KernelQuant want_t = expected_quantize(x, {true, out, 1, 0});
+  for (bool tile_kernel : {false, true}) {
+    const KernelQuant got = run_row_pair(x, out, tile_kernel);
+    EXPECT_TRUE(same_scales(want.scales, got.scales)) << "scales" << (tile_kernel ? ", apart" : "");
+    EXPECT_TRUE(same_bits(want.values, got.values)) << "values" << (tile_kernel ? ", apart" : "");
+    EXPECT_TRUE(same_scales(want_t.scales, got.scales_t))
+        << "the transposed copy's scales" << (tile_kernel ? ", apart" : "");
+    EXPECT_TRUE(same_bits(want_t.values, got.values_t))
+        << "the transposed copy's values" << (tile_kernel ? ", apart" : "");
+  }
+}
+
+TEST_F(GpuKernels, RowPairMatchesBothRowwiseQuantizations) {
+  const auto opts = torch::TensorOptions().device(torch::kCUDA);
+  int64_t seed = 9500;
+  // On the grid (the kernel), with a leading dimension past the columns, and off it.
+  for (auto [rows, cols, ld] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{128, 128, 128},
+                                                          {384, 256, 264},
+                                                          {4096, 11008, 11008},
+                                                          {200, 260, 260},
+                                                          {129, 128, 131}}) {
+    torch::manual_seed(++seed);
+    const at::Tensor x = random_matrix(rows, cols, DType::bf16, ld);
+    if (rows % 128 == 0) {
+      QuantizeArgs a;
+      a.x = x.data_ptr();
+      a.rows = rows;
+      a.cols = cols;
+      a.ld = ld;
+      a.block_rows = 1;
+      a.values = a.values_t = x.data_ptr();
+      a.scales = a.scales_t = reinterpret_cast<float*>(x.data_ptr());
+      a.copy_rowwise = true;
+      EXPECT_STREQ(quantize_kernel_name(a), "row pair");
+    }
+    for (DType out : kFormats)
+      check_row_pair(x, out);
+  }
+  // A zero row and a zero column (scale 1), a tiny block, a NaN and an Inf in different rows and
+  // columns: those rows and columns all 0.
+  at::Tensor x = torch::randn({256, 384}, opts);
+  x.select(0, 3).zero_();
+  x.select(1, 5).zero_();
+  x.narrow(0, 100, 20).narrow(1, 200, 30).mul_(1e-38F);
+  x.index_put_({170, 3}, std::numeric_limits<float>::quiet_NaN());
+  x.index_put_({60, 250}, -std::numeric_limits<float>::infinity());
+  for (DType out : kFormats)
+    check_row_pair(x.to(at::kBFloat16), out);
 }
 
 // Zeros, NaN, Inf, -0 and values placed exactly half way between two representable values.
@@ -776,6 +864,35 @@ TEST(GpuKernelArgs, OnlyAlignedTensorwiseBf16OnTheTileGridTakesTheTensorwiseKern
             "general");
   EXPECT_EQ(with([](QuantizeArgs& a) { a.tile_kernel = true; }), "general");
   EXPECT_EQ(with([](QuantizeArgs& a) { a.block_rows = 1; }), "rows");
+  const auto row_pair = [&](QuantizeArgs& a) {
+    a.block_rows = 1;
+    a.values_t = buffer;
+    a.scales_t = reinterpret_cast<float*>(buffer);
+    a.copy_rowwise = true;
+  };
+  EXPECT_EQ(with(row_pair), "row pair");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              row_pair(a);
+              a.rows = 200;
+            }),
+            "rows + general");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              row_pair(a);
+              a.tile_kernel = true;
+            }),
+            "rows + general");
+  // copy_rowwise is for X per row, untransposed, with both copy pointers and no given amax.
+  for (const auto& wrong : std::vector<std::function<void(QuantizeArgs&)>>{
+           [](QuantizeArgs& a) { a.block_rows = 0; }, [](QuantizeArgs& a) { a.block_cols = 128; },
+           [](QuantizeArgs& a) { a.transpose = true; },
+           [](QuantizeArgs& a) { a.values_t = nullptr; },
+           [&](QuantizeArgs& a) { a.amax = reinterpret_cast<const uint32_t*>(buffer); }}) {
+    EXPECT_THROW(with([&](QuantizeArgs& a) {
+                   row_pair(a);
+                   wrong(a);
+                 }),
+                 std::invalid_argument);
+  }
   EXPECT_EQ(with([](QuantizeArgs& a) {
               a.block_rows = 1;
               a.block_cols = 128;

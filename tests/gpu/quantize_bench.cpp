@@ -9,7 +9,11 @@
 // 5 warm-up calls, the median and p10–p90 of --samples (default 50). Bytes: the BF16 read (twice
 // where the amax pass reads it too) plus the two INT8 layouts written.
 //
-//   quantize_bench [--tokens 4096] [--samples 50] [--format int8|fp8_e4m3]
+// With --scheme row, each operand per row and its transpose per row (int8-row's quantizations,
+// QuantizeArgs::copy_rowwise): the row-pair kernel against the two paths it replaced (the rows
+// kernel for X, the general path for Xᵀ); no amax is given, bytes are two reads and two writes.
+//
+//   quantize_bench [--tokens 4096] [--samples 50] [--format int8|fp8_e4m3] [--scheme tensor|row]
 #include <cuda_runtime.h>
 #include <torch/torch.h>
 
@@ -79,10 +83,12 @@ int main(int argc, char** argv) {
   const int64_t tokens = int_flag(argc, argv, "--tokens", 4096);
   const int samples = int_flag(argc, argv, "--samples", 50);
   DType format = DType::int8;
+  bool row = false;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--format") == 0 && std::strcmp(argv[i + 1], "fp8_e4m3") == 0) {
       format = DType::fp8_e4m3;
     }
+    if (std::strcmp(argv[i], "--scheme") == 0) row = std::strcmp(argv[i + 1], "row") == 0;
   }
   const int64_t h = 4096, inner = 11008;
   const std::vector<Operand> ops = {{"x.qkv", tokens, h, true},
@@ -115,11 +121,12 @@ int main(int argc, char** argv) {
       },
       1, 20);
   const double ceiling = 2.0 * copy_bytes / copy.median / 1e6;  // GB/s
-  std::printf("device %s, L2 %d MiB; %s, %lld tokens; copy ceiling %.0f GB/s\n", prop.name,
-              prop.l2CacheSize >> 20, cuda::dtype_name(format), static_cast<long long>(tokens),
-              ceiling);
+  std::printf("device %s, L2 %d MiB; %s %s, %lld tokens; copy ceiling %.0f GB/s\n", prop.name,
+              prop.l2CacheSize >> 20, cuda::dtype_name(format), row ? "per row" : "tensorwise",
+              static_cast<long long>(tokens), ceiling);
   std::printf("%-11s %13s %9s %22s %22s %7s %7s %6s\n", "operand", "shape", "MB moved",
-              "tensorwise ms (p10-p90)", "tile ms (p10-p90)", "GB/s", "of copy", "x tile");
+              row ? "row pair ms (p10-p90)" : "tensorwise ms (p10-p90)",
+              row ? "apart ms (p10-p90)" : "tile ms (p10-p90)", "GB/s", "of copy", "x old");
 
   double total_new = 0, total_tile = 0, total_bytes = 0;
   bool all_same = true;
@@ -136,8 +143,10 @@ int main(int argc, char** argv) {
     }
     const at::Tensor values = torch::empty({op.rows, op.cols}, cuda.dtype(at::kByte));
     const at::Tensor values_t = torch::empty({op.cols, op.rows}, cuda.dtype(at::kByte));
-    const at::Tensor scales = torch::empty({2}, cuda.dtype(at::kFloat));
-    const at::Tensor workspace = torch::empty({16}, cuda.dtype(at::kByte));
+    const at::Tensor scales = torch::empty({op.rows}, cuda.dtype(at::kFloat));
+    const at::Tensor scales_t = torch::empty({op.cols}, cuda.dtype(at::kFloat));
+    const at::Tensor workspace =
+        torch::empty({4 * (op.rows + op.cols) + 16}, cuda.dtype(at::kByte));
     const auto args = [&](int c, bool tile) {
       cuda::QuantizeArgs a;
       a.x = xs[c].data_ptr();
@@ -148,10 +157,14 @@ int main(int argc, char** argv) {
       a.values = values.data_ptr();
       a.values_t = values_t.data_ptr();
       a.scales = scales.data_ptr<float>();
-      a.scales_t = scales.data_ptr<float>() + 1;
+      a.scales_t = scales_t.data_ptr<float>();
       a.workspace = workspace.data_ptr();
-      a.amax = op.producer_amax ? reinterpret_cast<const uint32_t*>(amaxes[c].data_ptr<int32_t>())
-                                : nullptr;
+      if (row) {
+        a.block_rows = 1;
+        a.copy_rowwise = true;
+      } else if (op.producer_amax) {
+        a.amax = reinterpret_cast<const uint32_t*>(amaxes[c].data_ptr<int32_t>());
+      }
       a.tile_kernel = tile;
       return a;
     };
@@ -166,7 +179,8 @@ int main(int argc, char** argv) {
         time_ms([&](int c) { cuda::quantize(args(c, false), nullptr); }, copies, samples);
     const Timing t_tile =
         time_ms([&](int c) { cuda::quantize(args(c, true), nullptr); }, copies, samples);
-    const double bytes = static_cast<double>(elems) * (op.producer_amax ? 2 : 4) + 2.0 * elems;
+    const bool amax_pass = row || !op.producer_amax;
+    const double bytes = static_cast<double>(elems) * (amax_pass ? 4 : 2) + 2.0 * elems;
     const double gbs = bytes / t_new.median / 1e6;
     std::printf(
         "%-11s %6lldx%-6lld %9.1f %8.4f (%.4f-%.4f) %8.4f (%.4f-%.4f) %7.0f %6.0f%% %5.2fx%s\n",

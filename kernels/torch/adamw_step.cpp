@@ -52,7 +52,8 @@ bool adamw_on_kernel([[maybe_unused]] const at::Device& device) {
 void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads,
                 const std::vector<at::Tensor>& exp_avgs, const std::vector<at::Tensor>& exp_avg_sqs,
                 const std::vector<at::Tensor>& copies, const std::vector<int64_t>& steps,
-                const AdamwHyper& h, const at::Tensor& grad_scale) {
+                const AdamwHyper& h, const at::Tensor& grad_scale,
+                [[maybe_unused]] bool copy_amax) {
   TORCH_CHECK(grads.size() == params.size() && exp_avgs.size() == params.size() &&
                   exp_avg_sqs.size() == params.size() && copies.size() == params.size() &&
                   steps.size() == params.size(),
@@ -69,7 +70,7 @@ void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Ten
   // quantizations of the copy in the next forward (kernels/torch/amax_registry.h).
   int64_t with_copy = 0;
   for (const at::Tensor& c : copies)
-    with_copy += c.defined() && c.numel() > 0 ? 1 : 0;
+    with_copy += copy_amax && c.defined() && c.numel() > 0 ? 1 : 0;
   const at::Tensor amaxes =
       at::zeros({std::max<int64_t>(with_copy, 1)}, params.front().options().dtype(at::kInt));
   std::vector<std::pair<size_t, int64_t>> remembered;  // (tensor, slot in amaxes)
@@ -90,9 +91,11 @@ void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Ten
                       copies[i].numel() == params[i].numel(),
                   "adamw_step: copy ", i, ": BF16, contiguous, the master's size");
       t.bf16_copy = copies[i].data_ptr();
-      const auto slot = static_cast<int64_t>(remembered.size());
-      t.copy_amax = reinterpret_cast<uint32_t*>(amaxes.data_ptr<int32_t>() + slot);
-      remembered.emplace_back(i, slot);
+      if (copy_amax) {
+        const auto slot = static_cast<int64_t>(remembered.size());
+        t.copy_amax = reinterpret_cast<uint32_t*>(amaxes.data_ptr<int32_t>() + slot);
+        remembered.emplace_back(i, slot);
+      }
     }
     t.numel = params[i].numel();
     const auto step = static_cast<double>(steps[i]);

@@ -23,10 +23,13 @@ struct AdamwHyper {
 // `copies[i]`: tensor i's BF16 copy, or undefined (none, or its memory given back: a copy made
 // where it is used, workloads/models/layer_copies.h). `steps[i]`: tensor i's step count
 // including this step. `grad_scale`: a one-element FP32 tensor on the tensors' device.
+// `copy_amax`: the kernel also finds each copy's max |x| and remembers it for the copy
+// (kernels/torch/amax_registry.h), so that a tensorwise quantization of the copy skips its amax
+// pass; the ablation `--no-producer-amax` turns it off with the fused kernels' reports.
 void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads,
                 const std::vector<at::Tensor>& exp_avgs, const std::vector<at::Tensor>& exp_avg_sqs,
                 const std::vector<at::Tensor>& copies, const std::vector<int64_t>& steps,
-                const AdamwHyper& hyper, const at::Tensor& grad_scale);
+                const AdamwHyper& hyper, const at::Tensor& grad_scale, bool copy_amax = false);
 
 // Whether adamw_step runs lpbench's kernel for tensors on `device`.
 bool adamw_on_kernel(const at::Device& device);

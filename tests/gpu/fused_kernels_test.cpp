@@ -368,7 +368,7 @@ TEST(FusedAdamW, TheKernelStepsAsLibtorchsFusedAdamWAndWritesTheCopiesWithTheirA
     for (int64_t& s : steps)
       ++s;
     const torch::Tensor scale = torch::full({}, 2.5, f32);
-    adamw_step(ours, grads, m[0], v[0], copies, steps, hyper, scale);
+    adamw_step(ours, grads, m[0], v[0], copies, steps, hyper, scale, /*copy_amax=*/true);
     std::vector<torch::Tensor> step_tensors;
     for (const int64_t s : steps)
       step_tensors.push_back(torch::full({}, static_cast<double>(s), f32));

@@ -79,7 +79,8 @@ double AdamW::fused_step(double lr) {
   // 1 / min(1, clip / norm), instead of a pass that multiplies the gradients in place first.
   const torch::Tensor unscale = ((norm + kClipEpsilon) / options_.grad_clip).clamp_min(1.0);
   kernels::adamw_step(params, grads, m, v, copies, steps,
-                      {lr, options_.beta1, options_.beta2, kEps, options_.weight_decay}, unscale);
+                      {lr, options_.beta1, options_.beta2, kEps, options_.weight_decay}, unscale,
+                      options_.producer_amax);
   return norm.item<double>();
 }
 

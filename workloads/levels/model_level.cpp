@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "kernels/profiling/range.h"
+#include "kernels/torch/adamw_step.h"
 #include "kernels/torch/gemm_stats.h"
 #include "kernels/torch/linear_cross_entropy.h"
 #include "kernels/torch/rounding_seed.h"
@@ -98,6 +99,9 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   if (options.fusion == Fusion::fused) {
     operators_ += decoder_->fusable_output() ? "; output layer and loss fused"
                                              : "; output layer quantized: loss unfused";
+    if (options.producer_amax && quantizes_tensorwise(recipe) && kernels::adamw_on_kernel(device)) {
+      operators_ += "; the optimizer reports the weight copies' amax";
+    }
   }
   if (copies_per_layer) {
     operators_ +=

@@ -8,14 +8,14 @@
 // five launches. Here one pass finds every row's and every column's amax together, a small
 // kernel turns them into scales and inverse scales, and one pass quantizes each value twice
 // in registers, storing X's bytes straight away and stashing Xᵀ's in the byte tile
-// (byte_tile.cuh): two reads of X.
+// (quantize_byte_tile.cuh): two reads of X.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 
-#include "kernels/cuda/byte_tile.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/quantize_byte_tile.cuh"
 #include "kernels/cuda/quantize_math.cuh"
 #include "kernels/cuda/quantize_row_pair.cuh"
 

@@ -2,7 +2,7 @@
 
 // X per row and Xᵀ per row of Xᵀ (QuantizeArgs::copy_rowwise) for a BF16 matrix whose sides are
 // multiples of 128: one pass finds every row's and every column's amax, a second quantizes
-// both layouts from one read (byte_tile.cuh). quantize() calls it where it applies.
+// both layouts from one read (quantize_byte_tile.cuh). quantize() calls it where it applies.
 #include "kernels/cuda/quantize.cuh"
 
 namespace lpbench::cuda {

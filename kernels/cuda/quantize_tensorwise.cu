@@ -8,17 +8,17 @@
 // is the same in both layouts, so this kernel quantizes each value once, in registers, as soon
 // as it is loaded: X's layout is stored straight from registers, and only the format bytes go
 // through shared memory (16 KiB a CTA) to be transposed four by four with byte permutes and
-// written 128 contiguous bytes a warp instruction (byte_tile.cuh). The scale is computed from
-// the amax in every CTA (one division), so there is no scales kernel and no copy of a producer's
-// amax before it: one launch where there were three.
+// written 128 contiguous bytes a warp instruction (quantize_byte_tile.cuh). The scale is computed
+// from the amax in every CTA (one division), so there is no scales kernel and no copy of a
+// producer's amax before it: one launch where there were three.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 
 #include "kernels/cuda/amax.cuh"
-#include "kernels/cuda/byte_tile.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/quantize_byte_tile.cuh"
 #include "kernels/cuda/quantize_math.cuh"
 #include "kernels/cuda/quantize_tensorwise.cuh"
 
@@ -41,7 +41,7 @@ struct TensorwiseParams {
   float* scales_t;
 };
 
-// One 128×128 tile of X per CTA (byte_tile.cuh).
+// One 128×128 tile of X per CTA (quantize_byte_tile.cuh).
 template <bool kInt8, bool kWriteX, bool kWriteT>
 __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
   __shared__ __align__(16) uint32_t tile[kWords];

@@ -123,26 +123,16 @@ std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
   }
   const QuantSpec spec = operand_spec(direct.spec, direct.kind, direct.side);
   if (spec != operand_spec(transposed.spec, transposed.kind, transposed.side)) return apart();
-  if (is_rowwise(spec) && spec.rounding == Rounding::nearest && direct.spec.amax_history == 0) {
-    // Per row both ways (int8-row, fp8-row, dY under dy=row): not one quantization, but one
-    // amax pass and one pass for the two. (Stochastic rounding draws a seed per layout, as
-    // apart.)
-    const profiling::Range range("quantize", std::string(to_string(direct.kind)) + "+" +
-                                                 std::string(to_string(transposed.kind)));
-    auto [q, qt] = kernels::quantize_rowwise_pair(t, spec);
-    GemmOperand a;
-    GemmOperand b;
-    a.q = std::move(q);
-    b.q = std::move(qt);
-    keep_bf16_where_needed(a, t, direct.spec, direct.side, false);
-    keep_bf16_where_needed(b, t, transposed.spec, transposed.side, true);
-    return {std::move(a), std::move(b)};
-  }
-  if (!transposes_exactly(spec)) return apart();
+  // Per row both ways (int8-row, fp8-row, dY under dy=row) is not one quantization, but one
+  // amax pass and one pass make the two. (Stochastic rounding draws a seed per layout: apart.)
+  const bool rowwise_pair =
+      is_rowwise(spec) && spec.rounding == Rounding::nearest && direct.spec.amax_history == 0;
+  if (!rowwise_pair && !transposes_exactly(spec)) return apart();
   const profiling::Range range("quantize", std::string(to_string(direct.kind)) + "+" +
                                                std::string(to_string(transposed.kind)));
-  auto [q, qt] =
-      kernels::quantize_with_transpose(t, spec, direct.spec.amax_history > 0 ? history : nullptr);
+  auto [q, qt] = rowwise_pair ? kernels::quantize_rowwise_pair(t, spec)
+                              : kernels::quantize_with_transpose(
+                                    t, spec, direct.spec.amax_history > 0 ? history : nullptr);
   GemmOperand a;
   GemmOperand b;
   a.q = std::move(q);

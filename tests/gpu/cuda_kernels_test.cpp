@@ -122,6 +122,7 @@ struct QuantCase {
   uint64_t seed = 0;
   const uint32_t* amax = nullptr;  // a producer's max |x| (tensorwise), on the device
   bool tile_kernel = false;        // QuantizeArgs::tile_kernel
+  bool copy_rowwise = false;       // QuantizeArgs::copy_rowwise (with the transposed copy)
 };
 
 std::string describe(const at::Tensor& x, const QuantCase& c) {
@@ -171,10 +172,12 @@ KernelQuant run_quantize(const at::Tensor& x, const QuantCase& c, bool with_tran
   if (with_transpose) {
     k.values_t = torch::full({out_cols, out_rows}, c.out == DType::int8 ? 0x80 : 0x7f,
                              cuda.dtype(at::kByte));
-    k.scales_t = torch::full({(out_cols + bc - 1) / bc, (out_rows + br - 1) / br}, -1.0F,
-                             cuda.dtype(at::kFloat));
+    k.scales_t = c.copy_rowwise ? torch::full({out_cols, 1}, -1.0F, cuda.dtype(at::kFloat))
+                                : torch::full({(out_cols + bc - 1) / bc, (out_rows + br - 1) / br},
+                                              -1.0F, cuda.dtype(at::kFloat));
     args.values_t = k.values_t.data_ptr();
     args.scales_t = k.scales_t.data_ptr<float>();
+    args.copy_rowwise = c.copy_rowwise;
   }
   const size_t ws_bytes = quantize_workspace_bytes(args);
   const at::Tensor ws =
@@ -381,33 +384,10 @@ TEST_F(GpuKernels, TensorwiseKernelMatchesTheReferenceAndTheTileKernel) {
 // the row-pair kernel, off it each layout on its own path; both against the reference's two
 // rowwise quantizations, and the kernel against the two paths it replaces (tile_kernel).
 KernelQuant run_row_pair(const at::Tensor& x, DType out, bool tile_kernel) {
-  const int64_t rows = x.size(0);
-  const int64_t cols = x.size(1);
-  const auto cuda = x.options();
-  KernelQuant k{torch::full({rows, cols}, out == DType::int8 ? 0x80 : 0x7f, cuda.dtype(at::kByte)),
-                torch::full({rows, 1}, -1.0F, cuda.dtype(at::kFloat)),
-                torch::full({cols, rows}, out == DType::int8 ? 0x80 : 0x7f, cuda.dtype(at::kByte)),
-                torch::full({cols, 1}, -1.0F, cuda.dtype(at::kFloat))};
-  QuantizeArgs args;
-  args.x = x.data_ptr();
-  args.x_type = dtype_of(x);
-  args.rows = rows;
-  args.cols = cols;
-  args.ld = x.stride(0);
-  args.out_type = out;
-  args.block_rows = 1;
-  args.block_cols = 0;
-  args.values = k.values.data_ptr();
-  args.scales = k.scales.data_ptr<float>();
-  args.values_t = k.values_t.data_ptr();
-  args.scales_t = k.scales_t.data_ptr<float>();
-  args.copy_rowwise = true;
-  args.tile_kernel = tile_kernel;
-  const at::Tensor ws = torch::full({static_cast<int64_t>(quantize_workspace_bytes(args))}, 0xff,
-                                    cuda.dtype(at::kByte));
-  args.workspace = ws.data_ptr();
-  quantize(args, nullptr);
-  return k;
+  QuantCase c{false, out, 1, 0};
+  c.tile_kernel = tile_kernel;
+  c.copy_rowwise = true;
+  return run_quantize(x, c, /*with_transpose=*/true);
 }
 
 void check_row_pair(const at::Tensor& x, DType out) {

@@ -27,38 +27,15 @@
 
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/quantize.cuh"
+#include "tests/gpu/launch_timing.h"
 
 namespace {
 
 using namespace lpbench;
 using cuda::DType;
 
-struct Timing {
-  double p10 = 0, median = 0, p90 = 0;
-};
-
-Timing time_ms(const std::function<void(int)>& fn, int copies, int samples) {
-  for (int i = 0; i < 5; ++i)
-    fn(i % copies);
-  cudaEvent_t start, stop;
-  LPBENCH_CUDA_CHECK(cudaEventCreate(&start));
-  LPBENCH_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<double> ms;
-  for (int s = 0; s < samples; ++s) {
-    LPBENCH_CUDA_CHECK(cudaEventRecord(start));
-    fn(s % copies);
-    LPBENCH_CUDA_CHECK(cudaEventRecord(stop));
-    LPBENCH_CUDA_CHECK(cudaEventSynchronize(stop));
-    float t = 0;
-    LPBENCH_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
-    ms.push_back(t);
-  }
-  LPBENCH_CUDA_CHECK(cudaEventDestroy(start));
-  LPBENCH_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(ms.begin(), ms.end());
-  const auto at = [&](double q) { return ms[static_cast<size_t>(q * (ms.size() - 1))]; };
-  return {at(0.1), at(0.5), at(0.9)};
-}
+using tools::time_ms;
+using tools::Timing;
 
 struct Operand {
   std::string name;

@@ -33,6 +33,7 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/scaled_gemm.cuh"
 #include "kernels/cuda/wgmma_gemm.cuh"
+#include "tests/gpu/launch_timing.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/model_config.h"
 
@@ -48,32 +49,8 @@ struct Operands {
   int b_rows = 128;               // rows of B per block scale
 };
 
-// Launch times over the samples, ms.
-struct Timing {
-  double p10 = 0, median = 0, p90 = 0;
-};
-
-Timing time_ms(const std::function<void(int)>& fn, int copies, int samples) {
-  for (int i = 0; i < 5; ++i)
-    fn(i % copies);
-  cudaEvent_t start, stop;
-  LPBENCH_CUDA_CHECK(cudaEventCreate(&start));
-  LPBENCH_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<float> ms;
-  for (int i = 0; i < samples; ++i) {
-    LPBENCH_CUDA_CHECK(cudaEventRecord(start, nullptr));
-    fn(i % copies);
-    LPBENCH_CUDA_CHECK(cudaEventRecord(stop, nullptr));
-    LPBENCH_CUDA_CHECK(cudaEventSynchronize(stop));
-    float t = 0;
-    LPBENCH_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
-    ms.push_back(t);
-  }
-  LPBENCH_CUDA_CHECK(cudaEventDestroy(start));
-  LPBENCH_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(ms.begin(), ms.end());
-  return {ms[ms.size() / 10], ms[ms.size() / 2], ms[ms.size() * 9 / 10]};
-}
+using tools::time_ms;
+using tools::Timing;
 
 double median_ms(const std::function<void(int)>& fn, int copies, int samples) {
   return time_ms(fn, copies, samples).median;

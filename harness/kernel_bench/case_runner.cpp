@@ -25,6 +25,14 @@ using kernels::Side;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// X and Xᵀ from one call, as a training step asks for them: the row pair for X per row (Xᵀ per
+// row of Xᵀ), otherwise the quantization of X and its exact transpose.
+std::pair<kernels::Quantized, kernels::Quantized> quantize_both(const at::Tensor& x,
+                                                                const kernels::QuantSpec& q) {
+  if (kernels::is_rowwise(q)) return kernels::quantize_rowwise_pair(x, q);
+  return kernels::quantize_with_transpose(x, q);
+}
+
 bool is_fp8(NumberFormat format) {
   return format == NumberFormat::fp8_e4m3 || format == NumberFormat::fp8_e5m2;
 }
@@ -124,7 +132,7 @@ PreparedCase::PreparedCase(const KernelCase& c, const DeviceInfo& device, int64_
   if (c.op == Op::quantize) {
     const at::Tensor& x = sets_[0].lhs_source;
     if (c.with_transpose) {
-      const auto [got, got_t] = kernels::quantize_with_transpose(x, c.quant);
+      const auto [got, got_t] = quantize_both(x, c.quant);
       check_ = check_quantized(got, kernels::reference::quantize(x, c.quant));
       if (check_.ok) check_ = check_quantized(got_t, kernels::reference::quantize(x.t(), c.quant));
     } else {
@@ -156,8 +164,7 @@ at::Tensor PreparedCase::run_once(const Set& set, kernels::GemmOperand* lhs_used
                                   kernels::GemmOperand* rhs_used) const {
   const KernelCase& c = case_;
   if (c.op == Op::quantize) {
-    if (c.with_transpose)
-      return kernels::quantize_with_transpose(set.lhs_source, c.quant).second.values;
+    if (c.with_transpose) return quantize_both(set.lhs_source, c.quant).second.values;
     return kernels::quantize(set.lhs_source, c.quant).values;
   }
   const kernels::GemmKind kind = *c.kind;

@@ -38,6 +38,14 @@ double scale_count(int64_t rows, int64_t cols, const QuantSpec& spec) {
   return static_cast<double>(ceil_div(rows, br) * ceil_div(cols, bc));
 }
 
+// Whether one call also writes the operand's transpose (a "+transpose" twin): where Xᵀ's
+// quantization is X's transposed (square blocks, tensorwise), and X per row with Xᵀ per row
+// (the row pair: both from one read, kernels::quantize_rowwise_pair).
+bool has_transposed_twin(const QuantSpec& q) {
+  return kernels::transposes_exactly(q) ||
+         (kernels::is_rowwise(q) && q.rounding == kernels::Rounding::nearest);
+}
+
 const workloads::ModelConfig& model_named(const std::string& name) {
   try {
     return workloads::builtin_model(name);
@@ -78,9 +86,11 @@ double KernelCase::flops() const {
 double KernelCase::bytes() const {
   const double mn = static_cast<double>(m) * static_cast<double>(n);
   if (op == Op::quantize) {
+    // The transposed copy's scales: the same count where blocks transpose into blocks, a row's
+    // each of Xᵀ for the rowwise pair.
     const double copies = with_transpose ? 2.0 : 1.0;
     return mn * (2.0 + copies * element_bytes(quant.format)) +
-           copies * 4.0 * scale_count(m, n, quant);
+           4.0 * (scale_count(m, n, quant) + (with_transpose ? scale_count(n, m, quant) : 0.0));
   }
   const double mk = static_cast<double>(m) * static_cast<double>(k);
   const double nk = static_cast<double>(n) * static_cast<double>(k);
@@ -206,7 +216,7 @@ std::vector<KernelCase> kernel_cases(const CaseFilter& filter) {
         if (auto it = seen.find(key); it != seen.end()) {
           cases[it->second].part += "," + operand;
           // Its "+transpose" twin, registered right after it.
-          if (kernels::transposes_exactly(q)) cases[it->second + 1].part += "," + operand;
+          if (has_transposed_twin(q)) cases[it->second + 1].part += "," + operand;
           return;
         }
         KernelCase c;
@@ -223,7 +233,7 @@ std::vector<KernelCase> kernel_cases(const CaseFilter& filter) {
                              describe_blocks(q));
         seen[key] = cases.size();
         cases.push_back(c);
-        if (kernels::transposes_exactly(q)) {
+        if (has_transposed_twin(q)) {
           c.with_transpose = true;
           c.name += "+transpose";
           cases.push_back(c);

@@ -136,6 +136,14 @@ TEST(KernelCaseTable, QuantizeCasesOnePerShapeAndScheme) {
   ASSERT_EQ(tensor.size(), 2u * 5u);
   EXPECT_EQ(find(tensor, "quantize/llama2-7b/4096x4096/int8-tensor/tensor+transpose").part,
             "x.qkv,x.out,x.gate_up,x.output,w.out");
+  // Per row, each operand also has its row pair (X per row, Xᵀ per row of Xᵀ: one call), whose
+  // scales are a row's of X and a row's of Xᵀ.
+  filter.recipes = {"int8-row"};
+  const std::vector<KernelCase> row = kernel_cases(filter);
+  const KernelCase& pair = find(row, "quantize/llama2-7b/4096x11008/int8-row/row+transpose");
+  EXPECT_TRUE(pair.with_transpose);
+  EXPECT_DOUBLE_EQ(pair.bytes(), 4096.0 * 11008 * 4 + 4.0 * (4096 + 11008));
+  EXPECT_EQ(row.size() % 2, 0u);
 }
 
 TEST(KernelCaseTable, BadFiltersAreInputErrors) {

@@ -165,7 +165,7 @@ TEST(OperandPair, ALinearLayerQuantizesEachSourceOnceWhereTheLayoutsShare) {
     set_layout_sharing(sharing);
     profiling::set_region_timing(true, c10::Device(c10::kCPU));
     (void)profiling::take_region_times();
-    (void)run(c, recipe_by_name(recipe).gemms);
+    (void)run(c, parse_recipe(recipe).gemms);
     int64_t calls = 0;
     for (const profiling::RegionTime& r : profiling::take_region_times()) {
       if (r.key == "quantize") calls += r.calls;
@@ -178,6 +178,28 @@ TEST(OperandPair, ALinearLayerQuantizesEachSourceOnceWhereTheLayoutsShare) {
   EXPECT_EQ(quantize_calls("int8-tensor", false), 6);
   EXPECT_EQ(quantize_calls("int8-block", true), 5);
   EXPECT_EQ(quantize_calls("bf16", true), 0);
+  // Per row both ways is one call per source too (the row pair), unless dY rounds
+  // stochastically (a seed per layout: its two layouts apart).
+  EXPECT_EQ(quantize_calls("int8-row", true), 3);
+  EXPECT_EQ(quantize_calls("int8-row", false), 6);
+  EXPECT_EQ(quantize_calls("int8-tensor:dy=row", true), 3);
+  EXPECT_EQ(quantize_calls("int8-row:dy-rounding=stochastic", true), 4);
+}
+
+TEST(OperandPair, TheRowPairIsBothRowwiseQuantizations) {
+  const at::Tensor x = torch::randn({64, 256});
+  for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e5m2}) {
+    const reference::QuantSpec spec{format, 1, 0};
+    const auto [q, t] = quantize_rowwise_pair(x, spec);
+    EXPECT_TRUE(torch::equal(q.values, kernels::quantize(x, spec, false).values));
+    EXPECT_TRUE(torch::equal(q.scales, kernels::quantize(x, spec, false).scales));
+    EXPECT_TRUE(torch::equal(t.values, kernels::quantize(x, spec, true).values));
+    EXPECT_TRUE(torch::equal(t.scales, kernels::quantize(x, spec, true).scales));
+    EXPECT_EQ(t.scales.sizes(), (std::vector<int64_t>{256, 1}));
+  }
+  EXPECT_THROW(quantize_rowwise_pair(x, {NumberFormat::int8, 1, 128}), c10::Error);
+  EXPECT_THROW(quantize_rowwise_pair(x, {NumberFormat::int8, 1, 0, Rounding::stochastic}),
+               c10::Error);
 }
 
 TEST(OperandPair, QuantizeWithTransposeTakesOnlyBlocksThatTranspose) {

@@ -710,10 +710,6 @@ void launch_tile(const TileParams& tp, DType x_type, int64_t rows, int64_t cols,
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 
-bool aligned(const void* p, size_t bytes) {
-  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
-}
-
 }  // namespace
 
 size_t quantize_workspace_bytes(const QuantizeArgs& args) {

@@ -1,13 +1,14 @@
 #pragma once
 
-// The arithmetic every quantization kernel shares (quantize.cu, quantize_tensorwise.cu), so that
-// each path rounds the same way, bit for bit as kernels/reference/quantize.cpp defines it: FP32
-// amaxes carried as bits, scales and inverse scales, the 16-byte vector unpack and the packing of
-// four values into format bytes.
+// The arithmetic every quantization kernel shares (quantize.cu, quantize_tensorwise.cu,
+// quantize_row_pair.cu), so that each path rounds the same way, bit for bit as
+// kernels/reference/quantize.cpp defines it: FP32 amaxes carried as bits, scales and inverse
+// scales, the 16-byte vector unpack and the packing of four values into format bytes.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/cuda/types.cuh"
@@ -15,6 +16,11 @@
 namespace lpbench::cuda::quant {
 
 constexpr uint32_t kInfBits = 0x7f800000u;
+
+// Host side, for the launchers: whether a pointer allows `bytes`-wide accesses.
+inline bool aligned(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
 
 __device__ __forceinline__ uint32_t abs_bits(float v) {
   return __float_as_uint(v) & 0x7fffffffu;

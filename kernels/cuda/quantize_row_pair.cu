@@ -139,17 +139,13 @@ __global__ void __launch_bounds__(kThreads) quantize_row_pair_kernel(const RowPa
   store_transposed(tile, p.values_t, p.rows, r0, c0);
 }
 
-bool aligned(const void* p, size_t bytes) {
-  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
-}
-
 }  // namespace
 
 bool row_pair_kernel_applies(const QuantizeArgs& a) {
   return a.copy_rowwise && a.x_type == DType::bf16 && !a.transpose && !a.stochastic && !a.delayed &&
          a.amax == nullptr && a.amax_seen == nullptr && a.rows % kTile == 0 &&
-         a.cols % kTile == 0 && a.rows / kTile <= 65535 && aligned(a.x, 16) && a.ld % 8 == 0 &&
-         aligned(a.values, 8) && aligned(a.values_t, 4);
+         a.cols % kTile == 0 && a.rows / kTile <= 65535 && quant::aligned(a.x, 16) &&
+         a.ld % 8 == 0 && quant::aligned(a.values, 8) && quant::aligned(a.values_t, 4);
 }
 
 size_t row_pair_workspace_bytes(const QuantizeArgs& a) {

@@ -117,10 +117,6 @@ __global__ void __launch_bounds__(kThreads)
   report_amax(amax, m);
 }
 
-bool aligned(const void* p, size_t bytes) {
-  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
-}
-
 template <bool kInt8>
 void launch(const TensorwiseParams& tp, dim3 grid, cudaStream_t stream) {
   if (tp.values != nullptr && tp.values_t != nullptr) {
@@ -144,8 +140,9 @@ bool tensorwise_kernel_applies(const QuantizeArgs& a) {
   void* const t_layout = a.transpose ? a.values : a.values_t;
   return one_block && a.x_type == DType::bf16 && !a.delayed && a.amax_seen == nullptr &&
          !a.stochastic && a.rows % kTile == 0 && a.cols % kTile == 0 && a.rows / kTile <= 65535 &&
-         aligned(a.x, 16) && a.ld % 8 == 0 && (x_layout == nullptr || aligned(x_layout, 8)) &&
-         (t_layout == nullptr || aligned(t_layout, 4));
+         quant::aligned(a.x, 16) && a.ld % 8 == 0 &&
+         (x_layout == nullptr || quant::aligned(x_layout, 8)) &&
+         (t_layout == nullptr || quant::aligned(t_layout, 4));
 }
 
 void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {

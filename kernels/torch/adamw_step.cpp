@@ -2,10 +2,8 @@
 
 #include <ATen/ops/_fused_adamw.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <utility>
 
 #ifdef LPBENCH_CUDA_GLUE
 #include <c10/cuda/CUDAStream.h>
@@ -71,9 +69,10 @@ void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Ten
   int64_t with_copy = 0;
   for (const at::Tensor& c : copies)
     with_copy += copy_amax && c.defined() && c.numel() > 0 ? 1 : 0;
-  const at::Tensor amaxes =
-      at::zeros({std::max<int64_t>(with_copy, 1)}, params.front().options().dtype(at::kInt));
-  std::vector<std::pair<size_t, int64_t>> remembered;  // (tensor, slot in amaxes)
+  const at::Tensor amaxes = with_copy > 0
+                                ? at::zeros({with_copy}, params.front().options().dtype(at::kInt))
+                                : at::Tensor();
+  std::vector<size_t> remembered;  // the tensors whose copy has an amax, in slot order
   for (size_t i = 0; i < params.size(); ++i) {
     for (const at::Tensor* t : {&params[i], &grads[i], &exp_avgs[i], &exp_avg_sqs[i]}) {
       TORCH_CHECK(t->scalar_type() == at::kFloat && t->is_contiguous() &&
@@ -92,9 +91,8 @@ void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Ten
                   "adamw_step: copy ", i, ": BF16, contiguous, the master's size");
       t.bf16_copy = copies[i].data_ptr();
       if (copy_amax) {
-        const auto slot = static_cast<int64_t>(remembered.size());
-        t.copy_amax = reinterpret_cast<uint32_t*>(amaxes.data_ptr<int32_t>() + slot);
-        remembered.emplace_back(i, slot);
+        t.copy_amax = reinterpret_cast<uint32_t*>(amaxes.data_ptr<int32_t>() + remembered.size());
+        remembered.push_back(i);
       }
     }
     t.numel = params[i].numel();
@@ -124,8 +122,8 @@ void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Ten
   const auto stream = c10::cuda::getCurrentCUDAStream(params.front().device().index());
   cuda::launch_adamw(static_cast<const cuda::AdamwTensor*>(table.data_ptr()),
                      static_cast<int>(tensors.size()), blocks, a, stream.stream());
-  for (const auto& [i, slot] : remembered)
-    remember_amax(copies[i], amaxes.narrow(0, slot, 1));
+  for (size_t slot = 0; slot < remembered.size(); ++slot)
+    remember_amax(copies[remembered[slot]], amaxes.narrow(0, static_cast<int64_t>(slot), 1));
 #endif
 }
 

@@ -18,8 +18,11 @@ constexpr double kClipEpsilon = 1e-6;  // as clip_grad_norm_ adds to the norm
 }  // namespace
 
 AdamW::AdamW(std::vector<torch::Tensor> parameters, const TrainingOptions& options,
-             std::vector<torch::Tensor> copies)
-    : parameters_(std::move(parameters)), options_(options), copies_(std::move(copies)) {
+             std::vector<torch::Tensor> copies, bool copy_amax)
+    : parameters_(std::move(parameters)),
+      options_(options),
+      copies_(std::move(copies)),
+      copy_amax_(copy_amax) {
   if (!copies_.empty() && copies_.size() != parameters_.size()) {
     throw std::invalid_argument("AdamW: one copy slot a parameter");
   }
@@ -80,7 +83,7 @@ double AdamW::fused_step(double lr) {
   const torch::Tensor unscale = ((norm + kClipEpsilon) / options_.grad_clip).clamp_min(1.0);
   kernels::adamw_step(params, grads, m, v, copies, steps,
                       {lr, options_.beta1, options_.beta2, kEps, options_.weight_decay}, unscale,
-                      options_.producer_amax);
+                      copy_amax_);
   return norm.item<double>();
 }
 

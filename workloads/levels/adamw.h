@@ -19,9 +19,10 @@ namespace lpbench::workloads {
 class AdamW final : public Optimizer {
  public:
   // `copies[i]`: the BF16 copy of parameter i that the fused step writes, or undefined (empty:
-  // none; the caller refreshes them).
+  // none; the caller refreshes them). `copy_amax`: the fused step also reports each copy's
+  // max |x| (kernels/torch/adamw_step.h), where the recipe quantizes the weights tensorwise.
   AdamW(std::vector<torch::Tensor> parameters, const TrainingOptions& options,
-        std::vector<torch::Tensor> copies = {});
+        std::vector<torch::Tensor> copies = {}, bool copy_amax = false);
   void zero_grad() override;
   void release_gradients() override { zero_grad(); }
   double step(double lr) override;
@@ -34,6 +35,7 @@ class AdamW final : public Optimizer {
   TrainingOptions options_;
   std::unique_ptr<torch::optim::AdamW> unfused_;
   std::vector<torch::Tensor> copies_;
+  bool copy_amax_ = false;
   // Fused: the moments and step counts, one each per parameter (allocated on first use).
   std::vector<torch::Tensor> exp_avg_, exp_avg_sq_;
   std::vector<int64_t> steps_;

@@ -68,6 +68,7 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
       copies.push_back(unit.copies);
     decoder_->set_parameter_hooks(std::make_shared<LayerCopies>(std::move(copies), recomputed));
   }
+  bool copy_amax = false;  // whether the optimizer reports its BF16 copies' amax
   if (layer_sharded) {
     check_units_cover(*decoder_);
     auto sharded = std::make_shared<parallel::LayerShardedAdamW>(
@@ -81,7 +82,10 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
     decoder_->refresh_compute_weights();
   } else {
     // Fused, the step writes the BF16 copies the products read (kept, or made per layer);
-    // unfused there are none.
+    // unfused there are none. Where the recipe quantizes tensorwise, the step also reports
+    // each copy's amax, as the fused operators report theirs.
+    copy_amax = options.fusion == Fusion::fused && options.producer_amax &&
+                quantizes_tensorwise(recipe) && kernels::adamw_on_kernel(device);
     std::vector<torch::Tensor> parameters = decoder_->parameters();
     std::vector<torch::Tensor> copies(parameters.size());
     for (const ComputeCopy& c : decoder_->compute_copies()) {
@@ -91,7 +95,8 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
         }
       }
     }
-    optimizer_ = std::make_shared<AdamW>(std::move(parameters), options, std::move(copies));
+    optimizer_ =
+        std::make_shared<AdamW>(std::move(parameters), options, std::move(copies), copy_amax);
   }
   operators_ = describe_operators(
       options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim}, options.seq_len,
@@ -99,9 +104,7 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   if (options.fusion == Fusion::fused) {
     operators_ += decoder_->fusable_output() ? "; output layer and loss fused"
                                              : "; output layer quantized: loss unfused";
-    if (options.producer_amax && quantizes_tensorwise(recipe) && kernels::adamw_on_kernel(device)) {
-      operators_ += "; the optimizer reports the weight copies' amax";
-    }
+    if (copy_amax) operators_ += "; the optimizer reports the weight copies' amax";
   }
   if (copies_per_layer) {
     operators_ +=

@@ -55,7 +55,7 @@ struct GemmSpec {
   Rounding lhs_rounding = Rounding::nearest;
   // dgrad and wgrad under `hadamard=<b>`: both operands rotated by the block Hadamard matrix of
   // size b along the dimension the product sums over before they are quantized
-  // (kernels/torch/hadamard.h); the product is unchanged, outliers are spread. 0: none.
+  // (kernels/reference/hadamard.h); the product is unchanged, outliers are spread. 0: none.
   int64_t hadamard_block = 0;
 
   // Whether the product runs on quantized operands (an INT8 or FP8 GEMM).

@@ -5,8 +5,8 @@
 #include "kernels/profiling/range.h"
 #include "kernels/torch/bf16_matmul.h"
 #include "kernels/torch/gemm_stats.h"
-#include "kernels/torch/hadamard.h"
 #include "kernels/torch/quantize.h"
+#include "kernels/torch/quantize_hadamard.h"
 #include "kernels/torch/scaled_gemm.h"
 
 namespace lpbench::kernels {
@@ -83,8 +83,7 @@ GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec, GemmKind 
   if (spec.hadamard_block > 0) {
     // Rotated along K (the operand's columns as the product reads it), then quantized as it is.
     const profiling::Range range("quantize", std::string(to_string(kind)) + " (hadamard)");
-    op.q = kernels::quantize(hadamard_rotate(transpose ? t.t() : t, spec.hadamard_block),
-                             operand_spec(spec, kind, side), false,
+    op.q = quantize_hadamard(t, transpose, spec.hadamard_block, operand_spec(spec, kind, side),
                              spec.amax_history > 0 ? history : nullptr);
     return op;
   }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "kernels/cuda/quantize.cuh"
+#include "kernels/cuda/quantize_hadamard.cuh"
 #include "kernels/cuda/scaled_gemm.cuh"
 #include "kernels/reference/int8_gemm.h"
 #include "kernels/reference/quantize.h"
@@ -878,6 +879,50 @@ TEST(GpuKernelArgs, OnlyAlignedTensorwiseBf16OnTheTileGridTakesTheTensorwiseKern
               a.block_cols = 128;
             }),
             "tile");
+}
+
+// The fused Hadamard quantization takes every rotated operand of llama2-7b's layer (dY along
+// its features, Wᵀ and Xᵀ along W's and X's rows) and leaves to the torch path the blocks past
+// 256, blocks that do not divide K, sides off the 8-grid and misaligned pointers.
+TEST(GpuKernelArgs, TheHadamardKernelTakesTheLayersOperandsAndRefusesTheRest) {
+  alignas(16) static char buffer[64];
+  const auto with = [&](int64_t rows, int64_t cols, bool transpose, auto change) {
+    HadamardQuantizeArgs a;
+    a.x = a.values = a.workspace = buffer;
+    a.scales = reinterpret_cast<float*>(buffer);
+    a.rows = rows;
+    a.cols = cols;
+    a.ld = cols;
+    a.transpose = transpose;
+    a.block = 128;
+    change(a);
+    return a;
+  };
+  const auto same = [](HadamardQuantizeArgs&) {};
+  EXPECT_TRUE(hadamard_kernel_applies(with(4096, 11008, false, same)));  // dY, dgrad
+  EXPECT_TRUE(hadamard_kernel_applies(with(11008, 4096, true, same)));   // Wᵀ, dgrad
+  EXPECT_TRUE(hadamard_kernel_applies(with(4096, 4096, true, same)));    // Xᵀ, wgrad
+  EXPECT_TRUE(hadamard_kernel_applies(with(4096, 11008, true, [](auto& a) { a.block = 256; })));
+  EXPECT_TRUE(hadamard_kernel_applies(with(72, 1280, false, [](auto& a) { a.block = 2; })));
+  const auto refused = [&](HadamardQuantizeArgs a) {
+    EXPECT_FALSE(hadamard_kernel_applies(a));
+    EXPECT_THROW(quantize_hadamard(a, nullptr), std::invalid_argument);
+  };
+  refused(with(4096, 4096, false, [](auto& a) { a.block = 512; }));
+  refused(with(4096, 4096, false, [](auto& a) { a.block = 96; }));
+  refused(with(4096, 4096, false, [](auto& a) { a.block = 1; }));
+  refused(with(4096, 4160, false, [](auto& a) { a.block = 256; }));  // 4160 = 16.25 blocks
+  refused(with(4090, 4096, true, same));                             // Xᵀ's K of 4090
+  refused(with(4090, 4096, false, same));                            // rows off the 8-grid
+  refused(with(4096, 4096, false, [](auto& a) { a.ld = 4000; }));
+  refused(with(4096, 4096, false, [](auto& a) { a.x = buffer + 2; }));
+  refused(with(4096, 4096, false, [](auto& a) { a.values = buffer + 4; }));
+  refused(with(4096, 4096, false, [](auto& a) { a.out_type = DType::bf16; }));
+  EXPECT_EQ(hadamard_workspace_bytes(with(4096, 11008, true, same)), 4u);
+  EXPECT_EQ(hadamard_workspace_bytes(with(4096, 11008, true, [](auto& a) { a.rowwise = true; })),
+            11008u * 4);
+  EXPECT_EQ(hadamard_norm(4), 0.5f);
+  EXPECT_EQ(hadamard_norm(128), static_cast<float>(1.0 / std::sqrt(128.0)));
 }
 
 TEST(GpuKernelArgs, QuantizeWorkspaceIsOneWordPerBlockOnlyForTwoPassGranularities) {

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "kernels/recipe.h"
+#include "kernels/reference/hadamard.h"
 #include "kernels/reference/rmsnorm.h"
 #include "kernels/reference/rope.h"
 #include "kernels/reference/swiglu.h"
@@ -18,6 +19,7 @@
 #include "kernels/torch/amax_registry.h"
 #include "kernels/torch/attention.h"
 #include "kernels/torch/quantize.h"
+#include "kernels/torch/quantize_hadamard.h"
 #include "kernels/torch/rmsnorm.h"
 #include "kernels/torch/swiglu.h"
 #include "tests/support/tensor_compare.h"
@@ -262,6 +264,58 @@ TEST_F(FusedKernels, DelayedScalingMatchesTheReferenceStepAfterStep) {
       }
     }
   }
+}
+
+// The fused Hadamard quantization is the CPU reference's rotation then quantization, bit for
+// bit: X and Xᵀ, every block from 2 to 256, per tensor and per row, INT8 and both FP8 formats; a
+// tile-aligned shape with an outlier channel, and ragged ones that leave the last tiles partly
+// empty in both directions.
+TEST_F(FusedKernels, HadamardQuantizationMatchesTheReferenceBitForBit) {
+  torch::manual_seed(23);
+  struct Shape {
+    int64_t rows, cols;
+  };
+  for (const Shape shape : {Shape{512, 768}, Shape{72, 1280}, Shape{1160, 96}}) {
+    at::Tensor x = torch::randn({shape.rows, shape.cols});
+    x.select(1, 5).mul_(60.0);
+    x.select(0, 7).mul_(0.01);
+    const at::Tensor cpu = x.to(torch::kBFloat16);
+    const at::Tensor gpu = cpu.to(kGpu);
+    for (const bool transpose : {false, true}) {
+      const int64_t k = transpose ? shape.rows : shape.cols;
+      for (const int64_t block : {2, 16, 32, 128, 256}) {
+        if (k % block != 0) continue;
+        for (const QuantSpec spec :
+             {QuantSpec{NumberFormat::int8, 0, 0}, QuantSpec{NumberFormat::int8, 1, 0},
+              QuantSpec{NumberFormat::fp8_e4m3, 0, 0}, QuantSpec{NumberFormat::fp8_e5m2, 1, 0}}) {
+          const std::string where = std::to_string(shape.rows) + "x" + std::to_string(shape.cols) +
+                                    (transpose ? " transposed" : "") +
+                                    " b=" + std::to_string(block) + " " +
+                                    std::string(to_string(spec.format)) +
+                                    (spec.block_rows == 1 ? " per row" : " per tensor");
+          ASSERT_TRUE(hadamard_kernel_takes(gpu, transpose, block, spec)) << where;
+          const Quantized ours = quantize_hadamard(gpu, transpose, block, spec);
+          const Quantized ref = reference::quantize(
+              reference::hadamard_rotate(transpose ? cpu.t() : cpu, block), spec);
+          EXPECT_TRUE(ours.values.cpu().view(at::kByte).equal(ref.values.view(at::kByte))) << where;
+          EXPECT_TRUE(ours.scales.cpu().equal(ref.scales)) << where;
+        }
+      }
+    }
+  }
+  // Where the kernel does not apply (a block past 256, an odd operand side), the torch path
+  // gives the same definition.
+  const at::Tensor cpu = torch::randn({256, 1024}).to(torch::kBFloat16);
+  const QuantSpec spec{NumberFormat::int8, 0, 0};
+  EXPECT_FALSE(hadamard_kernel_takes(cpu.to(kGpu), false, 512, spec));
+  EXPECT_TRUE(quantize_hadamard(cpu.to(kGpu), false, 512, spec)
+                  .values.cpu()
+                  .equal(reference::quantize(reference::hadamard_rotate(cpu, 512), spec).values));
+  const at::Tensor odd = torch::randn({250, 1024}).to(torch::kBFloat16);
+  EXPECT_FALSE(hadamard_kernel_takes(odd.to(kGpu), true, 2, spec));
+  EXPECT_TRUE(quantize_hadamard(odd.to(kGpu), false, 64, spec)
+                  .values.cpu()
+                  .equal(reference::quantize(reference::hadamard_rotate(odd, 64), spec).values));
 }
 
 }  // namespace

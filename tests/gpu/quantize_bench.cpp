@@ -13,11 +13,19 @@
 // QuantizeArgs::copy_rowwise): the row-pair kernel against the two paths it replaced (the rows
 // kernel for X, the general path for Xᵀ); no amax is given, bytes are two reads and two writes.
 //
-//   quantize_bench [--tokens 4096] [--samples 50] [--format int8|fp8_e4m3] [--scheme tensor|row]
+// With --scheme hadamard, the operands int8-tensor:hadamard=<b> rotates (dY, Wᵀ for dgrad; dYᵀ, Xᵀ
+// for wgrad), each rotated in blocks of --block (128) and quantized per tensor: the fused kernel
+// (kernels/cuda/quantize_hadamard.cuh) against the torch ops it replaced (an FP32 copy, a matmul
+// by H_b/√b per block, the quantization of the FP32 result). Its bytes are first checked against
+// the reference rotation's. Bytes: two reads of the BF16 operand and one layout written.
+//
+//   quantize_bench [--tokens 4096] [--samples 50] [--format int8|fp8_e4m3]
+//                  [--scheme tensor|row|hadamard] [--block 128]
 #include <cuda_runtime.h>
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +35,9 @@
 
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/quantize.cuh"
+#include "kernels/reference/hadamard.h"
+#include "kernels/torch/quantize.h"
+#include "kernels/torch/quantize_hadamard.h"
 #include "tests/gpu/launch_timing.h"
 
 namespace {
@@ -50,6 +61,89 @@ int int_flag(int argc, char** argv, const char* flag, int fallback) {
   return fallback;
 }
 
+// The hadamard=<b> path before the fused kernel: FP32 copy, a batched matmul by H_b / √b, the
+// quantization of the FP32 result (the general path: an amax pass, then the tile kernel).
+kernels::Quantized torch_hadamard(const at::Tensor& t, bool transpose, int64_t block,
+                                  const kernels::QuantSpec& spec) {
+  const at::Tensor m = (transpose ? t.t() : t).to(at::kFloat).contiguous();
+  at::Tensor h = torch::ones({1, 1}, m.options());
+  while (h.size(0) < block)
+    h = torch::cat({torch::cat({h, h}, 1), torch::cat({h, -h}, 1)}, 0);
+  h = h / std::sqrt(static_cast<double>(block));
+  const at::Tensor rotated =
+      at::matmul(m.reshape({m.size(0), m.size(1) / block, block}), h).reshape(m.sizes());
+  return kernels::quantize(rotated, spec);
+}
+
+int hadamard_main(int64_t tokens, int samples, DType format, int64_t block, double ceiling,
+                  int64_t l2_bytes) {
+  struct Rotated {
+    std::string name;
+    int64_t rows, cols;  // of the tensor the step holds
+    bool transpose;      // the operand is its transpose
+  };
+  const int64_t h = 4096, inner = 11008;
+  const std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> linears = {
+      {"qkv", {h, 3 * h}}, {"o", {h, h}}, {"gate_up", {h, 2 * inner}}, {"down", {inner, h}}};
+  std::vector<Rotated> ops;
+  for (const auto& [name, kn] : linears) {
+    const auto [k, n] = kn;
+    ops.push_back({"dy." + name, tokens, n, false});  // dgrad, along N
+    ops.push_back({"wT." + name, n, k, true});        // dgrad, along N
+    ops.push_back({"dyT." + name, tokens, n, true});  // wgrad, along T
+    ops.push_back({"xT." + name, tokens, k, true});   // wgrad, along T
+  }
+  const kernels::QuantSpec spec{
+      format == DType::int8 ? kernels::NumberFormat::int8 : kernels::NumberFormat::fp8_e4m3, 0, 0};
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  std::printf("%-12s %13s %9s %22s %22s %7s %7s %6s\n", "operand", "shape", "MB moved",
+              "fused ms (p10-p90)", "torch ms (p10-p90)", "GB/s", "of copy", "x old");
+  double total_new = 0, total_old = 0, total_bytes = 0;
+  bool all_same = true;
+  for (const Rotated& op : ops) {
+    const int64_t elems = op.rows * op.cols;
+    const int copies = static_cast<int>(std::max<int64_t>(2, (4 * l2_bytes) / (2 * elems) + 1));
+    std::vector<at::Tensor> xs;
+    for (int c = 0; c < copies; ++c)
+      xs.push_back(torch::randn({op.rows, op.cols}, cuda).mul(1 + c).to(at::kBFloat16));
+    if (!kernels::hadamard_kernel_takes(xs[0], op.transpose, block, spec)) {
+      std::fprintf(stderr, "quantize_bench: the fused kernel does not take %s\n", op.name.c_str());
+      return 1;
+    }
+    const kernels::Quantized fused = kernels::quantize_hadamard(xs[0], op.transpose, block, spec);
+    const kernels::Quantized ref = kernels::quantize(
+        kernels::reference::hadamard_rotate(op.transpose ? xs[0].t() : xs[0], block), spec);
+    const bool same = torch::equal(fused.values.view(at::kByte), ref.values.view(at::kByte)) &&
+                      torch::equal(fused.scales, ref.scales);
+    all_same = all_same && same;
+    const Timing t_new =
+        time_ms([&](int c) { (void)kernels::quantize_hadamard(xs[c], op.transpose, block, spec); },
+                copies, samples);
+    const Timing t_old = time_ms(
+        [&](int c) { (void)torch_hadamard(xs[c], op.transpose, block, spec); }, copies, samples);
+    const double bytes = 5.0 * elems;
+    const double gbs = bytes / t_new.median / 1e6;
+    const int64_t out_rows = op.transpose ? op.cols : op.rows;
+    const int64_t out_cols = op.transpose ? op.rows : op.cols;
+    std::printf(
+        "%-12s %6lldx%-6lld %9.1f %8.4f (%.4f-%.4f) %8.4f (%.4f-%.4f) %7.0f %6.0f%% %5.2fx%s\n",
+        op.name.c_str(), static_cast<long long>(out_rows), static_cast<long long>(out_cols),
+        bytes / 1e6, t_new.median, t_new.p10, t_new.p90, t_old.median, t_old.p10, t_old.p90, gbs,
+        100.0 * gbs / ceiling, t_old.median / t_new.median, same ? "" : "  DIFFERENT BYTES");
+    total_new += t_new.median;
+    total_old += t_old.median;
+    total_bytes += bytes;
+  }
+  std::printf("layer: %.1f MB, fused %.3f ms (%.0f GB/s, %.0f%% of copy), torch %.3f ms: %.2fx\n",
+              total_bytes / 1e6, total_new, total_bytes / total_new / 1e6,
+              100.0 * total_bytes / total_new / 1e6 / ceiling, total_old, total_old / total_new);
+  if (!all_same) {
+    std::fprintf(stderr, "quantize_bench: the fused kernel's bytes differ from the reference's\n");
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,13 +153,18 @@ int main(int argc, char** argv) {
   }
   const int64_t tokens = int_flag(argc, argv, "--tokens", 4096);
   const int samples = int_flag(argc, argv, "--samples", 50);
+  const int64_t block = int_flag(argc, argv, "--block", 128);
   DType format = DType::int8;
   bool row = false;
+  bool hadamard = false;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--format") == 0 && std::strcmp(argv[i + 1], "fp8_e4m3") == 0) {
       format = DType::fp8_e4m3;
     }
-    if (std::strcmp(argv[i], "--scheme") == 0) row = std::strcmp(argv[i + 1], "row") == 0;
+    if (std::strcmp(argv[i], "--scheme") == 0) {
+      row = std::strcmp(argv[i + 1], "row") == 0;
+      hadamard = std::strcmp(argv[i + 1], "hadamard") == 0;
+    }
   }
   const int64_t h = 4096, inner = 11008;
   const std::vector<Operand> ops = {{"x.qkv", tokens, h, true},
@@ -99,8 +198,12 @@ int main(int argc, char** argv) {
       1, 20);
   const double ceiling = 2.0 * copy_bytes / copy.median / 1e6;  // GB/s
   std::printf("device %s, L2 %d MiB; %s %s, %lld tokens; copy ceiling %.0f GB/s\n", prop.name,
-              prop.l2CacheSize >> 20, cuda::dtype_name(format), row ? "per row" : "tensorwise",
+              prop.l2CacheSize >> 20, cuda::dtype_name(format),
+              hadamard ? "rotated, tensorwise"
+              : row    ? "per row"
+                       : "tensorwise",
               static_cast<long long>(tokens), ceiling);
+  if (hadamard) return hadamard_main(tokens, samples, format, block, ceiling, prop.l2CacheSize);
   std::printf("%-11s %13s %9s %22s %22s %7s %7s %6s\n", "operand", "shape", "MB moved",
               row ? "row pair ms (p10-p90)" : "tensorwise ms (p10-p90)",
               row ? "apart ms (p10-p90)" : "tile ms (p10-p90)", "GB/s", "of copy", "x old");

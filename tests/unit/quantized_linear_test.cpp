@@ -5,11 +5,11 @@
 
 #include "kernels/profiling/range.h"
 #include "kernels/recipe.h"
+#include "kernels/reference/hadamard.h"
 #include "kernels/reference/quantize.h"
 #include "kernels/reference/scaled_gemm.h"
 #include "kernels/torch/gemm.h"
 #include "kernels/torch/gemm_stats.h"
-#include "kernels/torch/hadamard.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/quantized_linear.h"
 #include "kernels/torch/rounding_seed.h"
@@ -370,26 +370,6 @@ TEST(QuantizedLinear, DyAblationsAreExactlyTheirDefinitions) {
                             sr.grad_w));
 }
 
-TEST(Hadamard, TheRotationIsOrthogonalAndSpreadsAnOutlier) {
-  torch::manual_seed(21);
-  const at::Tensor a = torch::randn({40, 300});
-  const at::Tensor b = torch::randn({24, 300});
-  // 300 = 2 blocks of 128 and a tail of 44, left as it is.
-  const at::Tensor ra = hadamard_rotate(a, 128);
-  const at::Tensor rb = hadamard_rotate(b, 128);
-  EXPECT_TRUE(torch::equal(ra.narrow(1, 256, 44), a.narrow(1, 256, 44)));
-  EXPECT_LT(relative_error(at::mm(ra, rb.t()), at::mm(a, b.t())), 1e-5);  // (AH)(BH)ᵀ = ABᵀ
-  EXPECT_LT(relative_error(hadamard_rotate(ra, 128), a), 1e-5);           // H·H = I
-  // One spike in a block of small values: after the rotation every value of the block has
-  // magnitude spike/√b, so a per-tensor INT8 scale no longer flushes its neighbours.
-  at::Tensor spike = torch::full({1, 64}, 0.01);
-  spike.index_put_({0, 5}, 100.0);
-  const at::Tensor spread = hadamard_rotate(spike, 64).abs();
-  EXPECT_LT(spread.max().item<double>(), 100.0 / 8.0 + 0.1);
-  EXPECT_GT(spread.min().item<double>(), 100.0 / 8.0 - 0.1);
-  EXPECT_THROW(hadamard_rotate(a, 96), c10::Error);
-}
-
 // hadamard=<b>: dgrad's and wgrad's operands rotated along the summed dimension, then quantized;
 // fprop untouched, and the products are those of the rotated operands.
 TEST(QuantizedLinear, HadamardRotatedProductsAreTheirDefinition) {
@@ -397,7 +377,7 @@ TEST(QuantizedLinear, HadamardRotatedProductsAreTheirDefinition) {
   const at::Tensor x = c.x.reshape({-1, 384});
   const at::Tensor g = c.grad_y.reshape({-1, 128});
   const auto q = [](const at::Tensor& t) {
-    return reference::quantize(hadamard_rotate(t, 64), {NumberFormat::int8, 0, 0});
+    return reference::quantize(reference::hadamard_rotate(t, 64), {NumberFormat::int8, 0, 0});
   };
   const Results ours = run(c, parse_recipe("int8-tensor:hadamard=64").gemms);
   EXPECT_TRUE(torch::equal(ours.y, run(c, recipe_by_name("int8-tensor").gemms).y));

@@ -20,7 +20,11 @@
 // the reference rotation's. Bytes: two reads of the BF16 operand and one layout written.
 //
 //   quantize_bench [--tokens 4096] [--samples 50] [--format int8|fp8_e4m3]
-//                  [--scheme tensor|row|hadamard] [--block 128]
+//                  [--scheme tensor|row|hadamard] [--block 128] [--batch 1]
+//
+// --batch n times n back-to-back calls a sample and divides (launch_timing.h): the queue stays
+// full, as in a training step, so the host's submission latency between the start event and the
+// first kernel no longer counts. Every figure in docs/perf-log.md says which it used.
 #include <cuda_runtime.h>
 #include <torch/torch.h>
 
@@ -76,8 +80,8 @@ kernels::Quantized torch_hadamard(const at::Tensor& t, bool transpose, int64_t b
   return kernels::quantize(rotated, spec);
 }
 
-int hadamard_main(int64_t tokens, int samples, DType format, int64_t block, double ceiling,
-                  int64_t l2_bytes) {
+int hadamard_main(int64_t tokens, int samples, int batch, DType format, int64_t block,
+                  double ceiling, int64_t l2_bytes) {
   struct Rotated {
     std::string name;
     int64_t rows, cols;  // of the tensor the step holds
@@ -138,9 +142,10 @@ int hadamard_main(int64_t tokens, int samples, DType format, int64_t block, doub
     };
     launch(0);
     all_same = all_same && torch::equal(values.view(at::kByte), fused.values.view(at::kByte));
-    const Timing t_new = time_ms(launch, copies, samples);
-    const Timing t_old = time_ms(
-        [&](int c) { (void)torch_hadamard(xs[c], op.transpose, block, spec); }, copies, samples);
+    const Timing t_new = time_ms(launch, copies, samples, batch);
+    const Timing t_old =
+        time_ms([&](int c) { (void)torch_hadamard(xs[c], op.transpose, block, spec); }, copies,
+                samples, batch);
     const double bytes = 5.0 * elems;
     const double gbs = bytes / t_new.median / 1e6;
     const int64_t out_rows = op.transpose ? op.cols : op.rows;
@@ -173,6 +178,7 @@ int main(int argc, char** argv) {
   }
   const int64_t tokens = int_flag(argc, argv, "--tokens", 4096);
   const int samples = int_flag(argc, argv, "--samples", 50);
+  const int batch = std::max(1, int_flag(argc, argv, "--batch", 1));
   const int64_t block = int_flag(argc, argv, "--block", 128);
   DType format = DType::int8;
   bool row = false;
@@ -223,7 +229,10 @@ int main(int argc, char** argv) {
               : row    ? "per row"
                        : "tensorwise",
               static_cast<long long>(tokens), ceiling);
-  if (hadamard) return hadamard_main(tokens, samples, format, block, ceiling, prop.l2CacheSize);
+  std::printf("timing: %d call%s a sample\n", batch, batch == 1 ? "" : "s back to back");
+  if (hadamard) {
+    return hadamard_main(tokens, samples, batch, format, block, ceiling, prop.l2CacheSize);
+  }
   std::printf("%-11s %13s %9s %22s %22s %7s %7s %6s\n", "operand", "shape", "MB moved",
               row ? "row pair ms (p10-p90)" : "tensorwise ms (p10-p90)",
               row ? "apart ms (p10-p90)" : "tile ms (p10-p90)", "GB/s", "of copy", "x old");
@@ -276,9 +285,9 @@ int main(int argc, char** argv) {
     all_same = all_same && same;
 
     const Timing t_new =
-        time_ms([&](int c) { cuda::quantize(args(c, false), nullptr); }, copies, samples);
+        time_ms([&](int c) { cuda::quantize(args(c, false), nullptr); }, copies, samples, batch);
     const Timing t_tile =
-        time_ms([&](int c) { cuda::quantize(args(c, true), nullptr); }, copies, samples);
+        time_ms([&](int c) { cuda::quantize(args(c, true), nullptr); }, copies, samples, batch);
     const bool amax_pass = row || !op.producer_amax;
     const double bytes = static_cast<double>(elems) * (amax_pass ? 4 : 2) + 2.0 * elems;
     const double gbs = bytes / t_new.median / 1e6;

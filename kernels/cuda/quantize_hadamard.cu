@@ -1,19 +1,11 @@
 // The block Hadamard rotation fused into quantization (quantize_hadamard.cuh).
 //
 // A CTA takes a tile of 64 operand rows × 256 operand columns, a warp eight of its rows, a lane
-// eight consecutive columns of each: index i = 8·lane + e along the row. The transform of a
-// row's block of b runs in FP32 as the reference's butterfly does, stage by stage with strides
-// 1, 2, 4, …, b/2, each pair (lo, hi) becoming (lo + hi, lo − hi), then every value times 1/√b.
-// The same additions in the same order give the same FP32 values as the reference, so the
-// quantized bytes match it bit for bit.
-//
-// Strides 1–4 pair values inside a lane's registers. For the larger ones the warp regroups the
-// row through shared memory (a "spread" layout: lane lo + 8·hi holds i = lo + 8·m + 64·hi for
-// m = 0..7), so that strides 8–32 pair registers too; only 64 and 128 (b of 128 and 256) pair
-// lanes, lane XOR 8 and 16, by shuffle. The first version shuffled every stride from 8 up: at b =
-// 128 four shuffle stages, and the kernel ran at 46–52 % of the copy rate where the same memory
-// traffic without the rotation ran at 81–86 % (docs/perf-log.md §20): issue-bound. The quantized
-// bytes go back through shared memory to the consecutive layout for 8-byte stores.
+// eight consecutive columns of each. The transform of a row's block of b runs in FP32 as the
+// reference's butterfly does, stage by stage with strides 1, 2, 4, …, b/2, each pair (lo, hi)
+// becoming (lo + hi, lo − hi): strides below 8 inside a lane's registers, the others between
+// lanes (lane XOR stride/8), then every value times 1/√b. The same additions in the same order
+// give the same FP32 values as the reference, so the quantized bytes match it bit for bit.
 //
 // Loading the operand: where it is X, a lane reads its eight columns of a row as one 16-byte
 // load, a warp 512 contiguous bytes. Where it is Xᵀ, a column of X is an operand row, so the CTA
@@ -77,65 +69,35 @@ __device__ __forceinline__ void row_values(const uint4 (&raw)[8], int k, float (
   }
 }
 
-// Per warp, the row's 256 FP32 values (and their format bytes) regrouped in shared memory, with 8
-// words of padding after every 64 so that the spread layout's reads (lanes 8 apart, 64 values
-// apart) meet 32 distinct banks; the 16-byte writes of the consecutive layout stay aligned.
-constexpr int kSpread = kTileCols + kTileCols / 64 * 8;  // 288
-
-__device__ __forceinline__ int padded(int i) {
-  return i + (i >> 6) * 8;
-}
-
-// lo + hi and lo − hi for every register pair s apart (s = 1, 2, 4: bits of the register index).
-__device__ __forceinline__ void register_stage(float (&f)[8], int s) {
-#pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    if ((e & s) == 0) {
-      const float lo = f[e];
-      const float hi = f[e + s];
-      f[e] = __fadd_rn(lo, hi);
-      f[e + s] = __fsub_rn(lo, hi);
-    }
-  }
-}
-
-// The normalised Sylvester transform of each block of b along the row. In: the consecutive
-// layout. Out: the spread layout where b > 8 (returns true), else the consecutive one.
-__device__ __forceinline__ bool rotate(float (&f)[8], int block, float norm, int lane,
-                                       float* spread) {
+// The normalised Sylvester transform of each block of b along the row, eight values a lane.
+__device__ __forceinline__ void rotate(float (&f)[8], int block, float norm, int lane) {
 #pragma unroll
   for (int s = 1; s < 8; s <<= 1) {
-    if (s < block) register_stage(f, s);
+    if (s < block) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        if ((e & s) == 0) {
+          const float lo = f[e];
+          const float hi = f[e + s];
+          f[e] = __fadd_rn(lo, hi);
+          f[e + s] = __fsub_rn(lo, hi);
+        }
+      }
+    }
   }
-  const bool regrouped = block > 8;
-  if (regrouped) {
-    float4* out = reinterpret_cast<float4*>(spread + padded(8 * lane));
-    out[0] = make_float4(f[0], f[1], f[2], f[3]);
-    out[1] = make_float4(f[4], f[5], f[6], f[7]);
-    __syncwarp();
-    const int first = padded((lane & 7) + 64 * (lane >> 3));
+  for (int s = 8; s < block; s <<= 1) {
+    const int mask = s >> 3;
+    // lo + hi in the lower lane, lo − hi in the upper one (where the other value is lo): both
+    // are other + sign · mine rounded once, one FMA, since sign · mine is exact. A select between
+    // an add and a subtract cost three instructions an element and left the kernel issue-bound.
+    const float sign = (lane & mask) != 0 ? -1.0f : 1.0f;
 #pragma unroll
-    for (int m = 0; m < 8; ++m)
-      f[m] = spread[first + 8 * m];
-    __syncwarp();  // the buffer is written again for the next row
-#pragma unroll
-    for (int s = 8; s < 64; s <<= 1) {
-      if (s < block) register_stage(f, s / 8);
-    }
-    for (int s = 64; s < block; s <<= 1) {
-      const int mask = s / 8;  // the lane bit of index bit log2(s)
-      // lo + hi in the lower lane, lo − hi in the upper one (where the other value is lo): both
-      // are other + sign · mine rounded once, one FMA, since sign · mine is exact.
-      const float sign = (lane & mask) != 0 ? -1.0f : 1.0f;
-#pragma unroll
-      for (int e = 0; e < 8; ++e)
-        f[e] = __fmaf_rn(sign, f[e], __shfl_xor_sync(0xffffffffu, f[e], mask));
-    }
+    for (int e = 0; e < 8; ++e)
+      f[e] = __fmaf_rn(sign, f[e], __shfl_xor_sync(0xffffffffu, f[e], mask));
   }
 #pragma unroll
   for (int e = 0; e < 8; ++e)
     f[e] = __fmul_rn(f[e], norm);
-  return regrouped;
 }
 
 // kAmax: the first pass, folding max |rotated value| per row or per tensor into p.amax. Else the
@@ -143,8 +105,6 @@ __device__ __forceinline__ bool rotate(float (&f)[8], int block, float norm, int
 template <bool kTransposed, bool kAmax, bool kInt8>
 __global__ void __launch_bounds__(kThreads) hadamard_kernel(const Params p) {
   __shared__ __align__(16) uint4 tile[kTransposed ? kTileCols * kChunks : 1];
-  __shared__ __align__(16) float spread_values[kThreads / 32][kSpread];
-  __shared__ __align__(8) uint8_t spread_bytes[kAmax ? 1 : kThreads / 32][kSpread];
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTileRows + warp * kRowsPerWarp;
@@ -188,9 +148,8 @@ __global__ void __launch_bounds__(kThreads) hadamard_kernel(const Params p) {
     const int64_t r = r0 + k;
     float f[8];
     row_values<kTransposed>(raw, k, f);
-    const bool regrouped = rotate(f, p.block, p.norm, lane, spread_values[warp]);
+    rotate(f, p.block, p.norm, lane);
     if constexpr (kAmax) {
-      // The maximum is the same in either layout.
       uint32_t m = 0;
 #pragma unroll
       for (int e = 0; e < 8; ++e)
@@ -202,33 +161,20 @@ __global__ void __launch_bounds__(kThreads) hadamard_kernel(const Params p) {
         tensor_max = max(tensor_max, m);
       }
     } else {
-      if (r >= p.rows) continue;  // the whole warp: r is the warp's
+      if (r >= p.rows) continue;
       float row_inv = inv;
       if (p.rowwise) {
         float scale;
         quant::scale_of(p.amax[r], p.fmax, &scale, &row_inv);
         if (blockIdx.x == 0 && lane == 0) p.scales[r] = scale;
       }
+      if (c >= p.cols) continue;
       const DType out = kInt8 ? DType::int8 : p.fmt;
 #pragma unroll
       for (int e = 0; e < 8; ++e)
         f[e] = quant::scaled(f[e], row_inv);
-      uint2 bytes;
-      if (regrouped) {
-        // Each byte to its index in the row, then the lane's eight consecutive ones back.
-        uint8_t* row_bytes = spread_bytes[warp];
-        const int first = padded((lane & 7) + 64 * (lane >> 3));
-#pragma unroll
-        for (int m = 0; m < 8; ++m)
-          row_bytes[first + 8 * m] = quant::pack1(f[m], out);
-        __syncwarp();
-        bytes = *reinterpret_cast<const uint2*>(row_bytes + padded(8 * lane));
-        __syncwarp();
-      } else {
-        bytes = make_uint2(quant::pack4(f[0], f[1], f[2], f[3], out),
-                           quant::pack4(f[4], f[5], f[6], f[7], out));
-      }
-      if (c < p.cols) *reinterpret_cast<uint2*>(p.values + r * p.cols + c) = bytes;
+      *reinterpret_cast<uint2*>(p.values + r * p.cols + c) = make_uint2(
+          quant::pack4(f[0], f[1], f[2], f[3], out), quant::pack4(f[4], f[5], f[6], f[7], out));
     }
   }
   if constexpr (kAmax) {

@@ -83,15 +83,19 @@ struct Params {
 
 // Shared memory, from a 1024-byte aligned base (the 128-byte swizzle atom): `stages` × [A tile
 // 128×128 | B tile tile_n×128], then the full and empty barriers, then (kColumnB) `stages` ×
-// the tile's tile_n column scales of B for the stage's K block.
+// the tile's tile_n column scales of B for the stage's K block, then the epilogue's scales.
 template <int BN, bool kColumnB = false>
 struct Layout {
   static constexpr int kABytes = kBM * kBK;
   static constexpr int kOperandBytes = kABytes + BN * kBK;
   static constexpr int kColumnScaleBytes = kColumnB ? BN * 4 : 0;
   static constexpr int kAccs = BN / 2;  // INT32 accumulators per consumer thread
+  // The epilogue's scales of a tile (BN of B, kBM of A), two tiles' worth: a tile's are written
+  // while the one before may still be read.
+  static constexpr int kEpilogueScaleBytes = 2 * (BN + kBM) * 4;
   static size_t smem_bytes(int stages) {
-    return 1024 + static_cast<size_t>(stages) * (kOperandBytes + 16 + kColumnScaleBytes);
+    return 1024 + kEpilogueScaleBytes +
+           static_cast<size_t>(stages) * (kOperandBytes + 16 + kColumnScaleBytes);
   }
 };
 
@@ -323,11 +327,30 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
-  for (int u = first_unit; u < num_units; u += unit_step) {
+  // The epilogue's per-row and per-column scales (tensor and row modes), staged in shared memory
+  // by the consumers at the start of each tile, under its mainloop, and read after a barrier of
+  // the two consumer warpgroups. Read from global memory in the epilogue, a few at a time as it
+  // went, they stalled it: the row mode, whose 384 scales a tile are distinct, ran the llama2-7b
+  // shapes about 30 % slower than the tensor mode, whose one scale every thread shares
+  // (docs/perf-log.md §20).
+  float* const epilogue_scales =
+      reinterpret_cast<float*>(smem_raw + (column_scales(p.stages) - raw));
+  int parity = 0;
+  for (int u = first_unit; u < num_units; u += unit_step, parity ^= 1) {
     int tm, tn;
     unit_coords(u, tm, tn);
     const int m0 = tm * kBM;
     const int n0 = tn * BN;
+    float* const tile_sb = epilogue_scales + parity * BN;
+    float* const tile_sa = epilogue_scales + 2 * BN + parity * kBM;
+    if constexpr (!kBlocked && !kRaw) {
+      if (ctid < BN) {
+        tile_sb[ctid] = __ldg(p.b_scales + scale_row(min(n0 + ctid, p.n - 1), p.b_block_rows));
+      }
+      if (ctid < kBM) {
+        tile_sa[ctid] = __ldg(p.a_scales + scale_row(min(m0 + ctid, p.m - 1), p.a_block_rows));
+      }
+    }
     if constexpr (kBlocked) {
 #pragma unroll
       for (int i = 0; i < L::kAccs; ++i)
@@ -386,11 +409,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int row0 = m0 + cwg * 64 + warp * 16 + g;
     float sa[2] = {0.0f, 0.0f};
     if constexpr (!kBlocked && !kRaw) {
+      // Every consumer thread has staged its scales (and finished the previous tile's epilogue,
+      // so the other buffer is free for the next tile).
+      asm volatile("bar.sync 1, 256;" ::: "memory");
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = min(row0 + 8 * h, p.m - 1);
-        sa[h] = __ldg(p.a_scales + scale_row(row, p.a_block_rows));
-      }
+      for (int h = 0; h < 2; ++h)
+        sa[h] = tile_sa[row0 + 8 * h - m0];
     }
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
@@ -401,7 +425,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int cc = min(col + e, p.n - 1);
-          if constexpr (!kBlocked) sb[e] = __ldg(p.b_scales + scale_row(cc, p.b_block_rows));
+          if constexpr (!kBlocked) sb[e] = tile_sb[col + e - n0];
           if (p.bias != nullptr) bias[e] = __ldg(p.bias + cc);
         }
       }
@@ -516,9 +540,11 @@ void require_sm90() {
 // The deepest ring that fits every mode of this tile width (block mode's per-column B scales
 // add 512 bytes a stage on 128-wide tiles).
 int max_stages(int tile_n) {
+  const size_t fixed =
+      tile_n == 256 ? Layout<256>::smem_bytes(0) : Layout<128, true>::smem_bytes(0);
   const size_t stage =
-      tile_n == 256 ? Layout<256>::smem_bytes(1) - 1024 : Layout<128, true>::smem_bytes(1) - 1024;
-  return static_cast<int>((kSmemLimit - 1024) / stage);
+      tile_n == 256 ? Layout<256>::smem_bytes(1) - fixed : Layout<128, true>::smem_bytes(1) - fixed;
+  return static_cast<int>((kSmemLimit - fixed) / stage);
 }
 
 // out[kt · n_pad + c] = scales[scale_row(min(c, n - 1)) · kext + kt]: per-column B scales

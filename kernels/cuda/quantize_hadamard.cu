@@ -100,9 +100,11 @@ __device__ __forceinline__ void rotate(float (&f)[8], int block, float norm, int
     f[e] = __fmul_rn(f[e], norm);
 }
 
-// kAmax: the first pass, folding max |rotated value| per row or per tensor into p.amax. Else the
-// second, quantizing by the scale of that amax.
-template <bool kTransposed, bool kAmax, bool kInt8>
+// amax: the first pass, folding max |rotated value| per row or per tensor into p.amax. quantize:
+// the second, quantizing by the scale of that amax. rotate: the rotated values as FP32, alone.
+enum class Pass { amax, quantize, rotate };
+
+template <bool kTransposed, Pass kPass, bool kInt8>
 __global__ void __launch_bounds__(kThreads) hadamard_kernel(const Params p) {
   __shared__ __align__(16) uint4 tile[kTransposed ? kTileCols * kChunks : 1];
   const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -138,7 +140,8 @@ __global__ void __launch_bounds__(kThreads) hadamard_kernel(const Params p) {
 
   uint32_t tensor_max = 0;
   float inv = 1.0f;
-  if (!kAmax && !p.rowwise) {
+  constexpr bool kAmax = kPass == Pass::amax;
+  if (kPass == Pass::quantize && !p.rowwise) {
     float scale;
     quant::scale_of(*p.amax, p.fmax, &scale, &inv);
     if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *p.scales = scale;
@@ -159,6 +162,13 @@ __global__ void __launch_bounds__(kThreads) hadamard_kernel(const Params p) {
         if (lane == 0 && r < p.rows && m != 0) atomicMax(p.amax + r, m);
       } else {
         tensor_max = max(tensor_max, m);
+      }
+    } else if constexpr (kPass == Pass::rotate) {
+      if (r < p.rows && c < p.cols) {
+        float4* out =
+            reinterpret_cast<float4*>(reinterpret_cast<float*>(p.values) + r * p.cols + c);
+        out[0] = make_float4(f[0], f[1], f[2], f[3]);
+        out[1] = make_float4(f[4], f[5], f[6], f[7]);
       }
     } else {
       if (r >= p.rows) continue;
@@ -190,11 +200,12 @@ bool hadamard_kernel_applies(const HadamardQuantizeArgs& a) {
   return a.block >= 2 && a.block <= kHadamardMaxBlock && (a.block & (a.block - 1)) == 0 &&
          out_cols % a.block == 0 && out_rows % 8 == 0 && out_cols % 8 == 0 && a.ld % 8 == 0 &&
          a.ld >= a.cols && (out_rows + kTileRows - 1) / kTileRows <= 65535 &&
-         quant::aligned(a.x, 16) && quant::aligned(a.values, 8) && a.out_type != DType::bf16 &&
-         a.out_type != DType::fp32 && a.out_type != DType::int32;
+         quant::aligned(a.x, 16) && quant::aligned(a.values, a.out_type == DType::fp32 ? 16 : 8) &&
+         a.out_type != DType::bf16 && a.out_type != DType::int32;
 }
 
 size_t hadamard_workspace_bytes(const HadamardQuantizeArgs& a) {
+  if (a.out_type == DType::fp32) return 0;
   return static_cast<size_t>(a.rowwise ? (a.transpose ? a.cols : a.rows) : 1) * sizeof(uint32_t);
 }
 
@@ -208,12 +219,17 @@ template <bool kTransposed>
 void launch_passes(const Params& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.cols + kTileCols - 1) / kTileCols),
                   static_cast<unsigned>((p.rows + kTileRows - 1) / kTileRows));
-  hadamard_kernel<kTransposed, true, true><<<grid, kThreads, 0, stream>>>(p);
+  if (p.fmt == DType::fp32) {
+    hadamard_kernel<kTransposed, Pass::rotate, false><<<grid, kThreads, 0, stream>>>(p);
+    LPBENCH_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  hadamard_kernel<kTransposed, Pass::amax, true><<<grid, kThreads, 0, stream>>>(p);
   LPBENCH_CUDA_CHECK_LAUNCH();
   if (p.fmt == DType::int8) {
-    hadamard_kernel<kTransposed, false, true><<<grid, kThreads, 0, stream>>>(p);
+    hadamard_kernel<kTransposed, Pass::quantize, true><<<grid, kThreads, 0, stream>>>(p);
   } else {
-    hadamard_kernel<kTransposed, false, false><<<grid, kThreads, 0, stream>>>(p);
+    hadamard_kernel<kTransposed, Pass::quantize, false><<<grid, kThreads, 0, stream>>>(p);
   }
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
@@ -223,10 +239,13 @@ void launch_passes(const Params& p, cudaStream_t stream) {
 void quantize_hadamard(const HadamardQuantizeArgs& a, cudaStream_t stream) {
   LPBENCH_CUDA_REQUIRE(hadamard_kernel_applies(a),
                        "the fused Hadamard quantization does not apply to these arguments");
-  LPBENCH_CUDA_REQUIRE(a.workspace != nullptr && a.scales != nullptr,
+  const bool rotate_only = a.out_type == DType::fp32;
+  LPBENCH_CUDA_REQUIRE(rotate_only || (a.workspace != nullptr && a.scales != nullptr),
                        "needs scales and a workspace of hadamard_workspace_bytes()");
   auto* amax = static_cast<uint32_t*>(a.workspace);
-  LPBENCH_CUDA_CHECK(cudaMemsetAsync(amax, 0, hadamard_workspace_bytes(a), stream));
+  if (!rotate_only) {
+    LPBENCH_CUDA_CHECK(cudaMemsetAsync(amax, 0, hadamard_workspace_bytes(a), stream));
+  }
   Params p{};
   p.x = static_cast<const __nv_bfloat16*>(a.x);
   p.ld = a.ld;
@@ -235,7 +254,7 @@ void quantize_hadamard(const HadamardQuantizeArgs& a, cudaStream_t stream) {
   p.block = static_cast<int>(a.block);
   p.norm = hadamard_norm(a.block);
   p.fmt = a.out_type;
-  p.fmax = format_max(a.out_type);
+  p.fmax = rotate_only ? 0.0f : format_max(a.out_type);
   p.rowwise = a.rowwise;
   p.amax = amax;
   p.values = static_cast<uint8_t*>(a.values);

@@ -26,6 +26,9 @@ struct HadamardQuantizeArgs {
   int64_t ld = 0;
   bool transpose = false;  // the operand is Xᵀ [cols, rows], rotated along X's rows; else X
   int64_t block = 0;       // b: a power of two from 2 to kHadamardMaxBlock
+  // int8, fp8_e4m3 or fp8_e5m2; or fp32: the rotated values alone (one pass, no scales, no
+  // workspace; values 16-byte aligned), for the scalings the kernel does not quantize (blocks,
+  // stochastic rounding, delayed scaling), which quantize them after.
   DType out_type = DType::int8;
   bool rowwise = false;       // one scale per operand row ({1,0}); else one per tensor ({0,0})
   void* values = nullptr;     // the operand's shape, row-major, in out_type
@@ -38,10 +41,11 @@ struct HadamardQuantizeArgs {
 constexpr int64_t kHadamardMaxBlock = 256;
 
 // Whether the kernel takes this call: a block of 2..256 that divides the operand's columns,
-// both operand sides multiples of 8, 16-byte aligned input rows and 8-byte aligned output.
+// both operand sides multiples of 8, 16-byte aligned input rows and 8-byte aligned output
+// (16-byte for FP32).
 bool hadamard_kernel_applies(const HadamardQuantizeArgs& args);
 
-// One FP32 word per scale: 4 bytes tensorwise, 4 per operand row rowwise.
+// One FP32 word per scale: 4 bytes tensorwise, 4 per operand row rowwise; none for FP32 out.
 size_t hadamard_workspace_bytes(const HadamardQuantizeArgs& args);
 
 // The multiplier of the normalised transform, 1/√b rounded once to FP32: the same expression as

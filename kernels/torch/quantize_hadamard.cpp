@@ -1,5 +1,7 @@
 #include "kernels/torch/quantize_hadamard.h"
 
+#include <optional>
+
 #include "kernels/reference/hadamard.h"
 
 #ifdef LPBENCH_CUDA_GLUE
@@ -16,7 +18,7 @@ namespace {
 #ifdef LPBENCH_CUDA_GLUE
 // The launcher's arguments for t; values, scales and workspace are left to the caller.
 cuda::HadamardQuantizeArgs args_for(const at::Tensor& t, bool transpose, int64_t block,
-                                    const QuantSpec& spec) {
+                                    cuda::DType out, bool rowwise) {
   cuda::HadamardQuantizeArgs a;
   a.x = t.data_ptr();
   a.rows = t.size(0);
@@ -24,9 +26,32 @@ cuda::HadamardQuantizeArgs args_for(const at::Tensor& t, bool transpose, int64_t
   a.ld = t.stride(0);
   a.transpose = transpose;
   a.block = block;
-  a.out_type = cuda_type(spec.format, "quantize_hadamard");
-  a.rowwise = is_rowwise(spec);
+  a.out_type = out;
+  a.rowwise = rowwise;
   return a;
+}
+
+cuda::HadamardQuantizeArgs args_for(const at::Tensor& t, bool transpose, int64_t block,
+                                    const QuantSpec& spec) {
+  return args_for(t, transpose, block, cuda_type(spec.format, "quantize_hadamard"),
+                  is_rowwise(spec));
+}
+
+bool kernel_reads(const at::Tensor& t) {
+  return t.is_cuda() && t.dim() == 2 && t.scalar_type() == at::kBFloat16 && t.stride(1) == 1;
+}
+
+// The rotation alone by the kernel, as FP32 (the reference's values, bit for bit), for the
+// scalings it does not quantize itself; nullopt where it does not apply.
+std::optional<at::Tensor> rotate_on_gpu(const at::Tensor& t, bool transpose, int64_t block) {
+  if (!kernel_reads(t)) return std::nullopt;
+  cuda::HadamardQuantizeArgs a = args_for(t, transpose, block, cuda::DType::fp32, false);
+  at::Tensor out = at::empty({transpose ? t.size(1) : t.size(0), transpose ? t.size(0) : t.size(1)},
+                             t.options().dtype(at::kFloat));
+  a.values = out.data_ptr();
+  if (!cuda::hadamard_kernel_applies(a)) return std::nullopt;
+  cuda::quantize_hadamard(a, c10::cuda::getCurrentCUDAStream(t.device().index()).stream());
+  return out;
 }
 #endif
 
@@ -36,8 +61,7 @@ bool hadamard_kernel_takes(const at::Tensor& t, bool transpose, int64_t block,
                            const QuantSpec& spec, const AmaxHistory* history) {
 #ifdef LPBENCH_CUDA_GLUE
   const bool tensorwise = spec.block_rows == 0 && spec.block_cols == 0;
-  if (!t.is_cuda() || t.dim() != 2 || t.scalar_type() != at::kBFloat16 || t.stride(1) != 1 ||
-      history != nullptr || spec.rounding != Rounding::nearest ||
+  if (!kernel_reads(t) || history != nullptr || spec.rounding != Rounding::nearest ||
       spec.format == NumberFormat::bf16 || !(tensorwise || is_rowwise(spec))) {
     return false;
   }
@@ -69,6 +93,10 @@ Quantized quantize_hadamard(const at::Tensor& t, bool transpose, int64_t block,
     a.workspace = workspace.data_ptr();
     cuda::quantize_hadamard(a, c10::cuda::getCurrentCUDAStream(t.device().index()).stream());
     return q;
+  }
+  // Blocks, stochastic rounding, delayed scaling: the kernel rotates, quantize() quantizes.
+  if (std::optional<at::Tensor> rotated = rotate_on_gpu(t, transpose, block)) {
+    return quantize(*rotated, spec, false, history);
   }
 #endif
   return quantize(reference::hadamard_rotate(transpose ? t.t() : t, block), spec, false, history);

@@ -918,6 +918,14 @@ TEST(GpuKernelArgs, TheHadamardKernelTakesTheLayersOperandsAndRefusesTheRest) {
   refused(with(4096, 4096, false, [](auto& a) { a.x = buffer + 2; }));
   refused(with(4096, 4096, false, [](auto& a) { a.values = buffer + 4; }));
   refused(with(4096, 4096, false, [](auto& a) { a.out_type = DType::bf16; }));
+  // FP32 out: the rotation alone, 16-byte stores, no workspace.
+  const auto rotate_only = [](HadamardQuantizeArgs& a) { a.out_type = DType::fp32; };
+  EXPECT_TRUE(hadamard_kernel_applies(with(4096, 4096, true, rotate_only)));
+  EXPECT_EQ(hadamard_workspace_bytes(with(4096, 4096, true, rotate_only)), 0u);
+  refused(with(4096, 4096, false, [](auto& a) {
+    a.out_type = DType::fp32;
+    a.values = buffer + 8;
+  }));
   EXPECT_EQ(hadamard_workspace_bytes(with(4096, 11008, true, same)), 4u);
   EXPECT_EQ(hadamard_workspace_bytes(with(4096, 11008, true, [](auto& a) { a.rowwise = true; })),
             11008u * 4);

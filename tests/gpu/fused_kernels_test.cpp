@@ -7,9 +7,11 @@
 #include <torch/torch.h>
 
 #include <ATen/ops/_fused_adamw.h>
+#include <c10/cuda/CUDAStream.h>
 
 #include <limits>
 
+#include "kernels/cuda/quantize_hadamard.cuh"
 #include "kernels/recipe.h"
 #include "kernels/reference/hadamard.h"
 #include "kernels/reference/rmsnorm.h"
@@ -21,6 +23,7 @@
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/quantize_hadamard.h"
 #include "kernels/torch/rmsnorm.h"
+#include "kernels/torch/rounding_seed.h"
 #include "kernels/torch/swiglu.h"
 #include "tests/support/tensor_compare.h"
 #include "workloads/levels/workload.h"
@@ -300,6 +303,39 @@ TEST_F(FusedKernels, HadamardQuantizationMatchesTheReferenceBitForBit) {
           EXPECT_TRUE(ours.values.cpu().view(at::kByte).equal(ref.values.view(at::kByte))) << where;
           EXPECT_TRUE(ours.scales.cpu().equal(ref.scales)) << where;
         }
+      }
+    }
+  }
+  // The rotation alone (FP32 out) is the reference's, bit for bit, and the scalings the kernel
+  // does not quantize itself (blocks, stochastic rounding) quantize those values as the
+  // reference does.
+  {
+    const at::Tensor cpu = torch::randn({192, 512}).to(torch::kBFloat16);
+    const at::Tensor gpu = cpu.to(kGpu);
+    for (const bool transpose : {false, true}) {
+      const at::Tensor rotated = torch::empty({transpose ? 512 : 192, transpose ? 192 : 512},
+                                              torch::dtype(torch::kFloat).device(kGpu));
+      cuda::HadamardQuantizeArgs a;
+      a.x = gpu.data_ptr();
+      a.rows = 192;
+      a.cols = 512;
+      a.ld = 512;
+      a.transpose = transpose;
+      a.block = 64;
+      a.out_type = cuda::DType::fp32;
+      a.values = rotated.data_ptr();
+      cuda::quantize_hadamard(a, c10::cuda::getCurrentCUDAStream().stream());
+      const at::Tensor ref = reference::hadamard_rotate(transpose ? cpu.t() : cpu, 64);
+      EXPECT_TRUE(rotated.cpu().equal(ref)) << (transpose ? "transposed" : "direct");
+      for (const QuantSpec spec : {QuantSpec{NumberFormat::int8, 1, 128},
+                                   QuantSpec{NumberFormat::int8, 0, 0, Rounding::stochastic}}) {
+        EXPECT_FALSE(hadamard_kernel_takes(gpu, transpose, 64, spec));
+        seed_stochastic_rounding(5);
+        const Quantized ours = quantize_hadamard(gpu, transpose, 64, spec);
+        seed_stochastic_rounding(5);
+        const Quantized expected = kernels::quantize(ref, spec);
+        EXPECT_TRUE(ours.values.cpu().equal(expected.values));
+        EXPECT_TRUE(ours.scales.cpu().equal(expected.scales));
       }
     }
   }

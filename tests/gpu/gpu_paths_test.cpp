@@ -64,7 +64,8 @@ TEST_F(GpuPaths, Int8RecipesMatchTheCpuReferenceBitForBitOnEveryBackend) {
        {"int8-tensor", "int8-row", "int8-block", "int8-fallback", "int8-tensor:wgrad=bf16",
         "switchback", "int8-tensor:dy=row", "int8-tensor:dy=bf16",
         "int8-tensor:dy-rounding=stochastic", "int8-row:dy-rounding=stochastic",
-        "int8-block:dy-rounding=stochastic", "int8-tensor:hadamard=128", "int8-row:hadamard=64"}) {
+        "int8-block:dy-rounding=stochastic", "int8-tensor:hadamard=128", "int8-row:hadamard=64",
+        "int8-block:hadamard=64", "int8-tensor:hadamard=64,dy-rounding=stochastic"}) {
     const LinearGemms gemms = parse_recipe(name).gemms;
     take_fallback_counts();
     const Results cpu = run(in, gemms, torch::kCPU);

@@ -66,6 +66,36 @@ int int_flag(int argc, char** argv, const char* flag, int fallback) {
   return fallback;
 }
 
+// One operand's row of the table (the new path against the old), added into the layer's totals.
+struct Totals {
+  double new_ms = 0, old_ms = 0, bytes = 0;
+  bool all_same = true;
+
+  void row(const std::string& name, int64_t rows, int64_t cols, double op_bytes,
+           const Timing& t_new, const Timing& t_old, double ceiling, bool same) {
+    const double gbs = op_bytes / t_new.median / 1e6;
+    std::printf(
+        "%-12s %6lldx%-6lld %9.1f %8.4f (%.4f-%.4f) %8.4f (%.4f-%.4f) %7.0f %6.0f%% %5.2fx%s\n",
+        name.c_str(), static_cast<long long>(rows), static_cast<long long>(cols), op_bytes / 1e6,
+        t_new.median, t_new.p10, t_new.p90, t_old.median, t_old.p10, t_old.p90, gbs,
+        100.0 * gbs / ceiling, t_old.median / t_new.median, same ? "" : "  DIFFERENT BYTES");
+    new_ms += t_new.median;
+    old_ms += t_old.median;
+    bytes += op_bytes;
+    all_same = all_same && same;
+  }
+
+  // The layer's line; non-zero (with `why` on stderr) where any operand's bytes differed.
+  int finish(const char* new_name, const char* old_name, double ceiling, const char* why) const {
+    std::printf("layer: %.1f MB, %s %.3f ms (%.0f GB/s, %.0f%% of copy), %s %.3f ms: %.2fx\n",
+                bytes / 1e6, new_name, new_ms, bytes / new_ms / 1e6,
+                100.0 * bytes / new_ms / 1e6 / ceiling, old_name, old_ms, old_ms / new_ms);
+    if (all_same) return 0;
+    std::fprintf(stderr, "quantize_bench: %s\n", why);
+    return 1;
+  }
+};
+
 // The hadamard=<b> path before the fused kernel: FP32 copy, a batched matmul by H_b / √b, the
 // quantization of the FP32 result (the general path: an amax pass, then the tile kernel).
 kernels::Quantized torch_hadamard(const at::Tensor& t, bool transpose, int64_t block,
@@ -103,8 +133,7 @@ int hadamard_main(int64_t tokens, int samples, int batch, DType format, int64_t 
   const auto cuda = torch::TensorOptions().device(torch::kCUDA);
   std::printf("%-12s %13s %9s %22s %22s %7s %7s %6s\n", "operand", "shape", "MB moved",
               "fused ms (p10-p90)", "torch ms (p10-p90)", "GB/s", "of copy", "x old");
-  double total_new = 0, total_old = 0, total_bytes = 0;
-  bool all_same = true;
+  Totals totals;
   for (const Rotated& op : ops) {
     const int64_t elems = op.rows * op.cols;
     const int copies = static_cast<int>(std::max<int64_t>(2, (4 * l2_bytes) / (2 * elems) + 1));
@@ -118,9 +147,8 @@ int hadamard_main(int64_t tokens, int samples, int batch, DType format, int64_t 
     const kernels::Quantized fused = kernels::quantize_hadamard(xs[0], op.transpose, block, spec);
     const kernels::Quantized ref = kernels::quantize(
         kernels::reference::hadamard_rotate(op.transpose ? xs[0].t() : xs[0], block), spec);
-    const bool same = torch::equal(fused.values.view(at::kByte), ref.values.view(at::kByte)) &&
-                      torch::equal(fused.scales, ref.scales);
-    all_same = all_same && same;
+    bool same = torch::equal(fused.values.view(at::kByte), ref.values.view(at::kByte)) &&
+                torch::equal(fused.scales, ref.scales);
     // The launcher into buffers made once, as the other schemes time theirs (the glue's three
     // allocations are host work that the step overlaps with the GPU's).
     const at::Tensor values = torch::empty_like(fused.values);
@@ -141,32 +169,17 @@ int hadamard_main(int64_t tokens, int samples, int batch, DType format, int64_t 
       cuda::quantize_hadamard(a, nullptr);
     };
     launch(0);
-    all_same = all_same && torch::equal(values.view(at::kByte), fused.values.view(at::kByte));
+    same = same && torch::equal(values.view(at::kByte), fused.values.view(at::kByte));
     const Timing t_new = time_ms(launch, copies, samples, batch);
     const Timing t_old =
         time_ms([&](int c) { (void)torch_hadamard(xs[c], op.transpose, block, spec); }, copies,
                 samples, batch);
-    const double bytes = 5.0 * elems;
-    const double gbs = bytes / t_new.median / 1e6;
     const int64_t out_rows = op.transpose ? op.cols : op.rows;
     const int64_t out_cols = op.transpose ? op.rows : op.cols;
-    std::printf(
-        "%-12s %6lldx%-6lld %9.1f %8.4f (%.4f-%.4f) %8.4f (%.4f-%.4f) %7.0f %6.0f%% %5.2fx%s\n",
-        op.name.c_str(), static_cast<long long>(out_rows), static_cast<long long>(out_cols),
-        bytes / 1e6, t_new.median, t_new.p10, t_new.p90, t_old.median, t_old.p10, t_old.p90, gbs,
-        100.0 * gbs / ceiling, t_old.median / t_new.median, same ? "" : "  DIFFERENT BYTES");
-    total_new += t_new.median;
-    total_old += t_old.median;
-    total_bytes += bytes;
+    totals.row(op.name, out_rows, out_cols, 5.0 * elems, t_new, t_old, ceiling, same);
   }
-  std::printf("layer: %.1f MB, fused %.3f ms (%.0f GB/s, %.0f%% of copy), torch %.3f ms: %.2fx\n",
-              total_bytes / 1e6, total_new, total_bytes / total_new / 1e6,
-              100.0 * total_bytes / total_new / 1e6 / ceiling, total_old, total_old / total_new);
-  if (!all_same) {
-    std::fprintf(stderr, "quantize_bench: the fused kernel's bytes differ from the reference's\n");
-    return 1;
-  }
-  return 0;
+  return totals.finish("fused", "torch", ceiling,
+                       "the fused kernel's bytes differ from the reference's");
 }
 
 }  // namespace
@@ -233,12 +246,11 @@ int main(int argc, char** argv) {
   if (hadamard) {
     return hadamard_main(tokens, samples, batch, format, block, ceiling, prop.l2CacheSize);
   }
-  std::printf("%-11s %13s %9s %22s %22s %7s %7s %6s\n", "operand", "shape", "MB moved",
+  std::printf("%-12s %13s %9s %22s %22s %7s %7s %6s\n", "operand", "shape", "MB moved",
               row ? "row pair ms (p10-p90)" : "tensorwise ms (p10-p90)",
               row ? "apart ms (p10-p90)" : "tile ms (p10-p90)", "GB/s", "of copy", "x old");
 
-  double total_new = 0, total_tile = 0, total_bytes = 0;
-  bool all_same = true;
+  Totals totals;
   for (const Operand& op : ops) {
     const int64_t elems = op.rows * op.cols;
     const int copies = static_cast<int>(
@@ -282,7 +294,6 @@ int main(int argc, char** argv) {
     const at::Tensor v_new = values.clone(), vt_new = values_t.clone();
     cuda::quantize(args(0, true), nullptr);
     const bool same = torch::equal(v_new, values) && torch::equal(vt_new, values_t);
-    all_same = all_same && same;
 
     const Timing t_new =
         time_ms([&](int c) { cuda::quantize(args(c, false), nullptr); }, copies, samples, batch);
@@ -290,22 +301,7 @@ int main(int argc, char** argv) {
         time_ms([&](int c) { cuda::quantize(args(c, true), nullptr); }, copies, samples, batch);
     const bool amax_pass = row || !op.producer_amax;
     const double bytes = static_cast<double>(elems) * (amax_pass ? 4 : 2) + 2.0 * elems;
-    const double gbs = bytes / t_new.median / 1e6;
-    std::printf(
-        "%-11s %6lldx%-6lld %9.1f %8.4f (%.4f-%.4f) %8.4f (%.4f-%.4f) %7.0f %6.0f%% %5.2fx%s\n",
-        op.name.c_str(), static_cast<long long>(op.rows), static_cast<long long>(op.cols),
-        bytes / 1e6, t_new.median, t_new.p10, t_new.p90, t_tile.median, t_tile.p10, t_tile.p90, gbs,
-        100.0 * gbs / ceiling, t_tile.median / t_new.median, same ? "" : "  DIFFERENT BYTES");
-    total_new += t_new.median;
-    total_tile += t_tile.median;
-    total_bytes += bytes;
+    totals.row(op.name, op.rows, op.cols, bytes, t_new, t_tile, ceiling, same);
   }
-  std::printf("layer: %.1f MB, new %.3f ms (%.0f GB/s, %.0f%% of copy), old %.3f ms: %.2fx\n",
-              total_bytes / 1e6, total_new, total_bytes / total_new / 1e6,
-              100.0 * total_bytes / total_new / 1e6 / ceiling, total_tile, total_tile / total_new);
-  if (!all_same) {
-    std::fprintf(stderr, "quantize_bench: the two kernels wrote different bytes\n");
-    return 1;
-  }
-  return 0;
+  return totals.finish("new", "old", ceiling, "the two kernels wrote different bytes");
 }

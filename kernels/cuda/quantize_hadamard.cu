@@ -140,7 +140,6 @@ __global__ void __launch_bounds__(kThreads) hadamard_kernel(const Params p) {
 
   uint32_t tensor_max = 0;
   float inv = 1.0f;
-  constexpr bool kAmax = kPass == Pass::amax;
   if (kPass == Pass::quantize && !p.rowwise) {
     float scale;
     quant::scale_of(*p.amax, p.fmax, &scale, &inv);
@@ -152,7 +151,7 @@ __global__ void __launch_bounds__(kThreads) hadamard_kernel(const Params p) {
     float f[8];
     row_values<kTransposed>(raw, k, f);
     rotate(f, p.block, p.norm, lane);
-    if constexpr (kAmax) {
+    if constexpr (kPass == Pass::amax) {
       uint32_t m = 0;
 #pragma unroll
       for (int e = 0; e < 8; ++e)
@@ -187,7 +186,7 @@ __global__ void __launch_bounds__(kThreads) hadamard_kernel(const Params p) {
           quant::pack4(f[0], f[1], f[2], f[3], out), quant::pack4(f[4], f[5], f[6], f[7], out));
     }
   }
-  if constexpr (kAmax) {
+  if constexpr (kPass == Pass::amax) {
     if (!p.rowwise) report_amax(p.amax, tensor_max);
   }
 }

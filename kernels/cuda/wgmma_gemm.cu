@@ -539,12 +539,15 @@ void require_sm90() {
 
 // The deepest ring that fits every mode of this tile width (block mode's per-column B scales
 // add 512 bytes a stage on 128-wide tiles).
-int max_stages(int tile_n) {
-  const size_t fixed =
-      tile_n == 256 ? Layout<256>::smem_bytes(0) : Layout<128, true>::smem_bytes(0);
-  const size_t stage =
-      tile_n == 256 ? Layout<256>::smem_bytes(1) - fixed : Layout<128, true>::smem_bytes(1) - fixed;
+template <int BN, bool kColumnB>
+int stages_that_fit() {
+  const size_t fixed = Layout<BN, kColumnB>::smem_bytes(0);
+  const size_t stage = Layout<BN, kColumnB>::smem_bytes(1) - fixed;
   return static_cast<int>((kSmemLimit - fixed) / stage);
+}
+
+int max_stages(int tile_n) {
+  return tile_n == 256 ? stages_that_fit<256, false>() : stages_that_fit<128, true>();
 }
 
 // out[kt · n_pad + c] = scales[scale_row(min(c, n - 1)) · kext + kt]: per-column B scales

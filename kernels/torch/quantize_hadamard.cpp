@@ -1,5 +1,6 @@
 #include "kernels/torch/quantize_hadamard.h"
 
+#include <array>
 #include <optional>
 
 #include "kernels/reference/hadamard.h"
@@ -37,6 +38,12 @@ cuda::HadamardQuantizeArgs args_for(const at::Tensor& t, bool transpose, int64_t
                   is_rowwise(spec));
 }
 
+// The operand's sizes: t's, or tᵀ's.
+std::array<int64_t, 2> operand_sizes(const at::Tensor& t, bool transpose) {
+  return transpose ? std::array<int64_t, 2>{t.size(1), t.size(0)}
+                   : std::array<int64_t, 2>{t.size(0), t.size(1)};
+}
+
 bool kernel_reads(const at::Tensor& t) {
   return t.is_cuda() && t.dim() == 2 && t.scalar_type() == at::kBFloat16 && t.stride(1) == 1;
 }
@@ -46,10 +53,11 @@ bool kernel_reads(const at::Tensor& t) {
 std::optional<at::Tensor> rotate_on_gpu(const at::Tensor& t, bool transpose, int64_t block) {
   if (!kernel_reads(t)) return std::nullopt;
   cuda::HadamardQuantizeArgs a = args_for(t, transpose, block, cuda::DType::fp32, false);
-  at::Tensor out = at::empty({transpose ? t.size(1) : t.size(0), transpose ? t.size(0) : t.size(1)},
-                             t.options().dtype(at::kFloat));
-  a.values = out.data_ptr();
+  // Asked before the output exists: a null pointer passes the alignment test, and torch's
+  // allocations are 512-byte aligned.
   if (!cuda::hadamard_kernel_applies(a)) return std::nullopt;
+  at::Tensor out = at::empty(operand_sizes(t, transpose), t.options().dtype(at::kFloat));
+  a.values = out.data_ptr();
   cuda::quantize_hadamard(a, c10::cuda::getCurrentCUDAStream(t.device().index()).stream());
   return out;
 }
@@ -82,10 +90,9 @@ Quantized quantize_hadamard(const at::Tensor& t, bool transpose, int64_t block,
 #ifdef LPBENCH_CUDA_GLUE
   if (hadamard_kernel_takes(t, transpose, block, spec, history)) {
     cuda::HadamardQuantizeArgs a = args_for(t, transpose, block, spec);
-    const int64_t rows = transpose ? t.size(1) : t.size(0);
-    const int64_t cols = transpose ? t.size(0) : t.size(1);
-    Quantized q{at::empty({rows, cols}, t.options().dtype(reference::storage_type(spec.format))),
-                at::empty({a.rowwise ? rows : 1, 1}, t.options().dtype(at::kFloat)), spec};
+    const auto sizes = operand_sizes(t, transpose);
+    Quantized q{at::empty(sizes, t.options().dtype(reference::storage_type(spec.format))),
+                at::empty({a.rowwise ? sizes[0] : 1, 1}, t.options().dtype(at::kFloat)), spec};
     const at::Tensor workspace = at::empty(
         {static_cast<int64_t>(cuda::hadamard_workspace_bytes(a))}, t.options().dtype(at::kByte));
     a.values = q.values.data_ptr();

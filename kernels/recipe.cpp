@@ -39,6 +39,12 @@ LinearGemms fp8(Scaling scaling) {
           spec(NumberFormat::fp8_e5m2, NumberFormat::fp8_e4m3, scaling)};
 }
 
+// Jetfire's data flow keeps nothing in BF16 between forward and backward that INT8 can hold.
+LinearGemms dataflow(LinearGemms g) {
+  g.requantize_w = true;
+  return g;
+}
+
 // The seed paper's hierarchical precision: the embedding and the output layer see the widest
 // value ranges and feed the loss directly, so they stay in BF16 while the decoder layers' linear
 // layers are quantized.
@@ -80,6 +86,11 @@ std::vector<Recipe> build_named_recipes() {
       {"fp8-row", "FP8 E4M3/E5M2 with a scale per row along K", fp8(Scaling::row), keep},
       {"fp8-block", "FP8 E4M3/E5M2 with 1×128 and 128×128 blocks (DeepSeek-V3's scheme)",
        fp8(Scaling::block), keep},
+      {"int8-dataflow",
+       "int8-block, with the activations saved for backward (norm inputs, attention's q, k and "
+       "v, SwiGLU's input) kept as INT8 in 1×128 blocks and dgrad's W made again in backward "
+       "(Jetfire's data flow, Xi et al. 2024)",
+       dataflow(int8(Scaling::block)), keep, SavedActivations::int8},
   };
 }
 
@@ -283,6 +294,13 @@ Recipe parse_recipe(std::string_view text) {
       }
     } else if (key == "hadamard") {
       modify_hadamard(recipe, value, text);
+    } else if (key == "saved") {
+      if (value != "int8" && value != "bf16") {
+        throw std::invalid_argument(fmt::format(
+            "recipe '{}': saved={} is not a choice; valid: saved=int8, saved=bf16", text, value));
+      }
+      recipe.saved = value == "int8" ? SavedActivations::int8 : SavedActivations::bf16;
+      recipe.gemms.requantize_w = recipe.saved == SavedActivations::int8;
     } else if (key == "dy" || key == "dy-rounding") {
       modify_dy(recipe, key, value, text);
     } else if (eq != std::string_view::npos && value == "bf16") {
@@ -291,7 +309,7 @@ Recipe parse_recipe(std::string_view text) {
       throw std::invalid_argument(fmt::format(
           "recipe '{}': unknown modifier '{}'; valid: fprop=bf16, dgrad=bf16, wgrad=bf16, "
           "ratio=<r>, quantize-all, amax-history=<n>, dy=bf16, dy=row, dy-rounding=stochastic, "
-          "hadamard=<b>",
+          "hadamard=<b>, saved=int8",
           text, item));
     }
   }
@@ -307,6 +325,12 @@ Recipe parse_recipe(std::string_view text) {
       throw std::invalid_argument(fmt::format(
           "recipe '{}': dy=row and amax-history do not combine (delayed scaling keeps one amax "
           "per tensor); drop one of them",
+          text));
+    }
+    if (recipe.saved == SavedActivations::int8 && g.amax_history > 0) {
+      throw std::invalid_argument(fmt::format(
+          "recipe '{}': saved=int8 and amax-history do not combine (W, made again in backward, "
+          "would enter its history twice a step); drop one of them",
           text));
     }
     if (g.lhs_rounding == Rounding::stochastic && g.amax_history > 0) {
@@ -381,6 +405,10 @@ std::string_view to_string(ModuleKind kind) {
   return "?";
 }
 
+std::string_view to_string(SavedActivations saved) {
+  return saved == SavedActivations::int8 ? "int8" : "bf16";
+}
+
 std::string describe(const GemmSpec& spec) {
   if (spec.rounds_rhs_only()) {
     return fmt::format("bf16×{}/{}(bf16 product)", to_string(spec.rhs), to_string(spec.scaling));
@@ -406,8 +434,8 @@ std::string describe(const GemmSpec& spec) {
 }
 
 std::string describe(const LinearGemms& gemms) {
-  return fmt::format("fprop={} dgrad={} wgrad={}", describe(gemms.fprop), describe(gemms.dgrad),
-                     describe(gemms.wgrad));
+  return fmt::format("fprop={} dgrad={} wgrad={}{}", describe(gemms.fprop), describe(gemms.dgrad),
+                     describe(gemms.wgrad), gemms.requantize_w ? " (W again in backward)" : "");
 }
 
 }  // namespace lpbench::kernels

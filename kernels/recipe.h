@@ -70,6 +70,10 @@ struct GemmSpec {
 // The specs of fprop (Y = X·Wᵀ), dgrad (dX = dY·W) and wgrad (dW = dYᵀ·X) for one layer.
 struct LinearGemms {
   GemmSpec fprop, dgrad, wgrad;
+  // Under saved=int8, dgrad's quantized W is made again in backward from the BF16 weight instead
+  // of being saved from forward: the same bits (W has not changed; nearest rounding), no copy of
+  // the layer's weights held between forward and backward.
+  bool requantize_w = false;
 
   const GemmSpec& operator[](GemmKind kind) const;
   GemmSpec& operator[](GemmKind kind);
@@ -92,11 +96,17 @@ struct KeepRule {
 
 enum class ModuleKind { linear, embedding };
 
+// How the fused operators (RMSNorm, attention, SwiGLU) keep what their backward reads: as it is
+// (BF16), or as INT8 in 1×128 blocks with an FP32 scale each (Jetfire's data flow; the linear
+// layers then also make dgrad's W again in backward: LinearGemms::requantize_w).
+enum class SavedActivations { bf16, int8 };
+
 struct Recipe {
   std::string name;  // as given, modifiers included: "int8-tensor:wgrad=bf16"
   std::string summary;
   LinearGemms gemms;
   std::vector<KeepRule> keep_bf16;
+  SavedActivations saved = SavedActivations::bf16;
 };
 
 // What a recipe does to one module of a model: the row the store keeps for every run.
@@ -134,6 +144,8 @@ std::vector<std::string> recipe_names();
 //   hadamard=<b>       dgrad's and wgrad's operands rotated in blocks of b (a power of two, 16 to
 //                      1024) along their summed dimension before quantizing
 //                      (GemmSpec::hadamard_block; not with int8-fallback)
+//   saved=int8|bf16    what the fused operators save for backward (SavedActivations; not with
+//                      amax-history, whose W history would count the backward's W twice)
 // Throws std::invalid_argument naming what is wrong and the valid choices.
 Recipe parse_recipe(std::string_view text);
 
@@ -142,6 +154,7 @@ std::string_view to_string(Scaling scaling);
 std::string_view to_string(Rounding rounding);
 std::string_view to_string(GemmKind kind);
 std::string_view to_string(ModuleKind kind);
+std::string_view to_string(SavedActivations saved);
 std::string describe(const GemmSpec& spec);      // "int8/tensor", "e5m2×e4m3/row", "bf16"
 std::string describe(const LinearGemms& gemms);  // "fprop=int8/tensor dgrad=... wgrad=..."
 

@@ -308,6 +308,22 @@ ResolvedWorkload resolve_workload(const std::string& text, const RunConfig& conf
   return w;
 }
 
+// saved=int8 is a property of the fused operators: the unfused set is libtorch's own
+// composition, whose saved tensors torch's autograd keeps as they are.
+void check_saved_activations(const ResolvedRun& run, const ResolvedWorkload& w) {
+  const bool has_operators =
+      w.spec.level == workloads::Level::layer || w.spec.level == workloads::Level::model;
+  if (!has_operators || w.training.fusion == workloads::Fusion::fused) return;
+  for (const kernels::Recipe& recipe : run.recipes) {
+    if (recipe.saved != kernels::SavedActivations::int8) continue;
+    throw InputError(fmt::format(
+        "recipe '{}' keeps the activations saved for backward as INT8 in the fused operators, "
+        "and {} runs with --fusion none; add --fusion fused (the default on a GPU; on the CPU "
+        "it runs the fused operators' references)",
+        recipe.name, w.spec.text()));
+  }
+}
+
 workloads::Fusion resolve_fusion(const std::string& text, const torch::Device& device) {
   if (text == "fused") return workloads::Fusion::fused;
   if (text == "none") return workloads::Fusion::none;
@@ -461,6 +477,7 @@ ResolvedRun resolve(const RunConfig& config) {
   for (ResolvedWorkload& w : run.workloads) {
     w.training.fusion = resolve_fusion(config.fusion, run.device);
     w.training.producer_amax = config.producer_amax;
+    check_saved_activations(run, w);
   }
   run.device_memory_gib = env::usable_memory_gib(run.device);
   if (config.memory_budget_gib > 0.0) {

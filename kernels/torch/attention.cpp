@@ -6,6 +6,7 @@
 #include "kernels/profiling/range.h"
 #include "kernels/reference/rope.h"
 #include "kernels/torch/amax_registry.h"
+#include "kernels/torch/saved_activation.h"
 
 #ifdef LPBENCH_CUDA_GLUE
 #include <c10/cuda/CUDAStream.h>
@@ -67,11 +68,27 @@ Heads split(const at::Tensor& qkv, const AttentionShape& s) {
           part(0, s.heads + s.kv_heads)};
 }
 
+// Leaves of the autograd graph that SDPA's backward is asked for, sharing the heads' storage,
+// as SDPA reads them: [B, heads, T, D].
+struct Leaves {
+  at::Tensor q, k, v;
+};
+Leaves leaves(const Heads& h) {
+  auto leaf = [](const at::Tensor& x) { return x.transpose(1, 2).detach().requires_grad_(); };
+  return {leaf(h.q), leaf(h.k), leaf(h.v)};
+}
+
+at::Tensor sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool gqa) {
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                          /*is_causal=*/true, /*scale=*/std::nullopt,
+                                          /*enable_gqa=*/gqa);
+}
+
 class CausalAttentionFunction : public torch::autograd::Function<CausalAttentionFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv_in, int64_t heads,
                             int64_t kv_heads, int64_t head_dim, const at::Tensor& cos,
-                            const at::Tensor& sin, bool report_amax) {
+                            const at::Tensor& sin, bool report_amax, bool int8_saved) {
     const AttentionShape shape{heads, kv_heads, head_dim};
     const at::Tensor qkv = qkv_in.contiguous();
     const Heads h = split(qkv, shape);
@@ -79,28 +96,36 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
       const profiling::Range range("rope");
       rotate(h.qk, h.qk, cos, sin, /*inverse=*/false);
     }
+    ctx->saved_data["shape"] = std::vector<int64_t>{heads, kv_heads, head_dim};
+    ctx->saved_data["qkv_sizes"] = qkv.sizes();
+    ctx->saved_data["amax"] = report_amax;
+    ctx->saved_data["int8"] = int8_saved;
+    if (int8_saved) {
+      // Only the rotated qkv, as INT8 blocks (one head of 128 a block): the backward runs the
+      // attention again on the restored q, k and v and differentiates that, so nothing of
+      // SDPA's own state (q, k, v, o, the log-sum-exp) lives between forward and backward.
+      const SavedActivation kept = save_activation(qkv, true);
+      ctx->save_for_backward({cos, sin, kept.values, kept.scales});
+      ctx->saved_data["type"] = static_cast<int64_t>(qkv.scalar_type());
+      const profiling::Range range("sdpa");
+      const at::Tensor o =
+          sdpa(h.q.transpose(1, 2), h.k.transpose(1, 2), h.v.transpose(1, 2), kv_heads != heads);
+      return o.transpose(1, 2).reshape({qkv.size(0), qkv.size(1), heads * head_dim});
+    }
     // Attention through torch's own autograd (its backend, its saved state), recorded on
     // leaves that share qkv's storage; the backward asks that graph for dQ, dK and dV.
-    auto leaf = [](const at::Tensor& x) { return x.transpose(1, 2).detach().requires_grad_(); };
-    const at::Tensor q = leaf(h.q);
-    const at::Tensor k = leaf(h.k);
-    const at::Tensor v = leaf(h.v);
+    const Leaves l = leaves(h);
     at::Tensor o;
     {
       const profiling::Range range("sdpa");
       const at::AutoGradMode grad(true);
-      o = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
-                                           /*is_causal=*/true, /*scale=*/std::nullopt,
-                                           /*enable_gqa=*/kv_heads != heads);
+      o = sdpa(l.q, l.k, l.v, kv_heads != heads);
     }
     ctx->saved_data["o"] = o;
-    ctx->saved_data["q"] = q;
-    ctx->saved_data["k"] = k;
-    ctx->saved_data["v"] = v;
+    ctx->saved_data["q"] = l.q;
+    ctx->saved_data["k"] = l.k;
+    ctx->saved_data["v"] = l.v;
     ctx->save_for_backward({cos, sin});
-    ctx->saved_data["shape"] = std::vector<int64_t>{heads, kv_heads, head_dim};
-    ctx->saved_data["qkv_sizes"] = qkv.sizes();
-    ctx->saved_data["amax"] = report_amax;
     return o.detach().transpose(1, 2).reshape({qkv.size(0), qkv.size(1), heads * head_dim});
   }
 
@@ -108,24 +133,37 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     const std::vector<int64_t> s = ctx->saved_data["shape"].toIntVector();
     const AttentionShape shape{s[0], s[1], s[2]};
     const variable_list tables = ctx->get_saved_variables();
-    const at::Tensor o = ctx->saved_data["o"].toTensor();
-    const at::Tensor q = ctx->saved_data["q"].toTensor();
-    const at::Tensor k = ctx->saved_data["k"].toTensor();
-    const at::Tensor v = ctx->saved_data["v"].toTensor();
     const at::Tensor& grad = grads[0];
     const at::Tensor grad_o =
         grad.view({grad.size(0), grad.size(1), shape.heads, shape.head_dim}).transpose(1, 2);
+    at::Tensor o, q, k, v;
+    if (ctx->saved_data["int8"].toBool()) {
+      const at::Tensor qkv = restore_activation(
+          {tables[2], tables[3]}, static_cast<at::ScalarType>(ctx->saved_data["type"].toInt()));
+      const Leaves l = leaves(split(qkv, shape));
+      q = l.q;
+      k = l.k;
+      v = l.v;
+      const profiling::Range range("sdpa again");
+      const at::AutoGradMode grad_mode(true);
+      o = sdpa(q, k, v, shape.kv_heads != shape.heads);
+    } else {
+      o = ctx->saved_data["o"].toTensor();
+      q = ctx->saved_data["q"].toTensor();
+      k = ctx->saved_data["k"].toTensor();
+      v = ctx->saved_data["v"].toTensor();
+      // Saved data, unlike saved variables, is not released when the node has run: it would
+      // keep this layer's qkv and attention output (and the inner graph's saved tensors) until
+      // the whole graph is destroyed after the step, 4 GiB on llama2-7b's 32 layers at 4096
+      // tokens (docs/perf-log.md §18). Nothing differentiates this node twice.
+      for (const char* key : {"o", "q", "k", "v"})
+        ctx->saved_data.erase(key);
+    }
     variable_list dqkv_parts;
     {
       const profiling::Range range("sdpa backward");
       dqkv_parts = torch::autograd::grad({o}, {q, k, v}, {grad_o});
     }
-    // Saved data, unlike saved variables, is not released when the node has run: it would keep
-    // this layer's qkv and attention output (and the inner graph's saved tensors) until the whole
-    // graph is destroyed after the step, 4 GiB on llama2-7b's 32 layers at 4096 tokens
-    // (docs/perf-log.md §18). Nothing differentiates this node twice.
-    for (const char* key : {"o", "q", "k", "v"})
-      ctx->saved_data.erase(key);
     const at::Tensor dqkv = at::empty(ctx->saved_data["qkv_sizes"].toIntVector(), grad.options());
     const Heads d = split(dqkv, shape);
     const bool report_amax = ctx->saved_data["amax"].toBool() && dqkv.is_cuda();
@@ -139,7 +177,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     }
     if (report_amax) remember_amax(dqkv, amax);
     return {dqkv,         at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor()};
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -165,12 +203,13 @@ class RopeFunction : public torch::autograd::Function<RopeFunction> {
 }  // namespace
 
 at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
-                            const at::Tensor& cos, const at::Tensor& sin, bool report_amax) {
+                            const at::Tensor& cos, const at::Tensor& sin, bool report_amax,
+                            bool int8_saved) {
   TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) == (shape.heads + 2 * shape.kv_heads) * shape.head_dim,
               "causal_attention: qkv ", qkv.sizes(), " does not hold ", shape.heads, "+2×",
               shape.kv_heads, " heads of ", shape.head_dim);
   return CausalAttentionFunction::apply(qkv, shape.heads, shape.kv_heads, shape.head_dim, cos, sin,
-                                        report_amax);
+                                        report_amax, int8_saved);
 }
 
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {

@@ -21,9 +21,12 @@ struct AttentionShape {
 // backward writes the rotated-back dQ and dK and the dV straight into the gradient of qkv (no
 // zero fill, no slices copied into it). cos and sin: [>= T, head_dim/2] FP32.
 // `report_amax`: the backward also reports max |dqkv| for a tensorwise quantization of it
-// (amax_registry.h).
+// (amax_registry.h). `int8_saved`: only the rotated qkv is kept for backward, as INT8 blocks
+// (saved_activation.h), and the backward runs the attention again on it before differentiating
+// (one more SDPA forward a layer; none of SDPA's state between forward and backward).
 at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
-                            const at::Tensor& cos, const at::Tensor& sin, bool report_amax = false);
+                            const at::Tensor& cos, const at::Tensor& sin, bool report_amax = false,
+                            bool int8_saved = false);
 
 // RoPE of x [B, T, heads, head_dim] (any strides) into a new tensor, differentiable: for q and k
 // that are not views of one product (after Qwen3's per-head norms).

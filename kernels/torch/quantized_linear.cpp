@@ -115,13 +115,17 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     const auto [a, wgrad_rhs] = prepare_uses(x2, {gemms.fprop, GemmKind::fprop, Side::lhs},
                                              {gemms.wgrad, GemmKind::wgrad, Side::rhs}, need_w,
                                              history(histories, &LinearAmaxHistories::x));
-    const auto [b, dgrad_rhs] = prepare_uses(
+    // Under requantize_w, backward makes dgrad's quantized W again from w instead (the same
+    // bits: nearest rounding, no history, w unchanged until the optimizer runs).
+    const bool w_again = gemms.requantize_w && gemms.dgrad.quantized();
+    auto [b, dgrad_rhs] = prepare_uses(
         w, {gemms.fprop, GemmKind::fprop, Side::rhs}, {gemms.dgrad, GemmKind::dgrad, Side::rhs},
-        x.requires_grad(), history(histories, &LinearAmaxHistories::w));
+        x.requires_grad() && !w_again, history(histories, &LinearAmaxHistories::w));
+    if (w_again && x.requires_grad()) dgrad_rhs = GemmOperand{w, std::nullopt};
     at::Tensor y = gemm_nt(a, b, gemms.fprop, x.scalar_type(), GemmKind::fprop, module);
     diagnose(module, GemmKind::fprop, "x", x2, a, gemms.fprop, Side::lhs);
     diagnose(module, GemmKind::fprop, "w", w, b, gemms.fprop, Side::rhs);
-    if (x.requires_grad()) {
+    if (x.requires_grad() && !w_again) {
       diagnose(module, GemmKind::dgrad, "w", w.t(), dgrad_rhs, gemms.dgrad, Side::rhs);
     }
     if (need_w) {
@@ -183,9 +187,13 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     if (need_x) {
       // dX[M,K] = dY[M,N] · (Wᵀ[K,N])ᵀ
       diagnose(module, GemmKind::dgrad, "dy", g2, dgrad_lhs, dgrad, Side::lhs);
-      grad_x = gemm_nt(dgrad_lhs, load_operand(saved, 0, specs, 0), dgrad, dtype, GemmKind::dgrad,
-                       module)
-                   .view(x_sizes);
+      GemmOperand w_operand = load_operand(saved, 0, specs, 0);
+      if (dgrad.quantized() && !w_operand.q) {
+        // requantize_w: w was saved as it is.
+        w_operand = prepare_operand(w_operand.bf16, dgrad, GemmKind::dgrad, Side::rhs,
+                                    /*transpose=*/true, nullptr);
+      }
+      grad_x = gemm_nt(dgrad_lhs, w_operand, dgrad, dtype, GemmKind::dgrad, module).view(x_sizes);
     }
     if (need_w) {
       // dW[N,K] = dYᵀ[N,M] · (Xᵀ[K,M])ᵀ

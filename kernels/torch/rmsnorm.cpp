@@ -4,6 +4,7 @@
 
 #include "kernels/profiling/range.h"
 #include "kernels/reference/rmsnorm.h"
+#include "kernels/torch/saved_activation.h"
 
 #ifdef LPBENCH_CUDA_GLUE
 #include <c10/cuda/CUDAStream.h>
@@ -102,20 +103,35 @@ reference::RmsNormGrads norm_backward(const at::Tensor& dy, const at::Tensor& h,
   return reference::rmsnorm_backward(dy, h, weight, rstd, dh_in);
 }
 
+// What both norms keep: the normalized input (x, or the residual sum h) as saved_activation.h
+// keeps it, the weight and the inverse RMS per row. The backward recomputes the normalized
+// values from the restored input and the forward's inverse RMS.
+void save(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+          const at::Tensor& rstd, bool report_amax, bool int8_saved) {
+  const SavedActivation kept = save_activation(input, int8_saved);
+  ctx->save_for_backward({kept.values, kept.scales, weight, rstd});
+  ctx->saved_data["amax"] = report_amax;
+  ctx->saved_data["type"] = static_cast<int64_t>(input.scalar_type());
+}
+
+at::Tensor restored_input(AutogradContext* ctx, const variable_list& saved) {
+  return restore_activation({saved[0], saved[1]},
+                            static_cast<at::ScalarType>(ctx->saved_data["type"].toInt()));
+}
+
 class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
-                            double eps, bool report_amax) {
+                            double eps, bool report_amax, bool int8_saved) {
     reference::RmsNormOut out = norm_forward(x, at::Tensor(), weight, eps, report_amax);
-    ctx->save_for_backward({x, weight, out.rstd});
-    ctx->saved_data["amax"] = report_amax;
+    save(ctx, x, weight, out.rstd, report_amax, int8_saved);
     return out.y;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const variable_list saved = ctx->get_saved_variables();
-    reference::RmsNormGrads g =
-        norm_backward(grads[0], saved[0], saved[1], saved[2], {}, ctx->saved_data["amax"].toBool());
-    return {g.dh, g.dweight, at::Tensor(), at::Tensor()};
+    reference::RmsNormGrads g = norm_backward(grads[0], restored_input(ctx, saved), saved[2],
+                                              saved[3], {}, ctx->saved_data["amax"].toBool());
+    return {g.dh, g.dweight, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -123,31 +139,32 @@ class AddRmsNormFunction : public torch::autograd::Function<AddRmsNormFunction> 
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x,
                                const at::Tensor& residual, const at::Tensor& weight, double eps,
-                               bool report_amax) {
+                               bool report_amax, bool int8_saved) {
     reference::RmsNormOut out = norm_forward(x, residual, weight, eps, report_amax);
-    ctx->save_for_backward({out.h, weight, out.rstd});
-    ctx->saved_data["amax"] = report_amax;
+    save(ctx, out.h, weight, out.rstd, report_amax, int8_saved);
     return {out.h, out.y};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const variable_list saved = ctx->get_saved_variables();
     // grads[0] reaches h along the residual path (undefined where nothing used h), grads[1] y.
-    reference::RmsNormGrads g = norm_backward(grads[1], saved[0], saved[1], saved[2], grads[0],
-                                              ctx->saved_data["amax"].toBool());
-    return {g.dh, g.dh, g.dweight, at::Tensor(), at::Tensor()};
+    reference::RmsNormGrads g = norm_backward(grads[1], restored_input(ctx, saved), saved[2],
+                                              saved[3], grads[0], ctx->saved_data["amax"].toBool());
+    return {g.dh, g.dh, g.dweight, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, bool report_amax) {
-  return RmsNormFunction::apply(x, weight, eps, report_amax);
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, bool report_amax,
+                    bool int8_saved) {
+  return RmsNormFunction::apply(x, weight, eps, report_amax, int8_saved);
 }
 
 std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
                                                const at::Tensor& weight, double eps,
-                                               bool report_amax) {
-  const variable_list out = AddRmsNormFunction::apply(x, residual, weight, eps, report_amax);
+                                               bool report_amax, bool int8_saved) {
+  const variable_list out =
+      AddRmsNormFunction::apply(x, residual, weight, eps, report_amax, int8_saved);
   return {out[0], out[1]};
 }
 

@@ -11,14 +11,15 @@ namespace lpbench::kernels {
 
 // y = x / rms(x) · weight over the last dimension; x BF16, weight FP32 [cols].
 // `report_amax`: the kernels also report max |y| (and the backward max |dx|) for a tensorwise
-// quantization of them to find (amax_registry.h).
+// quantization of them to find (amax_registry.h). `int8_saved`: the input is kept for backward
+// as INT8 blocks (saved_activation.h), and the backward differentiates at the restored input.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps,
-                    bool report_amax = false);
+                    bool report_amax = false, bool int8_saved = false);
 
 // h = x + residual and y = RMSNorm(h)·weight, in one pass; the backward adds the gradient
 // reaching h along the residual path to the norm's own, also in one pass.
 std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
                                                const at::Tensor& weight, double eps,
-                                               bool report_amax = false);
+                                               bool report_amax = false, bool int8_saved = false);
 
 }  // namespace lpbench::kernels

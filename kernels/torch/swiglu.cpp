@@ -4,6 +4,7 @@
 
 #include "kernels/profiling/range.h"
 #include "kernels/reference/swiglu.h"
+#include "kernels/torch/saved_activation.h"
 
 #ifdef LPBENCH_CUDA_GLUE
 #include <c10/cuda/CUDAStream.h>
@@ -40,10 +41,13 @@ cudaStream_t stream_of(const at::Tensor& t) {
 
 class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up, bool report_amax) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up, bool report_amax,
+                            bool int8_saved) {
     const profiling::Range range("swiglu");
-    ctx->save_for_backward({gate_up});
+    const SavedActivation saved = save_activation(gate_up, int8_saved);
+    ctx->save_for_backward({saved.values, saved.scales});
     ctx->saved_data["amax"] = report_amax;
+    ctx->saved_data["type"] = static_cast<int64_t>(gate_up.scalar_type());
 #ifdef LPBENCH_CUDA_GLUE
     if (on_kernel(gate_up)) {
       const at::Tensor gu = gate_up.contiguous();
@@ -64,7 +68,9 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const profiling::Range range("swiglu backward");
-    const at::Tensor gate_up = ctx->get_saved_variables()[0];
+    const variable_list kept = ctx->get_saved_variables();
+    const at::Tensor gate_up = restore_activation(
+        {kept[0], kept[1]}, static_cast<at::ScalarType>(ctx->saved_data["type"].toInt()));
 #ifdef LPBENCH_CUDA_GLUE
     if (on_kernel(gate_up)) {
       const at::Tensor gu = gate_up.contiguous();
@@ -78,17 +84,17 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
       if (report_amax) a.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
       cuda::swiglu_backward(a, stream_of(gu));
       if (report_amax) remember_amax(d_gate_up, amax);
-      return {d_gate_up, at::Tensor()};
+      return {d_gate_up, at::Tensor(), at::Tensor()};
     }
 #endif
-    return {reference::swiglu_backward(grads[0], gate_up), at::Tensor()};
+    return {reference::swiglu_backward(grads[0], gate_up), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
-at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax) {
-  return SwigluFunction::apply(gate_up, report_amax);
+at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax, bool int8_saved) {
+  return SwigluFunction::apply(gate_up, report_amax, int8_saved);
 }
 
 }  // namespace lpbench::kernels

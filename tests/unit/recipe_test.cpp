@@ -8,9 +8,10 @@ namespace lpbench::kernels {
 namespace {
 
 TEST(Recipe, NamedRecipesAreTheBaselineAndTheSeedScheme) {
-  EXPECT_EQ(recipe_names(), (std::vector<std::string>{"bf16", "int8-tensor", "int8-row",
-                                                      "int8-block", "int8-fallback", "switchback",
-                                                      "fp8-tensor", "fp8-row", "fp8-block"}));
+  EXPECT_EQ(recipe_names(),
+            (std::vector<std::string>{"bf16", "int8-tensor", "int8-row", "int8-block",
+                                      "int8-fallback", "switchback", "fp8-tensor", "fp8-row",
+                                      "fp8-block", "int8-dataflow"}));
   EXPECT_FALSE(recipe_by_name("bf16").gemms.any_quantized());
   const Recipe& int8 = recipe_by_name("int8-tensor");
   for (GemmKind kind : kGemmKinds) {
@@ -164,6 +165,35 @@ TEST(ParseRecipe, NamesWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(error_of("int8-tensor:dy=row,amax-history=4").find("dy=row and amax-history"),
             std::string::npos);
+  EXPECT_NE(error_of("int8-tensor:saved=fp8").find("valid: saved=int8, saved=bf16"),
+            std::string::npos);
+  EXPECT_NE(error_of("int8-tensor:saved=int8,amax-history=4").find("saved=int8 and amax-history"),
+            std::string::npos);
+}
+
+// saved=int8 changes what the operators keep and where dgrad's W comes from, not the products;
+// int8-dataflow is int8-block under it.
+TEST(ParseRecipe, SavedInt8KeepsTheProductsAndMakesWAgainInBackward) {
+  const Recipe plain = parse_recipe("int8-tensor:dy=row");
+  const Recipe saved = parse_recipe("int8-tensor:dy=row,saved=int8");
+  EXPECT_EQ(plain.saved, SavedActivations::bf16);
+  EXPECT_EQ(saved.saved, SavedActivations::int8);
+  EXPECT_FALSE(plain.gemms.requantize_w);
+  EXPECT_TRUE(saved.gemms.requantize_w);
+  for (GemmKind kind : kGemmKinds)
+    EXPECT_EQ(saved.gemms[kind], plain.gemms[kind]);
+  EXPECT_NE(describe(saved.gemms).find("W again in backward"), std::string::npos);
+  // Modules kept in BF16 save their BF16 weight copy as before.
+  EXPECT_FALSE(decide(saved, "output", ModuleKind::linear).gemms.requantize_w);
+  EXPECT_TRUE(decide(saved, "layers.0.mlp.down", ModuleKind::linear).gemms.requantize_w);
+
+  const Recipe& dataflow = recipe_by_name("int8-dataflow");
+  EXPECT_EQ(dataflow.saved, SavedActivations::int8);
+  EXPECT_TRUE(dataflow.gemms.requantize_w);
+  for (GemmKind kind : kGemmKinds)
+    EXPECT_EQ(dataflow.gemms[kind], recipe_by_name("int8-block").gemms[kind]);
+  EXPECT_EQ(parse_recipe("int8-dataflow:saved=bf16").saved, SavedActivations::bf16);
+  EXPECT_FALSE(parse_recipe("int8-dataflow:saved=bf16").gemms.requantize_w);
 }
 
 }  // namespace

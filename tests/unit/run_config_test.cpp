@@ -102,6 +102,22 @@ TEST(Resolve, DelayedScalingNeedsTrainingStepsAndTheSharedQuantization) {
   EXPECT_EQ(resolve(c).recipes[1].gemms.fprop.amax_history, 8);
 }
 
+// saved=int8 lives in the fused operators: a layer or model run without them is refused, saying
+// how to run it; the linear level (its W made again in backward) takes either set.
+TEST(Resolve, SavedInt8NeedsTheFusedOperators) {
+  RunConfig c = cpu_config();
+  c.workloads = {"layer:tiny"};
+  c.recipes = {"bf16", "int8-dataflow"};
+  EXPECT_NE(error_of(c).find("recipe 'int8-dataflow' keeps the activations saved for backward"),
+            std::string::npos);
+  EXPECT_NE(error_of(c).find("add --fusion fused"), std::string::npos);
+  c.fusion = "fused";
+  EXPECT_EQ(resolve(c).recipes[1].saved, kernels::SavedActivations::int8);
+  c.fusion = "none";
+  c.workloads = {"linear:tiny:down"};
+  EXPECT_EQ(error_of(c), "");
+}
+
 TEST(Resolve, TheInt8GemmDefaultsToAutoAndTakesEveryNamedBackend) {
   EXPECT_EQ(RunConfig{}.int8_gemm, "auto");
   for (const char* name : {"auto", "cublaslt", "lpbench", "torch", "wgmma"}) {
@@ -445,6 +461,34 @@ TEST(MemoryPlan, FollowsWhatTheRecipeSaves) {
           .activations_gib,
       workloads::estimate_memory(model_spec, m.with_layers(4), kernels::recipe_by_name("bf16"), o)
           .activations_gib);
+}
+
+// saved=int8 (fused): the norms' inputs, the rotated qkv and SwiGLU's input kept as INT8 with a
+// scale per 128, attention's output and log-sum-exp not kept at all, and no saved W copies.
+TEST(MemoryPlan, SavedInt8KeepsInt8BlocksAndNoWeightCopies) {
+  const workloads::ModelConfig& m = workloads::builtin_model("llama2-7b");
+  const kernels::Recipe& block = kernels::recipe_by_name("int8-block");
+  const kernels::Recipe& dataflow = kernels::recipe_by_name("int8-dataflow");
+  const double h = 4096, q = 4096, kv = 4096, f = 11008, heads = 32;
+  const double saved_bf16_minus_int8 = 2 * (2 * h - (h + 4 * h / 128)) +  // the two norms
+                                       (2 * (q + 2 * kv) + 2 * q + 4 * heads) -
+                                       ((q + 2 * kv) + 4 * (q + 2 * kv) / 128) +  // attention
+                                       (4 * f - (2 * f + 4 * 172));               // SwiGLU's input
+  EXPECT_DOUBLE_EQ(workloads::activation_bytes_per_token(m, block, workloads::Fusion::fused) -
+                       workloads::activation_bytes_per_token(m, dataflow, workloads::Fusion::fused),
+                   saved_bf16_minus_int8);
+
+  workloads::TrainingOptions o;
+  o.micro_batch = 1;
+  o.seq_len = 4096;
+  o.fusion = workloads::Fusion::fused;
+  const auto spec = workloads::parse_workload("model:llama2-7b");
+  const auto a = workloads::estimate_memory(spec, m.with_layers(8), block, o);
+  const auto b = workloads::estimate_memory(spec, m.with_layers(8), dataflow, o);
+  const double layer_weights = 4096.0 * 3 * 4096 + 4096.0 * 4096 + 3 * 4096.0 * 11008;
+  const double gib = 1024.0 * 1024 * 1024;
+  EXPECT_NEAR(a.activations_gib - b.activations_gib,
+              (8 * layer_weights + 8 * 4096 * saved_bf16_minus_int8) / gib, 1e-9);
 }
 
 }  // namespace

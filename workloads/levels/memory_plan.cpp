@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace lpbench::workloads {
 
@@ -40,7 +41,9 @@ LayerWeights layer_weights(const ModelConfig& m, const kernels::Recipe& recipe) 
   LayerWeights w;
   auto add = [&](const std::string& module, double params) {
     w.linear += params;
-    if (gemms_of(recipe, module).dgrad.quantized()) w.quantized_dgrad += params;
+    const kernels::LinearGemms& g = gemms_of(recipe, module);
+    // Under requantize_w the quantized copy is made again in backward, not saved.
+    if (g.dgrad.quantized() && !g.requantize_w) w.quantized_dgrad += params;
   };
   const double h = static_cast<double>(m.hidden_size);
   const double q = static_cast<double>(m.num_heads * m.head_dim);
@@ -75,9 +78,16 @@ double mlp_bytes(const ModelConfig& m, double swiglu) {
   return k * (swiglu + 2 * h) + 2 * h + 8 * static_cast<double>(m.num_experts);
 }
 
+// Bytes a row of `cols` elements takes as a fused operator keeps it for backward: BF16, or
+// under saved=int8 INT8 with an FP32 scale a block of 128 (kernels/torch/saved_activation.h).
+double kept_row_bytes(double cols, bool int8) {
+  return int8 ? cols + 4 * std::ceil(cols / 128) : 2 * cols;
+}
+
 // The fused operators' saved tensors (kernels/torch/rmsnorm.cpp, attention.cpp, swiglu.cpp,
 // quantized_linear.cpp), per token.
 double fused_bytes_per_token(const ModelConfig& m, const kernels::Recipe& recipe) {
+  const bool int8 = recipe.saved == kernels::SavedActivations::int8;
   const double h = static_cast<double>(m.hidden_size);
   const double heads = static_cast<double>(m.num_heads);
   const double q = static_cast<double>(m.num_heads * m.head_dim);
@@ -86,18 +96,30 @@ double fused_bytes_per_token(const ModelConfig& m, const kernels::Recipe& recipe
   const bool out_quantized = gemms_of(recipe, "layers.0.attention.out").wgrad.quantized();
   // The attention norm keeps the layer's input, the MLP's add-norm the residual sum, each with
   // its FP32 inverse RMS per token.
-  double bytes = 2 * h + 2 * h + 8;
-  // The qkv product keeps its input (the norm's output, or its quantized copy); attention keeps
-  // the qkv output whole (q and k rotated in place, v read from it), its output and the
-  // log-sum-exp; the output projection reads the attention's output, or keeps a quantized copy.
-  bytes += saved_bytes(gemms_of(recipe, "layers.0.attention.qkv").wgrad) * h + 2 * (q + 2 * kv) +
-           2 * q + 4 * heads + (out_quantized ? q : 0.0);
+  double bytes = 2 * kept_row_bytes(h, int8) + 8;
+  // The qkv product keeps its input (the norm's output, or its quantized copy).
+  bytes += saved_bytes(gemms_of(recipe, "layers.0.attention.qkv").wgrad) * h;
+  if (int8 && !m.qk_norm) {
+    // Attention keeps the rotated qkv alone (it runs again in backward); the output projection
+    // keeps the attention's output, or its quantized copy.
+    bytes += kept_row_bytes(q + 2 * kv, true) + (out_quantized ? q : 2 * q);
+  } else {
+    // Attention keeps the qkv output whole (q and k rotated in place, v read from it), its
+    // output and the log-sum-exp; the output projection reads the attention's output, or keeps
+    // a quantized copy.
+    bytes += 2 * (q + 2 * kv) + 2 * q + 4 * heads + (out_quantized ? q : 0.0);
+  }
   // Per-head norms of q and k (Qwen3): contiguous copies of q and k kept by the norms, their
-  // rotated outputs kept by attention, the inverse RMS of every head.
-  if (m.qk_norm) bytes += 4 * (q + kv) + 4 * (heads + static_cast<double>(m.num_kv_heads));
+  // rotated outputs kept by attention (torch's SDPA on this path: BF16 under saved=int8 too),
+  // the inverse RMS of every head.
+  if (m.qk_norm) {
+    bytes += kept_row_bytes(q + kv, int8) + 2 * (q + kv) +
+             4 * (heads + static_cast<double>(m.num_kv_heads));
+  }
   // SwiGLU: the gate_up input, its output (one fused kernel reads both halves), the down input.
   const std::string mlp = m.is_moe() ? "layers.0.moe.experts.0" : "layers.0.mlp";
-  const double swiglu = saved_bytes(gemms_of(recipe, mlp + ".gate_up").wgrad) * h + 4 * f +
+  const double swiglu = saved_bytes(gemms_of(recipe, mlp + ".gate_up").wgrad) * h +
+                        kept_row_bytes(2 * f, int8) +
                         saved_bytes(gemms_of(recipe, mlp + ".down").wgrad) * f;
   return bytes + mlp_bytes(m, swiglu);
 }

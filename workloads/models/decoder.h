@@ -37,7 +37,8 @@ class PrecisionPlan {
                          Fusion fusion = Fusion::none, bool producer_amax = false)
       : recipe_(recipe),
         device_(device),
-        ops_(fusion, producer_amax && quantizes_tensorwise(recipe)) {}
+        ops_(fusion, producer_amax && quantizes_tensorwise(recipe),
+             recipe.saved == kernels::SavedActivations::int8) {}
   const torch::Device& device() const { return device_; }
   const Operators& ops() const { return ops_; }
   kernels::LinearGemms linear(const std::string& module);

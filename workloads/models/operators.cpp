@@ -32,7 +32,8 @@ std::string describe_operators(Fusion fusion, const kernels::AttentionShape& sha
 
 torch::Tensor Operators::norm(const torch::Tensor& x, const torch::Tensor& weight,
                               double eps) const {
-  if (fusion_ == Fusion::fused) return kernels::rms_norm(x, weight, eps, producer_amax_);
+  if (fusion_ == Fusion::fused)
+    return kernels::rms_norm(x, weight, eps, producer_amax_, int8_saved_);
   return unfused_norm(x, weight, eps);
 }
 
@@ -41,14 +42,14 @@ std::pair<torch::Tensor, torch::Tensor> Operators::add_norm(const torch::Tensor&
                                                             const torch::Tensor& weight,
                                                             double eps) const {
   if (fusion_ == Fusion::fused) {
-    return kernels::add_rms_norm(x, residual, weight, eps, producer_amax_);
+    return kernels::add_rms_norm(x, residual, weight, eps, producer_amax_, int8_saved_);
   }
   torch::Tensor h = x + residual;
   return {h, unfused_norm(h, weight, eps)};
 }
 
 torch::Tensor Operators::swiglu(const torch::Tensor& gate_up) const {
-  if (fusion_ == Fusion::fused) return kernels::swiglu(gate_up, producer_amax_);
+  if (fusion_ == Fusion::fused) return kernels::swiglu(gate_up, producer_amax_, int8_saved_);
   const int64_t inner = gate_up.size(-1) / 2;
   return torch::silu(gate_up.narrow(-1, 0, inner)) * gate_up.narrow(-1, inner, inner);
 }
@@ -60,7 +61,7 @@ torch::Tensor Operators::attention(const torch::Tensor& qkv, const kernels::Atte
   const int64_t batch = qkv.size(0);
   const int64_t seq = qkv.size(1);
   if (fusion_ == Fusion::fused && !q_norm.defined()) {
-    return kernels::causal_attention(qkv, s, cos, sin, producer_amax_);
+    return kernels::causal_attention(qkv, s, cos, sin, producer_amax_, int8_saved_);
   }
   const int64_t d = s.head_dim;
   torch::Tensor q = qkv.narrow(-1, 0, s.heads * d).view({batch, seq, s.heads, d});

@@ -27,9 +27,14 @@ class Operators {
  public:
   // `producer_amax`: the fused kernels report max |x| of what they write, so that the recipe's
   // tensorwise quantization of it skips its own pass (kernels/torch/amax_registry.h).
-  explicit Operators(Fusion fusion, bool producer_amax = false)
-      : fusion_(fusion), producer_amax_(producer_amax && fusion == Fusion::fused) {}
+  // `int8_saved` (the recipe's saved=int8, fused only): the norms, SwiGLU and attention keep
+  // what their backward reads as INT8 blocks (kernels/torch/saved_activation.h).
+  explicit Operators(Fusion fusion, bool producer_amax = false, bool int8_saved = false)
+      : fusion_(fusion),
+        producer_amax_(producer_amax && fusion == Fusion::fused),
+        int8_saved_(int8_saved && fusion == Fusion::fused) {}
   Fusion fusion() const { return fusion_; }
+  bool int8_saved() const { return int8_saved_; }
 
   // RMSNorm over the last dimension (statistics in FP32), the result in x's type.
   torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) const;
@@ -49,6 +54,7 @@ class Operators {
  private:
   Fusion fusion_;
   bool producer_amax_;
+  bool int8_saved_;
 };
 
 }  // namespace lpbench::workloads

@@ -405,6 +405,22 @@ std::string_view to_string(ModuleKind kind) {
   return "?";
 }
 
+std::vector<std::string> regroup_recipe_list(const std::vector<std::string>& items) {
+  std::vector<std::string> recipes;
+  for (const std::string& item : items) {
+    const std::string_view base = std::string_view(item).substr(0, item.find(':'));
+    bool named = false;
+    for (const Recipe& recipe : named_recipes())
+      named = named || recipe.name == base;
+    if (!named && !recipes.empty() && recipes.back().find(':') != std::string::npos) {
+      recipes.back() += "," + item;
+    } else {
+      recipes.push_back(item);
+    }
+  }
+  return recipes;
+}
+
 std::string_view to_string(SavedActivations saved) {
   return saved == SavedActivations::int8 ? "int8" : "bf16";
 }

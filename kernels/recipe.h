@@ -149,6 +149,13 @@ std::vector<std::string> recipe_names();
 // Throws std::invalid_argument naming what is wrong and the valid choices.
 Recipe parse_recipe(std::string_view text);
 
+// A comma-separated recipe list as a command line splits it, each recipe's modifiers put back
+// with it: {"bf16", "int8-tensor:dy=row", "saved=int8"} → {"bf16",
+// "int8-tensor:dy=row,saved=int8"}. An item whose name (before any ':') is not a named recipe
+// continues the item before it where that one has modifiers; anything else stays as given, for
+// parse_recipe to judge.
+std::vector<std::string> regroup_recipe_list(const std::vector<std::string>& items);
+
 std::string_view to_string(NumberFormat format);
 std::string_view to_string(Scaling scaling);
 std::string_view to_string(Rounding rounding);

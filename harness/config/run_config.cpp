@@ -435,7 +435,10 @@ void resolve_data_parallel(ResolvedRun& run, const RunConfig& config) {
 
 }  // namespace
 
-ResolvedRun resolve(const RunConfig& config) {
+ResolvedRun resolve(const RunConfig& given) {
+  // The command line splits --recipes at every comma, a recipe's own modifiers' included.
+  RunConfig config = given;
+  config.recipes = kernels::regroup_recipe_list(given.recipes);
   ResolvedRun run;
   run.config = config;
 

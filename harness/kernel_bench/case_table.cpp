@@ -139,7 +139,8 @@ std::vector<KernelCase> kernel_cases(const CaseFilter& filter) {
   std::vector<kernels::Recipe> recipes;
   // bf16 always runs: it is the twin every quantized figure is compared with.
   recipes.push_back(kernels::recipe_by_name("bf16"));
-  for (const std::string& name : filter.recipes.empty() ? default_recipes() : filter.recipes) {
+  for (const std::string& name :
+       filter.recipes.empty() ? default_recipes() : kernels::regroup_recipe_list(filter.recipes)) {
     kernels::Recipe recipe = recipe_named(name);
     if (std::none_of(recipes.begin(), recipes.end(),
                      [&](const kernels::Recipe& r) { return r.name == recipe.name; })) {

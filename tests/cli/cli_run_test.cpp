@@ -84,6 +84,32 @@ TEST(CliRun, DryRunChecksEverythingAndOpensNothing) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("nope"), std::string::npos) << bad.err;
   EXPECT_FALSE(std::filesystem::exists(db));
+
+  // Recipes with several modifiers in one --recipes list: each keeps its own.
+  const std::vector<std::string> modified = {
+      LPBENCH_BINARY,
+      "run",
+      "--workload",
+      "model:tiny",
+      "--recipes",
+      "bf16,int8-tensor:dy=row,saved=int8,int8-tensor:hadamard=64,dy-rounding=stochastic",
+      "--steps",
+      "5",
+      "--device",
+      "cpu",
+      "--db",
+      db,
+      "--dry-run"};
+  std::vector<std::string> fused = modified;
+  fused.insert(fused.end(), {"--fusion", "fused"});
+  const testing::ProcessResult three = run_process(fused);
+  ASSERT_EQ(three.exit_code, 0) << three.err;
+  EXPECT_NE(three.out.find("1 workload × 3 recipes"), std::string::npos) << three.out;
+  // saved=int8 lives in the fused operators: without them, one line saying what to add.
+  const testing::ProcessResult unfused = run_process(modified);
+  EXPECT_EQ(unfused.exit_code, 2);
+  EXPECT_NE(unfused.err.find("add --fusion fused"), std::string::npos) << unfused.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
 }
 
 TEST(CliRun, SigtermStopsAfterTheCurrentStepAndKeepsEveryFinishedStep) {

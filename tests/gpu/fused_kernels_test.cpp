@@ -367,10 +367,8 @@ using lpbench::test_support::relative_error;
 // The whole fused step on the GPU: the same logits and gradients as the unfused decoder (BF16,
 // and int8-tensor within its own error), and the same loss after steps of training.
 // saved=int8 on the GPU: the block kernel's INT8 copy and its restore are the CPU's bit for bit
-// (llama2-7b's SwiGLU input width, and a ragged one); a model step under int8-dataflow has the
-// forward of int8-block exactly (only what backward reads changed) and trains to finite losses
-// within 2 % of it.
-TEST(SavedInt8OnGpu, TheCopyIsTheReferencesAndAStepKeepsTheForward) {
+// (llama2-7b's SwiGLU input width, and a ragged one).
+TEST(SavedInt8OnGpu, TheCopyAndItsRestoreAreTheReferences) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const torch::Device gpu(torch::kCUDA, 0);
   torch::manual_seed(21);
@@ -385,6 +383,13 @@ TEST(SavedInt8OnGpu, TheCopyIsTheReferencesAndAStepKeepsTheForward) {
                     .equal(kernels::restore_activation(cpu, torch::kBFloat16)))
         << cols;
   }
+}
+
+// A model step under int8-dataflow has the forward of int8-block exactly (only what backward
+// reads changed) and trains to finite losses within 2 % of it.
+TEST(SavedInt8OnGpu, AModelStepKeepsTheForwardAndTrains) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const torch::Device gpu(torch::kCUDA, 0);
   TrainingOptions o;
   o.micro_batch = 4;
   o.seq_len = 64;

@@ -171,6 +171,17 @@ TEST(ParseRecipe, NamesWhatIsWrong) {
             std::string::npos);
 }
 
+// --recipes is split at every comma; a recipe's modifiers go back to it.
+TEST(ParseRecipe, ARecipeListKeepsEachRecipesModifiers) {
+  EXPECT_EQ(regroup_recipe_list({"bf16", "int8-tensor:dy=row", "saved=int8", "int8-block",
+                                 "int8-tensor:hadamard=64", "dy-rounding=stochastic"}),
+            (std::vector<std::string>{"bf16", "int8-tensor:dy=row,saved=int8", "int8-block",
+                                      "int8-tensor:hadamard=64,dy-rounding=stochastic"}));
+  // What cannot continue a recipe stays as given, for parse_recipe to name.
+  EXPECT_EQ(regroup_recipe_list({"bf16", "int8-tensr", "int8-tensor:dy=row", "int8-tensr"}),
+            (std::vector<std::string>{"bf16", "int8-tensr", "int8-tensor:dy=row,int8-tensr"}));
+}
+
 // saved=int8 changes what the operators keep and where dgrad's W comes from, not the products;
 // int8-dataflow is int8-block under it.
 TEST(ParseRecipe, SavedInt8KeepsTheProductsAndMakesWAgainInBackward) {

@@ -4,6 +4,12 @@
 #include "kernels/reference/quantize.h"
 #include "kernels/torch/quantize.h"
 
+#ifdef LPBENCH_CUDA_GLUE
+#include <c10/cuda/CUDAStream.h>
+
+#include "kernels/cuda/saved_activation.cuh"
+#endif
+
 namespace lpbench::kernels {
 
 namespace {
@@ -24,6 +30,21 @@ at::Tensor restore_activation(const SavedActivation& saved, at::ScalarType type)
   if (!saved.scales.defined()) return saved.values;
   const profiling::Range range("restore int8");
   const int64_t cols = saved.values.size(-1);
+#ifdef LPBENCH_CUDA_GLUE
+  if (saved.values.is_cuda() && type == at::kBFloat16 && cols % 16 == 0) {
+    const at::Tensor values = saved.values.contiguous();
+    const at::Tensor scales = saved.scales.contiguous();
+    at::Tensor out = at::empty(values.sizes(), values.options().dtype(at::kBFloat16));
+    cuda::RestoreInt8Args a;
+    a.values = values.data_ptr<int8_t>();
+    a.scales = scales.data_ptr<float>();
+    a.rows = values.numel() / cols;
+    a.cols = cols;
+    a.out = out.data_ptr();
+    cuda::restore_int8_blocks(a, c10::cuda::getCurrentCUDAStream(values.device().index()).stream());
+    return out;
+  }
+#endif
   if (cols % 128 == 0) {
     // The reference's arithmetic (one FP32 product, one rounding) without its full-size copy of
     // the scales.

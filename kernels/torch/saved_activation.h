@@ -7,7 +7,8 @@
 // blocks of 128, each block scaled by its own amax and rounded to nearest INT8
 // (kernels/reference/quantize.h, spec int8 {1, 128}: the GPU's block kernel where the tensor is
 // on the GPU, bit for bit the reference), so that it takes 1 + 4/128 bytes an element instead
-// of 2. The backward reads it back as values · scales rounded once to the tensor's type.
+// of 2. The backward reads it back as values · scales rounded once to the tensor's type: in one
+// pass on the GPU (kernels/cuda/saved_activation.cuh, BF16), libtorch arithmetic elsewhere.
 namespace lpbench::kernels {
 
 struct SavedActivation {

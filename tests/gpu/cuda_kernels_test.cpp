@@ -26,6 +26,7 @@
 
 #include "kernels/cuda/quantize.cuh"
 #include "kernels/cuda/quantize_hadamard.cuh"
+#include "kernels/cuda/saved_activation.cuh"
 #include "kernels/cuda/scaled_gemm.cuh"
 #include "kernels/reference/int8_gemm.h"
 #include "kernels/reference/quantize.h"
@@ -931,6 +932,23 @@ TEST(GpuKernelArgs, TheHadamardKernelTakesTheLayersOperandsAndRefusesTheRest) {
             11008u * 4);
   EXPECT_EQ(hadamard_norm(4), 0.5f);
   EXPECT_EQ(hadamard_norm(128), static_cast<float>(1.0 / std::sqrt(128.0)));
+}
+
+// saved=int8's restore refuses what its 16-byte accesses cannot take, before any CUDA call.
+TEST(GpuKernelArgs, TheRestoreKernelRefusesRaggedOrUnalignedRows) {
+  alignas(16) static char buffer[64];
+  RestoreInt8Args a;
+  a.values = reinterpret_cast<const int8_t*>(buffer);
+  a.scales = reinterpret_cast<const float*>(buffer);
+  a.out = buffer;
+  a.rows = 2;
+  a.cols = 200;
+  EXPECT_THROW(restore_int8_blocks(a, nullptr), std::invalid_argument);  // cols % 16 != 0
+  a.cols = 208;
+  a.values = reinterpret_cast<const int8_t*>(buffer + 8);
+  EXPECT_THROW(restore_int8_blocks(a, nullptr), std::invalid_argument);  // unaligned
+  a.values = nullptr;
+  EXPECT_THROW(restore_int8_blocks(a, nullptr), std::invalid_argument);
 }
 
 TEST(GpuKernelArgs, QuantizeWorkspaceIsOneWordPerBlockOnlyForTwoPassGranularities) {

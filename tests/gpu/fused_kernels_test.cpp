@@ -366,13 +366,14 @@ using lpbench::test_support::relative_error;
 
 // The whole fused step on the GPU: the same logits and gradients as the unfused decoder (BF16,
 // and int8-tensor within its own error), and the same loss after steps of training.
-// saved=int8 on the GPU: the block kernel's INT8 copy and its restore are the CPU's bit for bit
-// (llama2-7b's SwiGLU input width, and a ragged one).
+// saved=int8 on the GPU: the block kernel's INT8 copy and its restore (the restore kernel where
+// rows are a multiple of 16, torch's ops otherwise) are the CPU's bit for bit: llama2-7b's
+// SwiGLU input width, a ragged last block on the kernel (208) and off it (200).
 TEST(SavedInt8OnGpu, TheCopyAndItsRestoreAreTheReferences) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const torch::Device gpu(torch::kCUDA, 0);
   torch::manual_seed(21);
-  for (const int64_t cols : {22016, 200}) {
+  for (const int64_t cols : {22016, 208, 200}) {
     const torch::Tensor x = (3 * torch::randn({64, cols})).to(torch::kBFloat16);
     const kernels::SavedActivation cpu = kernels::save_activation(x, true);
     const kernels::SavedActivation dev = kernels::save_activation(x.to(gpu), true);

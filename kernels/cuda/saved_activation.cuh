@@ -1,0 +1,24 @@
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda/types.cuh"
+
+namespace lpbench::cuda {
+
+// An activation kept as INT8 in blocks of 128 along its rows (saved=int8: values [rows, cols],
+// FP32 scales [rows, ceil(cols / 128)]) restored to BF16 in one pass:
+//   out[r, c] = bf16_rn(float(values[r, c]) · scales[r, c / 128])
+// the reference's arithmetic (kernels/reference/quantize.h, dequantize). cols a multiple of 16,
+// pointers 16-byte aligned.
+struct RestoreInt8Args {
+  const int8_t* values = nullptr;
+  const float* scales = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  void* out = nullptr;  // [rows, cols] bf16
+};
+
+void restore_int8_blocks(const RestoreInt8Args& args, cudaStream_t stream);
+
+}  // namespace lpbench::cuda

@@ -326,6 +326,10 @@ TEST(Fusion, ProducerAmaxIsRecordedOnlyWhereItActs) {
   EXPECT_EQ(operators_of("int8-tensor", Fusion::none).find(marker), std::string::npos);
   EXPECT_EQ(operators_of("int8-row", Fusion::fused).find(marker), std::string::npos);
   EXPECT_EQ(operators_of("bf16", Fusion::fused).find(marker), std::string::npos);
+  // saved=int8 likewise: recorded on the fused set, which is where it acts.
+  const std::string saved = "activations saved as INT8";
+  EXPECT_NE(operators_of("int8-dataflow", Fusion::fused).find(saved), std::string::npos);
+  EXPECT_EQ(operators_of("int8-block", Fusion::fused).find(saved), std::string::npos);
 }
 
 }  // namespace

@@ -100,7 +100,8 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   }
   operators_ = describe_operators(
       options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim}, options.seq_len,
-      device, options.producer_amax && quantizes_tensorwise(recipe));
+      device, options.producer_amax && quantizes_tensorwise(recipe),
+      recipe.saved == kernels::SavedActivations::int8);
   if (options.fusion == Fusion::fused) {
     operators_ += decoder_->fusable_output() ? "; output layer and loss fused"
                                              : "; output layer quantized: loss unfused";

@@ -23,11 +23,12 @@ std::string_view to_string(Fusion fusion) {
 }
 
 std::string describe_operators(Fusion fusion, const kernels::AttentionShape& shape, int64_t seq,
-                               const torch::Device& device, bool producer_amax) {
+                               const torch::Device& device, bool producer_amax, bool int8_saved) {
   const std::string backend = kernels::attention_backend(
       shape, seq, torch::TensorOptions().dtype(torch::kBFloat16).device(device));
   return std::string(to_string(fusion)) + "; attention: " + backend +
-         (producer_amax && fusion == Fusion::fused ? "; producers report amax" : "");
+         (producer_amax && fusion == Fusion::fused ? "; producers report amax" : "") +
+         (int8_saved && fusion == Fusion::fused ? "; activations saved as INT8" : "");
 }
 
 torch::Tensor Operators::norm(const torch::Tensor& x, const torch::Tensor& weight,

@@ -19,9 +19,11 @@ enum class Fusion { none, fused };
 std::string_view to_string(Fusion fusion);
 
 // "fused; attention: cudnn": the set, and the SDPA backend torch chooses for the model's
-// attention at `seq` tokens on `device` (BF16), as a run records it.
+// attention at `seq` tokens on `device` (BF16), as a run records it; then what the recipe
+// changes in the set (producers reporting amax, activations saved as INT8).
 std::string describe_operators(Fusion fusion, const kernels::AttentionShape& shape, int64_t seq,
-                               const torch::Device& device, bool producer_amax = false);
+                               const torch::Device& device, bool producer_amax = false,
+                               bool int8_saved = false);
 
 class Operators {
  public:

@@ -26,6 +26,7 @@
 #include "kernels/torch/rounding_seed.h"
 #include "kernels/torch/saved_activation.h"
 #include "kernels/torch/swiglu.h"
+#include "tests/support/rope_tables.h"
 #include "tests/support/tensor_compare.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/decoder.h"
@@ -90,10 +91,8 @@ TEST_F(FusedKernels, RmsNormMatchesTheReferenceForwardAndBackward) {
 }
 
 at::Tensor rope_table(int64_t seq, int64_t head_dim, bool cosine) {
-  const at::Tensor angles =
-      torch::outer(torch::arange(seq, torch::kDouble),
-                   torch::pow(1e4, -torch::arange(0, head_dim, 2, torch::kDouble) / head_dim));
-  return (cosine ? angles.cos() : angles.sin()).to(at::kFloat).to(kGpu);
+  const auto [cos, sin] = test_support::rope_tables(seq, head_dim);
+  return (cosine ? cos : sin).to(kGpu);
 }
 
 TEST_F(FusedKernels, RopeIsBitExactStridedAndInPlaceForwardAndBackward) {

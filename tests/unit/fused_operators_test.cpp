@@ -14,6 +14,7 @@
 #include "kernels/torch/quantized_linear.h"
 #include "kernels/torch/rmsnorm.h"
 #include "kernels/torch/swiglu.h"
+#include "tests/support/rope_tables.h"
 #include "tests/support/tensor_compare.h"
 
 namespace lpbench::kernels {
@@ -82,11 +83,7 @@ TEST(FusedOperators, CausalAttentionMatchesRopeThenSdpaWithGradients) {
   const AttentionShape shape{4, 2, 16};  // grouped queries: 4 heads over 2 key/value heads
   const int64_t batch = 2;
   const int64_t seq = 12;
-  const at::Tensor angles =
-      torch::outer(torch::arange(seq, torch::kDouble),
-                   torch::pow(1e4, -torch::arange(0, 16, 2, torch::kDouble) / 16));
-  const at::Tensor cos = angles.cos().to(at::kFloat);
-  const at::Tensor sin = angles.sin().to(at::kFloat);
+  const auto [cos, sin] = test_support::rope_tables(seq, 16);
   const at::Tensor qkv0 = torch::randn({batch, seq, (4 + 2 * 2) * 16}).to(at::kBFloat16);
   const at::Tensor d = torch::randn({batch, seq, 4 * 16}).to(at::kBFloat16);
 

@@ -13,6 +13,7 @@
 #include "kernels/torch/rmsnorm.h"
 #include "kernels/torch/saved_activation.h"
 #include "kernels/torch/swiglu.h"
+#include "tests/support/rope_tables.h"
 #include "tests/support/tensor_compare.h"
 
 namespace lpbench::kernels {
@@ -118,11 +119,7 @@ TEST(SavedActivation, AttentionRunsAgainOnTheRestoredQkvAndKeepsNothingElse) {
   const AttentionShape shape{4, 2, 32};  // grouped queries; 128 columns of q: one block
   const int64_t batch = 2;
   const int64_t seq = 12;
-  const at::Tensor angles =
-      torch::outer(torch::arange(seq, torch::kDouble),
-                   torch::pow(1e4, -torch::arange(0, 32, 2, torch::kDouble) / 32));
-  const at::Tensor cos = angles.cos().to(at::kFloat);
-  const at::Tensor sin = angles.sin().to(at::kFloat);
+  const auto [cos, sin] = test_support::rope_tables(seq, 32);
   const at::Tensor qkv0 = torch::randn({batch, seq, (4 + 2 * 2) * 32}).to(at::kBFloat16);
   const at::Tensor d = torch::randn({batch, seq, 4 * 32}).to(at::kBFloat16);
 

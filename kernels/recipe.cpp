@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <stdexcept>
@@ -409,9 +410,8 @@ std::vector<std::string> regroup_recipe_list(const std::vector<std::string>& ite
   std::vector<std::string> recipes;
   for (const std::string& item : items) {
     const std::string_view base = std::string_view(item).substr(0, item.find(':'));
-    bool named = false;
-    for (const Recipe& recipe : named_recipes())
-      named = named || recipe.name == base;
+    const bool named = std::any_of(named_recipes().begin(), named_recipes().end(),
+                                   [&](const Recipe& recipe) { return recipe.name == base; });
     if (!named && !recipes.empty() && recipes.back().find(':') != std::string::npos) {
       recipes.back() += "," + item;
     } else {
@@ -419,10 +419,6 @@ std::vector<std::string> regroup_recipe_list(const std::vector<std::string>& ite
     }
   }
   return recipes;
-}
-
-std::string_view to_string(SavedActivations saved) {
-  return saved == SavedActivations::int8 ? "int8" : "bf16";
 }
 
 std::string describe(const GemmSpec& spec) {

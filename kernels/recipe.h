@@ -161,7 +161,6 @@ std::string_view to_string(Scaling scaling);
 std::string_view to_string(Rounding rounding);
 std::string_view to_string(GemmKind kind);
 std::string_view to_string(ModuleKind kind);
-std::string_view to_string(SavedActivations saved);
 std::string describe(const GemmSpec& spec);      // "int8/tensor", "e5m2×e4m3/row", "bf16"
 std::string describe(const LinearGemms& gemms);  // "fprop=int8/tensor dgrad=... wgrad=..."
 

@@ -45,12 +45,6 @@ at::Tensor restore_activation(const SavedActivation& saved, at::ScalarType type)
     return out;
   }
 #endif
-  if (cols % 128 == 0) {
-    // The reference's arithmetic (one FP32 product, one rounding) without its full-size copy of
-    // the scales.
-    const at::Tensor blocks = saved.values.reshape({-1, cols / 128, 128}).to(at::kFloat);
-    return (blocks * saved.scales.unsqueeze(-1)).to(type).view(saved.values.sizes());
-  }
   const Quantized q{saved.values.reshape({-1, cols}), saved.scales, kSavedSpec};
   return reference::dequantize(q, type).view(saved.values.sizes());
 }

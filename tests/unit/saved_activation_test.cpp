@@ -36,7 +36,7 @@ struct StorageWatch {
 
 TEST(SavedActivation, KeepsInt8BlocksOf128AndRestoresTheReferenceDequantization) {
   torch::manual_seed(11);
-  // 200 columns: a whole block and a ragged one; 256: two whole ones (the restore's fast path).
+  // 200 columns: a whole block and a ragged one; 256: two whole ones.
   for (const int64_t cols : {200, 256}) {
     SCOPED_TRACE(cols);
     const at::Tensor x = (3 * torch::randn({3, 5, cols})).to(at::kBFloat16);

@@ -7,6 +7,10 @@
 // The backward walks the rows with a grid of a few blocks per SM, each thread accumulating the
 // weight gradient of its columns in registers over the rows it visits; the per-block partial
 // sums go to the workspace and a second kernel adds them up per column.
+//
+// Under saved=int8 the forward writes h's INT8 blocks from its registers and the backward reads
+// them in place of h (saved_int8_blocks.cuh). A block of 128 is then 16 vectors, held by 16
+// consecutive lanes in one step of a thread's loop: rows a multiple of 128 give tpr ≥ 16.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -18,6 +22,7 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
+#include "kernels/cuda/saved_int8_blocks.cuh"
 
 namespace lpbench::cuda {
 
@@ -74,6 +79,17 @@ void check_shape(int64_t rows, int64_t cols, int max_threads, int max_vectors, c
 void check_aligned(const void* p, const char* what) {
   LPBENCH_CUDA_REQUIRE(p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0,
                        std::string(what) + " must be 16-byte aligned");
+}
+
+// INT8 blocks (written or read) need whole blocks of 128 and their scales.
+void check_blocks(const void* values, const void* scales, int64_t cols, const char* who) {
+  if (values == nullptr) return;
+  LPBENCH_CUDA_REQUIRE(cols % kSavedBlock == 0,
+                       std::string(who) + ": INT8 blocks need rows of a multiple of 128, got " +
+                           std::to_string(cols));
+  LPBENCH_CUDA_REQUIRE(scales != nullptr && reinterpret_cast<uintptr_t>(values) % 8 == 0 &&
+                           reinterpret_cast<uintptr_t>(scales) % 4 == 0,
+                       std::string(who) + ": INT8 blocks need their scales, values 8-byte aligned");
 }
 
 // The sum of `v` over the `tpr` threads of a row (every thread of the block calls it).
@@ -137,6 +153,7 @@ __global__ void __launch_bounds__(kForwardThreads)
       if (v >= vectors) continue;
       const int64_t col = v * kBf16PerVector;
       if (r != nullptr && h_out != nullptr) store_bf16x8(h_out + row * a.cols + col, h[i]);
+      if (a.keep.values != nullptr) keep_int8x8(h[i], row, col, a.cols, a.keep);
       const float4 w0 = *reinterpret_cast<const float4*>(a.weight + col);
       const float4 w1 = *reinterpret_cast<const float4*>(a.weight + col + 4);
       const float w[kBf16PerVector] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
@@ -179,7 +196,9 @@ __global__ void __launch_bounds__(kBackwardThreads)
       if (live && v < vectors) {
         const int64_t at = row * a.cols + v * kBf16PerVector;
         g[i] = load_bf16x8(dy + at);
-        xhat[i] = load_bf16x8(hx + at);
+        xhat[i] = a.h_kept.values != nullptr
+                      ? restore_int8x8(a.h_kept, row, v * kBf16PerVector, a.cols)
+                      : load_bf16x8(hx + at);
         // The weight stays in L1 across the rows a block walks.
         const float* w = a.weight + v * kBf16PerVector;
 #pragma unroll
@@ -285,6 +304,7 @@ void rmsnorm_forward(const RmsNormArgs& a, cudaStream_t stream) {
   const void* pointers[] = {a.x, a.residual, a.weight, a.h, a.y};
   for (const void* p : pointers)
     check_aligned(p, "rmsnorm_forward's matrices");
+  check_blocks(a.keep.values, a.keep.scales, a.cols, "rmsnorm_forward");
   const NvtxRange range("lpbench rmsnorm_forward");
   const Layout l = layout_for(a.cols, kForwardVectors, kForwardThreads);
   const auto blocks = static_cast<unsigned>((a.rows + l.rows_per_block - 1) / l.rows_per_block);
@@ -302,11 +322,13 @@ size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols) {
 
 void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
   check_shape(a.rows, a.cols, kBackwardThreads, kBackwardVectors, "rmsnorm_backward");
-  LPBENCH_CUDA_REQUIRE(a.dy && a.h && a.weight && a.rstd && a.dh && a.dweight && a.workspace,
-                       "dy, h, weight, rstd, dh, dweight and the workspace are needed");
+  LPBENCH_CUDA_REQUIRE(
+      a.dy && (a.h || a.h_kept.values) && a.weight && a.rstd && a.dh && a.dweight && a.workspace,
+      "dy, h, weight, rstd, dh, dweight and the workspace are needed");
   const void* pointers[] = {a.dy, a.h, a.dh_in, a.dh, a.weight};
   for (const void* p : pointers)
     check_aligned(p, "rmsnorm_backward's matrices");
+  check_blocks(a.h_kept.values, a.h_kept.scales, a.cols, "rmsnorm_backward");
   const NvtxRange range("lpbench rmsnorm_backward");
   const Layout l = layout_for(a.cols, 1, kBackwardThreads);
   const int64_t blocks = backward_blocks(a.rows, l);

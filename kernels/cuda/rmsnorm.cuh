@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cuda/saved_activation.cuh"
 #include "kernels/cuda/types.cuh"
 
 namespace lpbench::cuda {
@@ -12,7 +13,9 @@ namespace lpbench::cuda {
 //   rstd = 1 / sqrt(mean(h²) + eps)   (FP32, kept for the backward)
 //   y = h · rstd · weight       (FP32 math, rounded once to BF16)
 // Rows are `cols` elements apart (contiguous), cols a multiple of 8 up to 16384 (8192 for the
-// backward: rmsnorm_max_cols); the pointers 16-byte aligned.
+// backward: rmsnorm_max_cols); the pointers 16-byte aligned. Under saved=int8 the forward also
+// keeps h as INT8 blocks (`keep`) and the backward reads them (`h_kept`) in place of h; both
+// need cols a multiple of 128.
 struct RmsNormArgs {
   const void* x = nullptr;         // [rows, cols] bf16
   const void* residual = nullptr;  // [rows, cols] bf16, optional
@@ -24,6 +27,7 @@ struct RmsNormArgs {
   void* y = nullptr;           // [rows, cols] bf16
   float* rstd = nullptr;       // [rows]
   uint32_t* y_amax = nullptr;  // optional: max |y| (amax.cuh), for a tensorwise quantization
+  Int8Blocks keep;             // optional: h's INT8 blocks written (h is x without a residual)
 };
 
 void rmsnorm_forward(const RmsNormArgs& args, cudaStream_t stream);
@@ -34,7 +38,7 @@ void rmsnorm_forward(const RmsNormArgs& args, cudaStream_t stream);
 //   dweight = Σ_rows dy · xhat                          (FP32, written)
 struct RmsNormBackwardArgs {
   const void* dy = nullptr;       // [rows, cols] bf16
-  const void* h = nullptr;        // [rows, cols] bf16, the normalized input
+  const void* h = nullptr;        // [rows, cols] bf16, the normalized input (or `h_kept`)
   const float* weight = nullptr;  // [cols]
   const float* rstd = nullptr;    // [rows]
   const void* dh_in = nullptr;    // [rows, cols] bf16, optional
@@ -44,6 +48,7 @@ struct RmsNormBackwardArgs {
   float* dweight = nullptr;     // [cols]
   void* workspace = nullptr;    // rmsnorm_backward_workspace_bytes(rows, cols)
   uint32_t* dh_amax = nullptr;  // optional: max |dh| (amax.cuh)
+  KeptInt8Blocks h_kept;        // optional: h read from its INT8 blocks
 };
 
 size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols);

@@ -6,6 +6,19 @@
 
 namespace lpbench::cuda {
 
+// An activation kept as INT8 in blocks of 128 along its rows, as the element-wise kernels write
+// it in their forward and read it in their backward (saved_int8_blocks.cuh), so that neither the
+// copy nor its restore is a pass of its own: values [rows, cols], FP32 scales [rows, cols / 128],
+// cols a multiple of 128. The bytes are kernels/reference/quantize.h's spec int8 {1, 128}.
+struct Int8Blocks {  // written
+  int8_t* values = nullptr;
+  float* scales = nullptr;
+};
+struct KeptInt8Blocks {  // read
+  const int8_t* values = nullptr;
+  const float* scales = nullptr;
+};
+
 // An activation kept as INT8 in blocks of 128 along its rows (saved=int8: values [rows, cols],
 // FP32 scales [rows, ceil(cols / 128)]) restored to BF16 in one pass:
 //   out[r, c] = bf16_rn(float(values[r, c]) · scales[r, c / 128])

@@ -1,6 +1,10 @@
 // SwiGLU forward and backward, each one pass: 8 elements of the gate and of the up half per
 // thread (16-byte accesses), grid-strided.
 //
+// Under saved=int8 the forward writes gate_up's INT8 blocks from the registers it already holds
+// and the backward reads them instead of gate_up (saved_int8_blocks.cuh): 16 threads a block of
+// 128, which the layout gives when inner is a multiple of 128.
+//
 // Both round as kernels/reference/swiglu.h defines: silu(gate) to BF16 as torch's silu of a BF16
 // tensor does, the rest in FP32 and rounded once.
 #include <cuda_bf16.h>
@@ -13,6 +17,7 @@
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
+#include "kernels/cuda/saved_int8_blocks.cuh"
 #include "kernels/cuda/swiglu.cuh"
 
 namespace lpbench::cuda {
@@ -37,9 +42,20 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const SwigluArgs a) {
     const int64_t row = item / per_row;
     const int64_t col = (item % per_row) * kBf16PerVector;
     const int64_t gate_at = row * 2 * a.inner + col;
-    const Bf16x8 gate = load_bf16x8(gu + gate_at);
-    const Bf16x8 up = load_bf16x8(gu + gate_at + a.inner);
+    Bf16x8 gate;
+    Bf16x8 up;
+    if (kBackward && a.kept.values != nullptr) {
+      gate = restore_int8x8(a.kept, row, col, 2 * a.inner);
+      up = restore_int8x8(a.kept, row, col + a.inner, 2 * a.inner);
+    } else {
+      gate = load_bf16x8(gu + gate_at);
+      up = load_bf16x8(gu + gate_at + a.inner);
+    }
     if constexpr (!kBackward) {
+      if (a.keep.values != nullptr) {
+        keep_int8x8(gate, row, col, 2 * a.inner, a.keep);
+        keep_int8x8(up, row, col + a.inner, 2 * a.inner, a.keep);
+      }
       Bf16x8 out;
 #pragma unroll
       for (int e = 0; e < kBf16PerVector; ++e)
@@ -67,12 +83,25 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const SwigluArgs a) {
 
 template <bool kBackward>
 void launch(const SwigluArgs& a, cudaStream_t stream) {
-  LPBENCH_CUDA_REQUIRE(a.gate_up && a.rows > 0 && a.inner > 0, "an empty gate_up");
+  const bool int8_in = kBackward && a.kept.values != nullptr;
+  LPBENCH_CUDA_REQUIRE((a.gate_up != nullptr || int8_in) && a.rows > 0 && a.inner > 0,
+                       "an empty gate_up");
   LPBENCH_CUDA_REQUIRE(a.inner % kBf16PerVector == 0,
                        "the inner width must be a multiple of 8, got " + std::to_string(a.inner));
   const void* pointers[] = {a.gate_up, a.out, a.d_out, a.d_gate_up};
   for (const void* p : pointers)
     LPBENCH_CUDA_REQUIRE(reinterpret_cast<uintptr_t>(p) % 16 == 0, "pointers 16-byte aligned");
+  if (int8_in || (!kBackward && a.keep.values != nullptr)) {
+    const void* values = kBackward ? static_cast<const void*>(a.kept.values) : a.keep.values;
+    const void* scales = kBackward ? static_cast<const void*>(a.kept.scales) : a.keep.scales;
+    LPBENCH_CUDA_REQUIRE(a.inner % kSavedBlock == 0,
+                         "INT8 blocks of gate_up need an inner width that is a multiple of 128, "
+                         "got " +
+                             std::to_string(a.inner));
+    LPBENCH_CUDA_REQUIRE(scales != nullptr && reinterpret_cast<uintptr_t>(values) % 8 == 0 &&
+                             reinterpret_cast<uintptr_t>(scales) % 4 == 0,
+                         "INT8 blocks need their scales, values 8-byte aligned");
+  }
   const int64_t items = a.rows * (a.inner / kBf16PerVector);
   const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads,
                                            a.amax != nullptr ? kAmaxGridCap : 65535LL * 16);

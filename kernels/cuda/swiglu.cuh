@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/saved_activation.cuh"
 #include "kernels/cuda/types.cuh"
 
 namespace lpbench::cuda {
@@ -12,14 +13,18 @@ namespace lpbench::cuda {
 //   d_gate = d_out · up · σ(gate) · (1 + gate · (1 − σ(gate)))
 //   d_up   = d_out · silu(gate)                            (backward, into [rows, 2·inner])
 // FP32 math, BF16 results; inner a multiple of 8, pointers 16-byte aligned.
+// Under saved=int8 the forward also keeps gate_up as INT8 blocks (`keep`) and the backward reads
+// them (`kept`) in place of gate_up; both need inner a multiple of 128.
 struct SwigluArgs {
-  const void* gate_up = nullptr;  // [rows, 2·inner] bf16
+  const void* gate_up = nullptr;  // [rows, 2·inner] bf16 (the backward's: or `kept`)
   int64_t rows = 0;
   int64_t inner = 0;
   void* out = nullptr;          // forward: [rows, inner] bf16
   const void* d_out = nullptr;  // backward: [rows, inner] bf16
   void* d_gate_up = nullptr;    // backward: [rows, 2·inner] bf16
   uint32_t* amax = nullptr;     // optional: max |what the call writes| (amax.cuh)
+  Int8Blocks keep;              // forward, optional: gate_up's INT8 blocks written
+  KeptInt8Blocks kept;          // backward, optional: gate_up read from these
 };
 
 void swiglu_forward(const SwigluArgs& args, cudaStream_t stream);

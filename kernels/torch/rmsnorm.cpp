@@ -33,8 +33,15 @@ cudaStream_t stream_of(const at::Tensor& t) {
 }
 #endif
 
-reference::RmsNormOut norm_forward(const at::Tensor& x, const at::Tensor& residual,
-                                   const at::Tensor& weight, double eps, bool report_amax) {
+// The norm's outputs and what its backward keeps of h (the input x, or the residual sum): h
+// itself, or under saved=int8 its INT8 copy, which the kernel writes as it holds h's rows.
+struct NormForward {
+  reference::RmsNormOut out;
+  SavedActivation kept;
+};
+
+NormForward norm_forward(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                         double eps, bool report_amax, bool int8_saved) {
   const profiling::Range range("norm");
 #ifdef LPBENCH_CUDA_GLUE
   if (on_kernel(x, weight)) {
@@ -58,33 +65,50 @@ reference::RmsNormOut norm_forward(const at::Tensor& x, const at::Tensor& residu
     a.rstd = out.rstd.data_ptr<float>();
     const at::Tensor amax = report_amax ? new_amax(xc) : at::Tensor();
     if (report_amax) a.y_amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
+    const bool keeps = int8_saved && kernel_keeps_int8(cols);
+    SavedActivation kept = keeps ? int8_room(xc) : SavedActivation{};
+    if (keeps) a.keep = blocks_of(kept);
     cuda::rmsnorm_forward(a, stream_of(xc));
     if (report_amax) remember_amax(out.y, amax);
-    return out;
+    if (!keeps) kept = save_activation(out.h, int8_saved);
+    return {out, kept};
   }
 #endif
-  return reference::rmsnorm_forward(x, residual, weight, eps);
+  reference::RmsNormOut out = reference::rmsnorm_forward(x, residual, weight, eps);
+  return {out, save_activation(out.h, int8_saved)};
 }
 
-reference::RmsNormGrads norm_backward(const at::Tensor& dy, const at::Tensor& h,
-                                      const at::Tensor& weight, const at::Tensor& rstd,
-                                      const at::Tensor& dh_in, bool report_amax) {
+reference::RmsNormGrads norm_backward(const at::Tensor& dy, const SavedActivation& kept,
+                                      at::ScalarType type, const at::Tensor& weight,
+                                      const at::Tensor& rstd, const at::Tensor& dh_in,
+                                      bool report_amax) {
   const profiling::Range range("norm backward");
 #ifdef LPBENCH_CUDA_GLUE
-  if (on_kernel(h, weight)) {
+  // The INT8 copy is read by the kernel as it is, where the kernel could have written it.
+  const bool reads_blocks = kept.scales.defined() && kept.values.is_cuda() &&
+                            type == at::kBFloat16 && kernel_keeps_int8(kept.values.size(-1)) &&
+                            kept.values.size(-1) <= cuda::rmsnorm_max_cols &&
+                            weight.scalar_type() == at::kFloat;
+  const at::Tensor h = reads_blocks ? kept.values : restore_activation(kept, type);
+  if (reads_blocks || on_kernel(h, weight)) {
     const int64_t cols = h.size(-1);
     const int64_t rows = h.numel() / cols;
     const at::Tensor dyc = dy.contiguous();
     const at::Tensor hc = h.contiguous();
     const at::Tensor dinc = dh_in.defined() ? dh_in.contiguous() : at::Tensor();
     const at::Tensor w = weight.contiguous();
-    reference::RmsNormGrads grads{at::empty_like(hc), at::empty({cols}, w.options())};
+    reference::RmsNormGrads grads{at::empty_like(hc, hc.options().dtype(type)),
+                                  at::empty({cols}, w.options())};
     const at::Tensor workspace =
         at::empty({static_cast<int64_t>(cuda::rmsnorm_backward_workspace_bytes(rows, cols))},
                   hc.options().dtype(at::kByte));
     cuda::RmsNormBackwardArgs a;
     a.dy = dyc.data_ptr();
-    a.h = hc.data_ptr();
+    if (reads_blocks) {
+      a.h_kept = kept_blocks_of({hc, kept.scales.contiguous()});
+    } else {
+      a.h = hc.data_ptr();
+    }
     a.weight = w.data_ptr<float>();
     a.rstd = rstd.data_ptr<float>();
     a.dh_in = dinc.defined() ? dinc.data_ptr() : nullptr;
@@ -99,38 +123,40 @@ reference::RmsNormGrads norm_backward(const at::Tensor& dy, const at::Tensor& h,
     if (report_amax) remember_amax(grads.dh, amax);
     return grads;
   }
+#else
+  const at::Tensor h = restore_activation(kept, type);
 #endif
   return reference::rmsnorm_backward(dy, h, weight, rstd, dh_in);
 }
 
-// What both norms keep: the normalized input (x, or the residual sum h) as saved_activation.h
-// keeps it, the weight and the inverse RMS per row. The backward recomputes the normalized
-// values from the restored input and the forward's inverse RMS.
-void save(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
-          const at::Tensor& rstd, bool report_amax, bool int8_saved) {
-  const SavedActivation kept = save_activation(input, int8_saved);
-  ctx->save_for_backward({kept.values, kept.scales, weight, rstd});
+// What both norms keep: the normalized input (x, or the residual sum h) as norm_forward kept it,
+// the weight and the inverse RMS per row. The backward recomputes the normalized values from the
+// input and the forward's inverse RMS.
+void save(AutogradContext* ctx, const NormForward& f, const at::Tensor& input,
+          const at::Tensor& weight, bool report_amax) {
+  ctx->save_for_backward({f.kept.values, f.kept.scales, weight, f.out.rstd});
   ctx->saved_data["amax"] = report_amax;
   ctx->saved_data["type"] = static_cast<int64_t>(input.scalar_type());
 }
 
-at::Tensor restored_input(AutogradContext* ctx, const variable_list& saved) {
-  return restore_activation({saved[0], saved[1]},
-                            static_cast<at::ScalarType>(ctx->saved_data["type"].toInt()));
+reference::RmsNormGrads backward_of(AutogradContext* ctx, const at::Tensor& dy,
+                                    const at::Tensor& dh_in) {
+  const variable_list saved = ctx->get_saved_variables();
+  return norm_backward(dy, {saved[0], saved[1]},
+                       static_cast<at::ScalarType>(ctx->saved_data["type"].toInt()), saved[2],
+                       saved[3], dh_in, ctx->saved_data["amax"].toBool());
 }
 
 class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                             double eps, bool report_amax, bool int8_saved) {
-    reference::RmsNormOut out = norm_forward(x, at::Tensor(), weight, eps, report_amax);
-    save(ctx, x, weight, out.rstd, report_amax, int8_saved);
-    return out.y;
+    const NormForward f = norm_forward(x, at::Tensor(), weight, eps, report_amax, int8_saved);
+    save(ctx, f, x, weight, report_amax);
+    return f.out.y;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const variable_list saved = ctx->get_saved_variables();
-    reference::RmsNormGrads g = norm_backward(grads[0], restored_input(ctx, saved), saved[2],
-                                              saved[3], {}, ctx->saved_data["amax"].toBool());
+    reference::RmsNormGrads g = backward_of(ctx, grads[0], {});
     return {g.dh, g.dweight, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
@@ -140,15 +166,13 @@ class AddRmsNormFunction : public torch::autograd::Function<AddRmsNormFunction> 
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x,
                                const at::Tensor& residual, const at::Tensor& weight, double eps,
                                bool report_amax, bool int8_saved) {
-    reference::RmsNormOut out = norm_forward(x, residual, weight, eps, report_amax);
-    save(ctx, out.h, weight, out.rstd, report_amax, int8_saved);
-    return {out.h, out.y};
+    const NormForward f = norm_forward(x, residual, weight, eps, report_amax, int8_saved);
+    save(ctx, f, x, weight, report_amax);
+    return {f.out.h, f.out.y};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const variable_list saved = ctx->get_saved_variables();
     // grads[0] reaches h along the residual path (undefined where nothing used h), grads[1] y.
-    reference::RmsNormGrads g = norm_backward(grads[1], restored_input(ctx, saved), saved[2],
-                                              saved[3], grads[0], ctx->saved_data["amax"].toBool());
+    reference::RmsNormGrads g = backward_of(ctx, grads[1], grads[0]);
     return {g.dh, g.dh, g.dweight, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };

@@ -49,4 +49,15 @@ at::Tensor restore_activation(const SavedActivation& saved, at::ScalarType type)
   return reference::dequantize(q, type).view(saved.values.sizes());
 }
 
+bool kernel_keeps_int8(int64_t cols) {
+  return cols % kSavedSpec.block_cols == 0;
+}
+
+SavedActivation int8_room(const at::Tensor& x) {
+  const int64_t cols = x.size(-1);
+  return {
+      at::empty(x.sizes(), x.options().dtype(at::kChar)),
+      at::empty({x.numel() / cols, cols / kSavedSpec.block_cols}, x.options().dtype(at::kFloat))};
+}
+
 }  // namespace lpbench::kernels

@@ -2,6 +2,10 @@
 
 #include <ATen/ATen.h>
 
+#ifdef LPBENCH_CUDA_GLUE
+#include "kernels/cuda/saved_activation.cuh"
+#endif
+
 // What a fused operator keeps of a tensor between its forward and its backward: the tensor
 // itself, or under saved=int8 (kernels/recipe.h, SavedActivations) its last dimension cut into
 // blocks of 128, each block scaled by its own amax and rounded to nearest INT8
@@ -21,5 +25,23 @@ SavedActivation save_activation(const at::Tensor& x, bool int8);
 
 // The tensor back, in `type` (ignored where x was kept as it is).
 at::Tensor restore_activation(const SavedActivation& saved, at::ScalarType type);
+
+// Whether a kernel that holds x's rows writes and reads the INT8 copy itself (the norms and
+// SwiGLU on the GPU: kernels/cuda/saved_int8_blocks.cuh), so that neither save_activation nor
+// restore_activation runs: x's rows (its last dimension) a whole number of blocks.
+bool kernel_keeps_int8(int64_t cols);
+
+// Room for x's INT8 copy, for such a kernel to fill: values like x, scales [rows, cols / 128].
+SavedActivation int8_room(const at::Tensor& x);
+
+#ifdef LPBENCH_CUDA_GLUE
+// The kernels' view of an INT8 copy (contiguous values and scales).
+inline cuda::Int8Blocks blocks_of(const SavedActivation& s) {
+  return {s.values.data_ptr<int8_t>(), s.scales.data_ptr<float>()};
+}
+inline cuda::KeptInt8Blocks kept_blocks_of(const SavedActivation& s) {
+  return {s.values.data_ptr<int8_t>(), s.scales.data_ptr<float>()};
+}
+#endif
 
 }  // namespace lpbench::kernels

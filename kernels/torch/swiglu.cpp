@@ -44,8 +44,6 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up, bool report_amax,
                             bool int8_saved) {
     const profiling::Range range("swiglu");
-    const SavedActivation saved = save_activation(gate_up, int8_saved);
-    ctx->save_for_backward({saved.values, saved.scales});
     ctx->saved_data["amax"] = report_amax;
     ctx->saved_data["type"] = static_cast<int64_t>(gate_up.scalar_type());
 #ifdef LPBENCH_CUDA_GLUE
@@ -56,6 +54,11 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
       at::Tensor out = at::empty(sizes, gu.options());
       cuda::SwigluArgs a = args_for(gu);
       a.out = out.data_ptr();
+      // Under saved=int8 the kernel writes gate_up's INT8 copy as it reads gate_up.
+      const bool keeps = int8_saved && kernel_keeps_int8(a.inner);
+      const SavedActivation saved = keeps ? int8_room(gu) : save_activation(gu, int8_saved);
+      if (keeps) a.keep = blocks_of(saved);
+      ctx->save_for_backward({saved.values, saved.scales});
       const at::Tensor amax = report_amax ? new_amax(gu) : at::Tensor();
       if (report_amax) a.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
       cuda::swiglu_forward(a, stream_of(gu));
@@ -63,20 +66,30 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
       return out;
     }
 #endif
+    const SavedActivation saved = save_activation(gate_up, int8_saved);
+    ctx->save_for_backward({saved.values, saved.scales});
     return reference::swiglu_forward(gate_up);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const profiling::Range range("swiglu backward");
     const variable_list kept = ctx->get_saved_variables();
-    const at::Tensor gate_up = restore_activation(
-        {kept[0], kept[1]}, static_cast<at::ScalarType>(ctx->saved_data["type"].toInt()));
+    const auto type = static_cast<at::ScalarType>(ctx->saved_data["type"].toInt());
 #ifdef LPBENCH_CUDA_GLUE
-    if (on_kernel(gate_up)) {
+    // The INT8 copy the forward's kernel wrote is read by the backward's kernel as it is.
+    const bool reads_blocks = kept[1].defined() && kept[0].is_cuda() && type == at::kBFloat16 &&
+                              kernel_keeps_int8(kept[0].size(-1) / 2);
+    const at::Tensor gate_up =
+        reads_blocks ? kept[0] : restore_activation({kept[0], kept[1]}, type);
+    if (reads_blocks || on_kernel(gate_up)) {
       const at::Tensor gu = gate_up.contiguous();
       const at::Tensor d = grads[0].contiguous();
-      at::Tensor d_gate_up = at::empty_like(gu);
+      at::Tensor d_gate_up = at::empty_like(gu, gu.options().dtype(type));
       cuda::SwigluArgs a = args_for(gu);
+      if (reads_blocks) {
+        a.gate_up = nullptr;
+        a.kept = kept_blocks_of({gu, kept[1].contiguous()});
+      }
       a.d_out = d.data_ptr();
       a.d_gate_up = d_gate_up.data_ptr();
       const bool report_amax = ctx->saved_data["amax"].toBool();
@@ -86,6 +99,8 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
       if (report_amax) remember_amax(d_gate_up, amax);
       return {d_gate_up, at::Tensor(), at::Tensor()};
     }
+#else
+    const at::Tensor gate_up = restore_activation({kept[0], kept[1]}, type);
 #endif
     return {reference::swiglu_backward(grads[0], gate_up), at::Tensor(), at::Tensor()};
   }

@@ -26,8 +26,10 @@
 
 #include "kernels/cuda/quantize.cuh"
 #include "kernels/cuda/quantize_hadamard.cuh"
+#include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/saved_activation.cuh"
 #include "kernels/cuda/scaled_gemm.cuh"
+#include "kernels/cuda/swiglu.cuh"
 #include "kernels/reference/int8_gemm.h"
 #include "kernels/reference/quantize.h"
 #include "kernels/reference/scaled_gemm.h"
@@ -949,6 +951,51 @@ TEST(GpuKernelArgs, TheRestoreKernelRefusesRaggedOrUnalignedRows) {
   EXPECT_THROW(restore_int8_blocks(a, nullptr), std::invalid_argument);  // unaligned
   a.values = nullptr;
   EXPECT_THROW(restore_int8_blocks(a, nullptr), std::invalid_argument);
+}
+
+// The norms and SwiGLU write and read saved=int8's copy only in whole blocks of 128 and with
+// their scales; anything else is refused before any CUDA call.
+TEST(GpuKernelArgs, TheNormAndSwigluTakeInt8CopiesOnlyInWholeBlocks) {
+  alignas(16) static char buffer[64];
+  const Int8Blocks blocks{reinterpret_cast<int8_t*>(buffer), reinterpret_cast<float*>(buffer)};
+  SwigluArgs s;
+  s.gate_up = s.d_out = buffer;
+  s.out = s.d_gate_up = buffer;
+  s.rows = 2;
+  s.inner = 200;  // a multiple of 8, not of 128
+  s.keep = blocks;
+  EXPECT_THROW(swiglu_forward(s, nullptr), std::invalid_argument);
+  s.keep = {};
+  s.kept = {blocks.values, blocks.scales};
+  EXPECT_THROW(swiglu_backward(s, nullptr), std::invalid_argument);
+  s.inner = 256;
+  s.kept.scales = nullptr;
+  EXPECT_THROW(swiglu_backward(s, nullptr), std::invalid_argument);
+  s.kept = {reinterpret_cast<const int8_t*>(buffer + 4), blocks.scales};
+  EXPECT_THROW(swiglu_backward(s, nullptr), std::invalid_argument);  // values not 8-aligned
+
+  alignas(16) static float weight[8];
+  RmsNormArgs n;
+  n.x = buffer;
+  n.y = buffer;
+  n.weight = weight;
+  n.rstd = weight;
+  n.rows = 2;
+  n.cols = 200;
+  n.keep = blocks;
+  EXPECT_THROW(rmsnorm_forward(n, nullptr), std::invalid_argument);
+  RmsNormBackwardArgs b;
+  b.dy = buffer;
+  b.dh = b.workspace = buffer;
+  b.weight = weight;
+  b.rstd = weight;
+  b.dweight = weight;
+  b.rows = 2;
+  b.cols = 256;
+  b.h_kept = {blocks.values, nullptr};
+  EXPECT_THROW(rmsnorm_backward(b, nullptr), std::invalid_argument);
+  b.h_kept = {};
+  EXPECT_THROW(rmsnorm_backward(b, nullptr), std::invalid_argument);  // neither h nor a copy
 }
 
 TEST(GpuKernelArgs, QuantizeWorkspaceIsOneWordPerBlockOnlyForTwoPassGranularities) {

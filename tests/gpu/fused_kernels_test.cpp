@@ -12,6 +12,8 @@
 #include <limits>
 
 #include "kernels/cuda/quantize_hadamard.cuh"
+#include "kernels/cuda/rmsnorm.cuh"
+#include "kernels/cuda/swiglu.cuh"
 #include "kernels/recipe.h"
 #include "kernels/reference/hadamard.h"
 #include "kernels/reference/rmsnorm.h"
@@ -352,6 +354,92 @@ TEST_F(FusedKernels, HadamardQuantizationMatchesTheReferenceBitForBit) {
   EXPECT_TRUE(quantize_hadamard(odd.to(kGpu), false, 64, spec)
                   .values.cpu()
                   .equal(reference::quantize(reference::hadamard_rotate(odd, 64), spec).values));
+}
+
+// Where rows are whole blocks of 128, the norms' and SwiGLU's kernels write the INT8 copy
+// themselves and their backward kernels read it: the copy's bytes are the block kernel's
+// (checked at the kernel's arguments), the outputs are the BF16-saved path's, and the gradients
+// are those of the BF16 kernels at the restored input, bit for bit. Odd row counts leave half a
+// warp idle at the end (SwiGLU) and rows of 128 put 16 rows in a norm block; one block is all
+// zeros and one holds a value 1000 times the rest.
+TEST(SavedInt8OnGpu, TheNormAndSwigluKernelsKeepAndReadTheCopyThemselves) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const auto restored = [](const at::Tensor& t) {
+    return restore_activation(save_activation(t, true), torch::kBFloat16);
+  };
+  const auto with_outliers = [](at::Tensor t) {
+    t.index_put_({1, torch::indexing::Slice(0, 128)}, 0.0);
+    t.index_put_({2, 5}, 3000.0);
+    return t;
+  };
+  torch::manual_seed(23);
+  for (const int64_t inner : {384, 11008}) {
+    const int64_t rows = 37;
+    const at::Tensor gu0 = with_outliers(3 * torch::randn({rows, 2 * inner}, kBf16));
+    const at::Tensor d = torch::randn({rows, inner}, kBf16);
+    // The copy, from the kernel's arguments.
+    const SavedActivation room = int8_room(gu0);
+    at::Tensor out = torch::empty({rows, inner}, kBf16);
+    cuda::SwigluArgs a;
+    a.gate_up = gu0.data_ptr();
+    a.rows = rows;
+    a.inner = inner;
+    a.out = out.data_ptr();
+    a.keep = blocks_of(room);
+    cuda::swiglu_forward(a, c10::cuda::getCurrentCUDAStream().stream());
+    const SavedActivation expected = save_activation(gu0, true);
+    EXPECT_TRUE(room.values.equal(expected.values)) << inner;
+    EXPECT_TRUE(room.scales.equal(expected.scales)) << inner;
+    // The autograd path.
+    at::Tensor gu = leaf(gu0);
+    at::Tensor gr = leaf(restored(gu0));
+    const at::Tensor y = swiglu(gu, false, true);
+    EXPECT_TRUE(y.equal(swiglu(gu0, false, false))) << inner;
+    y.backward(d);
+    swiglu(gr, false, false).backward(d);
+    EXPECT_TRUE(gu.grad().equal(gr.grad())) << inner;
+  }
+  for (const int64_t cols : {128, 512, 4096}) {
+    const int64_t rows = 37;
+    const at::Tensor x0 = with_outliers(torch::randn({rows, cols}, kBf16));
+    const at::Tensor r0 = torch::randn({rows, cols}, kBf16);
+    const at::Tensor w0 = 1 + 0.1 * torch::randn({cols}, kBf16.dtype(torch::kFloat));
+    const at::Tensor d = torch::randn({rows, cols}, kBf16);
+    // The copy of the residual sum, from the kernel's arguments.
+    const at::Tensor h = torch::empty_like(x0);
+    const at::Tensor y = torch::empty_like(x0);
+    const at::Tensor rstd = torch::empty({rows}, w0.options());
+    const SavedActivation room = int8_room(x0);
+    cuda::RmsNormArgs a;
+    a.x = x0.data_ptr();
+    a.residual = r0.data_ptr();
+    a.weight = w0.data_ptr<float>();
+    a.rows = rows;
+    a.cols = cols;
+    a.h = h.data_ptr();
+    a.y = y.data_ptr();
+    a.rstd = rstd.data_ptr<float>();
+    a.keep = blocks_of(room);
+    cuda::rmsnorm_forward(a, c10::cuda::getCurrentCUDAStream().stream());
+    const SavedActivation expected = save_activation(h, true);
+    EXPECT_TRUE(room.values.equal(expected.values)) << cols;
+    EXPECT_TRUE(room.scales.equal(expected.scales)) << cols;
+    // rms_norm, and add_rms_norm with only y used (no gradient along the residual path, so the
+    // backward is the norm's alone).
+    at::Tensor x = leaf(x0), w = leaf(w0), xr = leaf(restored(x0)), wr = leaf(w0);
+    const at::Tensor out = rms_norm(x, w, 1e-5, false, true);
+    EXPECT_TRUE(out.equal(rms_norm(x0, w0, 1e-5, false, false))) << cols;
+    out.backward(d);
+    rms_norm(xr, wr, 1e-5, false, false).backward(d);
+    EXPECT_TRUE(x.grad().equal(xr.grad())) << cols;
+    EXPECT_TRUE(w.grad().equal(wr.grad())) << cols;
+    at::Tensor xa = leaf(x0), ra = leaf(r0), wa = leaf(w0), hr = leaf(restored(h)), wh = leaf(w0);
+    add_rms_norm(xa, ra, wa, 1e-5, false, true).second.backward(d);
+    rms_norm(hr, wh, 1e-5, false, false).backward(d);
+    EXPECT_TRUE(xa.grad().equal(hr.grad())) << cols;
+    EXPECT_TRUE(ra.grad().equal(hr.grad())) << cols;
+    EXPECT_TRUE(wa.grad().equal(wh.grad())) << cols;
+  }
 }
 
 }  // namespace

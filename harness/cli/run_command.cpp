@@ -70,6 +70,38 @@ runner::SweepOutcome run_as_rank(config::ResolvedRun& run, const dist::LaunchEnv
   return runner::run_sweep(run, store, command_line, label);
 }
 
+// --dry-run's memory plan of each layer or model workload: each recipe's planned peak and the
+// largest micro-batch it fits at this depth and sequence length (the plan's peaks were within
+// 0.6 GiB of the measured ones on llama2-7b, docs/perf-log.md §21).
+void print_memory_plan(const config::ResolvedRun& run) {
+  const std::string against =
+      run.config.memory_budget_gib > 0.0
+          ? fmt::format("{:.1f} GiB (--memory-budget-gib)", run.device_memory_gib)
+          : fmt::format("{:.1f} GiB ({})", run.device_memory_gib, run.device.str());
+  for (const config::ResolvedWorkload& w : run.workloads) {
+    if (w.spec.level != workloads::Level::layer && w.spec.level != workloads::Level::model) {
+      continue;
+    }
+    const std::string depth =
+        w.spec.level == workloads::Level::layer
+            ? std::string("one decoder layer")
+            : fmt::format("{} layer{}", w.model.num_layers, w.model.num_layers == 1 ? "" : "s");
+    fmt::print("\n{}: memory plan against {}, {}, micro-batch {} × {} tokens{}\n\n", w.spec.text(),
+               against, depth, w.training.micro_batch, w.training.seq_len,
+               w.training.activation_checkpointing ? ", activation checkpointing" : "");
+    fmt::print("| recipe | planned peak GiB | activations GiB | fits | largest --micro-batch |\n");
+    fmt::print("| :-- | --: | --: | :-- | --: |\n");
+    for (size_t i = 0; i < run.recipes.size(); ++i) {
+      const workloads::MemoryEstimate& e = w.memory.at(i);
+      const int64_t largest = config::largest_micro_batch(w, run, i);
+      fmt::print("| {} | {:.1f} | {:.1f} | {} | {} |\n", run.recipes[i].name, e.total_gib(),
+                 e.activations_gib, e.total_gib() <= run.device_memory_gib ? "yes" : "no",
+                 largest > 0 ? std::to_string(largest) : std::string("none"));
+    }
+    if (!w.interleave_note.empty()) fmt::print("\n{}: {}\n", w.spec.text(), w.interleave_note);
+  }
+}
+
 int execute(config::RunConfig config, const std::optional<std::string>& label,
             const std::string& command_line, bool dry_run) {
   // Everything is checked before the database is opened: bad input changes nothing.
@@ -84,6 +116,7 @@ int execute(config::RunConfig config, const std::optional<std::string>& label,
     config.world_size = config.nproc_per_node;
     config.local_rank = config.nproc_per_node - 1;
   }
+  config.plan_only = dry_run;
   config::ResolvedRun run = config::resolve(config);
   if (dry_run) {
     fmt::print(
@@ -96,6 +129,7 @@ int execute(config::RunConfig config, const std::optional<std::string>& label,
     for (const config::ResolvedWorkload& w : run.workloads) {
       if (!w.plan_note.empty()) fmt::print("{}: {}\n", w.spec.text(), w.plan_note);
     }
+    print_memory_plan(run);
     return 0;
   }
   if (!launch && config.nproc_per_node > 1) {
@@ -126,8 +160,10 @@ void add_run_command(CLI::App& app, Action& action, const std::string& command_l
   diagnostics->add_to(*run);
   auto dry_run = std::make_shared<bool>(false);
   run->add_flag("--dry-run", *dry_run,
-                "Check every argument as a run would (workload, recipes, memory plan, label) and "
-                "exit 0 without running anything or opening the database");
+                "Check every argument as a run would (workload, recipes, memory plan, label), "
+                "print each layer or model workload's memory plan (each recipe's planned peak and "
+                "the largest micro-batch it fits) and exit 0 without running anything or opening "
+                "the database");
   run->callback([&action, config, label, label_option, diagnostics, command_line, dry_run] {
     std::optional<std::string> chosen;
     if (label_option->count() > 0) chosen = *label;

@@ -95,7 +95,9 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
   run.add_option("--memory-budget-gib", config.memory_budget_gib,
                  "Plan memory against this many GiB instead of the device's (a GPU shared with "
                  "other jobs): what does not fit is refused, and recipes that do not fit together "
-                 "run one after another, each built when its turn comes");
+                 "run one after another, each built when its turn comes. With --dry-run it may "
+                 "exceed this machine's memory: plan for a GPU from a machine without one (add "
+                 "--fusion fused, the GPU's default)");
   run.add_flag("!--no-interleave", config.interleave,
                "Run the recipes one after another instead of step by step in turn");
   return run.add_option("--label", label,

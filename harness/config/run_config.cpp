@@ -484,7 +484,7 @@ ResolvedRun resolve(const RunConfig& given) {
   }
   run.device_memory_gib = env::usable_memory_gib(run.device);
   if (config.memory_budget_gib > 0.0) {
-    if (config.memory_budget_gib > run.device_memory_gib) {
+    if (config.memory_budget_gib > run.device_memory_gib && !config.plan_only) {
       throw InputError(fmt::format(
           "--memory-budget-gib {:.1f} is more than {} has ({:.1f} GiB usable); give at most that, "
           "or --no-memory-plan to run past the plan",
@@ -495,6 +495,15 @@ ResolvedRun resolve(const RunConfig& given) {
   for (ResolvedWorkload& w : run.workloads)
     plan_memory(w, run);
   return run;
+}
+
+int64_t largest_micro_batch(const ResolvedWorkload& w, const ResolvedRun& run, size_t recipe) {
+  workloads::TrainingOptions t = w.training;
+  return largest_fitting(kMaxSize / std::max<int64_t>(1, t.seq_len), [&](int64_t b) {
+    t.micro_batch = b;
+    return workloads::estimate_memory(w.spec, w.model, run.recipes.at(recipe), t).total_gib() <=
+           run.device_memory_gib;
+  });
 }
 
 std::optional<std::string> sharding_of(const ResolvedRun& run, const ResolvedWorkload& w) {

@@ -59,6 +59,11 @@ ResolvedRun resolve(const RunConfig& config);
 // state sharded, over NCCL); nullopt for one process.
 std::optional<std::string> sharding_of(const ResolvedRun& run, const ResolvedWorkload& w);
 
+// The largest micro-batch whose planned peak under run.recipes[recipe] fits the run's memory
+// (the device's, or --memory-budget-gib), at the workload's depth, sequence length and
+// recomputation as resolved; 0 where none does.
+int64_t largest_micro_batch(const ResolvedWorkload& w, const ResolvedRun& run, size_t recipe);
+
 // The configuration one run records in the store: one workload under one recipe, with the
 // model's dimensions, the recipe's GEMM specs and the memory plan spelled out.
 nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& workload,

@@ -42,6 +42,9 @@ struct RunConfig {
   // Plan memory against this many GiB instead of the device's (a GPU shared with other jobs, or
   // a smaller GPU's budget); 0: the device's usable memory.
   double memory_budget_gib = 0.0;
+  // --dry-run: resolve and plan, run nothing. The budget may then exceed this machine's memory
+  // (planning for a GPU from a machine without one).
+  bool plan_only = false;
   // Quantize an operand's two layouts (X and Xᵀ, ...) in separate passes even where one pass
   // could write both: an ablation of that fusion, the same bits either way.
   bool separate_layout_quantize = false;

@@ -112,6 +112,82 @@ TEST(CliRun, DryRunChecksEverythingAndOpensNothing) {
   EXPECT_FALSE(std::filesystem::exists(db));
 }
 
+// --dry-run prints the memory plan of each layer or model workload: every recipe's planned peak
+// and the largest micro-batch it fits. With --dry-run a budget may exceed this machine's memory
+// (planning for a GPU); a run is still refused it. Here 8-layer llama2-7b at 16 × 4096 tokens
+// against an H200's 139.8 GiB: saved=int8 keeps about half of BF16's activations a layer (the
+// plan's bytes per token, 67.1 against 131.7 kB, hand-counted in memory_plan_test; the output
+// layer's are the same in both), so it fits well over 1.5 times the sequences.
+TEST(CliRun, DryRunPrintsEachRecipesPlannedPeakAndLargestMicroBatch) {
+  TempDir dir;
+  const std::string db = dir / "never.db";
+  std::vector<std::string> args = {LPBENCH_BINARY,
+                                   "run",
+                                   "--workload",
+                                   "model:llama2-7b",
+                                   "--layers",
+                                   "8",
+                                   "--micro-batch",
+                                   "16",
+                                   "--seq-len",
+                                   "4096",
+                                   "--recipes",
+                                   "bf16,int8-tensor:dy=row,saved=int8",
+                                   "--fusion",
+                                   "fused",
+                                   "--device",
+                                   "cpu",
+                                   "--memory-budget-gib",
+                                   "139.8",
+                                   "--db",
+                                   db};
+  std::vector<std::string> dry = args;
+  dry.push_back("--dry-run");
+  const testing::ProcessResult plan = run_process(dry);
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("memory plan against 139.8 GiB (--memory-budget-gib), 8 layers, "
+                          "micro-batch 16 × 4096 tokens"),
+            std::string::npos)
+      << plan.out;
+  // | recipe | planned peak GiB | activations GiB | fits | largest --micro-batch |
+  const auto row = [&](const std::string& recipe) {
+    const size_t at = plan.out.find("| " + recipe + " |");
+    EXPECT_NE(at, std::string::npos) << plan.out;
+    std::vector<std::string> cells;
+    std::string cell;
+    for (size_t i = at + 1; i < plan.out.size() && plan.out[i] != '\n'; ++i) {
+      if (plan.out[i] != '|') {
+        cell += plan.out[i];
+        continue;
+      }
+      cells.push_back(cell.substr(1, cell.size() - 2));
+      cell.clear();
+    }
+    return cells;
+  };
+  const std::vector<std::string> bf16 = row("bf16");
+  const std::vector<std::string> saved = row("int8-tensor:dy=row,saved=int8");
+  ASSERT_EQ(bf16.size(), 5U) << plan.out;
+  ASSERT_EQ(saved.size(), 5U) << plan.out;
+  EXPECT_EQ(bf16[3], "yes");
+  EXPECT_EQ(saved[3], "yes");
+  EXPECT_GT(std::stod(bf16[1]), 1.3 * std::stod(saved[1]) - 30.0);  // peaks: state + activations
+  EXPECT_GT(std::stod(bf16[2]), 1.7 * std::stod(saved[2]));         // activations alone
+  const int64_t bf16_largest = std::stoll(bf16[4]);
+  const int64_t saved_largest = std::stoll(saved[4]);
+  EXPECT_GE(bf16_largest, 16);  // it fits 16, as planned
+  EXPECT_GT(saved_largest, 3 * bf16_largest / 2);
+  EXPECT_FALSE(std::filesystem::exists(db));
+
+  // A run (not a plan) is refused a budget beyond this machine, in one line.
+  args[args.size() - 3] = "100000";
+  const testing::ProcessResult refused = run_process(args);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--memory-budget-gib 100000.0 is more than"), std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
+}
+
 TEST(CliRun, SigtermStopsAfterTheCurrentStepAndKeepsEveryFinishedStep) {
   TempDir dir;
   const std::string db = dir / "stop.db";

@@ -359,9 +359,9 @@ TEST_F(FusedKernels, HadamardQuantizationMatchesTheReferenceBitForBit) {
 // Where rows are whole blocks of 128, the norms' and SwiGLU's kernels write the INT8 copy
 // themselves and their backward kernels read it: the copy's bytes are the block kernel's
 // (checked at the kernel's arguments), the outputs are the BF16-saved path's, and the gradients
-// are those of the BF16 kernels at the restored input, bit for bit. Odd row counts leave half a
-// warp idle at the end (SwiGLU) and rows of 128 put 16 rows in a norm block; one block is all
-// zeros and one holds a value 1000 times the rest.
+// are those of the same kernels reading the restored BF16 input, bit for bit. Odd row counts leave
+// half a warp idle at the end (SwiGLU) and rows of 128 put 16 rows in a norm block; one block is
+// all zeros and one holds a value 1000 times the rest.
 TEST(SavedInt8OnGpu, TheNormAndSwigluKernelsKeepAndReadTheCopyThemselves) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const auto restored = [](const at::Tensor& t) {
@@ -399,46 +399,81 @@ TEST(SavedInt8OnGpu, TheNormAndSwigluKernelsKeepAndReadTheCopyThemselves) {
     swiglu(gr, false, false).backward(d);
     EXPECT_TRUE(gu.grad().equal(gr.grad())) << inner;
   }
+  // The norms: the copy from the forward kernel's arguments (of x, or of the residual sum), the
+  // backward kernel reading it against the same kernel reading its restore (the forward's rstd
+  // either way: the backward rescales the restored input by it), then the autograd path.
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
   for (const int64_t cols : {128, 512, 4096}) {
-    const int64_t rows = 37;
-    const at::Tensor x0 = with_outliers(torch::randn({rows, cols}, kBf16));
-    const at::Tensor r0 = torch::randn({rows, cols}, kBf16);
-    const at::Tensor w0 = 1 + 0.1 * torch::randn({cols}, kBf16.dtype(torch::kFloat));
-    const at::Tensor d = torch::randn({rows, cols}, kBf16);
-    // The copy of the residual sum, from the kernel's arguments.
-    const at::Tensor h = torch::empty_like(x0);
-    const at::Tensor y = torch::empty_like(x0);
-    const at::Tensor rstd = torch::empty({rows}, w0.options());
-    const SavedActivation room = int8_room(x0);
-    cuda::RmsNormArgs a;
-    a.x = x0.data_ptr();
-    a.residual = r0.data_ptr();
-    a.weight = w0.data_ptr<float>();
-    a.rows = rows;
-    a.cols = cols;
-    a.h = h.data_ptr();
-    a.y = y.data_ptr();
-    a.rstd = rstd.data_ptr<float>();
-    a.keep = blocks_of(room);
-    cuda::rmsnorm_forward(a, c10::cuda::getCurrentCUDAStream().stream());
-    const SavedActivation expected = save_activation(h, true);
-    EXPECT_TRUE(room.values.equal(expected.values)) << cols;
-    EXPECT_TRUE(room.scales.equal(expected.scales)) << cols;
-    // rms_norm, and add_rms_norm with only y used (no gradient along the residual path, so the
-    // backward is the norm's alone).
-    at::Tensor x = leaf(x0), w = leaf(w0), xr = leaf(restored(x0)), wr = leaf(w0);
-    const at::Tensor out = rms_norm(x, w, 1e-5, false, true);
-    EXPECT_TRUE(out.equal(rms_norm(x0, w0, 1e-5, false, false))) << cols;
-    out.backward(d);
-    rms_norm(xr, wr, 1e-5, false, false).backward(d);
-    EXPECT_TRUE(x.grad().equal(xr.grad())) << cols;
-    EXPECT_TRUE(w.grad().equal(wr.grad())) << cols;
-    at::Tensor xa = leaf(x0), ra = leaf(r0), wa = leaf(w0), hr = leaf(restored(h)), wh = leaf(w0);
-    add_rms_norm(xa, ra, wa, 1e-5, false, true).second.backward(d);
-    rms_norm(hr, wh, 1e-5, false, false).backward(d);
-    EXPECT_TRUE(xa.grad().equal(hr.grad())) << cols;
-    EXPECT_TRUE(ra.grad().equal(hr.grad())) << cols;
-    EXPECT_TRUE(wa.grad().equal(wh.grad())) << cols;
+    for (const bool residual : {false, true}) {
+      const int64_t rows = 37;
+      const at::Tensor x0 = with_outliers(torch::randn({rows, cols}, kBf16));
+      const at::Tensor r0 = torch::randn({rows, cols}, kBf16);
+      const at::Tensor w0 = 1 + 0.1 * torch::randn({cols}, kBf16.dtype(torch::kFloat));
+      const at::Tensor d = torch::randn({rows, cols}, kBf16);
+      const at::Tensor h = residual ? torch::empty_like(x0) : x0;
+      const at::Tensor y = torch::empty_like(x0);
+      const at::Tensor rstd = torch::empty({rows}, w0.options());
+      const SavedActivation room = int8_room(x0);
+      cuda::RmsNormArgs a;
+      a.x = x0.data_ptr();
+      a.residual = residual ? r0.data_ptr() : nullptr;
+      a.weight = w0.data_ptr<float>();
+      a.rows = rows;
+      a.cols = cols;
+      a.h = residual ? h.data_ptr() : nullptr;
+      a.y = y.data_ptr();
+      a.rstd = rstd.data_ptr<float>();
+      a.keep = blocks_of(room);
+      cuda::rmsnorm_forward(a, stream);
+      const SavedActivation expected = save_activation(h, true);
+      EXPECT_TRUE(room.values.equal(expected.values)) << cols << residual;
+      EXPECT_TRUE(room.scales.equal(expected.scales)) << cols << residual;
+
+      const at::Tensor restored_h = restore_activation(room, torch::kBFloat16);
+      const at::Tensor dh_in = torch::randn({rows, cols}, kBf16);
+      const auto backward = [&](bool from_copy, const at::Tensor& more) {
+        at::Tensor dh = torch::empty_like(x0);
+        at::Tensor dw = torch::empty({cols}, w0.options());
+        const at::Tensor workspace =
+            torch::empty({static_cast<int64_t>(cuda::rmsnorm_backward_workspace_bytes(rows, cols))},
+                         kBf16.dtype(torch::kByte));
+        cuda::RmsNormBackwardArgs b;
+        b.dy = d.data_ptr();
+        if (from_copy) {
+          b.h_kept = kept_blocks_of(room);
+        } else {
+          b.h = restored_h.data_ptr();
+        }
+        b.weight = w0.data_ptr<float>();
+        b.rstd = rstd.data_ptr<float>();
+        b.dh_in = more.defined() ? more.data_ptr() : nullptr;
+        b.rows = rows;
+        b.cols = cols;
+        b.dh = dh.data_ptr();
+        b.dweight = dw.data_ptr<float>();
+        b.workspace = workspace.data_ptr();
+        cuda::rmsnorm_backward(b, stream);
+        return std::make_pair(dh, dw);
+      };
+      const auto from_copy = backward(true, dh_in);
+      const auto from_restore = backward(false, dh_in);
+      EXPECT_TRUE(from_copy.first.equal(from_restore.first)) << cols << residual;
+      EXPECT_TRUE(from_copy.second.equal(from_restore.second)) << cols << residual;
+
+      // The autograd path: the forward's outputs unchanged, the gradients the kernel's from the
+      // copy (no gradient along the residual path: the one reaching h is zero).
+      const auto expected_grads = backward(true, at::Tensor());
+      at::Tensor x = leaf(x0), r = leaf(r0), w = leaf(w0);
+      const at::Tensor out = residual ? add_rms_norm(x, r, w, 1e-5, false, true).second
+                                      : rms_norm(x, w, 1e-5, false, true);
+      EXPECT_TRUE(out.equal(y)) << cols << residual;
+      out.backward(d);
+      EXPECT_TRUE(x.grad().equal(expected_grads.first)) << cols << residual;
+      EXPECT_TRUE(w.grad().equal(expected_grads.second)) << cols << residual;
+      if (residual) {
+        EXPECT_TRUE(r.grad().equal(expected_grads.first)) << cols;
+      }
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #include "kernels/profiling/range.h"
 #include "kernels/reference/rope.h"
 #include "kernels/torch/amax_registry.h"
+#include "kernels/torch/rmsnorm.h"
 #include "kernels/torch/saved_activation.h"
 
 #ifdef LPBENCH_CUDA_GLUE
@@ -181,6 +182,68 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
   }
 };
 
+// Qwen3's attention under saved=int8: per-head RMSNorms of q and k, RoPE, SDPA. Only qkv as
+// it leaves the projection (before the norms) is kept, as INT8 blocks; the backward restores it,
+// runs norms, RoPE and SDPA again under autograd and differentiates that, so none of their state
+// (normalized and rotated q and k, v, o, the log-sum-exp, the norms' inputs) lives between
+// forward and backward.
+class QkNormAttentionFunction : public torch::autograd::Function<QkNormAttentionFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv_in,
+                            const at::Tensor& q_norm, const at::Tensor& k_norm, int64_t heads,
+                            int64_t kv_heads, int64_t head_dim, double eps, const at::Tensor& cos,
+                            const at::Tensor& sin) {
+    const AttentionShape shape{heads, kv_heads, head_dim};
+    const at::Tensor qkv = qkv_in.contiguous();
+    const SavedActivation kept = save_activation(qkv, true);
+    ctx->save_for_backward({kept.values, kept.scales, q_norm, k_norm, cos, sin});
+    ctx->saved_data["shape"] = std::vector<int64_t>{heads, kv_heads, head_dim};
+    ctx->saved_data["eps"] = eps;
+    ctx->saved_data["type"] = static_cast<int64_t>(qkv.scalar_type());
+    return attend(qkv, q_norm, k_norm, shape, eps, cos, sin, "sdpa");
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const std::vector<int64_t> s = ctx->saved_data["shape"].toIntVector();
+    const AttentionShape shape{s[0], s[1], s[2]};
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor qkv =
+        restore_activation({saved[0], saved[1]},
+                           static_cast<at::ScalarType>(ctx->saved_data["type"].toInt()))
+            .detach()
+            .requires_grad_();
+    const at::Tensor q_norm = saved[2].detach().requires_grad_();
+    const at::Tensor k_norm = saved[3].detach().requires_grad_();
+    variable_list d;
+    {
+      const at::AutoGradMode grad_mode(true);
+      const at::Tensor o = attend(qkv, q_norm, k_norm, shape, ctx->saved_data["eps"].toDouble(),
+                                  saved[4], saved[5], "sdpa again");
+      const profiling::Range range("sdpa backward");
+      d = torch::autograd::grad({o}, {qkv, q_norm, k_norm}, {grads[0]});
+    }
+    return {d[0],         d[1],         d[2],         at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+
+ private:
+  // The forward, as the composition of the differentiable operators (rms_norm, rope, SDPA):
+  // run without autograd in forward, under it in backward.
+  static at::Tensor attend(const at::Tensor& qkv, const at::Tensor& q_norm,
+                           const at::Tensor& k_norm, const AttentionShape& shape, double eps,
+                           const at::Tensor& cos, const at::Tensor& sin, const char* region) {
+    const Heads h = split(qkv, shape);
+    at::Tensor q = rms_norm(h.q.contiguous(), q_norm, eps);
+    at::Tensor k = rms_norm(h.k.contiguous(), k_norm, eps);
+    q = rope(q, cos, sin);
+    k = rope(k, cos, sin);
+    const profiling::Range range(region);
+    const at::Tensor o = sdpa(q.transpose(1, 2), k.transpose(1, 2), h.v.transpose(1, 2),
+                              shape.kv_heads != shape.heads);
+    return o.transpose(1, 2).reshape({qkv.size(0), qkv.size(1), shape.heads * shape.head_dim});
+  }
+};
+
 class RopeFunction : public torch::autograd::Function<RopeFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& cos,
@@ -210,6 +273,16 @@ at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
               shape.kv_heads, " heads of ", shape.head_dim);
   return CausalAttentionFunction::apply(qkv, shape.heads, shape.kv_heads, shape.head_dim, cos, sin,
                                         report_amax, int8_saved);
+}
+
+at::Tensor qk_norm_attention_int8_saved(const at::Tensor& qkv, const AttentionShape& shape,
+                                        const at::Tensor& q_norm, const at::Tensor& k_norm,
+                                        double eps, const at::Tensor& cos, const at::Tensor& sin) {
+  TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) == (shape.heads + 2 * shape.kv_heads) * shape.head_dim,
+              "qk_norm_attention_int8_saved: qkv ", qkv.sizes(), " does not hold ", shape.heads,
+              "+2×", shape.kv_heads, " heads of ", shape.head_dim);
+  return QkNormAttentionFunction::apply(qkv, q_norm, k_norm, shape.heads, shape.kv_heads,
+                                        shape.head_dim, eps, cos, sin);
 }
 
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {

@@ -28,6 +28,15 @@ at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
                             const at::Tensor& cos, const at::Tensor& sin, bool report_amax = false,
                             bool int8_saved = false);
 
+// Qwen3's attention (per-head RMSNorms of q and k with weights q_norm and k_norm [head_dim],
+// then RoPE, then causal SDPA) under saved=int8: the same forward as composing rms_norm, rope
+// and SDPA, but only qkv (as the projection made it) is kept for backward, as INT8 blocks, and
+// the backward runs the norms, RoPE and SDPA again on it before differentiating. Returns
+// [B, T, heads·head_dim]; differentiable in qkv, q_norm and k_norm.
+at::Tensor qk_norm_attention_int8_saved(const at::Tensor& qkv, const AttentionShape& shape,
+                                        const at::Tensor& q_norm, const at::Tensor& k_norm,
+                                        double eps, const at::Tensor& cos, const at::Tensor& sin);
+
 // RoPE of x [B, T, heads, head_dim] (any strides) into a new tensor, differentiable: for q and k
 // that are not views of one product (after Qwen3's per-head norms).
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);

@@ -509,7 +509,7 @@ TEST(SavedInt8OnGpu, TheCopyAndItsRestoreAreTheReferences) {
 }
 
 // A model step under int8-dataflow has the forward of int8-block exactly (only what backward
-// reads changed) and trains to finite losses within 2 % of it.
+// reads changed) and trains to finite losses within 2 % of it, with and without per-head norms.
 TEST(SavedInt8OnGpu, AModelStepKeepsTheForwardAndTrains) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const torch::Device gpu(torch::kCUDA, 0);
@@ -521,17 +521,22 @@ TEST(SavedInt8OnGpu, AModelStepKeepsTheForwardAndTrains) {
   o.lr_warmup_steps = 2;
   o.fusion = Fusion::fused;
   const char* recipes[2] = {"int8-block", "int8-dataflow"};
-  std::vector<double> losses[2];
-  for (int r = 0; r < 2; ++r) {
-    auto model = make_workload(parse_workload("model:tiny"), builtin_model("tiny"),
-                               kernels::parse_recipe(recipes[r]), o, gpu);
-    for (int64_t step = 0; step < o.total_steps; ++step) {
-      losses[r].push_back(*model->step(step).loss);
-      EXPECT_TRUE(std::isfinite(losses[r].back())) << recipes[r] << " step " << step;
+  // Also with Qwen3's per-head norms of q and k, whose attention keeps qkv alone.
+  for (const bool qk_norm : {false, true}) {
+    ModelConfig config = builtin_model("tiny");
+    config.qk_norm = qk_norm;
+    std::vector<double> losses[2];
+    for (int r = 0; r < 2; ++r) {
+      auto model = make_workload(parse_workload("model:tiny"), config,
+                                 kernels::parse_recipe(recipes[r]), o, gpu);
+      for (int64_t step = 0; step < o.total_steps; ++step) {
+        losses[r].push_back(*model->step(step).loss);
+        EXPECT_TRUE(std::isfinite(losses[r].back())) << recipes[r] << " step " << step;
+      }
     }
+    EXPECT_EQ(losses[0][0], losses[1][0]) << qk_norm;
+    EXPECT_LT(std::abs(losses[1].back() - losses[0].back()), 0.02 * losses[0].back()) << qk_norm;
   }
-  EXPECT_EQ(losses[0][0], losses[1][0]);
-  EXPECT_LT(std::abs(losses[1].back() - losses[0].back()), 0.02 * losses[0].back());
 }
 
 TEST(FusedStepOnGpu, TheFusedDecoderAndModelLevelMatchTheUnfusedOnes) {

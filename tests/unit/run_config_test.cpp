@@ -491,5 +491,24 @@ TEST(MemoryPlan, SavedInt8KeepsInt8BlocksAndNoWeightCopies) {
               (8 * layer_weights + 8 * 4096 * saved_bf16_minus_int8) / gib, 1e-9);
 }
 
+// Qwen3 under saved=int8 keeps qkv alone for its attention (norms, RoPE and SDPA run again in
+// backward), where BF16 keeps qkv, the normalized and rotated q and k, the norms' inputs and
+// the inverse RMS of every head, o and the log-sum-exp (hand count, qwen3-8b).
+TEST(MemoryPlan, SavedInt8KeepsOnlyQkvForQwenAttention) {
+  const workloads::ModelConfig& m = workloads::builtin_model("qwen3-8b");
+  ASSERT_TRUE(m.qk_norm);
+  const double h = 4096, q = 32 * 128, kv = 8 * 128, f = 12288, heads = 32, kv_heads = 8;
+  const double norms = 2 * (2 * h - (h + 4 * h / 128));
+  const double attention_bf16 =
+      2 * (q + 2 * kv) + 2 * q + 4 * heads + 4 * (q + kv) + 4 * (heads + kv_heads);
+  const double attention_int8 = (q + 2 * kv) + 4 * (q + 2 * kv) / 128;
+  const double swiglu = 4 * f - (2 * f + 4 * (2 * f / 128));
+  EXPECT_DOUBLE_EQ(workloads::activation_bytes_per_token(m, kernels::recipe_by_name("int8-block"),
+                                                         workloads::Fusion::fused) -
+                       workloads::activation_bytes_per_token(
+                           m, kernels::recipe_by_name("int8-dataflow"), workloads::Fusion::fused),
+                   norms + attention_bf16 - attention_int8 + swiglu);
+}
+
 }  // namespace
 }  // namespace lpbench::config

@@ -142,6 +142,50 @@ TEST(SavedActivation, AttentionRunsAgainOnTheRestoredQkvAndKeepsNothingElse) {
   EXPECT_LT(gap, 0.05);
 }
 
+// Qwen3's attention (per-head norms of q and k, RoPE, SDPA) under saved=int8 keeps only the
+// projection's qkv: the forward is the composition's on the exact input, and every gradient
+// (qkv and both norms' weights) is the composition's at the restored qkv, bit for bit.
+TEST(SavedActivation, QkNormAttentionRunsAgainFromTheKeptQkvAlone) {
+  torch::manual_seed(16);
+  const AttentionShape shape{4, 2, 32};
+  const int64_t batch = 2;
+  const int64_t seq = 12;
+  const double eps = 1e-6;
+  const auto [cos, sin] = test_support::rope_tables(seq, 32);
+  const at::Tensor qkv0 = torch::randn({batch, seq, (4 + 2 * 2) * 32}).to(at::kBFloat16);
+  const at::Tensor qw0 = 1 + 0.1 * torch::randn({32});
+  const at::Tensor kw0 = 1 + 0.1 * torch::randn({32});
+  const at::Tensor d = torch::randn({batch, seq, 4 * 32}).to(at::kBFloat16);
+  // The composition of the differentiable operators, as the unfused-attention path runs it.
+  const auto composed = [&](const at::Tensor& qkv, const at::Tensor& qw, const at::Tensor& kw) {
+    const at::Tensor q = qkv.narrow(-1, 0, 4 * 32).view({batch, seq, 4, 32});
+    const at::Tensor k = qkv.narrow(-1, 4 * 32, 2 * 32).view({batch, seq, 2, 32});
+    const at::Tensor v = qkv.narrow(-1, 6 * 32, 2 * 32).view({batch, seq, 2, 32});
+    const at::Tensor qr = rope(rms_norm(q.contiguous(), qw, eps), cos, sin);
+    const at::Tensor kr = rope(rms_norm(k.contiguous(), kw, eps), cos, sin);
+    const at::Tensor o =
+        at::scaled_dot_product_attention(qr.transpose(1, 2), kr.transpose(1, 2), v.transpose(1, 2),
+                                         {}, 0.0, /*is_causal=*/true, std::nullopt, true);
+    return o.transpose(1, 2).reshape({batch, seq, 4 * 32});
+  };
+
+  at::Tensor qkv = leaf(qkv0), qw = leaf(qw0), kw = leaf(kw0);
+  at::Tensor product = qkv * 1;
+  const StorageWatch watch(product);
+  const at::Tensor o = qk_norm_attention_int8_saved(product, shape, qw, kw, eps, cos, sin);
+  product.reset();
+  EXPECT_TRUE(watch.freed());  // neither the product nor any state of the norms or SDPA
+  EXPECT_TRUE(o.equal(composed(qkv0, qw0, kw0)));
+  o.backward(d);
+
+  at::Tensor qkv_r = leaf(round_trip(qkv0)), qw_r = leaf(qw0), kw_r = leaf(kw0);
+  composed(qkv_r, qw_r, kw_r).backward(d);
+  EXPECT_TRUE(qkv.grad().equal(qkv_r.grad()));
+  EXPECT_TRUE(qw.grad().equal(qw_r.grad()));
+  EXPECT_TRUE(kw.grad().equal(kw_r.grad()));
+  EXPECT_GT(kw.grad().abs().sum().item<double>(), 0.0);
+}
+
 TEST(SavedActivation, RequantizingWInBackwardGivesTheSameGradientsBitForBit) {
   torch::manual_seed(15);
   const at::Tensor x0 = torch::randn({24, 256}).to(at::kBFloat16);

@@ -99,9 +99,10 @@ double fused_bytes_per_token(const ModelConfig& m, const kernels::Recipe& recipe
   double bytes = 2 * kept_row_bytes(h, int8) + 8;
   // The qkv product keeps its input (the norm's output, or its quantized copy).
   bytes += saved_bytes(gemms_of(recipe, "layers.0.attention.qkv").wgrad) * h;
-  if (int8 && !m.qk_norm) {
-    // Attention keeps the rotated qkv alone (it runs again in backward); the output projection
-    // keeps the attention's output, or its quantized copy.
+  if (int8) {
+    // Attention keeps qkv alone (rotated; with Qwen3's per-head norms, as the projection made
+    // it): it runs again in backward. The output projection keeps the attention's output, or
+    // its quantized copy.
     bytes += kept_row_bytes(q + 2 * kv, true) + (out_quantized ? q : 2 * q);
   } else {
     // Attention keeps the qkv output whole (q and k rotated in place, v read from it), its
@@ -110,11 +111,10 @@ double fused_bytes_per_token(const ModelConfig& m, const kernels::Recipe& recipe
     bytes += 2 * (q + 2 * kv) + 2 * q + 4 * heads + (out_quantized ? q : 0.0);
   }
   // Per-head norms of q and k (Qwen3): contiguous copies of q and k kept by the norms, their
-  // rotated outputs kept by attention (torch's SDPA on this path: BF16 under saved=int8 too),
-  // the inverse RMS of every head.
-  if (m.qk_norm) {
-    bytes += kept_row_bytes(q + kv, int8) + 2 * (q + kv) +
-             4 * (heads + static_cast<double>(m.num_kv_heads));
+  // rotated outputs kept by attention, the inverse RMS of every head; under saved=int8 nothing
+  // (they run again in backward from the kept qkv).
+  if (m.qk_norm && !int8) {
+    bytes += 2 * (q + kv) + 2 * (q + kv) + 4 * (heads + static_cast<double>(m.num_kv_heads));
   }
   // SwiGLU: the gate_up input, its output (one fused kernel reads both halves), the down input.
   const std::string mlp = m.is_moe() ? "layers.0.moe.experts.0" : "layers.0.mlp";

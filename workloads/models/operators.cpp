@@ -64,6 +64,9 @@ torch::Tensor Operators::attention(const torch::Tensor& qkv, const kernels::Atte
   if (fusion_ == Fusion::fused && !q_norm.defined()) {
     return kernels::causal_attention(qkv, s, cos, sin, producer_amax_, int8_saved_);
   }
+  if (fusion_ == Fusion::fused && int8_saved_) {
+    return kernels::qk_norm_attention_int8_saved(qkv, s, q_norm, k_norm, eps, cos, sin);
+  }
   const int64_t d = s.head_dim;
   torch::Tensor q = qkv.narrow(-1, 0, s.heads * d).view({batch, seq, s.heads, d});
   torch::Tensor k = qkv.narrow(-1, s.heads * d, s.kv_heads * d).view({batch, seq, s.kv_heads, d});

@@ -93,10 +93,14 @@ void print_memory_plan(const config::ResolvedRun& run) {
     fmt::print("| :-- | --: | --: | :-- | --: |\n");
     for (size_t i = 0; i < run.recipes.size(); ++i) {
       const workloads::MemoryEstimate& e = w.memory.at(i);
-      const int64_t largest = config::largest_micro_batch(w, run, i);
+      const config::LargestMicroBatch largest = config::largest_micro_batch(w, run, i);
+      const std::string batch =
+          largest.value == 0 ? std::string("none")
+          : largest.at_limit
+              ? fmt::format("{} (the most tokens a step; memory allows more)", largest.value)
+              : std::to_string(largest.value);
       fmt::print("| {} | {:.1f} | {:.1f} | {} | {} |\n", run.recipes[i].name, e.total_gib(),
-                 e.activations_gib, e.total_gib() <= run.device_memory_gib ? "yes" : "no",
-                 largest > 0 ? std::to_string(largest) : std::string("none"));
+                 e.activations_gib, e.total_gib() <= run.device_memory_gib ? "yes" : "no", batch);
     }
     if (!w.interleave_note.empty()) fmt::print("\n{}: {}\n", w.spec.text(), w.interleave_note);
   }

@@ -497,13 +497,16 @@ ResolvedRun resolve(const RunConfig& given) {
   return run;
 }
 
-int64_t largest_micro_batch(const ResolvedWorkload& w, const ResolvedRun& run, size_t recipe) {
+LargestMicroBatch largest_micro_batch(const ResolvedWorkload& w, const ResolvedRun& run,
+                                      size_t recipe) {
   workloads::TrainingOptions t = w.training;
-  return largest_fitting(kMaxSize / std::max<int64_t>(1, t.seq_len), [&](int64_t b) {
+  const int64_t limit = kMaxSize / std::max<int64_t>(1, t.seq_len);
+  const int64_t largest = largest_fitting(limit, [&](int64_t b) {
     t.micro_batch = b;
     return workloads::estimate_memory(w.spec, w.model, run.recipes.at(recipe), t).total_gib() <=
            run.device_memory_gib;
   });
+  return {largest, largest == limit};
 }
 
 std::optional<std::string> sharding_of(const ResolvedRun& run, const ResolvedWorkload& w) {

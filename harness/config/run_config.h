@@ -61,8 +61,14 @@ std::optional<std::string> sharding_of(const ResolvedRun& run, const ResolvedWor
 
 // The largest micro-batch whose planned peak under run.recipes[recipe] fits the run's memory
 // (the device's, or --memory-budget-gib), at the workload's depth, sequence length and
-// recomputation as resolved; 0 where none does.
-int64_t largest_micro_batch(const ResolvedWorkload& w, const ResolvedRun& run, size_t recipe);
+// recomputation as resolved; 0 where none does. `at_limit`: it is the most tokens a step that
+// lpbench takes (--micro-batch × --seq-len), not a memory bound.
+struct LargestMicroBatch {
+  int64_t value = 0;
+  bool at_limit = false;
+};
+LargestMicroBatch largest_micro_batch(const ResolvedWorkload& w, const ResolvedRun& run,
+                                      size_t recipe);
 
 // The configuration one run records in the store: one workload under one recipe, with the
 // model's dimensions, the recipe's GEMM specs and the memory plan spelled out.

@@ -179,6 +179,16 @@ TEST(CliRun, DryRunPrintsEachRecipesPlannedPeakAndLargestMicroBatch) {
   EXPECT_GT(saved_largest, 3 * bf16_largest / 2);
   EXPECT_FALSE(std::filesystem::exists(db));
 
+  // Where memory would allow more than lpbench's most tokens a step, the table says so.
+  const testing::ProcessResult small = run_process(
+      {LPBENCH_BINARY, "run", "--workload", "layer:tiny", "--seq-len", "4096", "--recipes", "bf16",
+       "--device", "cpu", "--memory-budget-gib", "1000", "--db", db, "--dry-run"});
+  ASSERT_EQ(small.exit_code, 0) << small.err;
+  EXPECT_NE(small.out.find("one decoder layer"), std::string::npos) << small.out;
+  EXPECT_NE(small.out.find("| 4096 (the most tokens a step; memory allows more) |"),
+            std::string::npos)
+      << small.out;
+
   // A run (not a plan) is refused a budget beyond this machine, in one line.
   args[args.size() - 3] = "100000";
   const testing::ProcessResult refused = run_process(args);

@@ -81,17 +81,6 @@ void check_aligned(const void* p, const char* what) {
                        std::string(what) + " must be 16-byte aligned");
 }
 
-// INT8 blocks (written or read) need whole blocks of 128 and their scales.
-void check_blocks(const void* values, const void* scales, int64_t cols, const char* who) {
-  if (values == nullptr) return;
-  LPBENCH_CUDA_REQUIRE(cols % kSavedBlock == 0,
-                       std::string(who) + ": INT8 blocks need rows of a multiple of 128, got " +
-                           std::to_string(cols));
-  LPBENCH_CUDA_REQUIRE(scales != nullptr && reinterpret_cast<uintptr_t>(values) % 8 == 0 &&
-                           reinterpret_cast<uintptr_t>(scales) % 4 == 0,
-                       std::string(who) + ": INT8 blocks need their scales, values 8-byte aligned");
-}
-
 // The sum of `v` over the `tpr` threads of a row (every thread of the block calls it).
 __device__ __forceinline__ float row_sum(float v, int tpr, float* shared) {
   const int width = tpr < 32 ? tpr : 32;
@@ -304,7 +293,7 @@ void rmsnorm_forward(const RmsNormArgs& a, cudaStream_t stream) {
   const void* pointers[] = {a.x, a.residual, a.weight, a.h, a.y};
   for (const void* p : pointers)
     check_aligned(p, "rmsnorm_forward's matrices");
-  check_blocks(a.keep.values, a.keep.scales, a.cols, "rmsnorm_forward");
+  check_int8_blocks(a.keep.values, a.keep.scales, a.cols, "rmsnorm_forward");
   const NvtxRange range("lpbench rmsnorm_forward");
   const Layout l = layout_for(a.cols, kForwardVectors, kForwardThreads);
   const auto blocks = static_cast<unsigned>((a.rows + l.rows_per_block - 1) / l.rows_per_block);
@@ -328,7 +317,7 @@ void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
   const void* pointers[] = {a.dy, a.h, a.dh_in, a.dh, a.weight};
   for (const void* p : pointers)
     check_aligned(p, "rmsnorm_backward's matrices");
-  check_blocks(a.h_kept.values, a.h_kept.scales, a.cols, "rmsnorm_backward");
+  check_int8_blocks(a.h_kept.values, a.h_kept.scales, a.cols, "rmsnorm_backward");
   const NvtxRange range("lpbench rmsnorm_backward");
   const Layout l = layout_for(a.cols, 1, kBackwardThreads);
   const int64_t blocks = backward_blocks(a.rows, l);

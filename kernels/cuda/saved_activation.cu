@@ -44,6 +44,16 @@ __global__ void __launch_bounds__(kThreads) restore_kernel(const RestoreInt8Args
 
 }  // namespace
 
+void check_int8_blocks(const void* values, const void* scales, int64_t cols, const char* who) {
+  if (values == nullptr) return;
+  LPBENCH_CUDA_REQUIRE(cols % kSavedBlock == 0,
+                       std::string(who) + ": INT8 blocks need rows of a multiple of 128, got " +
+                           std::to_string(cols));
+  LPBENCH_CUDA_REQUIRE(scales != nullptr && reinterpret_cast<uintptr_t>(values) % 8 == 0 &&
+                           reinterpret_cast<uintptr_t>(scales) % 4 == 0,
+                       std::string(who) + ": INT8 blocks need their scales, values 8-byte aligned");
+}
+
 void restore_int8_blocks(const RestoreInt8Args& a, cudaStream_t stream) {
   LPBENCH_CUDA_REQUIRE(a.values != nullptr && a.scales != nullptr && a.out != nullptr,
                        "restore_int8_blocks: a pointer is null");

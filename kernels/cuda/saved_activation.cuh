@@ -10,6 +10,8 @@ namespace lpbench::cuda {
 // it in their forward and read it in their backward (saved_int8_blocks.cuh), so that neither the
 // copy nor its restore is a pass of its own: values [rows, cols], FP32 scales [rows, cols / 128],
 // cols a multiple of 128. The bytes are kernels/reference/quantize.h's spec int8 {1, 128}.
+constexpr int kSavedBlock = 128;
+
 struct Int8Blocks {  // written
   int8_t* values = nullptr;
   float* scales = nullptr;
@@ -18,6 +20,11 @@ struct KeptInt8Blocks {  // read
   const int8_t* values = nullptr;
   const float* scales = nullptr;
 };
+
+// The launchers' check of such a copy, where one is given (values not null): rows of `cols`
+// elements a whole number of blocks, the scales present, the values 8-byte aligned (the kernels'
+// accesses). std::invalid_argument naming `who` otherwise.
+void check_int8_blocks(const void* values, const void* scales, int64_t cols, const char* who);
 
 // An activation kept as INT8 in blocks of 128 along its rows (saved=int8: values [rows, cols],
 // FP32 scales [rows, ceil(cols / 128)]) restored to BF16 in one pass:

@@ -20,8 +20,6 @@
 
 namespace lpbench::cuda {
 
-constexpr int kSavedBlock = 128;
-
 // Keeps values v (BF16 values, held as floats) of row `row`, columns col..col+7 of a `cols`-wide
 // tensor. Every lane of the block's 16 calls it together.
 __device__ __forceinline__ void keep_int8x8(const Bf16x8& v, int64_t row, int64_t col, int64_t cols,

@@ -91,16 +91,11 @@ void launch(const SwigluArgs& a, cudaStream_t stream) {
   const void* pointers[] = {a.gate_up, a.out, a.d_out, a.d_gate_up};
   for (const void* p : pointers)
     LPBENCH_CUDA_REQUIRE(reinterpret_cast<uintptr_t>(p) % 16 == 0, "pointers 16-byte aligned");
-  if (int8_in || (!kBackward && a.keep.values != nullptr)) {
-    const void* values = kBackward ? static_cast<const void*>(a.kept.values) : a.keep.values;
-    const void* scales = kBackward ? static_cast<const void*>(a.kept.scales) : a.keep.scales;
-    LPBENCH_CUDA_REQUIRE(a.inner % kSavedBlock == 0,
-                         "INT8 blocks of gate_up need an inner width that is a multiple of 128, "
-                         "got " +
-                             std::to_string(a.inner));
-    LPBENCH_CUDA_REQUIRE(scales != nullptr && reinterpret_cast<uintptr_t>(values) % 8 == 0 &&
-                             reinterpret_cast<uintptr_t>(scales) % 4 == 0,
-                         "INT8 blocks need their scales, values 8-byte aligned");
+  // Rows of gate_up are 2·inner wide, but a block must not straddle the gate and up halves.
+  if (kBackward) {
+    check_int8_blocks(a.kept.values, a.kept.scales, a.inner, "swiglu_backward's gate_up halves");
+  } else {
+    check_int8_blocks(a.keep.values, a.keep.scales, a.inner, "swiglu_forward's gate_up halves");
   }
   const int64_t items = a.rows * (a.inner / kBf16PerVector);
   const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads,

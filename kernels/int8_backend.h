@@ -31,12 +31,4 @@ inline std::optional<Int8Backend> int8_backend_named(std::string_view name) {
 }
 inline constexpr std::string_view kInt8GemmNames = "auto, cublaslt, lpbench, torch, wgmma";
 
-// How the wgmma kernel picks its tile and cluster for a shape it has not run before: timed (the
-// default: every candidate config once, on that product's operands, the fastest kept for the
-// process) or heuristic (a fixed rule of the shape). The same bits either way.
-inline bool wgmma_config_named(std::string_view name) {
-  return name == "timed" || name == "heuristic";
-}
-inline constexpr std::string_view kWgmmaConfigNames = "timed, heuristic";
-
 }  // namespace lpbench::kernels

@@ -76,11 +76,6 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
                  "at::_int_mm, a baseline); wgmma: lpbench's Hopper kernel for tensor, row and "
                  "block scales (sm_90 only, cublaslt elsewhere); all give the same bits")
       ->capture_default_str();
-  run.add_option("--wgmma-config", config.wgmma_config,
-                 "How the wgmma kernel picks its tile and cluster for each shape: timed (each "
-                 "candidate once on the shape's first product, the fastest kept for the run) or "
-                 "heuristic (a fixed rule of the shape); the same bits either way")
-      ->capture_default_str();
   run.add_flag("--separate-layout-quantize", config.separate_layout_quantize,
                "Quantize each layout of an operand (X and its transpose, W and Wᵀ, dY and dYᵀ) "
                "in its own pass, where by default one pass writes both: an ablation of that "

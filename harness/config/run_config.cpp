@@ -595,7 +595,6 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
       {"interleave", w.interleave},
       {"regions", run.config.regions},
       {"int8_gemm", run.config.int8_gemm},
-      {"wgmma_config", run.config.wgmma_config},
       {"separate_layout_quantize", run.config.separate_layout_quantize},
       {"memory_plan_enforced", run.config.memory_plan},
       {"memory_budget_gib", run.config.memory_budget_gib},
@@ -636,7 +635,6 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"regions", c.regions},
           {"trace_step", c.trace_step},
           {"int8_gemm", c.int8_gemm},
-          {"wgmma_config", c.wgmma_config},
           {"separate_layout_quantize", c.separate_layout_quantize},
           {"memory_budget_gib", c.memory_budget_gib},
           {"fusion", c.fusion},
@@ -673,7 +671,6 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.regions = json.value("regions", d.regions);
   c.trace_step = json.value("trace_step", d.trace_step);
   c.int8_gemm = json.value("int8_gemm", d.int8_gemm);
-  c.wgmma_config = json.value("wgmma_config", d.wgmma_config);
   c.separate_layout_quantize = json.value("separate_layout_quantize", d.separate_layout_quantize);
   c.nproc_per_node = json.value("nproc_per_node", d.nproc_per_node);
   c.sharding = json.value("sharding", d.sharding);

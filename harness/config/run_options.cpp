@@ -62,10 +62,6 @@ void check_run_options(const RunConfig& config) {
     throw InputError(fmt::format("unknown --int8-gemm '{}'; valid: {}", config.int8_gemm,
                                  kernels::kInt8GemmNames));
   }
-  if (!kernels::wgmma_config_named(config.wgmma_config)) {
-    throw InputError(fmt::format("unknown --wgmma-config '{}'; valid: {}", config.wgmma_config,
-                                 kernels::kWgmmaConfigNames));
-  }
   if (!std::isfinite(config.lr) || config.lr < 0.0) {
     throw InputError(fmt::format("--lr must be a positive number, got {}", config.lr));
   }

@@ -38,7 +38,6 @@ struct RunConfig {
   std::string int8_gemm = "auto";  // GPU INT8 GEMM: auto (wgmma on sm_90, else cublaslt),
                                    // cublaslt, lpbench, torch (at::_int_mm, the stock baseline)
                                    // for tensor/row scales, wgmma (sm_90: also block scales)
-  std::string wgmma_config = "timed";  // the wgmma kernel's tile choice: timed, heuristic
   bool memory_plan = true;         // refuse what cannot fit; off only to test the device's limit
   // Plan memory against this many GiB instead of the device's (a GPU shared with other jobs, or
   // a smaller GPU's budget); 0: the device's usable memory.

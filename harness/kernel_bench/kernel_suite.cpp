@@ -39,7 +39,6 @@ struct Options {
   int64_t warmup = 2;
   int64_t buffer_sets = 0;
   std::string int8_gemm = "auto";
-  std::string wgmma_config = "timed";
   uint64_t seed = 1234;
   std::string db;
   std::string label;
@@ -247,10 +246,6 @@ void add_options(CLI::App& app, Options& o) {
          "cublaslt, lpbench, torch (tensorwise and rowwise scales), wgmma (sm_90: also block "
          "scales)")
       ->capture_default_str();
-  app.add_option("--wgmma-config", o.wgmma_config,
-                 "The wgmma kernel's tile choice: timed (each candidate once per shape, the "
-                 "fastest kept) or heuristic (a fixed rule of the shape)")
-      ->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the random operands")->capture_default_str();
   app.add_option("--db", o.db, "Write each case's row into this SQLite database, as a new sweep");
   app.add_option("--label", o.label, "Label of the sweep (with --db)");
@@ -275,10 +270,6 @@ void check_options(const Options& o) {
   if (!kernels::int8_backend_named(o.int8_gemm)) {
     throw InputError(
         fmt::format("unknown --int8-gemm '{}'; valid: {}", o.int8_gemm, kernels::kInt8GemmNames));
-  }
-  if (!kernels::wgmma_config_named(o.wgmma_config)) {
-    throw InputError(fmt::format("unknown --wgmma-config '{}'; valid: {}", o.wgmma_config,
-                                 kernels::kWgmmaConfigNames));
   }
   if (!o.label.empty() && o.db.empty()) {
     throw InputError("--label names the sweep written with --db; give --db FILE too");
@@ -338,7 +329,6 @@ int kernel_suite_main(int argc, char** argv, const std::string& program) {
 
   suite.device = device_info(config::resolve_device(options.device));
   kernels::set_int8_backend(*kernels::int8_backend_named(options.int8_gemm));
-  kernels::set_wgmma_config_choice(options.wgmma_config);
   const env::Provenance provenance = env::collect_provenance(suite.device.device);
   suite.settings.device = suite.device.device.str();
   suite.settings.timer = suite.device.device.is_cuda() ? "cuda-events" : "host-clock";
@@ -346,7 +336,6 @@ int kernel_suite_main(int argc, char** argv, const std::string& program) {
   suite.settings.iterations = options.iterations;
   suite.settings.warmup_passes = options.warmup;
   suite.settings.int8_gemm = options.int8_gemm;
-  suite.settings.wgmma_config = options.wgmma_config;
   suite.settings.git_commit = provenance.git_commit + (provenance.git_dirty ? "-dirty" : "");
   suite.settings.torch_version = provenance.torch_version;
   if (!options.db.empty()) {

@@ -37,7 +37,6 @@ store::KernelResultRecord make_record(const KernelCase& c, const CaseOutcome& ou
       {"flops", c.flops()},
       {"bytes", c.bytes()},
       {"int8_gemm", settings.int8_gemm},
-      {"wgmma_config", settings.wgmma_config},
       {"git_commit", settings.git_commit},
       {"torch_version", settings.torch_version},
   };

@@ -34,7 +34,6 @@ struct SuiteSettings {
   int64_t iterations = 0;
   int64_t warmup_passes = 0;
   std::string int8_gemm;
-  std::string wgmma_config;
   std::string git_commit;
   std::string torch_version;
 };

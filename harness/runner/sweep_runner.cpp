@@ -81,7 +81,6 @@ SweepOutcome run_sweep(const config::ResolvedRun& run, store::Store& store,
   // The name was validated with the options (check_run_options).
   kernels::set_int8_backend(
       kernels::int8_backend_named(run.config.int8_gemm).value_or(kernels::Int8Backend::automatic));
-  kernels::set_wgmma_config_choice(run.config.wgmma_config);
   kernels::set_layout_sharing(!run.config.separate_layout_quantize);
 
   store::SweepRecord sweep{0,

@@ -2,7 +2,6 @@
 // code; the shared-memory arithmetic lives with the kernel, in wgmma_max_stages).
 #include <algorithm>
 #include <string>
-#include <vector>
 
 #include "kernels/cuda/wgmma_gemm.cuh"
 
@@ -17,16 +16,6 @@ constexpr int kMaxStages = 4;
 
 bool varies_along_k(const ScaledGemmArgs& a) {
   return a.kblock != 0;
-}
-
-// The stage count of a tile width: at most kMaxStages; more stages than K tiles only matter
-// across tiles (the producer runs ahead), so a grid of one wave keeps ktiles, at least 2.
-int stages_for(const WgmmaProblem& problem, int tile_n, int sm_count) {
-  const int64_t tiles = ((problem.m + 127) / 128) * ((problem.n + tile_n - 1) / tile_n);
-  const int64_t ktiles = (problem.k + 127) / 128;
-  int stages = std::min(wgmma_max_stages(tile_n), kMaxStages);
-  if (ktiles < stages && tiles <= sm_count) stages = std::max<int>(2, static_cast<int>(ktiles));
-  return stages;
 }
 
 }  // namespace
@@ -47,8 +36,7 @@ std::string to_string(WgmmaScaling s) {
 
 std::string to_string(const WgmmaProblem& p) {
   return std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) + " " +
-         to_string(p.scaling) + (p.column_b ? " (B per column)" : "") + " -> " + dtype_name(p.out) +
-         (p.bias ? " +bias" : "");
+         to_string(p.scaling) + " -> " + dtype_name(p.out) + (p.bias ? " +bias" : "");
 }
 
 std::string to_string(const WgmmaConfig& c) {
@@ -65,7 +53,6 @@ WgmmaProblem wgmma_problem(const ScaledGemmArgs& args) {
   p.k = args.k;
   if (varies_along_k(args)) {
     p.scaling = WgmmaScaling::block;
-    p.column_b = args.b_block_rows % 128 != 0;
   } else if (args.a_block_rows == 0 && args.b_block_rows == 0) {
     p.scaling = WgmmaScaling::tensor;
   } else {
@@ -82,30 +69,13 @@ WgmmaConfig select_wgmma_config(const WgmmaProblem& problem, int sm_count) {
   const int64_t tiles_m = (problem.m + 127) / 128;
   const int64_t wide_tiles = tiles_m * ((problem.n + 255) / 256);
   c.tile_n = !blocked && wide_tiles >= sm_count ? 256 : 128;
-  c.stages = stages_for(problem, c.tile_n, sm_count);
-  return c;
-}
-
-std::vector<WgmmaConfig> wgmma_candidates(const WgmmaProblem& problem, int sm_count) {
-  std::vector<WgmmaConfig> out{select_wgmma_config(problem, sm_count)};
-  const auto same = [](const WgmmaConfig& x, const WgmmaConfig& y) {
-    return x.tile_n == y.tile_n && x.stages == y.stages && x.cluster_m == y.cluster_m;
-  };
-  const bool two_rows = problem.m > 128;
-  for (const int tile_n : {256, 128}) {
-    for (const int cluster_m : {1, 2}) {
-      if (cluster_m == 2 && !two_rows) continue;
-      WgmmaConfig c;
-      c.tile_n = tile_n;
-      c.cluster_m = cluster_m;
-      c.stages = stages_for(problem, tile_n, sm_count);
-      if (!wgmma_config_error(problem, c).empty()) continue;
-      if (std::none_of(out.begin(), out.end(), [&](const WgmmaConfig& o) { return same(o, c); })) {
-        out.push_back(c);
-      }
-    }
+  const int64_t ktiles = (problem.k + c.tile_k - 1) / c.tile_k;
+  // More stages than K tiles only matter across tiles (the producer runs ahead); keep at least 2.
+  c.stages = std::min(wgmma_max_stages(c.tile_n), kMaxStages);
+  if (ktiles < c.stages && tiles_m * ((problem.n + c.tile_n - 1) / c.tile_n) <= sm_count) {
+    c.stages = std::max<int>(2, static_cast<int>(ktiles));
   }
-  return out;
+  return c;
 }
 
 std::string wgmma_config_error(const WgmmaProblem& problem, const WgmmaConfig& c) {

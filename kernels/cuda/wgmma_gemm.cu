@@ -28,13 +28,11 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <optional>
 #include <string>
 #include <type_traits>
 
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
-#include "kernels/cuda/wgmma_choice.h"
 #include "kernels/cuda/wgmma_gemm.cuh"
 #include "kernels/cuda/wgmma_ptx.cuh"
 
@@ -48,14 +46,6 @@
 #ifndef LPBENCH_WGMMA_FOLD_FFMA
 #define LPBENCH_WGMMA_FOLD_FFMA 0
 #endif
-//   NO_STORE=1     the epilogue computes its values but stores none (the stores' cost)
-//   GROUP_M=G      G tile rows share each B tile column in the grouped order (default 8)
-#ifndef LPBENCH_WGMMA_NO_STORE
-#define LPBENCH_WGMMA_NO_STORE 0
-#endif
-#ifndef LPBENCH_WGMMA_GROUP_M
-#define LPBENCH_WGMMA_GROUP_M 8
-#endif
 
 namespace lpbench::cuda {
 
@@ -65,7 +55,7 @@ constexpr int kBM = 128;
 constexpr int kBK = 128;
 constexpr int kThreads = 384;
 constexpr int kConsumerWarps = 8;
-constexpr int kGroupM = LPBENCH_WGMMA_GROUP_M;
+constexpr int kGroupM = 8;
 constexpr int kMaxKNoBlocks = 133143;   // K·128² < 2³¹ (kernels/reference/int8_gemm.h)
 constexpr int kSmemLimit = 227 * 1024;  // H100/H200 opt-in dynamic shared memory per CTA
 constexpr int kProducerRegs = 40;
@@ -456,7 +446,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             if (p.bias != nullptr) v[e] = __fadd_rn(v[e], bias[e]);
           }
-          if (LPBENCH_WGMMA_NO_STORE && v[0] != 1.2345e-30f) continue;
           store_pair<OutT>(c, p.n, row, col, to_out<OutT>(v[0]), to_out<OutT>(v[1]), p.vec_c);
         }
       }
@@ -616,11 +605,7 @@ void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int s
   LPBENCH_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, ma, mb, p));
 }
 
-void launch_config(const WgmmaProblem& problem, const void* a, const void* b, Params p,
-                   const WgmmaConfig& config, cudaStream_t stream);
-
-// The common path of both entry points, after their own argument checks: the config asked for,
-// else the heuristic's or the timed one (WgmmaChoice).
+// The common path of both entry points, after their own argument checks.
 void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
          const WgmmaConfig* requested, cudaStream_t stream) {
   LPBENCH_CUDA_REQUIRE(a != nullptr && b != nullptr && p.c != nullptr, "a pointer is null");
@@ -642,34 +627,8 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
     LPBENCH_CUDA_REQUIRE(why.empty(), why);
   }
   require_sm90();
-  if (requested != nullptr) {
-    launch_config(problem, a, b, p, *requested, stream);
-    return;
-  }
-  const WgmmaConfig heuristic = select_wgmma_config(problem, device_info().sms);
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  LPBENCH_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  if (wgmma_choice() == WgmmaChoice::heuristic || capture != cudaStreamCaptureStatusNone) {
-    launch_config(problem, a, b, p, heuristic, stream);
-    return;
-  }
-  int device = 0;
-  LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
-  if (const std::optional<WgmmaConfig> timed = timed_wgmma_config(device, problem)) {
-    launch_config(problem, a, b, p, *timed, stream);
-    return;
-  }
-  // The problem's first launch on this device: each candidate runs on these operands and writes
-  // the same bits into C, so C is the product whichever ran last.
-  (void)time_wgmma_candidates(
-      device, problem, wgmma_candidates(problem, device_info().sms), stream,
-      [&](const WgmmaConfig& config) { launch_config(problem, a, b, p, config, stream); });
-}
-
-// One launch of `config`, after run's checks.
-void launch_config(const WgmmaProblem& problem, const void* a, const void* b, Params p,
-                   const WgmmaConfig& config, cudaStream_t stream) {
   const DeviceInfo d = device_info();
+  const WgmmaConfig config = requested ? *requested : select_wgmma_config(problem, d.sms);
   const int64_t tiles_m = (problem.m + kBM - 1) / kBM;
   const int64_t tiles_n = (problem.n + config.tile_n - 1) / config.tile_n;
   LPBENCH_CUDA_REQUIRE(tiles_m * tiles_n <= 0x7fffffff && kGroupM * tiles_n <= 0x7fffffff,
@@ -705,7 +664,8 @@ void launch_config(const WgmmaProblem& problem, const void* a, const void* b, Pa
     case WgmmaScaling::block: {
       // Block mode's tiles are 128 columns wide and start at multiples of 128: where B's scale
       // blocks are multiples of 128 rows, one B scale serves a tile and K block.
-      if (!problem.column_b) {
+      const bool column_b = p.b_block_rows % kBK != 0;
+      if (!column_b) {
         problem.out == DType::bf16 ? launch<128, true, __nv_bfloat16>(p, ma, mb, d.sms, stream)
                                    : launch<128, true, float>(p, ma, mb, d.sms, stream);
         break;
@@ -752,11 +712,6 @@ bool wgmma_supported() {
 }
 
 WgmmaConfig wgmma_config_for(const WgmmaProblem& problem) {
-  if (wgmma_choice() == WgmmaChoice::timed) {
-    int device = 0;
-    LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
-    if (const std::optional<WgmmaConfig> timed = timed_wgmma_config(device, problem)) return *timed;
-  }
   return select_wgmma_config(problem, device_info().sms);
 }
 

@@ -2,7 +2,6 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "kernels/cuda/scaled_gemm.cuh"
 #include "kernels/cuda/types.cuh"
@@ -21,7 +20,6 @@ struct WgmmaProblem {
   WgmmaScaling scaling = WgmmaScaling::tensor;
   DType out = DType::bf16;  // bf16, fp32; int32 with scaling none
   bool bias = false;
-  bool column_b = false;  // block scaling with a scale per column of B (wgrad's activations)
 };
 
 // How it is computed. tile_m is fixed at 128 (two consumer warpgroups of 64 rows) and tile_k at
@@ -51,22 +49,6 @@ WgmmaProblem wgmma_problem(const ScaledGemmArgs& args);
 // stages; no clusters. `sm_count` is the device's multiprocessor count.
 WgmmaConfig select_wgmma_config(const WgmmaProblem& problem, int sm_count);
 
-// The configs worth timing for `problem`: the heuristic's first, then each other tile width and
-// cluster size that `problem` admits (128 or 256 wide, clusters of one or two along M where
-// there are two tile rows), at the heuristic's stage rule. On the H200 at 4096 tokens no one of
-// them was the fastest on every llama2-7b shape: 128×256 lost up to 18 % to a cluster of two on
-// the M-long wgrad shapes and won by 5–10 % on others (docs/perf-log.md §23).
-std::vector<WgmmaConfig> wgmma_candidates(const WgmmaProblem& problem, int sm_count);
-
-// How a launch given no config chooses one. `timed` (the default): the first launch of each
-// problem on each device, in this process, runs every candidate on its own operands (one launch
-// to warm, three timed back to back) and keeps the fastest for every later launch; all
-// candidates compute the same bits, so only the speed depends on the choice. While the stream
-// is being captured into a CUDA graph, and under `heuristic`, the heuristic's config runs.
-enum class WgmmaChoice { heuristic, timed };
-void set_wgmma_choice(WgmmaChoice choice);
-WgmmaChoice wgmma_choice();
-
 // Empty when `config` can run `problem`, else what is wrong (one line).
 std::string wgmma_config_error(const WgmmaProblem& problem, const WgmmaConfig& config);
 
@@ -88,8 +70,8 @@ void wgmma_scaled_gemm(const ScaledGemmArgs& args, cudaStream_t stream,
 void wgmma_int8_gemm(const int8_t* a, const int8_t* b, int32_t* c, int64_t m, int64_t n, int64_t k,
                      cudaStream_t stream, const WgmmaConfig* config = nullptr);
 
-// The config that wgmma_scaled_gemm / wgmma_int8_gemm runs for `problem` on the current device
-// (for recording with results): the timed choice once one was made, else the heuristic's.
+// The config that wgmma_scaled_gemm / wgmma_int8_gemm would run for `problem` on the current
+// device (for recording with results).
 WgmmaConfig wgmma_config_for(const WgmmaProblem& problem);
 
 }  // namespace lpbench::cuda

@@ -491,15 +491,6 @@ std::string scaled_gemm_backend(const Quantized& a, const Quantized& b, const at
 #endif
 }
 
-void set_wgmma_config_choice(std::string_view name) {
-#ifdef LPBENCH_CUDA_GLUE
-  cuda::set_wgmma_choice(name == "heuristic" ? cuda::WgmmaChoice::heuristic
-                                             : cuda::WgmmaChoice::timed);
-#else
-  (void)name;
-#endif
-}
-
 std::string wgmma_config_name(const Quantized& a_in, const Quantized& b_in) {
 #ifdef LPBENCH_CUDA_GLUE
   if (a_in.spec.format != NumberFormat::int8 || !a_in.values.is_cuda()) return "";

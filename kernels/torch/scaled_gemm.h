@@ -16,8 +16,6 @@ using reference::Quantized;
 void set_int8_backend(Int8Backend backend);
 Int8Backend int8_backend();
 std::string_view to_string(Int8Backend backend);
-// The wgmma kernel's config choice by name (kWgmmaConfigNames); a no-op without CUDA.
-void set_wgmma_config_choice(std::string_view name);
 
 // C[M,N] = A[M,K] · B[N,K]ᵀ of quantized operands, on their device, with the numerics of
 // kernels/reference/scaled_gemm.h; out_dtype BF16 or FP32; bias [N] (FP32) optional.

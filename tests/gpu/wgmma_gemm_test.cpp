@@ -12,16 +12,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <limits>
-#include <optional>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "kernels/cuda/wgmma_choice.h"
 #include "kernels/cuda/wgmma_gemm.cuh"
 #include "kernels/reference/int8_gemm.h"
 #include "kernels/reference/scaled_gemm.h"
@@ -303,86 +299,6 @@ TEST_F(WgmmaGemm, ScaledMatchesTheCpuReference) {
   }
 }
 
-// The timed choice (the default) runs every candidate on the first product of a shape, keeps the
-// fastest for the process and gives the reference's bits; under capture into a CUDA graph and
-// under the heuristic choice it times nothing.
-TEST_F(WgmmaGemm, TheTimedChoiceKeepsTheFastestCandidateAndTheSameBits) {
-  int device = 0;
-  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-  // Shapes no other test runs, so that nothing was timed for them before.
-  const ScaledCase tensor{1152, 2304, 640, WgmmaScaling::tensor};
-  const ScaledCase block{1152, 1280, 640, WgmmaScaling::block, 1, DType::fp32};
-  const auto problem_of = [](const ScaledCase& g) {
-    WgmmaProblem p{g.m, g.n, g.k, g.mode, g.c_type, g.bias};
-    p.column_b = g.mode == WgmmaScaling::block && g.b_block_rows % 128 != 0;
-    return p;
-  };
-  ASSERT_EQ(wgmma_choice(), WgmmaChoice::timed);
-
-  set_wgmma_choice(WgmmaChoice::heuristic);
-  const ScaledRun fixed = run_scaled(tensor, nullptr);
-  EXPECT_TRUE(same_bits(fixed.want, fixed.got));
-  EXPECT_FALSE(timed_wgmma_config(device, problem_of(tensor)).has_value());
-  set_wgmma_choice(WgmmaChoice::timed);
-
-  for (const ScaledCase& g : {tensor, block}) {
-    SCOPED_TRACE(describe(g));
-    const WgmmaProblem problem = problem_of(g);
-    EXPECT_FALSE(timed_wgmma_config(device, problem).has_value());
-    const ScaledRun first = run_scaled(g, nullptr);
-    EXPECT_TRUE(same_bits(first.want, first.got));
-    const std::optional<WgmmaConfig> kept = timed_wgmma_config(device, problem);
-    ASSERT_TRUE(kept.has_value());
-    const std::vector<WgmmaConfig> candidates = wgmma_candidates(problem, 132);
-    EXPECT_TRUE(std::any_of(candidates.begin(), candidates.end(), [&](const WgmmaConfig& c) {
-      return to_string(c) == to_string(*kept);
-    })) << to_string(*kept);
-    EXPECT_EQ(to_string(wgmma_config_for(problem)), to_string(*kept));
-    // Later products of the shape run the kept config: same bits, the choice unchanged.
-    const ScaledRun again = run_scaled(g, nullptr);
-    EXPECT_TRUE(same_bits(again.want, again.got));
-    EXPECT_EQ(to_string(*timed_wgmma_config(device, problem)), to_string(*kept));
-  }
-
-  // Captured into a graph: the heuristic's config is recorded, nothing is timed or kept.
-  const ScaledCase captured{1152, 2560, 640, WgmmaScaling::row};
-  const auto opts = cuda_options();
-  const at::Tensor a = torch::randint(-127, 128, {captured.m, captured.k}, opts.dtype(at::kChar));
-  const at::Tensor b = torch::randint(-127, 128, {captured.n, captured.k}, opts.dtype(at::kChar));
-  const at::Tensor sa = torch::exp(torch::randn({captured.m, 1}, opts)) * 1e-3;
-  const at::Tensor sb = torch::exp(torch::randn({captured.n, 1}, opts)) * 1e-3;
-  at::Tensor c = torch::zeros({captured.m, captured.n}, opts.dtype(at::kBFloat16));
-  ScaledGemmArgs args;
-  args.a = a.data_ptr();
-  args.b = b.data_ptr();
-  args.m = captured.m;
-  args.n = captured.n;
-  args.k = captured.k;
-  args.a_scales = sa.data_ptr<float>();
-  args.a_block_rows = 1;
-  args.b_scales = sb.data_ptr<float>();
-  args.b_block_rows = 1;
-  args.c = c.data_ptr();
-  cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  wgmma_scaled_gemm(args, stream);
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-  EXPECT_FALSE(timed_wgmma_config(device, problem_of(captured)).has_value());
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  const ref::Quantized qa{a, sa, {NumberFormat::int8, 1, 0}};
-  const ref::Quantized qb{b, sb, {NumberFormat::int8, 1, 0}};
-  EXPECT_TRUE(same_bits(ref::scaled_gemm(qa, qb, at::kBFloat16, {}), c));
-  (void)cudaGraphExecDestroy(exec);
-  (void)cudaGraphDestroy(graph);
-  (void)cudaStreamDestroy(stream);
-}
-
 // ---- arguments, configs and the heuristic: no GPU needed ------------------------------------
 
 ScaledGemmArgs valid_args() {
@@ -477,48 +393,6 @@ TEST(WgmmaGemmArgs, HeuristicPicksWideTilesForLargeUnblockedProblems) {
   EXPECT_GT(wgmma_max_stages(128), wgmma_max_stages(256));
   EXPECT_EQ(to_string(big), "16384x4096x4096 tensor -> bf16");
   EXPECT_EQ(to_string(c), "tile 128x256x128, 4 stages, cluster 1x1, 2 consumer warpgroups");
-}
-
-// The candidates the timed choice runs: the heuristic's first, each a valid config, no two
-// alike; clusters only where there are two tile rows; block scaling on 128-wide tiles only.
-TEST(WgmmaGemmArgs, TheCandidatesStartWithTheHeuristicAndAreAllValid) {
-  const auto names = [](const std::vector<WgmmaConfig>& cs) {
-    std::vector<std::string> out;
-    for (const WgmmaConfig& c : cs)
-      out.push_back(to_string(c));
-    return out;
-  };
-  const WgmmaProblem big{16384, 4096, 4096, WgmmaScaling::tensor, DType::bf16, false};
-  WgmmaProblem blocked = big;
-  blocked.scaling = WgmmaScaling::block;
-  blocked.column_b = true;
-  const WgmmaProblem one_row{128, 4096, 4096, WgmmaScaling::row, DType::fp32, false};
-  for (const WgmmaProblem& p : {big, blocked, one_row}) {
-    SCOPED_TRACE(to_string(p));
-    const std::vector<WgmmaConfig> cs = wgmma_candidates(p, 132);
-    ASSERT_FALSE(cs.empty());
-    EXPECT_EQ(to_string(cs.front()), to_string(select_wgmma_config(p, 132)));
-    const std::vector<std::string> n = names(cs);
-    EXPECT_EQ(std::set<std::string>(n.begin(), n.end()).size(), n.size());
-    for (const WgmmaConfig& c : cs) {
-      EXPECT_TRUE(wgmma_config_error(p, c).empty()) << to_string(c);
-      if (p.m <= 128) {
-        EXPECT_EQ(c.cluster_m, 1);
-      }
-      if (p.scaling == WgmmaScaling::block) {
-        EXPECT_EQ(c.tile_n, 128);
-      }
-    }
-  }
-  EXPECT_EQ(
-      names(wgmma_candidates(big, 132)),
-      (std::vector<std::string>{"tile 128x256x128, 4 stages, cluster 1x1, 2 consumer warpgroups",
-                                "tile 128x256x128, 4 stages, cluster 2x1, 2 consumer warpgroups",
-                                "tile 128x128x128, 4 stages, cluster 1x1, 2 consumer warpgroups",
-                                "tile 128x128x128, 4 stages, cluster 2x1, 2 consumer warpgroups"}));
-  EXPECT_EQ(wgmma_candidates(blocked, 132).size(), 2u);
-  EXPECT_EQ(wgmma_candidates(one_row, 132).size(), 2u);
-  EXPECT_EQ(to_string(blocked), "16384x4096x4096 block (B per column) -> bf16");
 }
 
 }  // namespace

@@ -85,12 +85,6 @@ TEST(Resolve, NamesTheProblemAndTheValidChoices) {
   EXPECT_NE(error_of(c).find("unknown --int8-gemm 'cutlass'; valid: auto, cublaslt, lpbench, "
                              "torch, wgmma"),
             std::string::npos);
-  c = cpu_config();
-  c.wgmma_config = "fastest";
-  EXPECT_NE(error_of(c).find("unknown --wgmma-config 'fastest'; valid: timed, heuristic"),
-            std::string::npos);
-  c.wgmma_config = "heuristic";
-  EXPECT_EQ(error_of(c), "");
 }
 
 // Delayed scaling keeps a layer's history across steps: the gemm level (no layers) and separate

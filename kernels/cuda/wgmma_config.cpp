@@ -43,7 +43,8 @@ std::string to_string(const WgmmaConfig& c) {
   return "tile " + std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x" +
          std::to_string(c.tile_k) + ", " + std::to_string(c.stages) + " stages, cluster " +
          std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n) + ", " +
-         std::to_string(c.consumer_warpgroups) + " consumer warpgroups";
+         std::to_string(c.consumer_warpgroups) + " consumer warpgroups" +
+         (c.pingpong ? " (ping-pong)" : "");
 }
 
 WgmmaProblem wgmma_problem(const ScaledGemmArgs& args) {
@@ -92,6 +93,10 @@ std::string wgmma_config_error(const WgmmaProblem& problem, const WgmmaConfig& c
            std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n);
   }
   if (c.consumer_warpgroups != 2) return "wgmma config: 2 consumer warpgroups only";
+  if (c.pingpong && (blocked || c.tile_n != 128)) {
+    return "wgmma config: ping-pong takes tile_n 128 and no block scaling (a warpgroup holds a "
+           "whole tile's accumulators)";
+  }
   const int most = wgmma_max_stages(c.tile_n);
   if (c.stages < 2 || c.stages > most) {
     return "wgmma config: stages must be in [2, " + std::to_string(most) + "] for tile_n " +

@@ -46,6 +46,10 @@
 #ifndef LPBENCH_WGMMA_FOLD_FFMA
 #define LPBENCH_WGMMA_FOLD_FFMA 0
 #endif
+//   NO_STORE=1     the epilogue computes its values but stores none (what the stores cost)
+#ifndef LPBENCH_WGMMA_NO_STORE
+#define LPBENCH_WGMMA_NO_STORE 0
+#endif
 
 namespace lpbench::cuda {
 
@@ -153,9 +157,23 @@ __device__ __forceinline__ OutT to_out(float v) {
   }
 }
 
+// Named barriers (id ≥ 1; 0 is __syncthreads') of kCount consumer threads: wait for all of
+// them, or count this thread's arrival and go on.
+template <int kCount>
+__device__ __forceinline__ void consumer_barrier(int id) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(kCount) : "memory");
+}
+template <int kCount>
+__device__ __forceinline__ void consumer_arrive(int id) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "n"(kCount) : "memory");
+}
+
 // OutT: __nv_bfloat16 or float (scaled), int32_t (raw INT32 products; kBlocked false, no scales).
 // kColumnB (block mode): B's scale blocks do not span whole tiles, so each column reads its own.
-template <int BN, bool kBlocked, typename OutT, bool kColumnB>
+// kPingpong (tensor, row and raw modes, BN 128): each consumer warpgroup computes whole 128 × 128
+// tiles, the two taking the CTA's tiles in turn, so that one's epilogue runs under the other's
+// MMAs; without it the two split each tile's rows and store together while the tensor cores wait.
+template <int BN, bool kBlocked, typename OutT, bool kColumnB, bool kPingpong>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a,
                       const __grid_constant__ CUtensorMap tma_b, const Params p) {
@@ -181,7 +199,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (tid == 0) {
     for (int s = 0; s < p.stages; ++s) {
       sm90::mbar_init(full(s), 1);
-      sm90::mbar_init(empty(s), kConsumerWarps * cluster);
+      sm90::mbar_init(empty(s), (kPingpong ? kConsumerWarps / 2 : kConsumerWarps) * cluster);
     }
     sm90::mbar_init_fence();
   }
@@ -251,12 +269,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   // ---- consumer warpgroups ----
   sm90::setmaxnreg_inc<kConsumerRegs>();
   const int ctid = tid - 128;
-  const int cwg = ctid / 128;          // rows 64·cwg of the tile
+  const int cwg = ctid / 128;          // rows 64·cwg of the tile; ping-pong: every other tile
   const int warp = (ctid % 128) / 32;  // rows 16·warp of the warpgroup's 64
   const int lane = tid % 32;
   const int g = lane / 4;
   const int t = lane % 4;
-  int acc[L::kAccs];
+  // The m64 row halves a warpgroup computes: both of a ping-pong tile's, else its own.
+  constexpr int kHalves = kPingpong ? 2 : 1;
+  int acc[kHalves][L::kAccs];
   float accf[kBlocked ? L::kAccs : 1];  // block mode's FP32 sums
   int stage = 0;
   uint32_t phase = 0;
@@ -272,15 +292,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   // in the others, which accumulate all of K). Returns the stage it used and moves to the next.
   const auto issue = [&](bool restart) {
     sm90::mbar_wait(full(stage), phase);
-    const uint32_t a_tile = base + stage * L::kOperandBytes + cwg * 64 * kBK;
+    const uint32_t a_tile = base + stage * L::kOperandBytes + (kPingpong ? 0 : cwg * 64 * kBK);
     const uint32_t b_tile = base + stage * L::kOperandBytes + L::kABytes;
-    sm90::fence_registers(acc);
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h)
+      sm90::fence_registers(acc[h]);
     sm90::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < kBK / 32; ++ks) {
       const int accumulate = !restart || ks > 0;
-      wgmma_tile<BN>(acc, sm90::make_smem_desc(a_tile + 32 * ks),
-                     sm90::make_smem_desc(b_tile + 32 * ks), accumulate);
+#pragma unroll
+      for (int h = 0; h < kHalves; ++h) {
+        wgmma_tile<BN>(acc[h], sm90::make_smem_desc(a_tile + h * 64 * kBK + 32 * ks),
+                       sm90::make_smem_desc(b_tile + 32 * ks), accumulate);
+      }
     }
     sm90::wgmma_commit();
     const int used = stage;
@@ -316,7 +341,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
-          const float x = __int2float_rn(acc[4 * j + r] + rep);
+          const float x = __int2float_rn(acc[0][4 * j + r] + rep);
 #if LPBENCH_WGMMA_FOLD_FFMA
           accf[4 * j + r] = __fmaf_rn(x, f[r], accf[4 * j + r]);
 #else
@@ -335,20 +360,35 @@ __global__ void __launch_bounds__(kThreads, 1)
   // (docs/perf-log.md §20).
   float* const epilogue_scales =
       reinterpret_cast<float*>(smem_raw + (column_scales(p.stages) - raw));
+  // Ping-pong: the ring holds the CTA's tiles in order, ktiles stages each, so this warpgroup's
+  // tile j (its j-th of the CTA's) starts at K block j·ktiles, whatever the other took between.
+  constexpr int kTileStep = kPingpong ? 2 : 1;
   int parity = 0;
-  for (int u = first_unit; u < num_units; u += unit_step, parity ^= 1) {
+  int j_tile = kPingpong ? cwg : 0;
+  for (int u = first_unit + j_tile * unit_step; u < num_units;
+       u += kTileStep * unit_step, j_tile += kTileStep, parity ^= 1) {
+    if constexpr (kPingpong) {
+      const int64_t first = static_cast<int64_t>(j_tile) * p.ktiles;
+      stage = static_cast<int>(first % p.stages);
+      phase = static_cast<uint32_t>((first / p.stages) & 1);
+    }
     int tm, tn;
     unit_coords(u, tm, tn);
     const int m0 = tm * kBM;
     const int n0 = tn * BN;
-    float* const tile_sb = epilogue_scales + parity * BN;
-    float* const tile_sa = epilogue_scales + 2 * BN + parity * kBM;
+    // Cooperative: both warpgroups stage one tile's scales, in the buffer of the tile's parity.
+    // Ping-pong: each warpgroup its own tile's, in its own buffer, once its threads have read the
+    // last tile's (the barrier), since the next is staged before the last is stored.
+    float* const tile_sb = epilogue_scales + (kPingpong ? cwg * (BN + kBM) : parity * BN);
+    float* const tile_sa = kPingpong ? tile_sb + BN : epilogue_scales + 2 * BN + parity * kBM;
+    const int stager = kPingpong ? ctid % 128 : ctid;
     if constexpr (!kBlocked && !kRaw) {
-      if (ctid < BN) {
-        tile_sb[ctid] = __ldg(p.b_scales + scale_row(min(n0 + ctid, p.n - 1), p.b_block_rows));
+      if constexpr (kPingpong) consumer_barrier<128>(1 + cwg);
+      if (stager < BN) {
+        tile_sb[stager] = __ldg(p.b_scales + scale_row(min(n0 + stager, p.n - 1), p.b_block_rows));
       }
-      if (ctid < kBM) {
-        tile_sa[ctid] = __ldg(p.a_scales + scale_row(min(m0 + ctid, p.m - 1), p.a_block_rows));
+      if (stager < kBM) {
+        tile_sa[stager] = __ldg(p.a_scales + scale_row(min(m0 + stager, p.m - 1), p.a_block_rows));
       }
     }
     if constexpr (kBlocked) {
@@ -378,7 +418,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const Scales next = load_scales(min(kt + 1, p.ktiles - 1));
         const int used = issue(true);
         sm90::wgmma_wait<0>();
-        sm90::fence_registers(acc);
+        sm90::fence_registers(acc[0]);
         __syncwarp();
         if constexpr (!kColumnB) release(used);
         fold(cur, used);
@@ -389,32 +429,59 @@ __global__ void __launch_bounds__(kThreads, 1)
         cur = next;
       }
     } else {
+      // Ping-pong: this warpgroup's waits on a stage's full barrier go by phase parity, so they
+      // must not run ahead of the stage's previous use, which may be the other warpgroup's last
+      // tile; each warpgroup starts its tile's mainloop once the other has waited for all of its
+      // own (barrier 3 + the signalling warpgroup). This also takes the MMAs in turn, which
+      // staggers the two epilogues.
+      if constexpr (kPingpong) {
+        if (j_tile > 0) consumer_barrier<256>(3 + (cwg ^ 1));
+      }
       // One group in flight: after issuing K tile kt, the wgmmas of kt - 1 are done and free
       // their stage.
       int prev_stage = -1;
       for (int kt = 0; kt < p.ktiles; ++kt) {
         const int used = issue(kt == 0);
         sm90::wgmma_wait<1>();
-        sm90::fence_registers(acc);
+#pragma unroll
+        for (int h = 0; h < kHalves; ++h)
+          sm90::fence_registers(acc[h]);
         if (prev_stage >= 0) release(prev_stage);
         prev_stage = used;
       }
+      if constexpr (kPingpong) {
+        if (u + unit_step < num_units) consumer_arrive<256>(3 + cwg);
+      }
       sm90::wgmma_wait<0>();
-      sm90::fence_registers(acc);
+#pragma unroll
+      for (int h = 0; h < kHalves; ++h)
+        sm90::fence_registers(acc[h]);
       release(prev_stage);
     }
 
-    // Epilogue: accumulator j·4 + r holds row g (+8 for r ≥ 2), column 8·j + 2·t + r % 2.
+    // Epilogue: accumulator j·4 + r of a half holds row g (+8 for r ≥ 2), column 8·j + 2·t + r % 2.
     OutT* c = static_cast<OutT*>(p.c);
-    const int row0 = m0 + cwg * 64 + warp * 16 + g;
-    float sa[2] = {0.0f, 0.0f};
     if constexpr (!kBlocked && !kRaw) {
-      // Every consumer thread has staged its scales (and finished the previous tile's epilogue,
-      // so the other buffer is free for the next tile).
-      asm volatile("bar.sync 1, 256;" ::: "memory");
+      // Every thread that stages this tile's scales has staged them (cooperative: and finished
+      // the previous tile's epilogue, so the other buffer is free for the next tile).
+      if constexpr (kPingpong) {
+        consumer_barrier<128>(1 + cwg);
+      } else {
+        consumer_barrier<256>(1);
+      }
+    }
+    // Each column's B scale and bias serve both halves' rows: the halves go innermost, so that
+    // nothing is held from one half to the other.
+    int row0[kHalves];
+    float sa[kHalves][2] = {};
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        sa[h] = tile_sa[row0 + 8 * h - m0];
+    for (int half = 0; half < kHalves; ++half) {
+      row0[half] = m0 + (kPingpong ? 64 * half : cwg * 64) + warp * 16 + g;
+      if constexpr (!kBlocked && !kRaw) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          sa[half][h] = tile_sa[row0[half] + 8 * h - m0];
+      }
     }
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
@@ -430,23 +497,29 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = row0 + 8 * h;
-        if (row >= p.m) continue;
-        if constexpr (kRaw) {
-          store_pair<OutT>(c, p.n, row, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], p.vec_c);
-        } else {
-          float v[2];
+      for (int half = 0; half < kHalves; ++half) {
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            if constexpr (kBlocked) {
-              v[e] = accf[4 * j + 2 * h + e];
-            } else {
-              v[e] = __fmul_rn(__int2float_rn(acc[4 * j + 2 * h + e]), __fmul_rn(sa[h], sb[e]));
+        for (int h = 0; h < 2; ++h) {
+          const int row = row0[half] + 8 * h;
+          if (row >= p.m) continue;
+          if constexpr (kRaw) {
+            store_pair<OutT>(c, p.n, row, col, acc[half][4 * j + 2 * h],
+                             acc[half][4 * j + 2 * h + 1], p.vec_c);
+          } else {
+            float v[2];
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              if constexpr (kBlocked) {
+                v[e] = accf[4 * j + 2 * h + e];
+              } else {
+                v[e] = __fmul_rn(__int2float_rn(acc[half][4 * j + 2 * h + e]),
+                                 __fmul_rn(sa[half][h], sb[e]));
+              }
+              if (p.bias != nullptr) v[e] = __fadd_rn(v[e], bias[e]);
             }
-            if (p.bias != nullptr) v[e] = __fadd_rn(v[e], bias[e]);
+            if (LPBENCH_WGMMA_NO_STORE && v[0] != 1.2345e-30f) continue;
+            store_pair<OutT>(c, p.n, row, col, to_out<OutT>(v[0]), to_out<OutT>(v[1]), p.vec_c);
           }
-          store_pair<OutT>(c, p.n, row, col, to_out<OutT>(v[0]), to_out<OutT>(v[1]), p.vec_c);
         }
       }
     }
@@ -568,11 +641,11 @@ __global__ void column_scales_kmajor(const float* scales, int block_rows, int n,
   }
 }
 
-template <int BN, bool kBlocked, typename OutT, bool kColumnB = false>
+template <int BN, bool kBlocked, typename OutT, bool kColumnB = false, bool kPingpong = false>
 void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int sms,
             cudaStream_t stream) {
   const size_t smem = Layout<BN, kColumnB>::smem_bytes(p.stages);
-  auto kernel = wgmma_gemm_kernel<BN, kBlocked, OutT, kColumnB>;
+  auto kernel = wgmma_gemm_kernel<BN, kBlocked, OutT, kColumnB, kPingpong>;
   LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smem)));
   if (p.cluster_m == 1) {
@@ -646,19 +719,28 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
   const CUtensorMap mb = operand_map(b, problem.n, problem.k, config.tile_n / config.cluster_m);
   NvtxRange range("lpbench::cuda::wgmma_gemm");
   const bool wide = config.tile_n == 256;
+  // Unblocked modes: 128 × 256 tiles split by the two warpgroups, 128 × 128 tiles split, or
+  // 128 × 128 tiles each warpgroup's own (ping-pong).
+  const auto unblocked = [&](auto out) {
+    using OutT = decltype(out);
+    if (config.pingpong) {
+      launch<128, false, OutT, false, true>(p, ma, mb, d.sms, stream);
+    } else if (wide) {
+      launch<256, false, OutT>(p, ma, mb, d.sms, stream);
+    } else {
+      launch<128, false, OutT>(p, ma, mb, d.sms, stream);
+    }
+  };
   switch (problem.scaling) {
     case WgmmaScaling::none:
-      wide ? launch<256, false, int32_t>(p, ma, mb, d.sms, stream)
-           : launch<128, false, int32_t>(p, ma, mb, d.sms, stream);
+      unblocked(int32_t{});
       break;
     case WgmmaScaling::tensor:
     case WgmmaScaling::row:
       if (problem.out == DType::bf16) {
-        wide ? launch<256, false, __nv_bfloat16>(p, ma, mb, d.sms, stream)
-             : launch<128, false, __nv_bfloat16>(p, ma, mb, d.sms, stream);
+        unblocked(__nv_bfloat16{});
       } else {
-        wide ? launch<256, false, float>(p, ma, mb, d.sms, stream)
-             : launch<128, false, float>(p, ma, mb, d.sms, stream);
+        unblocked(float{});
       }
       break;
     case WgmmaScaling::block: {

@@ -35,6 +35,10 @@ struct WgmmaConfig {
   int stages = 4;
   int cluster_m = 1, cluster_n = 1;
   int consumer_warpgroups = 2;
+  // Ping-pong (tile_n 128, no block scaling): each consumer warpgroup computes whole tiles, the
+  // two in turn, so that one stores its tile while the other's MMAs run. Otherwise the two split
+  // each tile's rows and store together.
+  bool pingpong = false;
 };
 
 std::string to_string(WgmmaScaling s);

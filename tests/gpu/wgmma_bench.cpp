@@ -140,8 +140,8 @@ int main(int argc, char** argv) {
   LPBENCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   std::printf("device: %s, L2 %d MiB, llama2-7b training GEMMs at %lld tokens, median of %d\n",
               prop.name, l2 >> 20, static_cast<long long>(tokens), samples);
-  std::printf("%-22s %-6s %11s %11s %11s %11s %9s %11s  %s\n", "MxNxK", "gemm", "wg-tens",
-              "wg-t128", "wg-block", "lt-int8", "bf16", "fp8",
+  std::printf("%-22s %-6s %11s %11s %11s %11s %11s %11s %9s %11s  %s\n", "MxNxK", "gemm", "wg-tens",
+              "wg-t128", "wg-pp", "wg-pp-c2", "wg-block", "lt-int8", "bf16", "fp8",
               "TOP/s; x = over bf16 | block spread, B scale blocks; wgmma configs");
 
   std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
@@ -220,6 +220,15 @@ int main(int argc, char** argv) {
           {m, n, k, cuda::WgmmaScaling::tensor, cuda::DType::bf16, false}, 1 << 30);
       if (narrow_stages > 0) narrow.stages = narrow_stages;
       const bool narrow_ok = tensor_passes(&narrow);
+      // Ping-pong: 128 × 128 tiles, each warpgroup its own, the deepest ring; alone and in
+      // clusters of two.
+      cuda::WgmmaConfig pp = narrow;
+      pp.pingpong = true;
+      pp.stages = cuda::wgmma_max_stages(128);
+      cuda::WgmmaConfig pp2 = pp;
+      pp2.cluster_m = 2;
+      const bool pp_ok = tensor_passes(&pp);
+      const bool pp2_ok = tensor_passes(&pp2);
       cuda::WgmmaProblem pt{m, n, k, cuda::WgmmaScaling::tensor, cuda::DType::bf16, false};
       cuda::WgmmaProblem pb = pt;
       pb.scaling = cuda::WgmmaScaling::block;
@@ -242,6 +251,8 @@ int main(int argc, char** argv) {
       const Timing block = checked(block_ok, block_run(&block_config));
       const double t_block = block.median;
       const double t_narrow = checked(narrow_ok, tensor_run(&narrow)).median;
+      const double t_pp = checked(pp_ok, tensor_run(&pp)).median;
+      const double t_pp2 = checked(pp2_ok, tensor_run(&pp2)).median;
       const double t_tensor_c2 =
           cluster2 ? checked(tensor_c2_ok, tensor_run(&tensor_c2)).median : 0;
       const double t_block_c2 = cluster2 ? checked(block_c2_ok, block_run(&block_c2)).median : 0;
@@ -274,18 +285,18 @@ int main(int argc, char** argv) {
                    : "";
       const bool c2_ok = !cluster2 || (tensor_c2_ok && block_c2_ok);
       std::printf(
-          "%-22s %-6s %s %s %s %s %9.0f %s%s  | block p10-p90 %.0f-%.0f TOP/s (B %s); "
+          "%-22s %-6s %s %s %s %s %s %s %9.0f %s%s  | block p10-p90 %.0f-%.0f TOP/s (B %s); "
           "tensor: %s; block: %s%s\n",
           (std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)).c_str(),
           std::string(kernels::to_string(kind)).c_str(), cell(t_tensor).c_str(),
-          cell(t_narrow).c_str(), cell(t_block).c_str(), cell(t_lt).c_str(), bf,
-          cell(t_fp8).c_str(), c2_cells.c_str(), block.p90 > 0 ? tops(block.p90) : 0.0,
-          block.p10 > 0 ? tops(block.p10) : 0.0, b_rows == 1 ? "1x128" : "128x128",
-          cuda::to_string(cuda::wgmma_config_for(pt)).c_str(),
+          cell(t_narrow).c_str(), cell(t_pp).c_str(), cell(t_pp2).c_str(), cell(t_block).c_str(),
+          cell(t_lt).c_str(), bf, cell(t_fp8).c_str(), c2_cells.c_str(),
+          block.p90 > 0 ? tops(block.p90) : 0.0, block.p10 > 0 ? tops(block.p10) : 0.0,
+          b_rows == 1 ? "1x128" : "128x128", cuda::to_string(cuda::wgmma_config_for(pt)).c_str(),
           cuda::to_string(block_config).c_str(),
-          int32_ok && tensor_ok && narrow_ok && block_ok && c2_ok ? ""
-          : unchecked                                             ? "  CHECK FAILED (timed anyway)"
-                                                                  : "  CHECK FAILED (not timed)");
+          int32_ok && tensor_ok && narrow_ok && pp_ok && pp2_ok && block_ok && c2_ok ? ""
+          : unchecked ? "  CHECK FAILED (timed anyway)"
+                      : "  CHECK FAILED (not timed)");
       std::fflush(stdout);
     }
   }

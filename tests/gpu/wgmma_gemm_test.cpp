@@ -90,12 +90,18 @@ std::vector<workloads::GemmShape> llama2_gemms(int64_t tokens) {
   return out;
 }
 
-WgmmaConfig forced(int tile_n, int stages, int cluster_m = 1) {
+WgmmaConfig forced(int tile_n, int stages, int cluster_m = 1, bool pingpong = false) {
   WgmmaConfig c;
   c.tile_n = tile_n;
   c.stages = stages;
   c.cluster_m = cluster_m;
+  c.pingpong = pingpong;
   return c;
+}
+
+// Ping-pong: each warpgroup its own 128 × 128 tiles, in turn.
+WgmmaConfig pingpong(int stages, int cluster_m = 1) {
+  return forced(128, stages, cluster_m, true);
 }
 
 TEST_F(WgmmaGemm, Int32IsExactOnLlama2TrainingGemms) {
@@ -111,11 +117,15 @@ TEST_F(WgmmaGemm, Int32IsExactWithEveryTileWidthAndAShallowRing) {
   // phases run on across tiles; K = 17 tiles + 16 wraps a 2- and 3-stage ring many times.
   torch::manual_seed(11);
   // Clusters of two: 300 rows are 3 tile rows, so the last pair has a row past the edge.
+  // Ping-pong with K shorter than the ring (3 tiles of K over 6 stages) and longer, and a
+  // 2-stage ring that its two warpgroups' tiles wrap many times.
   for (const WgmmaConfig& c :
        {forced(128, 2), forced(128, 3), forced(256, 2), forced(256, 4),
-        forced(128, wgmma_max_stages(128)), forced(128, 2, 2), forced(256, 4, 2)}) {
+        forced(128, wgmma_max_stages(128)), forced(128, 2, 2), forced(256, 4, 2), pingpong(2),
+        pingpong(wgmma_max_stages(128)), pingpong(4, 2), pingpong(wgmma_max_stages(128), 2)}) {
     check_int32(2048, 2048, 128 * 17 + 16, &c);
     check_int32(300, 520, 1040, &c);
+    check_int32(1024, 1024, 384, &c);  // K = 3 tiles: each warpgroup's tile inside the ring
   }
 }
 
@@ -132,7 +142,8 @@ TEST_F(WgmmaGemm, Int32EdgeShapes) {
     }
   }
   torch::manual_seed(7);
-  for (const WgmmaConfig& c : {forced(256, 4), forced(256, 4, 2), forced(128, 4, 2)}) {
+  for (const WgmmaConfig& c :
+       {forced(256, 4), forced(256, 4, 2), forced(128, 4, 2), pingpong(6), pingpong(6, 2)}) {
     check_int32(129, 257, 400, &c);
     check_int32(1, 1, 16, &c);
     check_int32(300, 70, 144, &c);  // B's second half entirely past N
@@ -270,10 +281,13 @@ TEST_F(WgmmaGemm, ScaledEdgeShapesEveryModeAndConfig) {
     }
   }
   // Forced configs: both tile widths, shallow and deep rings, several tiles per CTA.
-  for (const WgmmaConfig& c : {forced(128, 2), forced(128, 6), forced(256, 2), forced(256, 4),
-                               forced(128, 4, 2), forced(256, 4, 2)}) {
+  for (const WgmmaConfig& c :
+       {forced(128, 2), forced(128, 6), forced(256, 2), forced(256, 4), forced(128, 4, 2),
+        forced(256, 4, 2), pingpong(3), pingpong(6), pingpong(6, 2)}) {
     for (WgmmaScaling mode : {WgmmaScaling::tensor, WgmmaScaling::row, WgmmaScaling::block}) {
-      if (mode == WgmmaScaling::block && (c.tile_n == 256 || c.stages > 6)) continue;
+      if (mode == WgmmaScaling::block && (c.tile_n == 256 || c.stages > 6 || c.pingpong)) {
+        continue;
+      }
       torch::manual_seed(++i);
       check_scaled({2048, 2304, 128 * 9 + 16, mode, 128, DType::bf16, true}, &c);
       check_scaled({130, 300, 272, mode, 1, DType::fp32, false}, &c);
@@ -358,6 +372,12 @@ TEST(WgmmaGemmArgs, RefusesWhatItCannotRunWithAClearReason) {
   }
   const WgmmaConfig pair = forced(128, 4, 2);
   EXPECT_TRUE(wgmma_config_error(wgmma_problem(valid_args()), pair).empty());
+  // Ping-pong: 128-wide tiles without block scaling (a warpgroup holds a whole tile).
+  EXPECT_TRUE(wgmma_config_error(wgmma_problem(valid_args()), pingpong(6, 2)).empty());
+  const WgmmaConfig pingpong4 = pingpong(4);
+  EXPECT_NE(refusal(block, &pingpong4).find("ping-pong"), std::string::npos);
+  const WgmmaConfig wide_pingpong = forced(256, 4, 1, true);
+  EXPECT_NE(refusal(valid_args(), &wide_pingpong).find("ping-pong"), std::string::npos);
   // The INT32 variant checks the same way.
   alignas(16) static int8_t op[16];
   alignas(16) static int32_t out[4];

@@ -13,6 +13,8 @@ namespace {
 // tensorwise kernel on 128 × 128 tiles ran 5–20 % faster with 4 stages than with 7 (3: slower),
 // and block mode ran the same with 3, 4 or 6 (docs/perf-log.md §6b).
 constexpr int kMaxStages = 4;
+// K tiles (of 128) below which the ping-pong config is chosen: K = 11008 is 86 tiles, 12288 is 96.
+constexpr int64_t kPingpongMaxKTiles = 96;
 
 bool varies_along_k(const ScaledGemmArgs& a) {
   return a.kblock != 0;
@@ -68,9 +70,20 @@ WgmmaConfig select_wgmma_config(const WgmmaProblem& problem, int sm_count) {
   WgmmaConfig c;
   const bool blocked = problem.scaling == WgmmaScaling::block;
   const int64_t tiles_m = (problem.m + 127) / 128;
+  const int64_t ktiles = (problem.k + 127) / 128;
+  // Ping-pong where every CTA gets two tiles or more (one per warpgroup) and K is short enough
+  // that storing a tile weighs: on the H200 at 4096 tokens it beat the 128 × 256 tile on the
+  // llama2-7b shapes with K ≤ 11008 by up to 18 % (−3 % on one), and lost 11 % at K = 12288
+  // (docs/perf-log.md §23).
+  if (!blocked && ktiles < kPingpongMaxKTiles &&
+      tiles_m * ((problem.n + 127) / 128) >= 2LL * sm_count) {
+    c.tile_n = 128;
+    c.pingpong = true;
+    c.stages = wgmma_max_stages(128);
+    return c;
+  }
   const int64_t wide_tiles = tiles_m * ((problem.n + 255) / 256);
   c.tile_n = !blocked && wide_tiles >= sm_count ? 256 : 128;
-  const int64_t ktiles = (problem.k + c.tile_k - 1) / c.tile_k;
   // More stages than K tiles only matter across tiles (the producer runs ahead); keep at least 2.
   c.stages = std::min(wgmma_max_stages(c.tile_n), kMaxStages);
   if (ktiles < c.stages && tiles_m * ((problem.n + c.tile_n - 1) / c.tile_n) <= sm_count) {

@@ -3,7 +3,9 @@
 //
 // A CTA of 384 threads: warpgroup 0 is the producer (one thread issues the TMA loads), warpgroups
 // 1 and 2 are consumers, each computing 64 rows of a 128 × tile_n output tile with wgmma
-// m64n{tile_n}k32. K advances 128 bytes (one 128-byte swizzle row, and the K block of block
+// m64n{tile_n}k32, or, in the ping-pong config, each computing whole 128 × 128 tiles (two
+// m64n128k32 halves), the two taking the CTA's tiles in turn so that one stores while the other
+// multiplies. K advances 128 bytes (one 128-byte swizzle row, and the K block of block
 // scaling) per pipeline stage. Each stage has a "full" barrier (the TMA bytes) and an "empty"
 // barrier (one arrival per consumer warp after its wgmmas that read the stage have completed). The
 // grid is persistent: CTA i takes tiles i, i + grid, ... in a grouped order (8 tile rows share each

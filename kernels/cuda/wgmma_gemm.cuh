@@ -48,9 +48,11 @@ std::string to_string(const WgmmaConfig& c);
 // The problem of a ScaledGemmArgs (tensor/row/block from its scale shapes).
 WgmmaProblem wgmma_problem(const ScaledGemmArgs& args);
 
-// The shape heuristic: 128×256 tiles where they still give every SM a tile (fewer B re-reads,
-// more MMA per byte of shared memory), else 128×128; block scaling always 128×128; at most 4
-// stages; no clusters. `sm_count` is the device's multiprocessor count.
+// The shape heuristic: without block scaling, ping-pong on 128×128 tiles (the deepest ring)
+// where K is under 96 tiles and there are two tiles per SM or more; else 128×256 tiles where
+// they still give every SM a tile (fewer B re-reads, more MMA per byte of shared memory), else
+// 128×128; block scaling always 128×128; at most 4 stages but for ping-pong; no clusters.
+// `sm_count` is the device's multiprocessor count.
 WgmmaConfig select_wgmma_config(const WgmmaProblem& problem, int sm_count);
 
 // Empty when `config` can run `problem`, else what is wrong (one line).

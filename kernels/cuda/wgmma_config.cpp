@@ -5,6 +5,12 @@
 
 #include "kernels/cuda/wgmma_gemm.cuh"
 
+// Timing experiments only (LPBENCH_WGMMA_DIAG, as wgmma_gemm.cu's knobs): PINGPONG=0 brings back
+// the heuristic as it was before ping-pong, for a same-machine comparison of whole steps.
+#ifndef LPBENCH_WGMMA_PINGPONG
+#define LPBENCH_WGMMA_PINGPONG 1
+#endif
+
 namespace lpbench::cuda {
 
 namespace {
@@ -75,7 +81,7 @@ WgmmaConfig select_wgmma_config(const WgmmaProblem& problem, int sm_count) {
   // that storing a tile weighs: on the H200 at 4096 tokens it beat the 128 × 256 tile on the
   // llama2-7b shapes with K ≤ 11008 by up to 18 % (−3 % on one), and lost 11 % at K = 12288
   // (docs/perf-log.md §23).
-  if (!blocked && ktiles < kPingpongMaxKTiles &&
+  if (LPBENCH_WGMMA_PINGPONG && !blocked && ktiles < kPingpongMaxKTiles &&
       tiles_m * ((problem.n + 127) / 128) >= 2LL * sm_count) {
     c.tile_n = 128;
     c.pingpong = true;

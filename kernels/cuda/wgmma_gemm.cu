@@ -720,14 +720,13 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
   // In a cluster each CTA loads its share of B's tile rows.
   const CUtensorMap mb = operand_map(b, problem.n, problem.k, config.tile_n / config.cluster_m);
   NvtxRange range("lpbench::cuda::wgmma_gemm");
-  const bool wide = config.tile_n == 256;
   // Unblocked modes: 128 × 256 tiles split by the two warpgroups, 128 × 128 tiles split, or
   // 128 × 128 tiles each warpgroup's own (ping-pong).
   const auto unblocked = [&](auto out) {
     using OutT = decltype(out);
     if (config.pingpong) {
       launch<128, false, OutT, false, true>(p, ma, mb, d.sms, stream);
-    } else if (wide) {
+    } else if (config.tile_n == 256) {
       launch<256, false, OutT>(p, ma, mb, d.sms, stream);
     } else {
       launch<128, false, OutT>(p, ma, mb, d.sms, stream);

@@ -6,9 +6,13 @@
 #include "kernels/cuda/wgmma_gemm.cuh"
 
 // Timing experiments only (LPBENCH_WGMMA_DIAG, as wgmma_gemm.cu's knobs): PINGPONG=0 brings back
-// the heuristic as it was before ping-pong, for a same-machine comparison of whole steps.
+// the heuristic as it was before ping-pong, and PP_STAGES=S gives ping-pong a ring of S stages
+// instead of the deepest, for same-machine comparisons of whole steps.
 #ifndef LPBENCH_WGMMA_PINGPONG
 #define LPBENCH_WGMMA_PINGPONG 1
+#endif
+#ifndef LPBENCH_WGMMA_PP_STAGES
+#define LPBENCH_WGMMA_PP_STAGES 0
 #endif
 
 namespace lpbench::cuda {
@@ -85,7 +89,7 @@ WgmmaConfig select_wgmma_config(const WgmmaProblem& problem, int sm_count) {
       tiles_m * ((problem.n + 127) / 128) >= 2LL * sm_count) {
     c.tile_n = 128;
     c.pingpong = true;
-    c.stages = wgmma_max_stages(128);
+    c.stages = LPBENCH_WGMMA_PP_STAGES > 0 ? LPBENCH_WGMMA_PP_STAGES : wgmma_max_stages(128, true);
     return c;
   }
   const int64_t wide_tiles = tiles_m * ((problem.n + 255) / 256);
@@ -116,11 +120,11 @@ std::string wgmma_config_error(const WgmmaProblem& problem, const WgmmaConfig& c
     return "wgmma config: ping-pong takes tile_n 128 and no block scaling (a warpgroup holds a "
            "whole tile's accumulators)";
   }
-  const int most = wgmma_max_stages(c.tile_n);
+  const int most = wgmma_max_stages(c.tile_n, c.pingpong);
   if (c.stages < 2 || c.stages > most) {
     return "wgmma config: stages must be in [2, " + std::to_string(most) + "] for tile_n " +
-           std::to_string(c.tile_n) + (blocked ? " with block scales" : "") + ", got " +
-           std::to_string(c.stages);
+           std::to_string(c.tile_n) + (blocked ? " with block scales" : "") +
+           (c.pingpong ? " in ping-pong" : "") + ", got " + std::to_string(c.stages);
   }
   if (problem.scaling == WgmmaScaling::none && problem.out != DType::int32) {
     return "wgmma config: unscaled products are INT32";

@@ -49,6 +49,7 @@
 #define LPBENCH_WGMMA_FOLD_FFMA 0
 #endif
 //   NO_STORE=1     the epilogue computes its values but stores none (what the stores cost)
+// (wgmma_config.cpp holds the heuristic's: PINGPONG=0, PP_STAGES=S.)
 #ifndef LPBENCH_WGMMA_NO_STORE
 #define LPBENCH_WGMMA_NO_STORE 0
 #endif
@@ -87,9 +88,11 @@ struct Params {
   bool vec_c;  // paired stores: c aligned, N even
 };
 
-// Shared memory, from a 1024-byte aligned base (the 128-byte swizzle atom): `stages` × [A tile
-// 128×128 | B tile tile_n×128], then the full and empty barriers, then (kColumnB) `stages` ×
-// the tile's tile_n column scales of B for the stage's K block, then the epilogue's scales.
+// Shared memory, from the dynamic block's base, which `__align__(1024)` puts on the 128-byte
+// swizzle's 1024-byte atom (the kernel checks; a 1 KiB pad for it would leave 112 bytes too few
+// for a seventh stage of 128-wide tiles): `stages` × [A tile 128×128 | B tile tile_n×128], then
+// the full and empty barriers, then (kColumnB) `stages` × the tile's tile_n column scales of B
+// for the stage's K block, then the epilogue's scales.
 template <int BN, bool kColumnB = false>
 struct Layout {
   static constexpr int kABytes = kBM * kBK;
@@ -100,7 +103,7 @@ struct Layout {
   // while the one before may still be read.
   static constexpr int kEpilogueScaleBytes = 2 * (BN + kBM) * 4;
   static size_t smem_bytes(int stages) {
-    return 1024 + kEpilogueScaleBytes +
+    return kEpilogueScaleBytes +
            static_cast<size_t>(stages) * (kOperandBytes + 16 + kColumnScaleBytes);
   }
 };
@@ -182,9 +185,12 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = Layout<BN, kColumnB>;
   constexpr bool kRaw = std::is_same_v<OutT, int32_t>;
-  extern __shared__ uint8_t smem_raw[];
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
   const uint32_t raw = sm90::smem_addr(smem_raw);
+  // `__align__` makes base == raw, which the launch's size counts on (no pad); rounded up all the
+  // same, since ptxas spilled on the ping-pong epilogue with base = raw (or raw masked).
   const uint32_t base = (raw + 1023u) & ~1023u;
+  if (base != raw) __trap();  // the ring would run past the allocation
   const uint32_t bars = base + p.stages * L::kOperandBytes;
   const auto full = [&](int s) { return bars + 8u * s; };
   const auto empty = [&](int s) { return bars + 8u * (p.stages + s); };
@@ -613,7 +619,7 @@ void require_sm90() {
 }
 
 // The deepest ring that fits every mode of this tile width (block mode's per-column B scales
-// add 512 bytes a stage on 128-wide tiles).
+// add 512 bytes a stage on 128-wide tiles: 6 stages), or ping-pong's (no block scales: 7).
 template <int BN, bool kColumnB>
 int stages_that_fit() {
   const size_t fixed = Layout<BN, kColumnB>::smem_bytes(0);
@@ -621,7 +627,8 @@ int stages_that_fit() {
   return static_cast<int>((kSmemLimit - fixed) / stage);
 }
 
-int max_stages(int tile_n) {
+int max_stages(int tile_n, bool pingpong) {
+  if (pingpong) return stages_that_fit<128, false>();
   return tile_n == 256 ? stages_that_fit<256, false>() : stages_that_fit<128, true>();
 }
 
@@ -780,8 +787,8 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
 
 }  // namespace
 
-int wgmma_max_stages(int tile_n) {
-  return max_stages(tile_n);
+int wgmma_max_stages(int tile_n, bool pingpong) {
+  return max_stages(tile_n, pingpong);
 }
 
 bool wgmma_supported() {

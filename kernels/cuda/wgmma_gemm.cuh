@@ -58,8 +58,10 @@ WgmmaConfig select_wgmma_config(const WgmmaProblem& problem, int sm_count);
 // Empty when `config` can run `problem`, else what is wrong (one line).
 std::string wgmma_config_error(const WgmmaProblem& problem, const WgmmaConfig& config);
 
-// How many pipeline stages fit in shared memory (227 KiB a CTA on H100/H200) for a tile width.
-int wgmma_max_stages(int tile_n);
+// How many pipeline stages fit in shared memory (227 KiB a CTA on H100/H200) for every mode of a
+// tile width, or for ping-pong (128-wide tiles, never block mode's per-column B scales, which
+// cost the 128-wide ring its seventh stage).
+int wgmma_max_stages(int tile_n, bool pingpong = false);
 
 // Whether the current device runs these kernels (compute capability 9.0: H100, H200, GH200),
 // cached per device.

@@ -1,5 +1,6 @@
-// wgmma_bench: TOP/s of lpbench's Hopper INT8 GEMM (tensorwise on the heuristic's tile and on
-// block mode's 128 × 128 tile, and block scaling; BF16 out) beside cuBLASLt INT8 (INT32 out,
+// wgmma_bench: TOP/s of lpbench's Hopper INT8 GEMM (tensorwise on the heuristic's config, on the
+// cooperative 128 × 256 and 128 × 128 tiles and in ping-pong, and block scaling; BF16 out) beside
+// cuBLASLt INT8 (INT32 out,
 // lpbench's heuristic-searched call), cuBLAS BF16 (torch matmul) and cuBLASLt FP8 (at::_scaled_mm,
 // tensorwise, BF16 out), on llama2-7b's training GEMMs. Every wgmma variant is checked bit for bit
 // against another path before it is timed (INT32 against cuBLASLt, tensorwise against cuBLASLt +
@@ -9,6 +10,9 @@
 // and dgrad (the weights), 1 × 128 in wgrad (the activations; each column its own scale).
 //
 //   wgmma_bench [--tokens 16384] [--samples 30] [--shapes N] [--t128-stages S] [--block-stages S]
+//               [--pp-stages S]      (the ring of the two ping-pong columns, default the deepest;
+//                                     the heuristic's column keeps its own, so that one process
+//                                     times both depths)
 //               [--uniform-b]        (128 × 128 B blocks in wgrad too: the tables before 2026-11-23
 //                                     evening)
 //               [--time-unchecked]   (times the wgmma runs even where their check failed: for
@@ -87,6 +91,7 @@ int main(int argc, char** argv) {
   int64_t max_shapes = 1000;
   int narrow_stages = 0;   // 0: the heuristic's
   int block_stages = 0;    // 0: the heuristic's
+  int pp_stages = 0;       // 0: the deepest ping-pong ring
   bool unchecked = false;  // time variants whose check failed (diagnostic builds)
   bool uniform_b = false;  // 128 × 128 B blocks for every GEMM, wgrad's too
   bool cluster2 = false;   // also time the tensorwise and block configs in clusters of two
@@ -111,10 +116,13 @@ int main(int argc, char** argv) {
       narrow_stages = std::atoi(argv[i + 1]);
     } else if (flag == "--block-stages") {
       block_stages = std::atoi(argv[i + 1]);
+    } else if (flag == "--pp-stages") {
+      pp_stages = std::atoi(argv[i + 1]);
     } else {
       std::fprintf(stderr,
                    "unknown flag %s; usage: wgmma_bench [--tokens N] [--samples S] [--shapes N] "
-                   "[--t128-stages S] [--block-stages S] [--uniform-b] [--time-unchecked] "
+                   "[--t128-stages S] [--block-stages S] [--pp-stages S] [--uniform-b] "
+                   "[--time-unchecked] "
                    "[--cluster2]\n",
                    argv[i]);
       return 2;
@@ -122,11 +130,12 @@ int main(int argc, char** argv) {
   }
   if (tokens <= 0 || samples < 20 || max_shapes <= 0 || narrow_stages < 0 || narrow_stages == 1 ||
       narrow_stages > cuda::wgmma_max_stages(128) || block_stages < 0 || block_stages == 1 ||
-      block_stages > cuda::wgmma_max_stages(128)) {
+      block_stages > cuda::wgmma_max_stages(128) || pp_stages < 0 || pp_stages == 1 ||
+      pp_stages > cuda::wgmma_max_stages(128, true)) {
     std::fprintf(stderr,
                  "--tokens and --shapes must be positive, --samples at least 20, --t128-stages "
-                 "and --block-stages 2 to %d\n",
-                 cuda::wgmma_max_stages(128));
+                 "and --block-stages 2 to %d, --pp-stages 2 to %d\n",
+                 cuda::wgmma_max_stages(128), cuda::wgmma_max_stages(128, true));
     return 2;
   }
   if (!torch::cuda::is_available() || !cuda::wgmma_supported()) {
@@ -140,9 +149,9 @@ int main(int argc, char** argv) {
   LPBENCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   std::printf("device: %s, L2 %d MiB, llama2-7b training GEMMs at %lld tokens, median of %d\n",
               prop.name, l2 >> 20, static_cast<long long>(tokens), samples);
-  std::printf("%-22s %-6s %11s %11s %11s %11s %11s %11s %9s %11s  %s\n", "MxNxK", "gemm", "wg-tens",
-              "wg-t128", "wg-pp", "wg-pp-c2", "wg-block", "lt-int8", "bf16", "fp8",
-              "TOP/s; x = over bf16 | block spread, B scale blocks; wgmma configs");
+  std::printf("%-22s %-6s %11s %11s %11s %11s %11s %11s %11s %9s %11s  %s\n", "MxNxK", "gemm",
+              "wg-tens", "wg-256", "wg-t128", "wg-pp", "wg-pp-c2", "wg-block", "lt-int8", "bf16",
+              "fp8", "TOP/s; x = over bf16 | block spread, B scale blocks; wgmma configs");
 
   std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
   const auto opts = torch::TensorOptions().device(torch::kCUDA);
@@ -224,10 +233,16 @@ int main(int argc, char** argv) {
       // clusters of two.
       cuda::WgmmaConfig pp = narrow;
       pp.pingpong = true;
-      pp.stages = cuda::wgmma_max_stages(128);
+      pp.stages = pp_stages > 0 ? pp_stages : cuda::wgmma_max_stages(128, true);
       cuda::WgmmaConfig pp2 = pp;
       pp2.cluster_m = 2;
       const bool pp_ok = tensor_passes(&pp);
+      // The cooperative 128 × 256 tile on a 4-deep ring: the heuristic's choice for these shapes
+      // before ping-pong (docs/perf-log.md §23).
+      cuda::WgmmaConfig wide = narrow;
+      wide.tile_n = 256;
+      wide.stages = std::min(4, cuda::wgmma_max_stages(256));
+      const bool wide_ok = tensor_passes(&wide);
       const bool pp2_ok = tensor_passes(&pp2);
       cuda::WgmmaProblem pt{m, n, k, cuda::WgmmaScaling::tensor, cuda::DType::bf16, false};
       cuda::WgmmaProblem pb = pt;
@@ -251,6 +266,7 @@ int main(int argc, char** argv) {
       const Timing block = checked(block_ok, block_run(&block_config));
       const double t_block = block.median;
       const double t_narrow = checked(narrow_ok, tensor_run(&narrow)).median;
+      const double t_wide = checked(wide_ok, tensor_run(&wide)).median;
       const double t_pp = checked(pp_ok, tensor_run(&pp)).median;
       const double t_pp2 = checked(pp2_ok, tensor_run(&pp2)).median;
       const double t_tensor_c2 =
@@ -285,16 +301,16 @@ int main(int argc, char** argv) {
                    : "";
       const bool c2_ok = !cluster2 || (tensor_c2_ok && block_c2_ok);
       std::printf(
-          "%-22s %-6s %s %s %s %s %s %s %9.0f %s%s  | block p10-p90 %.0f-%.0f TOP/s (B %s); "
+          "%-22s %-6s %s %s %s %s %s %s %s %9.0f %s%s  | block p10-p90 %.0f-%.0f TOP/s (B %s); "
           "tensor: %s; block: %s%s\n",
           (std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)).c_str(),
           std::string(kernels::to_string(kind)).c_str(), cell(t_tensor).c_str(),
-          cell(t_narrow).c_str(), cell(t_pp).c_str(), cell(t_pp2).c_str(), cell(t_block).c_str(),
-          cell(t_lt).c_str(), bf, cell(t_fp8).c_str(), c2_cells.c_str(),
+          cell(t_wide).c_str(), cell(t_narrow).c_str(), cell(t_pp).c_str(), cell(t_pp2).c_str(),
+          cell(t_block).c_str(), cell(t_lt).c_str(), bf, cell(t_fp8).c_str(), c2_cells.c_str(),
           block.p90 > 0 ? tops(block.p90) : 0.0, block.p10 > 0 ? tops(block.p10) : 0.0,
           b_rows == 1 ? "1x128" : "128x128", cuda::to_string(cuda::wgmma_config_for(pt)).c_str(),
           cuda::to_string(block_config).c_str(),
-          int32_ok && tensor_ok && narrow_ok && pp_ok && pp2_ok && block_ok && c2_ok ? ""
+          int32_ok && tensor_ok && wide_ok && narrow_ok && pp_ok && pp2_ok && block_ok && c2_ok ? ""
           : unchecked ? "  CHECK FAILED (timed anyway)"
                       : "  CHECK FAILED (not timed)");
       std::fflush(stdout);

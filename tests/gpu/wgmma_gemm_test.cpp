@@ -117,12 +117,13 @@ TEST_F(WgmmaGemm, Int32IsExactWithEveryTileWidthAndAShallowRing) {
   // phases run on across tiles; K = 17 tiles + 16 wraps a 2- and 3-stage ring many times.
   torch::manual_seed(11);
   // Clusters of two: 300 rows are 3 tile rows, so the last pair has a row past the edge.
-  // Ping-pong with K shorter than the ring (3 tiles of K over 6 stages) and longer, and a
+  // Ping-pong with K shorter than the ring (3 tiles of K over 7 stages) and longer, and a
   // 2-stage ring that its two warpgroups' tiles wrap many times.
   for (const WgmmaConfig& c :
        {forced(128, 2), forced(128, 3), forced(256, 2), forced(256, 4),
         forced(128, wgmma_max_stages(128)), forced(128, 2, 2), forced(256, 4, 2), pingpong(2),
-        pingpong(wgmma_max_stages(128)), pingpong(4, 2), pingpong(wgmma_max_stages(128), 2)}) {
+        pingpong(wgmma_max_stages(128, true)), pingpong(4, 2),
+        pingpong(wgmma_max_stages(128, true), 2)}) {
     check_int32(2048, 2048, 128 * 17 + 16, &c);
     check_int32(300, 520, 1040, &c);
     check_int32(1024, 1024, 384, &c);  // K = 3 tiles: each warpgroup's tile inside the ring
@@ -143,7 +144,7 @@ TEST_F(WgmmaGemm, Int32EdgeShapes) {
   }
   torch::manual_seed(7);
   for (const WgmmaConfig& c :
-       {forced(256, 4), forced(256, 4, 2), forced(128, 4, 2), pingpong(6), pingpong(6, 2)}) {
+       {forced(256, 4), forced(256, 4, 2), forced(128, 4, 2), pingpong(7), pingpong(7, 2)}) {
     check_int32(129, 257, 400, &c);
     check_int32(1, 1, 16, &c);
     check_int32(300, 70, 144, &c);  // B's second half entirely past N
@@ -283,7 +284,7 @@ TEST_F(WgmmaGemm, ScaledEdgeShapesEveryModeAndConfig) {
   // Forced configs: both tile widths, shallow and deep rings, several tiles per CTA.
   for (const WgmmaConfig& c :
        {forced(128, 2), forced(128, 6), forced(256, 2), forced(256, 4), forced(128, 4, 2),
-        forced(256, 4, 2), pingpong(3), pingpong(6), pingpong(6, 2)}) {
+        forced(256, 4, 2), pingpong(3), pingpong(7), pingpong(7, 2)}) {
     for (WgmmaScaling mode : {WgmmaScaling::tensor, WgmmaScaling::row, WgmmaScaling::block}) {
       if (mode == WgmmaScaling::block && (c.tile_n == 256 || c.stages > 6 || c.pingpong)) {
         continue;
@@ -378,6 +379,12 @@ TEST(WgmmaGemmArgs, RefusesWhatItCannotRunWithAClearReason) {
   EXPECT_NE(refusal(block, &pingpong4).find("ping-pong"), std::string::npos);
   const WgmmaConfig wide_pingpong = forced(256, 4, 1, true);
   EXPECT_NE(refusal(valid_args(), &wide_pingpong).find("ping-pong"), std::string::npos);
+  // Its ring holds 7 stages, the cooperative 128-wide tile's 6.
+  EXPECT_TRUE(wgmma_config_error(wgmma_problem(valid_args()), pingpong(7)).empty());
+  const WgmmaConfig cooperative7 = forced(128, 7), pingpong8 = pingpong(8);
+  EXPECT_NE(refusal(valid_args(), &cooperative7).find("[2, 6]"), std::string::npos);
+  EXPECT_NE(refusal(valid_args(), &pingpong8).find("[2, 7] for tile_n 128 in ping-pong"),
+            std::string::npos);
   // The INT32 variant checks the same way.
   alignas(16) static int8_t op[16];
   alignas(16) static int32_t out[4];
@@ -423,14 +430,18 @@ TEST(WgmmaGemmArgs, HeuristicPicksWideTilesForLargeUnblockedProblems) {
     const WgmmaConfig cp = select_wgmma_config(short_k, 132);
     EXPECT_TRUE(cp.pingpong) << to_string(short_k);
     EXPECT_EQ(cp.tile_n, 128);
-    EXPECT_EQ(cp.stages, wgmma_max_stages(128));
+    EXPECT_EQ(cp.stages, wgmma_max_stages(128, true));
     EXPECT_TRUE(wgmma_config_error(short_k, cp).empty());
   }
   EXPECT_FALSE(select_wgmma_config(blocked, 132).pingpong);
   const WgmmaProblem one_wave{2048, 1024, 4096, WgmmaScaling::tensor, DType::bf16, false};
   EXPECT_FALSE(select_wgmma_config(one_wave, 132).pingpong);
   EXPECT_EQ(to_string(select_wgmma_config({4096, 4096, 4096, WgmmaScaling::tensor}, 132)),
-            "tile 128x128x128, 6 stages, cluster 1x1, 2 consumer warpgroups (ping-pong)");
+            "tile 128x128x128, 7 stages, cluster 1x1, 2 consumer warpgroups (ping-pong)");
+  // Ping-pong never stages block mode's per-column B scales (512 bytes a stage): its ring of
+  // 32 KiB stages takes a seventh, one more than the cooperative 128-wide tile's.
+  EXPECT_EQ(wgmma_max_stages(128, true), 7);
+  EXPECT_EQ(wgmma_max_stages(128), 6);
 }
 
 }  // namespace

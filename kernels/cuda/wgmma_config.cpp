@@ -7,7 +7,7 @@
 
 // Timing experiments only (LPBENCH_WGMMA_DIAG, as wgmma_gemm.cu's knobs): PINGPONG=0 brings back
 // the heuristic as it was before ping-pong, and PP_STAGES=S gives ping-pong a ring of S stages
-// instead of the deepest, for same-machine comparisons of whole steps.
+// instead of kPingpongStages, for same-machine comparisons of whole steps.
 #ifndef LPBENCH_WGMMA_PINGPONG
 #define LPBENCH_WGMMA_PINGPONG 1
 #endif
@@ -25,6 +25,9 @@ namespace {
 constexpr int kMaxStages = 4;
 // K tiles (of 128) below which the ping-pong config is chosen: K = 11008 is 86 tiles, 12288 is 96.
 constexpr int64_t kPingpongMaxKTiles = 96;
+// Ping-pong's ring: 7 stages fit (wgmma_max_stages), but on the H200 the seventh ran the layer's
+// products the same or up to 9 % slower and the layer's step 1 % slower (docs/perf-log.md §24).
+constexpr int kPingpongStages = 6;
 
 bool varies_along_k(const ScaledGemmArgs& a) {
   return a.kblock != 0;
@@ -89,7 +92,7 @@ WgmmaConfig select_wgmma_config(const WgmmaProblem& problem, int sm_count) {
       tiles_m * ((problem.n + 127) / 128) >= 2LL * sm_count) {
     c.tile_n = 128;
     c.pingpong = true;
-    c.stages = LPBENCH_WGMMA_PP_STAGES > 0 ? LPBENCH_WGMMA_PP_STAGES : wgmma_max_stages(128, true);
+    c.stages = LPBENCH_WGMMA_PP_STAGES > 0 ? LPBENCH_WGMMA_PP_STAGES : kPingpongStages;
     return c;
   }
   const int64_t wide_tiles = tiles_m * ((problem.n + 255) / 256);

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""scripts/trace-kernels on a small synthetic profiler trace: the kernel families (cuDNN's
+attention kernels name wgmma, and must not count as lpbench's INT8 GEMM), the sums, and --gaps
+(the span, the idle time, and the CPU operator that launched the kernel after each gap).
+
+  trace_kernels_test.py REPO_ROOT
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def kernel(name, ts, dur, corr):
+    return {"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur, "args": {"correlation": corr}}
+
+
+def launch(ts, corr):
+    return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": ts, "dur": 2, "tid": 7,
+            "args": {"correlation": corr}}
+
+
+def op(name, ts, dur):
+    return {"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": dur, "tid": 7}
+
+
+def run(script, *args):
+    return subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
+
+
+def main():
+    script = os.path.join(sys.argv[1], "scripts", "trace-kernels")
+    events = [
+        op("lpbench::quantize", 0, 20), launch(5, 1),
+        kernel("quantize_tensorwise_kernel", 10, 100, 1),
+        op("lpbench::int8_linear", 30, 200), op("lpbench::wgmma_gemm", 150, 30), launch(160, 2),
+        # 60 us with no kernel running: the GEMM's launch came late.
+        kernel("void lpbench::cuda::wgmma_gemm_kernel<128, false>", 170, 300, 2),
+        op("aten::scaled_dot_product_attention", 200, 50), launch(210, 3),
+        kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16", 470, 200, 3),
+        op("aten::mm", 680, 10), launch(685, 4),
+        # 20 us idle before the cuBLAS product.
+        kernel("nvjet_tst_128x256", 690, 100, 4),
+    ]
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.trace.json")
+        with open(path, "w") as f:
+            json.dump({"traceEvents": events}, f)
+        grouped = run(script, path, "--group", "--gaps", "5")
+        out = grouped.stdout
+        if grouped.returncode != 0:
+            failures.append(f"exit {grouped.returncode}: {grouped.stderr}")
+        expect = [
+            "0.700 ms of kernels in 4 launches",
+            "0.300  42.9%      1  gemm (wgmma int8)",
+            "0.200  28.6%      1  attention",
+            "0.100  14.3%      1  gemm (cuBLAS/cutlass)",
+            "0.100  14.3%      1  quantize",
+            "span 0.780 ms, no kernel running for 0.080 ms (10.3 %) in 2 gaps",
+        ]
+        for line in expect:
+            if line not in out:
+                failures.append(f"missing line {line!r}")
+        lines = out.splitlines()
+        gap_lines = [l for l in lines if "<-" in l and not l.strip().startswith("us")]
+        if len(gap_lines) != 2:
+            failures.append(f"expected 2 gap lines, got {gap_lines}")
+        else:
+            # Longest first, each naming the innermost CPU operator around the launch.
+            if not ("60.0" in gap_lines[0] and "wgmma_gemm_kernel" in gap_lines[0]
+                    and gap_lines[0].endswith("lpbench::wgmma_gemm")):
+                failures.append(f"first gap line wrong: {gap_lines[0]!r}")
+            if not ("20.0" in gap_lines[1] and gap_lines[1].endswith("aten::mm")):
+                failures.append(f"second gap line wrong: {gap_lines[1]!r}")
+        missing = run(script, os.path.join(tmp, "absent.json"))
+        if missing.returncode == 0 or "cannot read" not in missing.stderr:
+            failures.append(f"an absent trace: exit {missing.returncode}, {missing.stderr!r}")
+    if failures:
+        print("\n".join(failures))
+        print(out)
+        return 1
+    print("trace-kernels: families, sums and gaps as expected")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

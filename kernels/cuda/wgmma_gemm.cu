@@ -49,9 +49,17 @@
 #define LPBENCH_WGMMA_FOLD_FFMA 0
 #endif
 //   NO_STORE=1     the epilogue computes its values but stores none (what the stores cost)
+//   GENERAL_EPILOGUE=1  every tile takes the epilogue with per-pair checks (as before §24)
+//   FULL_DESC=1    each wgmma's descriptors built afresh from the address (as before §24)
 // (wgmma_config.cpp holds the heuristic's: PINGPONG=0, PP_STAGES=S.)
 #ifndef LPBENCH_WGMMA_NO_STORE
 #define LPBENCH_WGMMA_NO_STORE 0
+#endif
+#ifndef LPBENCH_WGMMA_GENERAL_EPILOGUE
+#define LPBENCH_WGMMA_GENERAL_EPILOGUE 0
+#endif
+#ifndef LPBENCH_WGMMA_FULL_DESC
+#define LPBENCH_WGMMA_FULL_DESC 0
 #endif
 
 namespace lpbench::cuda {
@@ -151,6 +159,17 @@ __device__ __forceinline__ void store_pair(OutT* c, int n, int row, int col, Out
   }
   if (col < n) p[0] = v0;
   if (col + 1 < n) p[1] = v1;
+}
+
+// Both values of a pair at p, which is aligned for the pair (C aligned, N even, col even).
+template <typename OutT>
+__device__ __forceinline__ void store_pair_aligned(OutT* p, OutT v0, OutT v1) {
+  if constexpr (sizeof(OutT) == 2) {
+    *reinterpret_cast<__nv_bfloat162*>(p) = __halves2bfloat162(v0, v1);
+  } else {
+    OutT pair[2] = {v0, v1};
+    *reinterpret_cast<uint2*>(p) = *reinterpret_cast<const uint2*>(pair);
+  }
 }
 
 template <typename OutT>
@@ -302,6 +321,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     sm90::mbar_wait(full(stage), phase);
     const uint32_t a_tile = base + stage * L::kOperandBytes + (kPingpong ? 0 : cwg * 64 * kBK);
     const uint32_t b_tile = base + stage * L::kOperandBytes + L::kABytes;
+    const uint64_t a_desc = sm90::make_smem_desc(a_tile), b_desc = sm90::make_smem_desc(b_tile);
 #pragma unroll
     for (int h = 0; h < kHalves; ++h)
       sm90::fence_registers(acc[h]);
@@ -311,8 +331,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int accumulate = !restart || ks > 0;
 #pragma unroll
       for (int h = 0; h < kHalves; ++h) {
+#if LPBENCH_WGMMA_FULL_DESC
+        (void)a_desc;
+        (void)b_desc;
         wgmma_tile<BN>(acc[h], sm90::make_smem_desc(a_tile + h * 64 * kBK + 32 * ks),
                        sm90::make_smem_desc(b_tile + 32 * ks), accumulate);
+#else
+        wgmma_tile<BN>(acc[h], sm90::advance_smem_desc(a_desc, h * 64 * kBK + 32 * ks),
+                       sm90::advance_smem_desc(b_desc, 32 * ks), accumulate);
+#endif
       }
     }
     sm90::wgmma_commit();
@@ -490,6 +517,47 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int h = 0; h < 2; ++h)
           sa[half][h] = tile_sa[row0[half] + 8 * h - m0];
       }
+    }
+    // A tile wholly inside C, with paired stores and no bias (most tiles of a training GEMM),
+    // stores with no per-pair checks: straight-line code where the general path below branches
+    // around every pair (ptxas emitted ~3 branches a pair there).
+    // (N under 2^24 keeps a tile's row offsets, up to 72·N, in 32 bits.)
+    const bool interior = !LPBENCH_WGMMA_GENERAL_EPILOGUE && p.vec_c && p.bias == nullptr &&
+                          m0 + kBM <= p.m && n0 + BN <= p.n && p.n < (1 << 24);
+    if (interior) {
+      OutT* const tile_c = c + static_cast<int64_t>(row0[0]) * p.n + n0 + 2 * t;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        float sb[2] = {0.0f, 0.0f};
+        if constexpr (!kRaw && !kBlocked) {
+          sb[0] = tile_sb[8 * j + 2 * t];
+          sb[1] = tile_sb[8 * j + 2 * t + 1];
+        }
+#pragma unroll
+        for (int half = 0; half < kHalves; ++half) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            OutT* const dst = tile_c + (row0[half] - row0[0] + 8 * h) * p.n + 8 * j;
+            if constexpr (kRaw) {
+              store_pair_aligned<OutT>(dst, acc[half][4 * j + 2 * h], acc[half][4 * j + 2 * h + 1]);
+            } else {
+              float v[2];
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                if constexpr (kBlocked) {
+                  v[e] = accf[4 * j + 2 * h + e];
+                } else {
+                  v[e] = __fmul_rn(__int2float_rn(acc[half][4 * j + 2 * h + e]),
+                                   __fmul_rn(sa[half][h], sb[e]));
+                }
+              }
+              if (LPBENCH_WGMMA_NO_STORE && v[0] != 1.2345e-30f) continue;
+              store_pair_aligned<OutT>(dst, to_out<OutT>(v[0]), to_out<OutT>(v[1]));
+            }
+          }
+        }
+      }
+      continue;
     }
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {

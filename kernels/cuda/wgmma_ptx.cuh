@@ -152,6 +152,15 @@ __device__ __forceinline__ float2 lds_f2(uint32_t addr) {
 //               matrices along M or N) to the next = 64.
 //   bits 49-51  matrix base offset: 0, because every tile starts 1024-byte aligned.
 //   bits 62-63  swizzle mode: 1 = 128-byte swizzle (2 = 64-byte, 3 = 32-byte, 0 = none).
+// A descriptor `bytes` further into the same tile (bytes a multiple of 16): the start address
+// field alone moves. Shared addresses stay under 2^18, so the field (bits 0-13 of address >> 4)
+// never carries into bit 14 for the offsets a tile's wgmmas take (under 16 KiB), and the high
+// word is a constant: one 32-bit add, where a fresh make_smem_desc is a mask, a shift and ORs
+// in a chain that ptxas did not fold across a stage's wgmmas.
+__device__ __forceinline__ uint64_t advance_smem_desc(uint64_t desc, uint32_t bytes) {
+  return desc + (bytes >> 4);
+}
+
 __device__ __forceinline__ uint64_t make_smem_desc(uint32_t smem_address) {
   uint64_t desc = 0;
   desc |= static_cast<uint64_t>((smem_address & 0x3FFFF) >> 4);  // bits 0-13

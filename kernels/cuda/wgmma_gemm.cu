@@ -518,6 +518,16 @@ __global__ void __launch_bounds__(kThreads, 1)
           sa[half][h] = tile_sa[row0[half] + 8 * h - m0];
       }
     }
+    // Accumulator 4·j + 2·h + e of a half, dequantized as the reference rounds (I2F, then times
+    // sa·sb), or block mode's FP32 sum; bias is added after.
+    const auto dequantized = [&](int half, int j, int h, int e, float sb_e) {
+      if constexpr (kBlocked) {
+        return accf[4 * j + 2 * h + e];
+      } else {
+        return __fmul_rn(__int2float_rn(acc[half][4 * j + 2 * h + e]),
+                         __fmul_rn(sa[half][h], sb_e));
+      }
+    };
     // A tile wholly inside C, with paired stores and no bias (most tiles of a training GEMM),
     // stores with no per-pair checks: straight-line code where the general path below branches
     // around every pair (ptxas emitted ~3 branches a pair there).
@@ -541,16 +551,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             if constexpr (kRaw) {
               store_pair_aligned<OutT>(dst, acc[half][4 * j + 2 * h], acc[half][4 * j + 2 * h + 1]);
             } else {
-              float v[2];
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                if constexpr (kBlocked) {
-                  v[e] = accf[4 * j + 2 * h + e];
-                } else {
-                  v[e] = __fmul_rn(__int2float_rn(acc[half][4 * j + 2 * h + e]),
-                                   __fmul_rn(sa[half][h], sb[e]));
-                }
-              }
+              const float v[2] = {dequantized(half, j, h, 0, sb[0]),
+                                  dequantized(half, j, h, 1, sb[1])};
               if (LPBENCH_WGMMA_NO_STORE && v[0] != 1.2345e-30f) continue;
               store_pair_aligned<OutT>(dst, to_out<OutT>(v[0]), to_out<OutT>(v[1]));
             }
@@ -585,12 +587,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             float v[2];
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-              if constexpr (kBlocked) {
-                v[e] = accf[4 * j + 2 * h + e];
-              } else {
-                v[e] = __fmul_rn(__int2float_rn(acc[half][4 * j + 2 * h + e]),
-                                 __fmul_rn(sa[half][h], sb[e]));
-              }
+              v[e] = dequantized(half, j, h, e, sb[e]);
               if (p.bias != nullptr) v[e] = __fadd_rn(v[e], bias[e]);
             }
             if (LPBENCH_WGMMA_NO_STORE && v[0] != 1.2345e-30f) continue;

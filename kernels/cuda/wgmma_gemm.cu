@@ -61,10 +61,6 @@
 #ifndef LPBENCH_WGMMA_FULL_DESC
 #define LPBENCH_WGMMA_FULL_DESC 0
 #endif
-//   NO_ONE_SCALE=1 tensor scaling's interior tiles multiply by sa·sb per element (as before §24)
-#ifndef LPBENCH_WGMMA_NO_ONE_SCALE
-#define LPBENCH_WGMMA_NO_ONE_SCALE 0
-#endif
 
 namespace lpbench::cuda {
 
@@ -538,17 +534,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     // (N under 2^24 keeps a tile's row offsets, up to 72·N, in 32 bits.)
     const bool interior = !LPBENCH_WGMMA_GENERAL_EPILOGUE && p.vec_c && p.bias == nullptr &&
                           m0 + kBM <= p.m && n0 + BN <= p.n && p.n < (1 << 24);
-    // With one scale for all of A and one for B (tensor scaling), sa·sb is the same product for
-    // every element, so it is taken once: the same bits, one FMUL an element fewer.
-    const auto store_interior = [&](auto one_scale) {
-      constexpr bool kOneScale = decltype(one_scale)::value;
+    if (interior) {
       OutT* const tile_c = c + static_cast<int64_t>(row0[0]) * p.n + n0 + 2 * t;
-      float scale = 0.0f;
-      if constexpr (kOneScale) scale = __fmul_rn(sa[0][0], tile_sb[0]);
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
         float sb[2] = {0.0f, 0.0f};
-        if constexpr (!kRaw && !kBlocked && !kOneScale) {
+        if constexpr (!kRaw && !kBlocked) {
           sb[0] = tile_sb[8 * j + 2 * t];
           sb[1] = tile_sb[8 * j + 2 * t + 1];
         }
@@ -560,30 +551,14 @@ __global__ void __launch_bounds__(kThreads, 1)
             if constexpr (kRaw) {
               store_pair_aligned<OutT>(dst, acc[half][4 * j + 2 * h], acc[half][4 * j + 2 * h + 1]);
             } else {
-              float v[2];
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                if constexpr (kOneScale) {
-                  v[e] = __fmul_rn(__int2float_rn(acc[half][4 * j + 2 * h + e]), scale);
-                } else {
-                  v[e] = dequantized(half, j, h, e, sb[e]);
-                }
-              }
+              const float v[2] = {dequantized(half, j, h, 0, sb[0]),
+                                  dequantized(half, j, h, 1, sb[1])};
               if (LPBENCH_WGMMA_NO_STORE && v[0] != 1.2345e-30f) continue;
               store_pair_aligned<OutT>(dst, to_out<OutT>(v[0]), to_out<OutT>(v[1]));
             }
           }
         }
       }
-    };
-    if (interior) {
-      if constexpr (!kRaw && !kBlocked) {
-        if (!LPBENCH_WGMMA_NO_ONE_SCALE && p.a_block_rows == 0 && p.b_block_rows == 0) {
-          store_interior(std::true_type{});
-          continue;
-        }
-      }
-      store_interior(std::false_type{});
       continue;
     }
 #pragma unroll

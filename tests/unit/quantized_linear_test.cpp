@@ -52,16 +52,18 @@ Results exact(const LinearCase& c) {
           at::mm(g.t(), x)};
 }
 
-TEST(QuantizedLinear, Bf16SpecsMatchTorchAutogradExactly) {
+// A BF16 product is FP32 products and sums rounded once to BF16 (cuBLAS on the GPU, an FP32
+// sgemm on the CPU): the BF16 specs are torch's autograd of the FP32 layer, each result rounded.
+TEST(QuantizedLinear, Bf16SpecsAreTheFp32LayerRoundedOnce) {
   const LinearCase c = make_case(0);
   const Results ours = run(c, LinearGemms::all_bf16());
-  at::Tensor x = c.x.clone().requires_grad_(true);
-  at::Tensor w = c.w.clone().requires_grad_(true);
+  at::Tensor x = c.x.to(at::kFloat).requires_grad_(true);
+  at::Tensor w = c.w.to(at::kFloat).requires_grad_(true);
   at::Tensor y = at::matmul(x, w.t());
-  y.backward(c.grad_y);
-  EXPECT_TRUE(torch::equal(ours.y, y.detach()));
-  EXPECT_TRUE(torch::equal(ours.grad_x, x.grad())) << "dgrad";
-  EXPECT_TRUE(torch::equal(ours.grad_w, w.grad())) << "wgrad";
+  y.backward(c.grad_y.to(at::kFloat));
+  EXPECT_TRUE(torch::equal(ours.y, y.detach().to(at::kBFloat16)));
+  EXPECT_TRUE(torch::equal(ours.grad_x, x.grad().to(at::kBFloat16))) << "dgrad";
+  EXPECT_TRUE(torch::equal(ours.grad_w, w.grad().to(at::kBFloat16))) << "wgrad";
 }
 
 TEST(QuantizedLinear, EachGemmIsExactlyItsDefinition) {
@@ -332,13 +334,12 @@ TEST(QuantizedLinear, DyAblationsAreExactlyTheirDefinitions) {
   EXPECT_TRUE(torch::equal(bf16.y, tensor.y)) << "fprop untouched";
   const at::Tensor w_rounded = reference::dequantize(tensorwise(c.w), at::kBFloat16);
   const at::Tensor x_rounded = reference::dequantize(tensorwise(x), at::kBFloat16);
-  // The products take the rounded operand in the layout its GEMM reads (Wᵀ and Xᵀ, the same
-  // bytes transposed under one scale): a CPU BF16 GEMM sums a transposed operand in another order
-  // on some CPUs (AVX2 without AVX-512 BF16), so another layout can differ in the last bit.
-  const auto as_read = [](const at::Tensor& t) { return t.t().contiguous().t(); };
-  EXPECT_TRUE(torch::equal(bf16.grad_x.reshape({-1, 384}), at::mm(g, as_read(w_rounded))))
-      << "dgrad";
-  EXPECT_TRUE(torch::equal(bf16.grad_w, at::mm(g.t(), as_read(x_rounded)))) << "wgrad";
+  // A BF16 product: FP32 products and sums, rounded once.
+  const auto product = [](const at::Tensor& a, const at::Tensor& b) {
+    return at::mm(a.to(at::kFloat), b.to(at::kFloat)).to(at::kBFloat16);
+  };
+  EXPECT_TRUE(torch::equal(bf16.grad_x.reshape({-1, 384}), product(g, w_rounded))) << "dgrad";
+  EXPECT_TRUE(torch::equal(bf16.grad_w, product(g.t(), x_rounded))) << "wgrad";
 
   const Results row = run(c, parse_recipe("int8-tensor:dy=row").gemms);
   EXPECT_TRUE(torch::equal(row.y, tensor.y)) << "fprop untouched";

@@ -67,8 +67,10 @@ TrainingSignature training_signature(const store::RunRecord& run) {
   const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
   if (config.is_discarded() || !config.contains("training")) return {"unknown"};
   const nlohmann::json& t = config["training"];
-  return {fmt::format("steps {}, seed {}, micro-batch {}, seq-len {}, lr {}, data {}",
+  const int64_t accum = t.value("grad_accum", int64_t{1});
+  return {fmt::format("steps {}, seed {}, micro-batch {}{}, seq-len {}, lr {}, data {}",
                       t.value("steps", 0), t.value("seed", 0), t.value("micro_batch", 0),
+                      accum > 1 ? fmt::format(" × {} accumulated", accum) : "",
                       t.value("seq_len", 0), t.value("lr", 0.0), run.data.value_or("?"))};
 }
 
@@ -78,7 +80,9 @@ std::string step_size(const store::RunRecord& run) {
   if (!config.is_discarded() && config.contains("training")) {
     const nlohmann::json& t = config["training"];
     if (t.contains("micro_batch") && t.contains("seq_len")) {
-      return fmt::format("micro-batch {} × seq-len {}", t.value("micro_batch", 0),
+      const int64_t accum = t.value("grad_accum", int64_t{1});
+      return fmt::format("{}micro-batch {} × seq-len {}",
+                         accum > 1 ? fmt::format("{} × ", accum) : "", t.value("micro_batch", 0),
                          t.value("seq_len", 0));
     }
   }

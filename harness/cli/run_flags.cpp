@@ -25,6 +25,14 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
       ->capture_default_str();
   run.add_option("--micro-batch", config.micro_batch, "Sequences per step (default: the model's)");
   run.add_option("--seq-len", config.seq_len, "Tokens per sequence (default: the model's)");
+  run.add_option("--grad-accum", config.grad_accum,
+                 "Model level: sum the gradients of N micro-batches before each optimizer step "
+                 "(a step trains N × --micro-batch sequences a rank); each linear layer "
+                 "quantizes its weight once a step")
+      ->capture_default_str();
+  run.add_flag("!--no-weight-cache", config.weight_cache,
+               "With --grad-accum: quantize the weights again at every micro-batch (the ablation "
+               "of quantizing them once an optimizer step; the same bits)");
   run.add_option("--lr", config.lr, "Peak learning rate (default: the model's)");
   run.add_flag("--activation-checkpointing", config.activation_checkpointing,
                "Model level: recompute each layer's activations in backward");

@@ -140,8 +140,9 @@ void choose_to_fit(ResolvedWorkload& w, const ResolvedRun& run) {
 // (docs/perf-log.md §17), and Mixtral-8x7B-8L's zero2 planned at 98.6 % of an H200 ran out of
 // memory in its allocator's fragments.
 void choose_sharding(ResolvedWorkload& w, const ResolvedRun& run) {
+  // zero2 and zero3 reduce the gradients during each backward: not with gradient accumulation.
   if (w.training.data_parallel_size <= 0 || run.config.sharding != "auto" ||
-      !run.config.memory_plan) {
+      !run.config.memory_plan || w.training.grad_accum > 1) {
     return;
   }
   const double budget = run.device_memory_gib;
@@ -257,6 +258,19 @@ ResolvedWorkload resolve_workload(const std::string& text, const RunConfig& conf
   if (t.micro_batch * t.seq_len > kMaxSize) {
     throw InputError(fmt::format("--micro-batch × --seq-len = {} tokens per step exceeds {}",
                                  t.micro_batch * t.seq_len, kMaxSize));
+  }
+  if (config.grad_accum > 1 && w.spec.level != workloads::Level::model) {
+    throw InputError(fmt::format(
+        "--grad-accum applies to model-level workloads (it sums gradients before an optimizer "
+        "step); {} is a {} workload",
+        w.spec.text(), workloads::to_string(w.spec.level)));
+  }
+  t.grad_accum = config.grad_accum;
+  t.weight_cache = config.weight_cache;
+  if (t.grad_accum * t.micro_batch * t.seq_len > kMaxSize) {
+    throw InputError(
+        fmt::format("--grad-accum × --micro-batch × --seq-len = {} tokens per step exceeds {}",
+                    t.grad_accum * t.micro_batch * t.seq_len, kMaxSize));
   }
   t.seed = config.seed;
   t.total_steps = config.steps;
@@ -405,6 +419,12 @@ void resolve_data_parallel(ResolvedRun& run, const RunConfig& config) {
       w.training.sharding = *s;
       // The layer-sharded stages work at the recomputation's boundary (layer_sharded_adamw.h).
       if (*s != workloads::Sharding::zero1) {
+        if (config.grad_accum > 1) {
+          throw InputError(fmt::format(
+              "--sharding {} reduces each layer's gradients as backward makes them, once a "
+              "micro-batch; with --grad-accum use --sharding zero1",
+              config.sharding));
+        }
         if (config.checkpoint_layers != 0) {
           throw InputError(fmt::format(
               "--sharding {} recomputes every layer; drop --checkpoint-layers, or use zero1",
@@ -559,6 +579,8 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
       {"model", model_json},
       {"training",
        {{"micro_batch", t.micro_batch},
+        {"grad_accum", t.grad_accum},
+        {"quantized_weights", t.grad_accum > 1 && t.weight_cache ? "once a step" : "every forward"},
         {"seq_len", t.seq_len},
         {"seed", t.seed},
         {"steps", t.total_steps},
@@ -602,10 +624,11 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
   if (!w.interleave_note.empty()) json["interleave_note"] = w.interleave_note;
   if (!w.plan_note.empty()) json["memory_plan_note"] = w.plan_note;
   if (const std::optional<std::string> sharding = sharding_of(run, w)) {
-    json["training"]["data_parallel"] = {{"world_size", run.config.world_size},
-                                         {"sharding", *sharding},
-                                         {"global_batch", t.micro_batch * run.config.world_size},
-                                         {"timeout_s", run.config.dist_timeout_s}};
+    json["training"]["data_parallel"] = {
+        {"world_size", run.config.world_size},
+        {"sharding", *sharding},
+        {"global_batch", t.grad_accum * t.micro_batch * run.config.world_size},
+        {"timeout_s", run.config.dist_timeout_s}};
   }
   return json;
 }
@@ -619,6 +642,8 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"warmup_steps", c.warmup_steps},
           {"seed", c.seed},
           {"micro_batch", c.micro_batch},
+          {"grad_accum", c.grad_accum},
+          {"weight_cache", c.weight_cache},
           {"seq_len", c.seq_len},
           {"lr", c.lr},
           {"activation_checkpointing", c.activation_checkpointing},
@@ -655,6 +680,8 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.warmup_steps = json.value("warmup_steps", d.warmup_steps);
   c.seed = json.value("seed", d.seed);
   c.micro_batch = json.value("micro_batch", d.micro_batch);
+  c.grad_accum = json.value("grad_accum", d.grad_accum);
+  c.weight_cache = json.value("weight_cache", d.weight_cache);
   c.seq_len = json.value("seq_len", d.seq_len);
   c.lr = json.value("lr", d.lr);
   c.activation_checkpointing = json.value("activation_checkpointing", d.activation_checkpointing);

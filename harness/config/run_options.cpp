@@ -50,6 +50,7 @@ void check_run_options(const RunConfig& config) {
   check_range("--warmup-steps", warmup, 0, config.steps - 1);
   check_range("--micro-batch", config.micro_batch, 0, kMaxSize);
   check_range("--seq-len", config.seq_len, 0, kMaxSize);
+  check_range("--grad-accum", config.grad_accum, 1, 1 << 16);
   check_range("--layers", config.layers, 0, 1 << 16);
   check_range("--eval-batches", config.eval_batches, 1, 1 << 16);
   check_range("--eval-every", config.eval_every, -1, kMaxSteps);

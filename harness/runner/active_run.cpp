@@ -49,8 +49,8 @@ store::RunRecord run_record(const SweepContext& context, const config::ResolvedW
   record.pid = self.pid;
   record.process_start = self.start;
   record.provenance = context.provenance;
-  record.tokens_per_step =
-      w.training.micro_batch * w.training.seq_len * std::max(1, w.training.data_parallel_size);
+  record.tokens_per_step = w.training.grad_accum * w.training.micro_batch * w.training.seq_len *
+                           std::max(1, w.training.data_parallel_size);
   record.level = std::string(workloads::to_string(w.spec.level));
   record.model = w.model.name;
   record.layers_run = w.model.num_layers;

@@ -83,6 +83,11 @@ GemmOperand load_operand(const variable_list& tensors, size_t at, const std::vec
   return op;
 }
 
+// Whether some product reads W quantized (what a WeightQuantCache saves work on).
+bool w_quantized(const LinearGemms& gemms) {
+  return gemms.fprop.rhs != NumberFormat::bf16 || gemms.dgrad.rhs != NumberFormat::bf16;
+}
+
 // The quantization diagnostics of a sampled step (operand_diagnostics.h); nothing otherwise.
 // `source` is the operand in its quantization's coordinates.
 void diagnose(const std::string& module, GemmKind kind, const char* operand,
@@ -98,7 +103,8 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
   // `grad_target` receives the weight's gradient: `w` itself, or the FP32 master it copies.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
                             const at::Tensor& grad_target, const LinearGemms& gemms,
-                            const std::string& module, LinearAmaxHistories* histories) {
+                            const std::string& module, LinearAmaxHistories* histories,
+                            WeightQuantCache* weight_cache) {
     const profiling::Range range("linear", module);
     const int64_t k = x.size(-1);
     TORCH_CHECK(w.dim() == 2 && w.size(1) == k, "quantized_linear: X is ", x.sizes(), " but W is ",
@@ -118,9 +124,20 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     // Under requantize_w, backward makes dgrad's quantized W again from w instead (the same
     // bits: nearest rounding, no history, w unchanged until the optimizer runs).
     const bool w_again = gemms.requantize_w && gemms.dgrad.quantized();
-    auto [b, dgrad_rhs] = prepare_uses(
-        w, {gemms.fprop, GemmKind::fprop, Side::rhs}, {gemms.dgrad, GemmKind::dgrad, Side::rhs},
-        x.requires_grad() && !w_again, history(histories, &LinearAmaxHistories::w));
+    const bool want_dgrad = x.requires_grad() && !w_again;
+    const bool cacheable = weight_cache != nullptr && w_quantized(gemms) &&
+                           gemms.fprop.amax_history == 0 && gemms.dgrad.amax_history == 0;
+    GemmOperand b;
+    GemmOperand dgrad_rhs;
+    if (cacheable && weight_cache->filled && (!want_dgrad || weight_cache->has_dgrad)) {
+      b = weight_cache->fprop;
+      if (want_dgrad) dgrad_rhs = weight_cache->dgrad;
+    } else {
+      std::tie(b, dgrad_rhs) = prepare_uses(w, {gemms.fprop, GemmKind::fprop, Side::rhs},
+                                            {gemms.dgrad, GemmKind::dgrad, Side::rhs}, want_dgrad,
+                                            history(histories, &LinearAmaxHistories::w));
+      if (cacheable) *weight_cache = {true, want_dgrad, b, dgrad_rhs};
+    }
     if (w_again && x.requires_grad()) dgrad_rhs = GemmOperand{w, std::nullopt};
     at::Tensor y = gemm_nt(a, b, gemms.fprop, x.scalar_type(), GemmKind::fprop, module);
     diagnose(module, GemmKind::fprop, "x", x2, a, gemms.fprop, Side::lhs);
@@ -203,9 +220,9 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
                        module);
     }
     if (ctx->saved_data["master"].toBool()) {
-      return {grad_x, at::Tensor(), grad_w, at::Tensor(), at::Tensor(), at::Tensor()};
+      return {grad_x, at::Tensor(), grad_w, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     }
-    return {grad_x, grad_w, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {grad_x, grad_w, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -213,13 +230,13 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
 
 at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms,
                             const std::string& module, const at::Tensor& master,
-                            LinearAmaxHistories* histories) {
+                            LinearAmaxHistories* histories, WeightQuantCache* weight_cache) {
   if (master.defined()) {
     TORCH_CHECK(master.sizes() == w.sizes(), "quantized_linear: master ", master.sizes(),
                 " is not the shape of w ", w.sizes());
-    return QuantizedLinearFunction::apply(x, w, master, gemms, module, histories);
+    return QuantizedLinearFunction::apply(x, w, master, gemms, module, histories, weight_cache);
   }
-  return QuantizedLinearFunction::apply(x, w, w, gemms, module, histories);
+  return QuantizedLinearFunction::apply(x, w, w, gemms, module, histories, weight_cache);
 }
 
 }  // namespace lpbench::kernels

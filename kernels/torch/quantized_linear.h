@@ -6,6 +6,7 @@
 
 #include "kernels/recipe.h"
 #include "kernels/torch/amax_history.h"
+#include "kernels/torch/gemm.h"
 
 namespace lpbench::kernels {
 
@@ -22,8 +23,24 @@ namespace lpbench::kernels {
 //
 // `histories`: the layer's delayed-scaling state, needed where the gemms have amax_history > 0
 // (owned by the caller, alive until the backward has run).
+//
+// `weight_cache`: W as the products read it, quantized by the first forward that finds the
+// cache empty and read by every forward until the caller clears it. With gradient accumulation
+// the micro-batches of one optimizer step share one quantization of W (W does not change
+// between them, so the bits are the same); the caller clears it after each optimizer step.
+// Ignored where no product quantizes W or where W's scale follows an amax history (delayed
+// scaling updates the history at every quantization).
+struct WeightQuantCache {
+  bool filled = false;
+  bool has_dgrad = false;  // whether dgrad's layout was made (a forward without grad makes none)
+  GemmOperand fprop;       // W as fprop reads it
+  GemmOperand dgrad;       // Wᵀ as dgrad reads it
+  void clear() { *this = WeightQuantCache{}; }
+};
+
 at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms,
                             const std::string& module = "", const at::Tensor& master = {},
-                            LinearAmaxHistories* histories = nullptr);
+                            LinearAmaxHistories* histories = nullptr,
+                            WeightQuantCache* weight_cache = nullptr);
 
 }  // namespace lpbench::kernels

@@ -73,6 +73,14 @@ TEST_F(CliBadInput, RunArgumentsAreCheckedBeforeTheDatabaseIsTouched) {
       {"steps not a number", {"run", "--steps", "many", "--db", db_}, "--steps"},
       {"unknown flag", {"run", "--fast", "--db", db_}, "--fast"},
       {"unknown device", {"run", "--device", "tpu", "--db", db_}, "unknown --device"},
+      {"no micro-batches", {"run", "--grad-accum", "0", "--db", db_}, "--grad-accum must be"},
+      {"accumulation without an optimizer",
+       {"run", "--workload", "layer:tiny", "--grad-accum", "2", "--db", db_},
+       "--grad-accum applies to model-level workloads"},
+      {"accumulation under layer sharding",
+       {"run", "--device", "cpu", "--nproc-per-node", "2", "--sharding", "zero2", "--grad-accum",
+        "2", "--db", db_},
+       "with --grad-accum use --sharding zero1"},
   };
   for (const BadInput& input : inputs)
     expect_rejected(input, db_);

@@ -394,6 +394,48 @@ TEST(QuantizedLinear, HadamardRotatedProductsAreTheirDefinition) {
       << "wgrad: rotated along the tokens";
 }
 
+// Gradient accumulation's weight cache: the first forward quantizes W into it, and every forward
+// after reads it (a W changed in between is not seen: the trainer clears the cache after each
+// optimizer step) until it is cleared. The products are the bits the uncached layer computes.
+TEST(QuantizedLinear, AWeightCacheIsReadUntilCleared) {
+  const LinearCase c = make_case(9);
+  const auto cached = [&](const at::Tensor& weight, const LinearGemms& gemms,
+                          WeightQuantCache* cache, LinearAmaxHistories* histories = nullptr) {
+    at::Tensor x = c.x.clone().requires_grad_(true);
+    at::Tensor w = weight.clone().requires_grad_(true);
+    at::Tensor y = quantized_linear(x, w, gemms, "probe", {}, histories, cache);
+    y.backward(c.grad_y);
+    return Results{y.detach(), x.grad(), w.grad()};
+  };
+  for (const char* recipe : {"int8-tensor", "int8-row", "int8-block"}) {
+    const LinearGemms gemms = recipe_by_name(recipe).gemms;
+    const Results plain = run(c, gemms);
+    WeightQuantCache cache;
+    const Results first = cached(c.w, gemms, &cache);
+    EXPECT_TRUE(cache.filled && cache.has_dgrad) << recipe;
+    EXPECT_TRUE(torch::equal(first.y, plain.y)) << recipe;
+    EXPECT_TRUE(torch::equal(first.grad_x, plain.grad_x)) << recipe;
+    EXPECT_TRUE(torch::equal(first.grad_w, plain.grad_w)) << recipe;
+
+    const at::Tensor other = (c.w.to(at::kFloat) * 3).to(at::kBFloat16);
+    const Results stale = cached(other, gemms, &cache);
+    EXPECT_TRUE(torch::equal(stale.y, first.y)) << recipe << ": fprop read the cached W";
+    EXPECT_TRUE(torch::equal(stale.grad_x, first.grad_x)) << recipe << ": dgrad read it too";
+    cache.clear();
+    const Results fresh = cached(other, gemms, &cache);
+    EXPECT_FALSE(torch::equal(fresh.y, first.y)) << recipe;
+    EXPECT_TRUE(torch::equal(fresh.y, run(LinearCase{c.x, other, c.grad_y}, gemms).y)) << recipe;
+  }
+  // Nothing to keep where no product quantizes W, or where W's scale follows a history.
+  WeightQuantCache bf16_cache;
+  (void)cached(c.w, LinearGemms::all_bf16(), &bf16_cache);
+  EXPECT_FALSE(bf16_cache.filled);
+  WeightQuantCache delayed_cache;
+  LinearAmaxHistories histories(4);
+  (void)cached(c.w, parse_recipe("int8-tensor:amax-history=4").gemms, &delayed_cache, &histories);
+  EXPECT_FALSE(delayed_cache.filled);
+}
+
 TEST(QuantizedLinear, NoGradientIsComputedForAnInputThatNeedsNone) {
   const LinearCase c = make_case(6);
   at::Tensor w = c.w.clone().requires_grad_(true);

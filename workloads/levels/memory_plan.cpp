@@ -35,6 +35,7 @@ struct LayerWeights {
   double params = 0.0;           // every parameter of the layer (norm weights too)
   double linear = 0.0;           // the linear layers' weights
   double quantized_dgrad = 0.0;  // those whose dgrad reads a quantized copy
+  double quantized_fprop = 0.0;  // those whose fprop reads a quantized copy
 };
 
 LayerWeights layer_weights(const ModelConfig& m, const kernels::Recipe& recipe) {
@@ -44,6 +45,7 @@ LayerWeights layer_weights(const ModelConfig& m, const kernels::Recipe& recipe) 
     const kernels::LinearGemms& g = gemms_of(recipe, module);
     // Under requantize_w the quantized copy is made again in backward, not saved.
     if (g.dgrad.quantized() && !g.requantize_w) w.quantized_dgrad += params;
+    if (g.fprop.quantized()) w.quantized_fprop += params;
   };
   const double h = static_cast<double>(m.hidden_size);
   const double q = static_cast<double>(m.num_heads * m.head_dim);
@@ -262,7 +264,18 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
       // The copies saved for the dgrad GEMMs are freed as backward goes, as the activations
       // are: they are counted with them.
       e.weight_copies_gib = gib(resident * kept_copy_bytes(w, o.fusion) + outer_copies);
-      const double saved_copies = live * saved_copy_bytes(w, o.fusion) + output_saved_copy;
+      double saved_copies = live * saved_copy_bytes(w, o.fusion) + output_saved_copy;
+      if (o.grad_accum > 1) {
+        // The gradients are summed over the micro-batches: they live beside every
+        // micro-batch's activations after the first.
+        e.gradients_persist = true;
+        if (o.weight_cache) {
+          // Every layer's quantized weights, both layouts, for the whole step; they are the
+          // dgrad copies the live layers save.
+          saved_copies +=
+              layer_count * (w.quantized_fprop + w.quantized_dgrad) - live * w.quantized_dgrad;
+        }
+      }
       const double ranks = static_cast<double>(std::max(1, o.data_parallel_size));
       e.optimizer_gib = gib(8 * params / ranks);
       if (o.data_parallel_size >= 1) {

@@ -112,6 +112,14 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
         fmt::format("; BF16 weight copies made per layer for the {} recomputed layers", recomputed);
   }
   if (expandable) operators_ += "; CUDA allocator: expandable segments";
+  if (caches_weights()) {
+    decoder_->cache_quantized_weights(true);
+    if (recipe.gemms.any_quantized()) {
+      operators_ +=
+          fmt::format("; quantized weights made once an optimizer step ({} micro-batches)",
+                      options_.grad_accum);
+    }
+  }
 }
 
 torch::Tensor ModelLevel::loss_of(const torch::Tensor& tokens) {
@@ -131,29 +139,36 @@ torch::Tensor ModelLevel::loss_of(const torch::Tensor& tokens) {
 
 StepOutput ModelLevel::step(int64_t index) {
   const double lr = learning_rate_at(index, options_);
-  torch::Tensor tokens = data_->batch(index, ranks() * options_.micro_batch, options_.seq_len);
-  if (options_.group) {
-    tokens = tokens.narrow(0, options_.group->rank * options_.micro_batch, options_.micro_batch);
-  }
+  const int64_t accum = options_.grad_accum;
+  const int64_t rows = accum * options_.micro_batch;  // this rank's sequences this step
+  torch::Tensor tokens = data_->batch(index, ranks() * rows, options_.seq_len);
+  if (options_.group) tokens = tokens.narrow(0, options_.group->rank * rows, rows);
   tokens = tokens.to(device_);
   optimizer_->zero_grad();
-  torch::Tensor loss;
-  {
-    const profiling::Range range("forward");
-    loss = loss_of(tokens);
-  }
-  {
-    const profiling::Range range("backward");
-    loss.backward();
+  torch::Tensor loss;  // the mean over this rank's micro-batches
+  for (int64_t i = 0; i < accum; ++i) {
+    torch::Tensor part;
+    {
+      const profiling::Range range("forward");
+      part = loss_of(tokens.narrow(0, i * options_.micro_batch, options_.micro_batch));
+    }
+    {
+      const profiling::Range range("backward");
+      // Equal micro-batches: the mean of their means is the step's mean loss.
+      (accum > 1 ? part / static_cast<double>(accum) : part).backward();
+    }
+    torch::Tensor contribution = part.detach().to(torch::kFloat);
+    if (accum > 1) contribution = contribution / static_cast<double>(accum);
+    loss = loss.defined() ? loss + contribution : contribution;
   }
   const double grad_norm = optimizer_->step(lr);
   optimizer_->release_gradients();
+  if (caches_weights()) decoder_->clear_quantized_weights();
   // The BF16 copies the products read follow the masters (fused; nothing to do unfused).
   if (!optimizer_->refreshes_compute_copies()) decoder_->refresh_compute_weights();
   fallback_.absorb();
   if (options_.group) {
-    torch::Tensor mean =
-        loss.detach().to(torch::kFloat).reshape({1}) / static_cast<double>(options_.group->size);
+    torch::Tensor mean = loss.reshape({1}) / static_cast<double>(options_.group->size);
     parallel::all_reduce_sum(*options_.group, mean);
     return {mean.item<double>(), grad_norm, lr, tokens_per_step()};
   }
@@ -178,12 +193,14 @@ std::optional<EvalOutput> ModelLevel::evaluate() {
 }
 
 double ModelLevel::flops_per_step() const {
-  return model_.flops_per_token(options_.seq_len) * static_cast<double>(rank_tokens());
+  return model_.flops_per_token(options_.seq_len) *
+         static_cast<double>(options_.grad_accum * rank_tokens());
 }
 
 FlopCount ModelLevel::gemm_flops() const {
-  return decoder_flops(model_, decoder_->decisions(), static_cast<double>(rank_tokens()),
-                       options_.seq_len, model_.num_layers);
+  return decoder_flops(model_, decoder_->decisions(),
+                       static_cast<double>(options_.grad_accum * rank_tokens()), options_.seq_len,
+                       model_.num_layers);
 }
 
 std::vector<StepMetric> ModelLevel::step_metrics() {
@@ -205,10 +222,12 @@ std::string ModelLevel::checkpointing_description() const {
 }
 
 std::string ModelLevel::shape_description() const {
-  return fmt::format("{}: {} of {} layers, {}{} × {} tokens{}", model_.name, model_.num_layers,
-                     model_.published_layers,
-                     options_.group ? fmt::format("{} ranks × ", options_.group->size) : "",
-                     options_.micro_batch, options_.seq_len, checkpointing_description());
+  return fmt::format(
+      "{}: {} of {} layers, {}{}{} × {} tokens{}", model_.name, model_.num_layers,
+      model_.published_layers,
+      options_.group ? fmt::format("{} ranks × ", options_.group->size) : "",
+      options_.grad_accum > 1 ? fmt::format("{} micro-batches × ", options_.grad_accum) : "",
+      options_.micro_batch, options_.seq_len, checkpointing_description());
 }
 
 }  // namespace lpbench::workloads

@@ -17,6 +17,8 @@ namespace lpbench::workloads {
 // data-parallel group each rank trains its rows of the global batch (rank r takes rows
 // r·micro_batch … of the batch one process would draw for size · micro_batch sequences) and the
 // optimizer is sharded (parallel/sharded_adamw.h); the step's loss is the global batch's mean.
+// With gradient accumulation a step runs grad_accum micro-batches of micro_batch sequences
+// (each rank its grad_accum · micro_batch rows of the step's batch) before the optimizer.
 class ModelLevel final : public Workload {
  public:
   ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
@@ -25,9 +27,7 @@ class ModelLevel final : public Workload {
   StepOutput step(int64_t index) override;
   // The global batch's tokens (every rank's); flops_per_step and gemm_flops are one rank's, so
   // that MFU stays a per-GPU figure.
-  int64_t tokens_per_step() const override {
-    return ranks() * options_.micro_batch * options_.seq_len;
-  }
+  int64_t tokens_per_step() const override { return ranks() * options_.grad_accum * rank_tokens(); }
   double flops_per_step() const override;
   FlopCount gemm_flops() const override;
   const std::vector<kernels::ModuleDecision>& modules() const override {
@@ -43,7 +43,9 @@ class ModelLevel final : public Workload {
  private:
   torch::Tensor loss_of(const torch::Tensor& tokens);
   int64_t ranks() const { return options_.group ? options_.group->size : 1; }
+  // One micro-batch's tokens on one rank.
   int64_t rank_tokens() const { return options_.micro_batch * options_.seq_len; }
+  bool caches_weights() const { return options_.grad_accum > 1 && options_.weight_cache; }
 
   ModelConfig model_;
   TrainingOptions options_;

@@ -78,6 +78,12 @@ std::optional<Sharding> parse_sharding(std::string_view text);
 struct TrainingOptions {
   int64_t micro_batch = 0;
   int64_t seq_len = 0;
+  // Model level: micro-batches whose gradients are summed before each optimizer step; a step
+  // trains ranks × micro_batch × grad_accum sequences.
+  int64_t grad_accum = 1;
+  // With grad_accum > 1: each linear layer quantizes its weight once an optimizer step and the
+  // micro-batches reuse it (the same bits); off, every micro-batch quantizes it again.
+  bool weight_cache = true;
   uint64_t seed = 0;
   int64_t total_steps = 0;
   double lr = 0.0;

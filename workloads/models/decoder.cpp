@@ -55,9 +55,15 @@ RecipeLinearImpl::RecipeLinearImpl(int64_t in_features, int64_t out_features,
 
 torch::Tensor RecipeLinearImpl::forward(const torch::Tensor& x) {
   if (compute_.defined()) {
-    return kernels::quantized_linear(x, compute_, gemms_, name_, weight_, histories_.get());
+    return kernels::quantized_linear(x, compute_, gemms_, name_, weight_, histories_.get(),
+                                     weight_cache_.get());
   }
-  return kernels::quantized_linear(x, weight_.to(kCompute), gemms_, name_, {}, histories_.get());
+  return kernels::quantized_linear(x, weight_.to(kCompute), gemms_, name_, {}, histories_.get(),
+                                   weight_cache_.get());
+}
+
+void RecipeLinearImpl::cache_quantized_weight(bool enabled) {
+  weight_cache_ = enabled ? std::make_shared<kernels::WeightQuantCache>() : nullptr;
 }
 
 std::shared_ptr<kernels::LinearAmaxHistories> histories_for(const kernels::LinearGemms& gemms) {
@@ -345,6 +351,18 @@ void DecoderImpl::refresh_compute_weights() {
     copies.push_back(c.bf16);
   }
   if (!copies.empty()) at::_foreach_copy_(copies, masters);
+}
+
+void DecoderImpl::cache_quantized_weights(bool enabled) {
+  for (const auto& module : modules(/*include_self=*/false)) {
+    if (auto* linear = module->as<RecipeLinearImpl>()) linear->cache_quantized_weight(enabled);
+  }
+}
+
+void DecoderImpl::clear_quantized_weights() {
+  for (const auto& module : modules(/*include_self=*/false)) {
+    if (auto* linear = module->as<RecipeLinearImpl>()) linear->clear_weight_cache();
+  }
 }
 
 }  // namespace lpbench::workloads

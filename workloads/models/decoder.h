@@ -3,12 +3,14 @@
 #include <torch/torch.h>
 
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/recipe.h"
 #include "kernels/torch/amax_history.h"
+#include "kernels/torch/quantized_linear.h"
 #include "workloads/models/model_config.h"
 #include "workloads/models/operators.h"
 #include "workloads/models/parameter_hooks.h"
@@ -76,6 +78,11 @@ class RecipeLinearImpl : public torch::nn::Module {
   // The BF16 copy the products read (fused), or an undefined tensor (unfused: cast per forward).
   const torch::Tensor& compute_weight() const { return compute_; }
   const kernels::LinearGemms& gemms() const { return gemms_; }
+  // Quantize W once and reuse it until clear_weight_cache (kernels::WeightQuantCache), or not.
+  void cache_quantized_weight(bool enabled);
+  void clear_weight_cache() {
+    if (weight_cache_) weight_cache_->clear();
+  }
 
  private:
   torch::Tensor weight_;   // [out, in], FP32
@@ -84,6 +91,7 @@ class RecipeLinearImpl : public torch::nn::Module {
   std::string name_;  // as the store records it, e.g. "layers.3.mlp.down"
   // Delayed scaling's amax histories of X, W and dY (recipes with amax-history=<n> only).
   std::shared_ptr<kernels::LinearAmaxHistories> histories_;
+  std::shared_ptr<kernels::WeightQuantCache> weight_cache_;  // gradient accumulation only
 };
 
 // The histories a layer under `gemms` needs: none unless some GEMM scales by a history.
@@ -180,6 +188,10 @@ class DecoderImpl : public torch::nn::Module {
   std::vector<ComputeCopy> compute_copies() const;
   // Copies every master into its BF16 copy (after an optimizer step).
   void refresh_compute_weights();
+  // Gradient accumulation: every linear layer quantizes its weight once and reuses it until
+  // clear_quantized_weights, which the trainer calls after each optimizer step.
+  void cache_quantized_weights(bool enabled);
+  void clear_quantized_weights();
   // Keep only each layer's input between forward and backward; recompute the rest.
   void set_activation_checkpointing(bool enabled) { checkpointed_ = enabled ? kAllLayers : 0; }
   // The same for the first `count` layers only; the others keep what they save.

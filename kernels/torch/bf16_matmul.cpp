@@ -4,13 +4,9 @@ namespace lpbench::kernels {
 
 at::Tensor matmul_nt(const at::Tensor& a, const at::Tensor& b, at::ScalarType out) {
   if (a.is_cuda()) return out == a.scalar_type() ? at::mm(a, b.t()) : at::mm(a, b.t(), out);
-  return cpu_matmul(a, b.t(), out);
-}
-
-at::Tensor cpu_matmul(const at::Tensor& a, const at::Tensor& b, at::ScalarType out) {
-  // libtorch's BF16 product on a CPU without AVX-512 is a scalar loop, 50-100× slower than
-  // its FP32 sgemm; both accumulate in FP32 and round once, so widen, multiply, round.
-  return at::mm(a.to(at::kFloat), b.to(at::kFloat)).to(out);
+  // libtorch's BF16 product on a CPU without AVX-512 is a scalar loop, 50-100× slower than its
+  // FP32 sgemm; both accumulate in FP32 and round once, so widen, multiply, round.
+  return at::mm(a.to(at::kFloat), b.t().to(at::kFloat)).to(out);
 }
 
 }  // namespace lpbench::kernels

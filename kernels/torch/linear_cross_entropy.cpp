@@ -24,11 +24,9 @@ class LinearCrossEntropyFunction : public torch::autograd::Function<LinearCrossE
     at::Tensor loss = at::zeros({}, h.options().dtype(at::kFloat));
     for (int64_t start = 0; start < n; start += chunk_tokens) {
       const int64_t rows = std::min(chunk_tokens, n - start);
-      const at::Tensor chunk = h.narrow(0, start, rows);
-      // Rounded to BF16 as the GPU's product is, then widened for the softmax.
+      // Rounded to BF16 as the product is, then widened for the softmax.
       const at::Tensor logits =
-          (h.is_cuda() ? at::mm(chunk, weight.t()) : cpu_matmul(chunk, weight.t(), h.scalar_type()))
-              .to(at::kFloat);
+          matmul_nt(h.narrow(0, start, rows), weight, h.scalar_type()).to(at::kFloat);
       const at::Tensor target = targets.narrow(0, start, rows);
       const at::Tensor log_probs = at::log_softmax(logits, -1);
       loss -= log_probs.gather(1, target.unsqueeze(1)).sum();
@@ -51,8 +49,7 @@ class LinearCrossEntropyFunction : public torch::autograd::Function<LinearCrossE
     // loss.backward() passes 1; anything else scales the logits' gradient first.
     if (grads[0].item<double>() != 1.0)
       d_logits = (d_logits.to(at::kFloat) * grads[0]).to(h.scalar_type());
-    const at::Tensor dh =
-        h.is_cuda() ? at::mm(d_logits, weight) : cpu_matmul(d_logits, weight, h.scalar_type());
+    const at::Tensor dh = matmul_nt(d_logits, weight.t(), h.scalar_type());
     const auto master_type = static_cast<at::ScalarType>(ctx->saved_data["master_type"].toInt());
     const at::Tensor dw = matmul_nt(d_logits.t(), h.t(), master_type);
     return {dh, at::Tensor(), dw, at::Tensor(), at::Tensor()};

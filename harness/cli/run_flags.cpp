@@ -33,6 +33,10 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
   run.add_flag("!--no-weight-cache", config.weight_cache,
                "With --grad-accum: quantize the weights again at every micro-batch (the ablation "
                "of quantizing them once an optimizer step; the same bits)");
+  run.add_flag("!--no-gradient-accumulation-fusion", config.gradient_accumulation_fusion,
+               "Model level, fused: let autograd add each micro-batch's weight gradients into "
+               "the summed ones (the ablation of the wgrad products adding into them as they "
+               "store)");
   run.add_option("--lr", config.lr, "Peak learning rate (default: the model's)");
   run.add_flag("--activation-checkpointing", config.activation_checkpointing,
                "Model level: recompute each layer's activations in backward");

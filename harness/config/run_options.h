@@ -23,6 +23,8 @@ struct RunConfig {
   int64_t seq_len = 0;
   int64_t grad_accum = 1;    // model level: micro-batches a step (gradient accumulation)
   bool weight_cache = true;  // with grad_accum > 1: quantize each weight once a step
+  // Fused: each wgrad product adds into the weight's defined FP32 gradient as it stores.
+  bool gradient_accumulation_fusion = true;
   double lr = 0.0;
   bool activation_checkpointing = false;
   int64_t checkpoint_layers = 0;   // model level: recompute only the first N layers (0: as above)

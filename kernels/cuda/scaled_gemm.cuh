@@ -30,6 +30,10 @@ struct ScaledGemmArgs {
   const float* bias = nullptr;  // [N] FP32, or null
   void* c = nullptr;            // [M, N] row-major, ldc = N
   DType c_type = DType::bf16;   // bf16 or fp32
+  // C += the product (FP32 C only; lpbench's wgmma kernel only): each element's existing value
+  // plus the product as it would have been stored, one FP32 add, so the bits are those of a
+  // product written out and added after (a wgrad summed into a gradient across micro-batches).
+  bool accumulate = false;
 };
 
 // A kernel of lpbench's own on the tensor cores (mma.sync, INT8 in, INT32 per K block, FP32

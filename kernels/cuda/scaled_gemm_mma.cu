@@ -468,6 +468,7 @@ void validate_common(const ScaledGemmArgs& a) {
   LPBENCH_CUDA_REQUIRE(a.c != nullptr, "c is null");
   LPBENCH_CUDA_REQUIRE(a.c_type == DType::bf16 || a.c_type == DType::fp32,
                        std::string("c_type must be bf16 or fp32, got ") + dtype_name(a.c_type));
+  LPBENCH_CUDA_REQUIRE(!a.accumulate, "accumulate is the wgmma kernel's alone");
 }
 
 }  // namespace

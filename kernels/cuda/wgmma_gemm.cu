@@ -172,6 +172,14 @@ __device__ __forceinline__ void store_pair_aligned(OutT* p, OutT v0, OutT v1) {
   }
 }
 
+// The pair (v0, v1) at (row, col) of FP32 C plus what C holds there (within N), each one add.
+__device__ __forceinline__ void add_existing(const float* c, int n, int row, int col,
+                                             float (&v)[2]) {
+  const float* p = c + static_cast<int64_t>(row) * n + col;
+  if (col < n) v[0] = __fadd_rn(p[0], v[0]);
+  if (col + 1 < n) v[1] = __fadd_rn(p[1], v[1]);
+}
+
 template <typename OutT>
 __device__ __forceinline__ OutT to_out(float v) {
   if constexpr (sizeof(OutT) == 2) {
@@ -197,7 +205,9 @@ __device__ __forceinline__ void consumer_arrive(int id) {
 // kPingpong (tensor, row and raw modes, BN 128): each consumer warpgroup computes whole 128 × 128
 // tiles, the two taking the CTA's tiles in turn, so that one's epilogue runs under the other's
 // MMAs; without it the two split each tile's rows and store together while the tensor cores wait.
-template <int BN, bool kBlocked, typename OutT, bool kColumnB, bool kPingpong>
+// kAccumulate (float OutT): C += the product (ScaledGemmArgs::accumulate); its own instantiation,
+// since a second copy of the interior epilogue in every FP32 kernel made ptxas spill.
+template <int BN, bool kBlocked, typename OutT, bool kColumnB, bool kPingpong, bool kAccumulate>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a,
                       const __grid_constant__ CUtensorMap tma_b, const Params p) {
@@ -551,8 +561,12 @@ __global__ void __launch_bounds__(kThreads, 1)
             if constexpr (kRaw) {
               store_pair_aligned<OutT>(dst, acc[half][4 * j + 2 * h], acc[half][4 * j + 2 * h + 1]);
             } else {
-              const float v[2] = {dequantized(half, j, h, 0, sb[0]),
-                                  dequantized(half, j, h, 1, sb[1])};
+              float v[2] = {dequantized(half, j, h, 0, sb[0]), dequantized(half, j, h, 1, sb[1])};
+              if constexpr (kAccumulate) {
+                const float2 old = *reinterpret_cast<const float2*>(dst);
+                v[0] = __fadd_rn(old.x, v[0]);
+                v[1] = __fadd_rn(old.y, v[1]);
+              }
               if (LPBENCH_WGMMA_NO_STORE && v[0] != 1.2345e-30f) continue;
               store_pair_aligned<OutT>(dst, to_out<OutT>(v[0]), to_out<OutT>(v[1]));
             }
@@ -590,6 +604,7 @@ __global__ void __launch_bounds__(kThreads, 1)
               v[e] = dequantized(half, j, h, e, sb[e]);
               if (p.bias != nullptr) v[e] = __fadd_rn(v[e], bias[e]);
             }
+            if constexpr (kAccumulate) add_existing(c, p.n, row, col, v);
             if (LPBENCH_WGMMA_NO_STORE && v[0] != 1.2345e-30f) continue;
             store_pair<OutT>(c, p.n, row, col, to_out<OutT>(v[0]), to_out<OutT>(v[1]), p.vec_c);
           }
@@ -715,11 +730,12 @@ __global__ void column_scales_kmajor(const float* scales, int block_rows, int n,
   }
 }
 
-template <int BN, bool kBlocked, typename OutT, bool kColumnB = false, bool kPingpong = false>
+template <int BN, bool kBlocked, typename OutT, bool kColumnB = false, bool kPingpong = false,
+          bool kAccumulate = false>
 void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int sms,
             cudaStream_t stream) {
   const size_t smem = Layout<BN, kColumnB>::smem_bytes(p.stages);
-  auto kernel = wgmma_gemm_kernel<BN, kBlocked, OutT, kColumnB, kPingpong>;
+  auto kernel = wgmma_gemm_kernel<BN, kBlocked, OutT, kColumnB, kPingpong, kAccumulate>;
   LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smem)));
   if (p.cluster_m == 1) {
@@ -754,7 +770,7 @@ void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int s
 
 // The common path of both entry points, after their own argument checks.
 void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
-         const WgmmaConfig* requested, cudaStream_t stream) {
+         const WgmmaConfig* requested, cudaStream_t stream, bool accumulate = false) {
   LPBENCH_CUDA_REQUIRE(a != nullptr && b != nullptr && p.c != nullptr, "a pointer is null");
   LPBENCH_CUDA_REQUIRE(problem.m > 0 && problem.n > 0 && problem.k > 0,
                        "M, N and K must be positive, got " + to_string(problem));
@@ -794,26 +810,29 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
   NvtxRange range("lpbench::cuda::wgmma_gemm");
   // Unblocked modes: 128 × 256 tiles split by the two warpgroups, 128 × 128 tiles split, or
   // 128 × 128 tiles each warpgroup's own (ping-pong).
-  const auto unblocked = [&](auto out) {
+  const auto unblocked = [&](auto out, auto add) {
     using OutT = decltype(out);
+    constexpr bool kAdd = decltype(add)::value;
     if (config.pingpong) {
-      launch<128, false, OutT, false, true>(p, ma, mb, d.sms, stream);
+      launch<128, false, OutT, false, true, kAdd>(p, ma, mb, d.sms, stream);
     } else if (config.tile_n == 256) {
-      launch<256, false, OutT>(p, ma, mb, d.sms, stream);
+      launch<256, false, OutT, false, false, kAdd>(p, ma, mb, d.sms, stream);
     } else {
-      launch<128, false, OutT>(p, ma, mb, d.sms, stream);
+      launch<128, false, OutT, false, false, kAdd>(p, ma, mb, d.sms, stream);
     }
   };
   switch (problem.scaling) {
     case WgmmaScaling::none:
-      unblocked(int32_t{});
+      unblocked(int32_t{}, std::false_type{});
       break;
     case WgmmaScaling::tensor:
     case WgmmaScaling::row:
       if (problem.out == DType::bf16) {
-        unblocked(__nv_bfloat16{});
+        unblocked(__nv_bfloat16{}, std::false_type{});
+      } else if (accumulate) {
+        unblocked(float{}, std::true_type{});
       } else {
-        unblocked(float{});
+        unblocked(float{}, std::false_type{});
       }
       break;
     case WgmmaScaling::block: {
@@ -821,8 +840,13 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
       // blocks are multiples of 128 rows, one B scale serves a tile and K block.
       const bool column_b = p.b_block_rows % kBK != 0;
       if (!column_b) {
-        problem.out == DType::bf16 ? launch<128, true, __nv_bfloat16>(p, ma, mb, d.sms, stream)
-                                   : launch<128, true, float>(p, ma, mb, d.sms, stream);
+        if (problem.out == DType::bf16) {
+          launch<128, true, __nv_bfloat16>(p, ma, mb, d.sms, stream);
+        } else if (accumulate) {
+          launch<128, true, float, false, false, true>(p, ma, mb, d.sms, stream);
+        } else {
+          launch<128, true, float>(p, ma, mb, d.sms, stream);
+        }
         break;
       }
       // Each column its own B scale (wgrad's activations): a K-block-major copy of B's scales,
@@ -843,8 +867,13 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
         ~FreeOnExit() { (void)cudaFreeAsync(ptr, stream); }
       } free_on_exit{kmajor, stream};
       p.b_col_scales = kmajor;
-      problem.out == DType::bf16 ? launch<128, true, __nv_bfloat16, true>(p, ma, mb, d.sms, stream)
-                                 : launch<128, true, float, true>(p, ma, mb, d.sms, stream);
+      if (problem.out == DType::bf16) {
+        launch<128, true, __nv_bfloat16, true>(p, ma, mb, d.sms, stream);
+      } else if (accumulate) {
+        launch<128, true, float, true, false, true>(p, ma, mb, d.sms, stream);
+      } else {
+        launch<128, true, float, true>(p, ma, mb, d.sms, stream);
+      }
       break;
     }
   }
@@ -893,7 +922,9 @@ void wgmma_scaled_gemm(const ScaledGemmArgs& args, cudaStream_t stream, const Wg
   p.bias = args.bias;
   p.c = args.c;
   p.vec_c = args.n % 2 == 0 && aligned(args.c, args.c_type == DType::bf16 ? 4 : 8);
-  run(problem, args.a, args.b, p, config, stream);
+  LPBENCH_CUDA_REQUIRE(!args.accumulate || args.c_type == DType::fp32,
+                       "accumulate takes an FP32 C");
+  run(problem, args.a, args.b, p, config, stream, args.accumulate);
 }
 
 void wgmma_int8_gemm(const int8_t* a, const int8_t* b, int32_t* c, int64_t m, int64_t n, int64_t k,

@@ -11,4 +11,8 @@ namespace lpbench::kernels {
 // without AVX-512 BF16 (whose libtorch kernels sum in different orders).
 at::Tensor matmul_nt(const at::Tensor& a, const at::Tensor& b, at::ScalarType out);
 
+// c += a · bᵀ, c FP32 and contiguous: on the GPU one cuBLAS product with beta = 1 into c (no
+// product written out and added after); on the CPU matmul_nt's FP32 product, then one add.
+void matmul_nt_add(const at::Tensor& a, const at::Tensor& b, at::Tensor& c);
+
 }  // namespace lpbench::kernels

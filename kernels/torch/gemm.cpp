@@ -162,4 +162,28 @@ at::Tensor gemm_nt(const GemmOperand& a, const GemmOperand& b, const GemmSpec& s
   return c.to(out_dtype);
 }
 
+void gemm_nt_add(const GemmOperand& a, const GemmOperand& b, const GemmSpec& spec, at::Tensor& c,
+                 GemmKind kind, const std::string& module) {
+  TORCH_CHECK(c.scalar_type() == at::kFloat && c.is_contiguous() && c.dim() == 2,
+              "gemm_nt_add: C must be a contiguous FP32 matrix, got ", c.scalar_type(), " ",
+              c.sizes());
+  const bool bf16 = !spec.quantized() && !spec.rounds_rhs_only();
+  const bool scaled = spec.quantized() && spec.scaling != Scaling::fallback;
+  if (bf16 || scaled) {
+    // A GEMM like any other, and one that adds into C (a region of its own for the timeline
+    // and the hotspot table, within the GEMM's).
+    const profiling::Range range("gemm", to_string(kind));
+    const profiling::Range into("gemm into gradient", module);
+    if (bf16) {
+      matmul_nt_add(a.bf16, b.bf16, c);
+    } else {
+      TORCH_CHECK(a.q && b.q, "gemm_nt_add: a quantized GEMM needs quantized operands");
+      scaled_gemm_add(*a.q, *b.q, c);
+    }
+    return;
+  }
+  // The dy=bf16 ablation and int8-fallback's two products: their FP32 sum, then added.
+  c.add_(gemm_nt(a, b, spec, at::kFloat, kind, module));
+}
+
 }  // namespace lpbench::kernels

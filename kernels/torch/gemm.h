@@ -70,4 +70,13 @@ at::Tensor gemm_nt(const GemmOperand& a, const GemmOperand& b, const GemmSpec& s
                    at::ScalarType out_dtype, GemmKind kind = GemmKind::fprop,
                    const std::string& module = "");
 
+// C += A·Bᵀ under `spec`, C an FP32 [M,N] contiguous tensor (a weight's gradient summed over
+// micro-batches): where the product's kernel can add into C as it stores (lpbench's wgmma
+// epilogue; cuBLAS with beta = 1 for BF16), one pass over C instead of a product written out and
+// an add reading both back. Elsewhere the product and then C.add_. INT8 on either path, and the
+// CPU, give the bits of gemm_nt's FP32 result added to C; cuBLAS may pick another algorithm for
+// beta = 1, so BF16 on the GPU agrees with that to FP32 rounding, not bit for bit.
+void gemm_nt_add(const GemmOperand& a, const GemmOperand& b, const GemmSpec& spec, at::Tensor& c,
+                 GemmKind kind = GemmKind::wgrad, const std::string& module = "");
+
 }  // namespace lpbench::kernels

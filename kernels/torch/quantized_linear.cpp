@@ -98,13 +98,28 @@ void diagnose(const std::string& module, GemmKind kind, const char* operand,
   record_operand(module, kind, operand, source, *op.q, fallback ? spec.outlier_ratio : 0.0);
 }
 
+// The master's gradient for the wgrad product to add into, where the forward asked for that and
+// there is one to add into (defined, contiguous, the master's shape, in the product's type);
+// undefined otherwise, and whenever the backward itself is being differentiated.
+at::Tensor gradient_to_add_into(AutogradContext* ctx, at::ScalarType type) {
+  const auto found = ctx->saved_data.find("add_into");
+  if (found == ctx->saved_data.end() || at::GradMode::is_enabled()) return {};
+  const at::Tensor master = found->second.toTensor();
+  at::Tensor grad = master.grad();
+  if (!grad.defined() || grad.scalar_type() != type || type != at::kFloat ||
+      !grad.is_contiguous() || grad.sizes() != master.sizes() || grad.device() != master.device()) {
+    return {};
+  }
+  return grad;
+}
+
 class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinearFunction> {
  public:
   // `grad_target` receives the weight's gradient: `w` itself, or the FP32 master it copies.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
                             const at::Tensor& grad_target, const LinearGemms& gemms,
                             const std::string& module, LinearAmaxHistories* histories,
-                            WeightQuantCache* weight_cache) {
+                            WeightQuantCache* weight_cache, bool add_into_grad) {
     const profiling::Range range("linear", module);
     const int64_t k = x.size(-1);
     TORCH_CHECK(w.dim() == 2 && w.size(1) == k, "quantized_linear: X is ", x.sizes(), " but W is ",
@@ -163,6 +178,10 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     ctx->saved_data["need_w"] = need_w;
     ctx->saved_data["w_grad_type"] = static_cast<int64_t>(grad_target.scalar_type());
     ctx->saved_data["master"] = !grad_target.is_same(w);
+    // The master itself, only to add into its gradient (a leaf: no cycle through the graph).
+    if (add_into_grad && need_w && !grad_target.is_same(w)) {
+      ctx->saved_data["add_into"] = grad_target;
+    }
     ctx->saved_data["histories"] = reinterpret_cast<int64_t>(histories);
 
     std::vector<int64_t> out_sizes = x.sizes().vec();
@@ -216,13 +235,20 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
       // dW[N,K] = dYᵀ[N,M] · (Xᵀ[K,M])ᵀ
       diagnose(module, GemmKind::wgrad, "dy", g2.t(), wgrad_lhs, wgrad, Side::lhs);
       const auto w_type = static_cast<at::ScalarType>(ctx->saved_data["w_grad_type"].toInt());
-      grad_w = gemm_nt(wgrad_lhs, load_operand(saved, 2, specs, 4), wgrad, w_type, GemmKind::wgrad,
-                       module);
+      const GemmOperand x_operand = load_operand(saved, 2, specs, 4);
+      at::Tensor into = gradient_to_add_into(ctx, w_type);
+      if (into.defined()) {
+        gemm_nt_add(wgrad_lhs, x_operand, wgrad, into, GemmKind::wgrad, module);
+      } else {
+        grad_w = gemm_nt(wgrad_lhs, x_operand, wgrad, w_type, GemmKind::wgrad, module);
+      }
     }
     if (ctx->saved_data["master"].toBool()) {
-      return {grad_x, at::Tensor(), grad_w, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+      return {grad_x,      at::Tensor(), grad_w,      at::Tensor(),
+              at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     }
-    return {grad_x, grad_w, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {grad_x,      grad_w,      at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -230,13 +256,16 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
 
 at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms,
                             const std::string& module, const at::Tensor& master,
-                            LinearAmaxHistories* histories, WeightQuantCache* weight_cache) {
+                            LinearAmaxHistories* histories, WeightQuantCache* weight_cache,
+                            bool add_into_grad) {
   if (master.defined()) {
     TORCH_CHECK(master.sizes() == w.sizes(), "quantized_linear: master ", master.sizes(),
                 " is not the shape of w ", w.sizes());
-    return QuantizedLinearFunction::apply(x, w, master, gemms, module, histories, weight_cache);
+    return QuantizedLinearFunction::apply(x, w, master, gemms, module, histories, weight_cache,
+                                          add_into_grad);
   }
-  return QuantizedLinearFunction::apply(x, w, w, gemms, module, histories, weight_cache);
+  return QuantizedLinearFunction::apply(x, w, w, gemms, module, histories, weight_cache,
+                                        add_into_grad);
 }
 
 }  // namespace lpbench::kernels

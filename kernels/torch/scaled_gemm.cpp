@@ -464,6 +464,28 @@ at::Tensor scaled_gemm(const Quantized& a, const Quantized& b, at::ScalarType ou
   return reference::scaled_gemm(a, b, out_dtype, bias);
 }
 
+void scaled_gemm_add(const Quantized& a, const Quantized& b, at::Tensor& c) {
+  TORCH_CHECK(c.scalar_type() == at::kFloat && c.is_contiguous() && c.dim() == 2 &&
+                  c.size(0) == a.rows() && c.size(1) == b.rows(),
+              "scaled_gemm_add: C must be a contiguous FP32 [", a.rows(), ", ", b.rows(),
+              "], got ", c.scalar_type(), " ", c.sizes());
+#ifdef LPBENCH_CUDA_GLUE
+  if (a.values.is_cuda() && a.spec.format == NumberFormat::int8 &&
+      c.device() == a.values.device()) {
+    const c10::cuda::CUDAGuard guard(a.values.device());
+    const Quantized pa = pad_k(a, 16);
+    const Quantized pb = pad_k(b, 16);
+    if (runs_on_wgmma(pa, pb)) {
+      cuda::ScaledGemmArgs args = int8_args(pa, pb, {}, c);
+      args.accumulate = true;
+      cuda::wgmma_scaled_gemm(args, stream_of(pa.values));
+      return;
+    }
+  }
+#endif
+  c.add_(kernels::scaled_gemm(a, b, at::kFloat));
+}
+
 std::string scaled_gemm_backend(const Quantized& a, const Quantized& b, const at::Device& device) {
   if (!device.is_cuda()) return "cpu-reference";
 #ifdef LPBENCH_CUDA_GLUE

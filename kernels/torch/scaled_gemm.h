@@ -22,6 +22,11 @@ std::string_view to_string(Int8Backend backend);
 at::Tensor scaled_gemm(const Quantized& a, const Quantized& b, at::ScalarType out_dtype,
                        const at::Tensor& bias = {});
 
+// c += A · Bᵀ, c FP32 [M,N] contiguous: on lpbench's wgmma kernel the epilogue adds into c as it
+// stores (ScaledGemmArgs::accumulate); on every other path scaled_gemm's FP32 result, then one
+// add. The bits are the same either way.
+void scaled_gemm_add(const Quantized& a, const Quantized& b, at::Tensor& c);
+
 // What scaled_gemm runs for operands of these formats and block shapes on `device`, as the store
 // records it: "cpu-reference" (exact; an emulation of the GPU numerics, not a hardware speed),
 // "cublaslt-int8+dequantize", "lpbench-mma", "cublaslt-fp8" or "reference-on-gpu" (correct but

@@ -97,6 +97,41 @@ TEST_F(GpuPaths, Int8RecipesMatchTheCpuReferenceBitForBitOnEveryBackend) {
   }
 }
 
+// The wgrad product adding into a master's defined gradient (gradient accumulation fusion): INT8
+// on the GPU gives the CPU's bits of the gradient plus the product, through every backend (the
+// wgmma kernel adds in its epilogue, the others add after); BF16 adds through cuBLAS with beta =
+// 1, which may sum in another order than the product alone, so within FP32 rounding; in place.
+TEST_F(GpuPaths, TheWgradProductAddsIntoADefinedGradient) {
+  const Inputs in = inputs(3);
+  const at::Tensor before = torch::randn(in.w.sizes()) * 0.1;
+  const auto summed = [&](const LinearGemms& gemms, const torch::Device& device) {
+    at::Tensor master = in.w.to(device).to(at::kFloat).detach().requires_grad_(true);
+    master.mutable_grad() = before.to(device);
+    const void* storage = master.grad().data_ptr();
+    at::Tensor x = in.x.to(device).detach().requires_grad_(true);
+    quantized_linear(x, in.w.to(device), gemms, "probe", master, nullptr, nullptr, true)
+        .backward(in.grad_y.to(device));
+    EXPECT_EQ(master.grad().data_ptr(), storage) << "added in place";
+    return master.grad().cpu();
+  };
+  for (const char* name :
+       {"int8-tensor", "int8-row", "int8-block", "int8-fallback", "int8-tensor:hadamard=128"}) {
+    const LinearGemms gemms = parse_recipe(name).gemms;
+    const at::Tensor cpu = summed(gemms, torch::kCPU);
+    for (Int8Backend backend : {Int8Backend::lpbench_wgmma, Int8Backend::cublaslt,
+                                Int8Backend::lpbench_mma, Int8Backend::automatic}) {
+      set_int8_backend(backend);
+      EXPECT_TRUE(torch::equal(summed(gemms, torch::Device(torch::kCUDA, 0)), cpu))
+          << name << " on " << to_string(backend);
+    }
+  }
+  set_int8_backend(Int8Backend::automatic);
+  const LinearGemms bf16 = LinearGemms::all_bf16();
+  const at::Tensor gpu = summed(bf16, torch::Device(torch::kCUDA, 0));
+  const at::Tensor cpu = summed(bf16, torch::kCPU);
+  EXPECT_LT(relative_error(gpu - before, cpu - before), 1e-5);
+}
+
 // K of 100, 52 and 111 (fprop, dgrad, wgrad): none a multiple of the tensor cores' K step, as an
 // MoE expert's routed token count is not. The GPU pads K with zeros, which changes no product.
 TEST_F(GpuPaths, ShapesOffTheTensorCoreGridStillMatchTheReference) {

@@ -171,13 +171,15 @@ struct ScaledCase {
   int64_t b_block_rows = 128;  // block mode: 128 (weights) or 1 (wgrad's activations)
   DType c_type = DType::bf16;
   bool bias = false;
+  bool accumulate = false;  // FP32 C holding values that the product adds into
 };
 
 std::string describe(const ScaledCase& g) {
   return std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) + " " +
          to_string(g.mode) +
          (g.mode == WgmmaScaling::block ? "(b " + std::to_string(g.b_block_rows) + ")" : "") +
-         " -> " + dtype_name(g.c_type) + (g.bias ? " +bias" : "");
+         " -> " + dtype_name(g.c_type) + (g.bias ? " +bias" : "") +
+         (g.accumulate ? " (into C)" : "");
 }
 
 // Random INT8 operands and positive scales over several binades, laid out as the recipes'
@@ -207,6 +209,11 @@ ScaledRun run_scaled(const ScaledCase& g, const WgmmaConfig* config, bool cpu_re
   const at::Tensor bias = g.bias ? torch::randn({g.n}, opts) : at::Tensor();
   const at::ScalarType out = g.c_type == DType::bf16 ? at::kBFloat16 : at::kFloat;
   at::Tensor c = torch::full({g.m, g.n}, std::numeric_limits<float>::quiet_NaN(), opts.dtype(out));
+  // Adding into C: what it held before, over magnitudes from below the product's to above.
+  const at::Tensor before =
+      g.accumulate ? torch::randn({g.m, g.n}, opts) * torch::exp(2 * torch::randn({g.m, g.n}, opts))
+                   : at::Tensor();
+  if (g.accumulate) c.copy_(before);
   ScaledGemmArgs args;
   args.a = a.values.data_ptr();
   args.b = b.values.data_ptr();
@@ -221,7 +228,12 @@ ScaledRun run_scaled(const ScaledCase& g, const WgmmaConfig* config, bool cpu_re
   args.bias = g.bias ? bias.data_ptr<float>() : nullptr;
   args.c = c.data_ptr();
   args.c_type = g.c_type;
+  args.accumulate = g.accumulate;
   wgmma_scaled_gemm(args, nullptr, config);
+  if (g.accumulate) {
+    // The definition: the product as it would be stored, then one FP32 add.
+    return {c, before + ref::scaled_gemm(a, b, out, bias)};
+  }
   if (cpu_reference) {
     const ref::Quantized ac{a.values.cpu(), a.scales.cpu(), a.spec};
     const ref::Quantized bc{b.values.cpu(), b.scales.cpu(), b.spec};
@@ -314,6 +326,30 @@ TEST_F(WgmmaGemm, ScaledMatchesTheCpuReference) {
   }
 }
 
+TEST_F(WgmmaGemm, AddsIntoCAsTheProductPlusOneAdd) {
+  // The wgrad products at 4096 tokens (each mode, B per row in block mode as the activations
+  // are), then shapes off the tiles through every config, so that both the interior epilogue
+  // and the general one (bounds, bias) add.
+  int64_t i = 400;
+  for (const auto& l : workloads::linear_shapes(workloads::builtin_model("llama2-7b"))) {
+    const workloads::GemmShape s = workloads::training_gemms(l, 4096).back().second;
+    for (WgmmaScaling mode : {WgmmaScaling::tensor, WgmmaScaling::row, WgmmaScaling::block}) {
+      torch::manual_seed(++i);
+      check_scaled({s.m, s.n, s.k, mode, 1, DType::fp32, false, true});
+    }
+  }
+  for (const WgmmaConfig& c :
+       {forced(128, 4), forced(256, 4), forced(128, 4, 2), pingpong(6), pingpong(6, 2)}) {
+    for (WgmmaScaling mode : {WgmmaScaling::tensor, WgmmaScaling::row, WgmmaScaling::block}) {
+      if (mode == WgmmaScaling::block && (c.tile_n == 256 || c.pingpong)) continue;
+      for (const int64_t bbr : {1, 128}) {
+        torch::manual_seed(++i);
+        check_scaled({1030, 772, 400, mode, bbr, DType::fp32, i % 2 == 0, true}, &c);
+      }
+    }
+  }
+}
+
 // ---- arguments, configs and the heuristic: no GPU needed ------------------------------------
 
 ScaledGemmArgs valid_args() {
@@ -358,6 +394,8 @@ TEST(WgmmaGemmArgs, RefusesWhatItCannotRunWithAClearReason) {
   EXPECT_FALSE(refusal(with([](ScaledGemmArgs& a) { a.b_scales = nullptr; })).empty());
   EXPECT_FALSE(refusal(with([](ScaledGemmArgs& a) { a.m = 0; })).empty());
   EXPECT_FALSE(refusal(with([](ScaledGemmArgs& a) { a.c = nullptr; })).empty());
+  EXPECT_NE(refusal(with([](ScaledGemmArgs& a) { a.accumulate = true; })).find("FP32 C"),
+            std::string::npos);
   // Configs: block scaling takes 128-wide tiles only; stages within shared memory; clusters of
   // one or two CTAs along M.
   const ScaledGemmArgs block = with([](ScaledGemmArgs& a) { a.kblock = 128; });

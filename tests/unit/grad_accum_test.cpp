@@ -110,6 +110,35 @@ TEST(GradAccum, WeightsQuantizedOnceAStepGiveTheSameBits) {
   }
 }
 
+// Fused, the wgrad products of every micro-batch after the first add into the summed gradients
+// (16 linear layers, 2 of 3 micro-batches, 4 steps); off, autograd adds them: the same bits.
+TEST(GradAccum, WgradProductsAddIntoTheGradientsWithTheSameBits) {
+  for (const char* recipe : {"bf16", "int8-tensor", "int8-block"}) {
+    const auto run = [&](bool fusion, Trained& out) {
+      TrainingOptions o = options(2, 3);
+      o.fusion = Fusion::fused;
+      o.gradient_accumulation_fusion = fusion;
+      profiling::set_region_timing(true, c10::Device(c10::kCPU));
+      (void)profiling::take_region_times();
+      out = train(recipe, o);
+      int64_t calls = 0;
+      for (const profiling::RegionTime& r : profiling::take_region_times()) {
+        if (r.key == "gemm into gradient") calls += r.calls;
+      }
+      profiling::set_region_timing(false, c10::Device(c10::kCPU));
+      return calls;
+    };
+    Trained fused;
+    Trained unfused;
+    EXPECT_EQ(run(true, fused), 16 * 2 * 4) << recipe;
+    EXPECT_EQ(run(false, unfused), 0) << recipe;
+    EXPECT_EQ(fused.losses, unfused.losses) << recipe;
+    const std::string marker = "wgrad products add into the FP32 gradients";
+    EXPECT_NE(fused.operators.find(marker), std::string::npos) << fused.operators;
+    EXPECT_EQ(unfused.operators.find(marker), std::string::npos) << unfused.operators;
+  }
+}
+
 // Accumulated gradients live beside every micro-batch's activations after the first, and the
 // cached weights beside them: the plan counts both.
 TEST(GradAccum, TheMemoryPlanKeepsTheGradientsAndTheCachedWeights) {

@@ -436,6 +436,44 @@ TEST(QuantizedLinear, AWeightCacheIsReadUntilCleared) {
   EXPECT_FALSE(delayed_cache.filled);
 }
 
+// With add_into_grad, a master whose gradient is defined gets the wgrad product added into it in
+// place (the bits of autograd's own sum: the product, then one FP32 add) and autograd gets no
+// gradient for it; a master without one gets it from autograd as before.
+TEST(QuantizedLinear, AddsItsWeightGradientIntoADefinedOne) {
+  const LinearCase c = make_case(10);
+  const at::Tensor before = torch::randn(c.w.sizes()) * 0.1;
+  for (const char* recipe : {"bf16", "int8-tensor", "int8-row", "int8-block", "int8-fallback",
+                             "int8-tensor:dy=bf16", "switchback"}) {
+    const LinearGemms gemms = parse_recipe(recipe).gemms;
+    // A master (FP32 leaf) with the gradient `start`, and how many defined gradients autograd
+    // handed it through a hook.
+    struct Master {
+      at::Tensor t;
+      int handed = 0;
+    };
+    const auto backward = [&](const at::Tensor& start, bool add) {
+      auto m = std::make_shared<Master>();
+      m->t = c.w.to(at::kFloat).requires_grad_(true);
+      if (start.defined()) m->t.mutable_grad() = start.clone();
+      m->t.register_hook([m = m.get()](const at::Tensor& g) {
+        if (g.defined()) ++m->handed;
+      });
+      at::Tensor x = c.x.clone().requires_grad_(true);
+      quantized_linear(x, c.w, gemms, "probe", m->t, nullptr, nullptr, add).backward(c.grad_y);
+      return m;
+    };
+    const auto alone = backward({}, true);
+    EXPECT_EQ(alone->handed, 1) << recipe << ": nothing to add into, so autograd's";
+    const at::Tensor product = alone->t.grad();
+    const auto plain = backward(before, false);
+    EXPECT_EQ(plain->handed, 1) << recipe;
+    EXPECT_TRUE(torch::equal(plain->t.grad(), before + product)) << recipe;
+    const auto fused = backward(before, true);
+    EXPECT_EQ(fused->handed, 0) << recipe << ": the product added itself";
+    EXPECT_TRUE(torch::equal(fused->t.grad(), plain->t.grad())) << recipe;
+  }
+}
+
 TEST(QuantizedLinear, NoGradientIsComputedForAnInputThatNeedsNone) {
   const LinearCase c = make_case(6);
   at::Tensor w = c.w.clone().requires_grad_(true);

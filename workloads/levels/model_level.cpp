@@ -112,6 +112,12 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
         fmt::format("; BF16 weight copies made per layer for the {} recomputed layers", recomputed);
   }
   if (expandable) operators_ += "; CUDA allocator: expandable segments";
+  if (options.fusion == Fusion::fused) {
+    decoder_->add_into_gradients(options.gradient_accumulation_fusion);
+    if (options.gradient_accumulation_fusion) {
+      operators_ += "; wgrad products add into the FP32 gradients (gradient accumulation fusion)";
+    }
+  }
   if (caches_weights()) {
     decoder_->cache_quantized_weights(true);
     if (recipe.gemms.any_quantized()) {

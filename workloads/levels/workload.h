@@ -84,6 +84,10 @@ struct TrainingOptions {
   // With grad_accum > 1: each linear layer quantizes its weight once an optimizer step and the
   // micro-batches reuse it (the same bits); off, every micro-batch quantizes it again.
   bool weight_cache = true;
+  // Fused: each linear layer's wgrad product adds into the master's gradient where one is
+  // defined (the micro-batches after the first; data parallel's flat buffers), instead of
+  // writing its own for autograd to add (kernels::quantized_linear's add_into_grad).
+  bool gradient_accumulation_fusion = true;
   uint64_t seed = 0;
   int64_t total_steps = 0;
   double lr = 0.0;

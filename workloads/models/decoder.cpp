@@ -50,13 +50,14 @@ RecipeLinearImpl::RecipeLinearImpl(int64_t in_features, int64_t out_features,
   torch::nn::init::normal_(weight_, 0.0, init_std);
   if (fusion == Fusion::fused) {
     compute_ = register_buffer("compute_weight", weight_.detach().to(kCompute));
+    add_into_grad_ = true;
   }
 }
 
 torch::Tensor RecipeLinearImpl::forward(const torch::Tensor& x) {
   if (compute_.defined()) {
     return kernels::quantized_linear(x, compute_, gemms_, name_, weight_, histories_.get(),
-                                     weight_cache_.get());
+                                     weight_cache_.get(), add_into_grad_);
   }
   return kernels::quantized_linear(x, weight_.to(kCompute), gemms_, name_, {}, histories_.get(),
                                    weight_cache_.get());
@@ -356,6 +357,12 @@ void DecoderImpl::refresh_compute_weights() {
 void DecoderImpl::cache_quantized_weights(bool enabled) {
   for (const auto& module : modules(/*include_self=*/false)) {
     if (auto* linear = module->as<RecipeLinearImpl>()) linear->cache_quantized_weight(enabled);
+  }
+}
+
+void DecoderImpl::add_into_gradients(bool enabled) {
+  for (const auto& module : modules(/*include_self=*/false)) {
+    if (auto* linear = module->as<RecipeLinearImpl>()) linear->add_into_gradient(enabled);
   }
 }
 

@@ -83,6 +83,10 @@ class RecipeLinearImpl : public torch::nn::Module {
   void clear_weight_cache() {
     if (weight_cache_) weight_cache_->clear();
   }
+  // Whether the wgrad product adds into the master's defined gradient (on by default where
+  // fused: kernels::quantized_linear's add_into_grad), or leaves the sum to autograd.
+  void add_into_gradient(bool enabled) { add_into_grad_ = enabled && compute_.defined(); }
+  bool adds_into_gradient() const { return add_into_grad_; }
 
  private:
   torch::Tensor weight_;   // [out, in], FP32
@@ -92,6 +96,7 @@ class RecipeLinearImpl : public torch::nn::Module {
   // Delayed scaling's amax histories of X, W and dY (recipes with amax-history=<n> only).
   std::shared_ptr<kernels::LinearAmaxHistories> histories_;
   std::shared_ptr<kernels::WeightQuantCache> weight_cache_;  // gradient accumulation only
+  bool add_into_grad_ = false;
 };
 
 // The histories a layer under `gemms` needs: none unless some GEMM scales by a history.
@@ -191,6 +196,8 @@ class DecoderImpl : public torch::nn::Module {
   // Gradient accumulation: every linear layer quantizes its weight once and reuses it until
   // clear_quantized_weights, which the trainer calls after each optimizer step.
   void cache_quantized_weights(bool enabled);
+  // Every linear layer's RecipeLinearImpl::add_into_gradient (fused only; on by default).
+  void add_into_gradients(bool enabled);
   void clear_quantized_weights();
   // Keep only each layer's input between forward and backward; recompute the rest.
   void set_activation_checkpointing(bool enabled) { checkpointed_ = enabled ? kAllLayers : 0; }

@@ -271,4 +271,9 @@ __device__ __forceinline__ void wgmma_m64n256k32(int (&d)[128], uint64_t desc_a,
       : "memory");
 }
 
+// A hint that the 128-byte line at `p` will be read soon: fetched into L2, no register waits.
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 }  // namespace lpbench::cuda::sm90

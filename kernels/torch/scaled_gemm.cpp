@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -475,7 +476,9 @@ void scaled_gemm_add(const Quantized& a, const Quantized& b, at::Tensor& c) {
     const c10::cuda::CUDAGuard guard(a.values.device());
     const Quantized pa = pad_k(a, 16);
     const Quantized pb = pad_k(b, 16);
-    if (runs_on_wgmma(pa, pb)) {
+    // LPBENCH_WGMMA_ADD_AFTER=1 (a diagnostic): the product written out, then added.
+    static const bool add_after = std::getenv("LPBENCH_WGMMA_ADD_AFTER") != nullptr;
+    if (!add_after && runs_on_wgmma(pa, pb)) {
       cuda::ScaledGemmArgs args = int8_args(pa, pb, {}, c);
       args.accumulate = true;
       cuda::wgmma_scaled_gemm(args, stream_of(pa.values));

@@ -97,39 +97,50 @@ TEST_F(GpuPaths, Int8RecipesMatchTheCpuReferenceBitForBitOnEveryBackend) {
   }
 }
 
-// The wgrad product adding into a master's defined gradient (gradient accumulation fusion): INT8
-// on the GPU gives the CPU's bits of the gradient plus the product, through every backend (the
-// wgmma kernel adds in its epilogue, the others add after); BF16 adds through cuBLAS with beta =
-// 1, which may sum in another order than the product alone, so within FP32 rounding; in place.
+// The wgrad product adding into a master's defined gradient (gradient accumulation fusion): for
+// INT8, through every backend (the wgmma kernel adds in its epilogue, the others add after), the
+// same bits as the gradient plus the product written out on the same device, in place; and that
+// product within FP32 rounding of the CPU's. BF16 adds through cuBLAS with beta = 1, which may sum
+// in another order than the product alone: within FP32 rounding.
 TEST_F(GpuPaths, TheWgradProductAddsIntoADefinedGradient) {
   const Inputs in = inputs(3);
   const at::Tensor before = torch::randn(in.w.sizes()) * 0.1;
-  const auto summed = [&](const LinearGemms& gemms, const torch::Device& device) {
+  // The master's gradient after one backward, from `start` (undefined: autograd's product).
+  const auto wgrad = [&](const LinearGemms& gemms, const torch::Device& device,
+                         const at::Tensor& start) {
     at::Tensor master = in.w.to(device).to(at::kFloat).detach().requires_grad_(true);
-    master.mutable_grad() = before.to(device);
-    const void* storage = master.grad().data_ptr();
+    const void* storage = nullptr;
+    if (start.defined()) {
+      master.mutable_grad() = start.to(device);
+      storage = master.grad().data_ptr();
+    }
     at::Tensor x = in.x.to(device).detach().requires_grad_(true);
     quantized_linear(x, in.w.to(device), gemms, "probe", master, nullptr, nullptr, true)
         .backward(in.grad_y.to(device));
-    EXPECT_EQ(master.grad().data_ptr(), storage) << "added in place";
+    if (storage != nullptr) {
+      EXPECT_EQ(master.grad().data_ptr(), storage) << "added in place";
+    }
     return master.grad().cpu();
   };
+  const torch::Device gpu(torch::kCUDA, 0);
   for (const char* name :
        {"int8-tensor", "int8-row", "int8-block", "int8-fallback", "int8-tensor:hadamard=128"}) {
     const LinearGemms gemms = parse_recipe(name).gemms;
-    const at::Tensor cpu = summed(gemms, torch::kCPU);
+    const at::Tensor cpu_product = wgrad(gemms, torch::kCPU, {});
     for (Int8Backend backend : {Int8Backend::lpbench_wgmma, Int8Backend::cublaslt,
                                 Int8Backend::lpbench_mma, Int8Backend::automatic}) {
       set_int8_backend(backend);
-      EXPECT_TRUE(torch::equal(summed(gemms, torch::Device(torch::kCUDA, 0)), cpu))
-          << name << " on " << to_string(backend);
+      const std::string where = std::string(name) + " on " + std::string(to_string(backend));
+      const at::Tensor product = wgrad(gemms, gpu, {});
+      EXPECT_TRUE(torch::equal(wgrad(gemms, gpu, before), before + product)) << where;
+      EXPECT_LT(relative_error(product, cpu_product), 1e-6)
+          << where << ": " << product.ne(cpu_product).sum().item<int64_t>() << " of "
+          << product.numel() << " differ from the CPU's";
     }
   }
   set_int8_backend(Int8Backend::automatic);
   const LinearGemms bf16 = LinearGemms::all_bf16();
-  const at::Tensor gpu = summed(bf16, torch::Device(torch::kCUDA, 0));
-  const at::Tensor cpu = summed(bf16, torch::kCPU);
-  EXPECT_LT(relative_error(gpu - before, cpu - before), 1e-5);
+  EXPECT_LT(relative_error(wgrad(bf16, gpu, before) - before, wgrad(bf16, gpu, {})), 1e-5);
 }
 
 // K of 100, 52 and 111 (fprop, dgrad, wgrad): none a multiple of the tensor cores' K step, as an

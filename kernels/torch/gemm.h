@@ -71,11 +71,11 @@ at::Tensor gemm_nt(const GemmOperand& a, const GemmOperand& b, const GemmSpec& s
                    const std::string& module = "");
 
 // C += A·Bᵀ under `spec`, C an FP32 [M,N] contiguous tensor (a weight's gradient summed over
-// micro-batches): where the product's kernel can add into C as it stores (lpbench's wgmma
-// epilogue; cuBLAS with beta = 1 for BF16), one pass over C instead of a product written out and
-// an add reading both back. Elsewhere the product and then C.add_. INT8 on either path, and the
-// CPU, give the bits of gemm_nt's FP32 result added to C; cuBLAS may pick another algorithm for
-// beta = 1, so BF16 on the GPU agrees with that to FP32 rounding, not bit for bit.
+// micro-batches). BF16 on the GPU: one cuBLAS product with beta = 1, which reads C in its
+// epilogue (no product written out and added after); cuBLAS may pick another algorithm for
+// beta = 1, so it agrees with gemm_nt's FP32 result plus C to FP32 rounding, not bit for bit.
+// Elsewhere (INT8, FP8, the CPU): the product, then C.add_, the bits of gemm_nt's FP32 result
+// added to C (see scaled_gemm_add for lpbench's INT8 kernel adding in its epilogue).
 void gemm_nt_add(const GemmOperand& a, const GemmOperand& b, const GemmSpec& spec, at::Tensor& c,
                  GemmKind kind = GemmKind::wgrad, const std::string& module = "");
 

@@ -22,9 +22,9 @@ std::string_view to_string(Int8Backend backend);
 at::Tensor scaled_gemm(const Quantized& a, const Quantized& b, at::ScalarType out_dtype,
                        const at::Tensor& bias = {});
 
-// c += A · Bᵀ, c FP32 [M,N] contiguous: on lpbench's wgmma kernel the epilogue adds into c as it
-// stores (ScaledGemmArgs::accumulate); on every other path scaled_gemm's FP32 result, then one
-// add. The bits are the same either way.
+// c += A · Bᵀ, c FP32 [M,N] contiguous: scaled_gemm's FP32 result, then one add; with
+// LPBENCH_WGMMA_ADD_IN_EPILOGUE set, lpbench's wgmma kernel adds into c as it stores
+// (ScaledGemmArgs::accumulate; slower as built, docs/perf-log.md §26). The same bits either way.
 void scaled_gemm_add(const Quantized& a, const Quantized& b, at::Tensor& c);
 
 // What scaled_gemm runs for operands of these formats and block shapes on `device`, as the store

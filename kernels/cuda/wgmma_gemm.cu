@@ -559,7 +559,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // (N under 2^24 keeps a tile's row offsets, up to 72·N, in 32 bits.)
     const bool interior = !LPBENCH_WGMMA_GENERAL_EPILOGUE && p.vec_c && p.bias == nullptr &&
                           m0 + kBM <= p.m && n0 + BN <= p.n && p.n < (1 << 24);
-    const auto interior_tile = [&] {
+    if (interior) {
       OutT* const tile_c = c + static_cast<int64_t>(row0[0]) * p.n + n0 + 2 * t;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
@@ -576,41 +576,20 @@ __global__ void __launch_bounds__(kThreads, 1)
             if constexpr (kRaw) {
               store_pair_aligned<OutT>(dst, acc[half][4 * j + 2 * h], acc[half][4 * j + 2 * h + 1]);
             } else {
-              const float v[2] = {dequantized(half, j, h, 0, sb[0]),
-                                  dequantized(half, j, h, 1, sb[1])};
+              float v[2] = {dequantized(half, j, h, 0, sb[0]), dequantized(half, j, h, 1, sb[1])};
+              if constexpr (kAccumulate) {
+                // Each pair's load waits for the store before it (the compiler cannot tell that
+                // they are different elements); loading pairs ahead made ptxas spill. The tile
+                // of C is in L2 by now (the prefetch above), so the wait is on L2, not HBM.
+                const float2 old = *reinterpret_cast<const float2*>(dst);
+                v[0] = __fadd_rn(old.x, v[0]);
+                v[1] = __fadd_rn(old.y, v[1]);
+              }
               if (LPBENCH_WGMMA_NO_STORE && v[0] != 1.2345e-30f) continue;
               store_pair_aligned<OutT>(dst, to_out<OutT>(v[0]), to_out<OutT>(v[1]));
             }
           }
         }
-      }
-    };
-    if (interior) {
-      if constexpr (kAccumulate) {
-        // Each pair's load waits for the store before it (the compiler cannot tell that they
-        // are different elements); loading several pairs ahead made ptxas spill. The C tile
-        // is in L2 by now (the prefetch above), so each wait is on L2, not on HBM.
-        OutT* const tile_c = c + static_cast<int64_t>(row0[0]) * p.n + n0 + 2 * t;
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          float sb[2] = {0.0f, 0.0f};
-          if constexpr (!kBlocked) {
-            sb[0] = tile_sb[8 * j + 2 * t];
-            sb[1] = tile_sb[8 * j + 2 * t + 1];
-          }
-#pragma unroll
-          for (int half = 0; half < kHalves; ++half) {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              OutT* const dst = tile_c + (row0[half] - row0[0] + 8 * h) * p.n + 8 * j;
-              const float2 old = *reinterpret_cast<const float2*>(dst);
-              store_pair_aligned<OutT>(dst, __fadd_rn(old.x, dequantized(half, j, h, 0, sb[0])),
-                                       __fadd_rn(old.y, dequantized(half, j, h, 1, sb[1])));
-            }
-          }
-        }
-      } else {
-        interior_tile();
       }
       continue;
     }

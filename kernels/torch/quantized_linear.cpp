@@ -244,10 +244,10 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
       }
     }
     if (ctx->saved_data["master"].toBool()) {
-      return {grad_x,      at::Tensor(), grad_w,      at::Tensor(),
+      return {grad_x,       at::Tensor(), grad_w,       at::Tensor(),
               at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     }
-    return {grad_x,      grad_w,      at::Tensor(), at::Tensor(),
+    return {grad_x,       grad_w,       at::Tensor(), at::Tensor(),
             at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };

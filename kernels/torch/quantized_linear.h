@@ -42,9 +42,10 @@ struct WeightQuantCache {
 // runs (the micro-batches after the first of a step; the flat gradient buffers of data
 // parallel), the wgrad product adds into it (gemm_nt_add: Megatron's gradient accumulation
 // fusion; for BF16 on the GPU cuBLAS adds as it stores) and backward hands autograd no weight
-// gradient to add, so hooks on master see none. The sum is the same: bit for bit but for BF16
-// products on the GPU (see gemm_nt_add). Where the gradient is undefined, or not a contiguous FP32 tensor of master's
-// shape, or the backward builds a graph, the gradient goes to autograd as without it.
+// gradient to add (hooks on master get an undefined one). The sum is the same: bit for bit but for
+// BF16 products on the GPU (see gemm_nt_add). Where the gradient is undefined, or not a contiguous
+// FP32 tensor of master's shape, or the backward builds a graph, the gradient goes to autograd as
+// without it.
 at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms,
                             const std::string& module = "", const at::Tensor& master = {},
                             LinearAmaxHistories* histories = nullptr,

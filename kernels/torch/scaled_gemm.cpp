@@ -468,8 +468,8 @@ at::Tensor scaled_gemm(const Quantized& a, const Quantized& b, at::ScalarType ou
 void scaled_gemm_add(const Quantized& a, const Quantized& b, at::Tensor& c) {
   TORCH_CHECK(c.scalar_type() == at::kFloat && c.is_contiguous() && c.dim() == 2 &&
                   c.size(0) == a.rows() && c.size(1) == b.rows(),
-              "scaled_gemm_add: C must be a contiguous FP32 [", a.rows(), ", ", b.rows(),
-              "], got ", c.scalar_type(), " ", c.sizes());
+              "scaled_gemm_add: C must be a contiguous FP32 [", a.rows(), ", ", b.rows(), "], got ",
+              c.scalar_type(), " ", c.sizes());
 #ifdef LPBENCH_CUDA_GLUE
   if (a.values.is_cuda() && a.spec.format == NumberFormat::int8 &&
       c.device() == a.values.device()) {

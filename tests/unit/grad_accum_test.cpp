@@ -46,6 +46,20 @@ Trained train(const char* recipe, const TrainingOptions& o) {
   return t;
 }
 
+// Trains `recipe` under `o` into `out` with region timing on; how many `key` regions it opened.
+int64_t train_counting(const char* key, const char* recipe, const TrainingOptions& o,
+                       Trained& out) {
+  profiling::set_region_timing(true, c10::Device(c10::kCPU));
+  (void)profiling::take_region_times();
+  out = train(recipe, o);
+  int64_t calls = 0;
+  for (const profiling::RegionTime& r : profiling::take_region_times()) {
+    if (r.key == key) calls += r.calls;
+  }
+  profiling::set_region_timing(false, c10::Device(c10::kCPU));
+  return calls;
+}
+
 // Two micro-batches of 4 sequences are the step's 8 sequences: the same tokens, the mean loss of
 // both, the gradients summed. Only the rounding of the BF16 products and of the sum differs.
 TEST(GradAccum, TwoMicroBatchesTrainAsOneBatchOfBoth) {
@@ -81,15 +95,7 @@ TEST(GradAccum, WeightsQuantizedOnceAStepGiveTheSameBits) {
     const auto quantize_calls = [&](bool cache, Trained& out) {
       TrainingOptions t = o;
       t.weight_cache = cache;
-      profiling::set_region_timing(true, c10::Device(c10::kCPU));
-      (void)profiling::take_region_times();
-      out = train("int8-tensor", t);
-      int64_t calls = 0;
-      for (const profiling::RegionTime& r : profiling::take_region_times()) {
-        if (r.key == "quantize") calls += r.calls;
-      }
-      profiling::set_region_timing(false, c10::Device(c10::kCPU));
-      return calls;
+      return train_counting("quantize", "int8-tensor", t, out);
     };
     Trained cached;
     Trained uncached;
@@ -118,15 +124,7 @@ TEST(GradAccum, WgradProductsAddIntoTheGradientsWithTheSameBits) {
       TrainingOptions o = options(2, 3);
       o.fusion = Fusion::fused;
       o.gradient_accumulation_fusion = fusion;
-      profiling::set_region_timing(true, c10::Device(c10::kCPU));
-      (void)profiling::take_region_times();
-      out = train(recipe, o);
-      int64_t calls = 0;
-      for (const profiling::RegionTime& r : profiling::take_region_times()) {
-        if (r.key == "gemm into gradient") calls += r.calls;
-      }
-      profiling::set_region_timing(false, c10::Device(c10::kCPU));
-      return calls;
+      return train_counting("gemm into gradient", recipe, o, out);
     };
     Trained fused;
     Trained unfused;

@@ -135,6 +135,15 @@ TEST(GradAccum, WgradProductsAddIntoTheGradientsWithTheSameBits) {
     EXPECT_NE(fused.operators.find(marker), std::string::npos) << fused.operators;
     EXPECT_EQ(unfused.operators.find(marker), std::string::npos) << unfused.operators;
   }
+  // One micro-batch a step on one process: no gradient is defined when backward runs, so
+  // nothing adds, and the run does not claim it.
+  TrainingOptions one = options(2, 1);
+  one.fusion = Fusion::fused;
+  one.total_steps = 1;
+  Trained single;
+  EXPECT_EQ(train_counting("gemm into gradient", "int8-tensor", one, single), 0);
+  EXPECT_EQ(single.operators.find("gradient accumulation fusion"), std::string::npos)
+      << single.operators;
 }
 
 // Accumulated gradients live beside every micro-batch's activations after the first, and the

@@ -114,7 +114,10 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   if (expandable) operators_ += "; CUDA allocator: expandable segments";
   if (options.fusion == Fusion::fused) {
     decoder_->add_into_gradients(options.gradient_accumulation_fusion);
-    if (options.gradient_accumulation_fusion) {
+    // It acts where a gradient is defined when backward reaches a layer: after the first
+    // micro-batch of a step, and under zero1's flat buffers (zero2/3 empty them layer by layer).
+    const bool defined_grads = options_.grad_accum > 1 || (options.group && !layer_sharded);
+    if (options.gradient_accumulation_fusion && defined_grads) {
       operators_ += "; wgrad products add into the FP32 gradients (gradient accumulation fusion)";
     }
   }

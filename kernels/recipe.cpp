@@ -170,6 +170,33 @@ void modify_hadamard(Recipe& recipe, std::string_view value, std::string_view te
     spec->hadamard_block = block;
 }
 
+// `k-block=<n>`: the K block of INT8 block scaling.
+void modify_k_block(Recipe& recipe, std::string_view value, std::string_view text) {
+  int64_t block = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), block);
+  if (error != std::errc() || end != value.data() + value.size() ||
+      (block != 128 && block != 256 && block != 512 && block != 1024)) {
+    throw std::invalid_argument(
+        fmt::format("recipe '{}': k-block must be 128, 256, 512 or 1024, got '{}'", text, value));
+  }
+  std::vector<GemmSpec*> blocked;
+  for (GemmKind kind : kGemmKinds) {
+    GemmSpec& g = recipe.gemms[kind];
+    if (g.rhs == NumberFormat::int8 &&
+        (g.scaling == Scaling::block || g.scaling == Scaling::fallback)) {
+      blocked.push_back(&g);
+    }
+  }
+  if (blocked.empty()) {
+    throw std::invalid_argument(fmt::format(
+        "recipe '{}': k-block applies to INT8 block scaling only (int8-block, int8-fallback, "
+        "int8-dataflow); fp8-block's kernels take blocks of 128",
+        text));
+  }
+  for (GemmSpec* g : blocked)
+    g->k_block = block;
+}
+
 }  // namespace
 
 // Routing decisions are discrete: a quantization error that flips an expert choice costs far
@@ -295,6 +322,8 @@ Recipe parse_recipe(std::string_view text) {
       }
     } else if (key == "hadamard") {
       modify_hadamard(recipe, value, text);
+    } else if (key == "k-block") {
+      modify_k_block(recipe, value, text);
     } else if (key == "saved") {
       if (value != "int8" && value != "bf16") {
         throw std::invalid_argument(fmt::format(
@@ -310,7 +339,7 @@ Recipe parse_recipe(std::string_view text) {
       throw std::invalid_argument(fmt::format(
           "recipe '{}': unknown modifier '{}'; valid: fprop=bf16, dgrad=bf16, wgrad=bf16, "
           "ratio=<r>, quantize-all, amax-history=<n>, dy=bf16, dy=row, dy-rounding=stochastic, "
-          "hadamard=<b>, saved=int8",
+          "hadamard=<b>, k-block=<n>, saved=int8",
           text, item));
     }
   }
@@ -431,7 +460,8 @@ std::string describe(const GemmSpec& spec) {
                                   : fmt::format("{}×{}", to_string(spec.lhs), to_string(spec.rhs));
   const std::string rounding =
       (spec.lhs_rounding == Rounding::stochastic ? "(stochastic)" : "") +
-      (spec.hadamard_block > 0 ? fmt::format("(hadamard {})", spec.hadamard_block) : "");
+      (spec.hadamard_block > 0 ? fmt::format("(hadamard {})", spec.hadamard_block) : "") +
+      (spec.k_block != 128 ? fmt::format("(K block {})", spec.k_block) : "");
   if (spec.scaling == Scaling::fallback) {
     return fmt::format("{}/fallback({:g}){}", formats, spec.outlier_ratio, rounding);
   }

@@ -57,6 +57,11 @@ struct GemmSpec {
   // size b along the dimension the product sums over before they are quantized
   // (kernels/reference/hadamard.h); the product is unchanged, outliers are spread. 0: none.
   int64_t hadamard_block = 0;
+  // block and fallback scaling: the K block of the scales (activations and gradients 1 × k_block,
+  // weights k_block × k_block, so that fprop's W and dgrad's Wᵀ are one quantization). A power of
+  // two from 128 to 1024: an INT8 partial over one K block is at most k_block·127² < 2²⁴, exact in
+  // FP32. A longer block folds the partials into FP32 less often and shares a scale more widely.
+  int64_t k_block = 128;
 
   // Whether the product runs on quantized operands (an INT8 or FP8 GEMM).
   bool quantized() const { return lhs != NumberFormat::bf16; }
@@ -144,6 +149,8 @@ std::vector<std::string> recipe_names();
 //   hadamard=<b>       dgrad's and wgrad's operands rotated in blocks of b (a power of two, 16 to
 //                      1024) along their summed dimension before quantizing
 //                      (GemmSpec::hadamard_block; not with int8-fallback)
+//   k-block=<n>        the K block of int8-block's and int8-fallback's scales (GemmSpec::k_block;
+//                      128, 256, 512 or 1024; default 128)
 //   saved=int8|bf16    what the fused operators save for backward (SavedActivations; not with
 //                      amax-history, whose W history would count the backward's W twice)
 // Throws std::invalid_argument naming what is wrong and the valid choices.

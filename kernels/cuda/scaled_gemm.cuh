@@ -16,7 +16,7 @@ namespace lpbench::cuda {
 // block_rows 0 meaning one scale for all rows (tensorwise) and a scale K extent of 1 when the
 // scale does not vary along K:
 //   tensorwise: a {0}, b {0}, kblock 0;   rowwise: a {1}, b {1}, kblock 0;
-//   blockwise:  a {1}, b {128} (weights) or {1} (activations), kblock 128.
+//   blockwise:  a {1}, b {kblock} (weights) or {1} (activations), kblock 128, 256, 512 or 1024.
 struct ScaledGemmArgs {
   const void* a = nullptr;      // [M, K], lda = K
   const void* b = nullptr;      // [N, K], ldb = K

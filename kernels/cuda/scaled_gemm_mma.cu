@@ -3,18 +3,20 @@
 // bit.
 //
 // scaled_gemm_mma: a CTA computes a 128×128 tile of C (128×64 in block mode; warps: see
-// WarpLayout); K advances in tiles of 128 (= the block-scaling K block), staged by cp.async (16
-// bytes, zero-filled past the edges) into a 3-stage shared-memory ring, rows of 128 bytes whose
-// 16-byte chunks are XOR-swizzled by row % 8 so that both the cp.async stores and the ldmatrix
-// reads are free of bank conflicts. Block mode (scales vary along K) turns the INT32 partial of
-// each K tile into FP32 after the tile: the accumulators start at 1.5·2²³ (0x4B400000), so that
-// their bits read as a float are exactly 1.5·2²³ + partial (|partial| ≤ 128·128² < 2²²), and one
-// subtraction converts them, no I2F. Tensor and row modes keep INT32 over all of K (exact for K ≤
-// 133143) and scale once.
+// WarpLayout); K advances in tiles of 128 (one to eight per block-scaling K block), staged by
+// cp.async (16 bytes, zero-filled past the edges) into a 3-stage shared-memory ring, rows of 128
+// bytes whose 16-byte chunks are XOR-swizzled by row % 8 so that both the cp.async stores and the
+// ldmatrix reads are free of bank conflicts. Block mode (scales vary along K) turns the INT32
+// partial of each K block into FP32 after its last tile: for blocks of 128 and 256 the accumulators
+// start at 1.5·2²³ (0x4B400000), so that their bits read as a float are exactly 1.5·2²³ + partial
+// (|partial| ≤ 256·127² < 2²²), and one subtraction converts them, no I2F; longer blocks start
+// at 0 and convert by I2F (exact: ≤ 1024·127² < 2²⁴). Tensor and row modes keep INT32 over all of K
+// (exact for K ≤ 133143) and scale once.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
@@ -40,7 +42,8 @@ struct GemmParams {
   int a_block_rows;  // 0: one scale for all rows
   const float* b_scales;
   int b_block_rows;
-  int kext;  // scale columns: ceil(K / 128) in block mode, else 1
+  int kext;  // scale columns: ceil(K / kblock) in block mode, else 1
+  int kbt;   // block mode: K tiles per K block (kblock / 128)
   const float* bias;
   void* c;
   bool vec_c;  // paired stores: c aligned, N even
@@ -218,7 +221,9 @@ __global__ void __launch_bounds__(L::kThreads, 2) scaled_gemm_kernel(const GemmP
       }
     }
     if constexpr (kBlocked) {
-      if (tid < kBM + kBN) cp_async4(scale_smem + (stage * (kBM + kBN) + tid) * 4, scale_src + kt);
+      if (tid < kBM + kBN) {
+        cp_async4(scale_smem + (stage * (kBM + kBN) + tid) * 4, scale_src + kt / p.kbt);
+      }
     }
   };
 
@@ -253,6 +258,10 @@ __global__ void __launch_bounds__(L::kThreads, 2) scaled_gemm_kernel(const GemmP
     cp_async_commit();
   }
 
+  // Block mode's partials restart at the magic value where it holds them (|partial| ≤ 256·127²
+  // < 2²²: K blocks of 128 and 256), else at 0 and are converted by I2F.
+  const bool magic_restart = p.kbt <= 2;
+  const uint32_t restart_bits = magic_restart ? kMagicBits : 0u;
 #pragma unroll 1
   for (int kt = 0; kt < ktiles; ++kt) {
     cp_async_wait<kStages - 2>();
@@ -262,6 +271,10 @@ __global__ void __launch_bounds__(L::kThreads, 2) scaled_gemm_kernel(const GemmP
     cp_async_commit();
 
     const int stage = kt % kStages;
+    // Block mode: whether this K tile starts a K block (the partial restarts) and ends one (the
+    // partial is folded).
+    const bool block_start = kt % p.kbt == 0;
+    const bool block_end = (kt + 1) % p.kbt == 0 || kt + 1 == ktiles;
     const uint32_t a_base = smem_base + stage * kTileBytes + a_frag_row;
     const uint32_t b_base = smem_base + stage * kTileBytes + kBM * kBK + b_frag_row;
     // Fragments double-buffered across k-steps; block mode, at the 128-register cap with its FP32
@@ -298,9 +311,10 @@ __global__ void __launch_bounds__(L::kThreads, 2) scaled_gemm_kernel(const GemmP
         for (int ni = 0; ni < kNT; ++ni) {
           const uint32_t(&a)[4] = af[ks % kBufs][mi];
           const uint32_t(&b)[2] = bf[ks % kBufs][ni];
-          if (kBlocked && ks == 0) {
-            // Each K block starts from the magic value: no instructions to reset.
-            mma_s8_from(acc[mi][ni], a, b[0], b[1], kMagicBits);
+          if (kBlocked && ks == 0 && block_start) {
+            // Each K block starts from the magic value (0 for blocks past 256, which the magic
+            // value's range does not hold): no instructions to reset.
+            mma_s8_from(acc[mi][ni], a, b[0], b[1], restart_bits);
           } else {
             mma_s8(acc[mi][ni], a, b[0], b[1]);
           }
@@ -308,8 +322,9 @@ __global__ void __launch_bounds__(L::kThreads, 2) scaled_gemm_kernel(const GemmP
       }
     }
 
-    if constexpr (kBlocked) {
-      // FP32 accumulation of this K block: acc_f += float(partial) · (sa · sb), each rounded.
+    // FP32 accumulation of a finished K block: acc_f += float(partial) · (sa · sb), each
+    // rounded; the partial read through the magic value, or by I2F (i2f true).
+    const auto fold = [&](auto i2f) {
       const float* sa =
           reinterpret_cast<const float*>(smem + kStages * kTileBytes) + stage * (kBM + kBN);
       const float* sb = sa + kBM;
@@ -331,13 +346,22 @@ __global__ void __launch_bounds__(L::kThreads, 2) scaled_gemm_kernel(const GemmP
           for (int ni = 0; ni < kNT; ++ni) {
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
-              const float partial = __fsub_rn(__int_as_float(acc[mi][ni][2 * h + j]), kMagic);
+              const int v = acc[mi][ni][2 * h + j];
+              const float partial =
+                  decltype(i2f)::value ? __int2float_rn(v) : __fsub_rn(__int_as_float(v), kMagic);
               const float scale = kBUniform ? row_scale : __fmul_rn(sav, sbv[ni][j]);
               float& f = accf[mi][ni][2 * h + j];
               f = __fadd_rn(f, __fmul_rn(partial, scale));
             }
           }
         }
+      }
+    };
+    if (kBlocked && block_end) {
+      if (magic_restart) {
+        fold(std::false_type{});
+      } else {
+        fold(std::true_type{});
       }
     }
   }
@@ -482,8 +506,10 @@ void scaled_gemm_mma(const ScaledGemmArgs& args, cudaStream_t stream) {
                        "K must be a multiple of 16, got " + std::to_string(args.k));
   LPBENCH_CUDA_REQUIRE(aligned(args.a, 16) && aligned(args.b, 16),
                        "the operands must be 16-byte aligned");
-  LPBENCH_CUDA_REQUIRE(args.kblock == 0 || args.kblock == kBK,
-                       "kblock must be 0 or 128, got " + std::to_string(args.kblock));
+  LPBENCH_CUDA_REQUIRE(
+      args.kblock == 0 || args.kblock == 128 || args.kblock == 256 || args.kblock == 512 ||
+          args.kblock == 1024,
+      "kblock must be 0, 128, 256, 512 or 1024, got " + std::to_string(args.kblock));
   LPBENCH_CUDA_REQUIRE(args.kblock != 0 || args.k <= kMaxKNoBlocks,
                        "K=" + std::to_string(args.k) +
                            " could overflow INT32 over all of K (at most " +
@@ -511,7 +537,8 @@ void scaled_gemm_mma(const ScaledGemmArgs& args, cudaStream_t stream) {
   p.a_block_rows = static_cast<int>(args.a_block_rows);
   p.b_scales = args.b_scales;
   p.b_block_rows = static_cast<int>(args.b_block_rows);
-  p.kext = blocked ? static_cast<int>((args.k + kBK - 1) / kBK) : 1;
+  p.kext = blocked ? static_cast<int>((args.k + args.kblock - 1) / args.kblock) : 1;
+  p.kbt = blocked ? static_cast<int>(args.kblock / kBK) : 1;
   p.bias = args.bias;
   p.c = args.c;
   p.vec_c = args.n % 2 == 0 && aligned(args.c, args.c_type == DType::bf16 ? 4 : 8);

@@ -15,12 +15,13 @@
 // consumers of both CTAs have arrived on its empty barrier.
 //
 // Tensor and row modes keep INT32 accumulators over all of K (exact up to K = 133143), one wgmma
-// group in flight, and scale once in the epilogue. Block mode computes each K block into a fresh
-// INT32 partial, waits for it and folds it into FP32 accumulators (I2F, exact: |partial| ≤
-// 128·128² < 2²⁴; then partial · (sa·sb) added with separate roundings, in K-block order, as the
-// reference does). Each consumer thread reads its own A scales and the tile's B scale from global
-// memory a K block ahead; where B's scales vary by column (wgrad's activations, 1 × 128), the
-// launcher copies them K-block-major and the producer brings each stage's 128 in with its operands.
+// group in flight, and scale once in the epilogue. Block mode computes each K block (128 to 1024
+// deep: one to eight stages) into a fresh INT32 partial, waits for it and folds it into FP32
+// accumulators (I2F, exact: |partial| ≤ 1024·127² < 2²⁴; then partial · (sa·sb) added with
+// separate roundings, in K-block order, as the reference does). Each consumer thread reads its
+// own A scales and the tile's B scale from global memory a K block ahead; where B's scales vary
+// by column (wgrad's activations, 1 × kblock), the launcher copies them K-block-major and the
+// producer brings each stage's 128 in with its operands.
 // docs/perf-log.md §6 has the versions tried and what each measured.
 #include <cuda.h>  // CUtensorMap and the encode function's types only: the driver function is
                    // reached through the runtime's entry-point query, so no -lcuda
@@ -85,7 +86,8 @@ struct Params {
   int a_block_rows;  // 0: one scale for all rows
   const float* b_scales;
   int b_block_rows;
-  int kext;  // scale columns: ceil(K / 128) in block mode, else 1
+  int kext;  // scale columns: ceil(K / kblock) in block mode, else 1
+  int kbt;   // block mode: K tiles (stages) per K block, kblock / 128
   // Block mode with per-column B scales (kColumnB): B's scales K-block-major, [kext, n_pad] with
   // n_pad = tiles_n · 128, column c holding the scale of column min(c, N - 1), so that a tile's
   // 128 scales for one K block are 512 contiguous bytes that TMA brings in with the operands.
@@ -290,7 +292,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         if constexpr (kColumnB) {
           sm90::bulk_load(column_scales(stage),
-                          p.b_col_scales + static_cast<int64_t>(kt) * p.n_pad + n0,
+                          p.b_col_scales + static_cast<int64_t>(kt / p.kbt) * p.n_pad + n0,
                           L::kColumnScaleBytes, full(stage));
         }
         if (++stage == p.stages) {
@@ -467,16 +469,27 @@ __global__ void __launch_bounds__(kThreads, 1)
         return Scales{__ldg(sa_row0 + kt), __ldg(sa_row1 + kt),
                       kColumnB ? 1.0f : __ldg(sb_tile + kt)};
       };
-      // Each K block: its wgmmas, the wait, the stage freed, the fold (with per-column B scales
-      // the stage is freed after the fold, which reads them from it). The next block's A and
-      // tile B scales are loaded first, so their latency hides under this block's MMAs. (Staging
-      // those in shared memory by the producer's own loads made every stage wait for them and
-      // halved the kernel's speed; folding one block while the next one's wgmmas run did not
-      // help: §6c.)
+      // Each K block: its stages' wgmmas into one partial (one group in flight, each stage freed
+      // once the next one's wgmmas are issued, as the unblocked loop does), the wait for the
+      // last, its stage freed, the fold (with per-column B scales the stage is freed after the
+      // fold, which reads them from it; the producer brings the block's into each of its
+      // stages). The next block's A and tile B scales are loaded first, so their latency hides
+      // under this block's MMAs. (Staging those in shared memory by the producer's own loads
+      // made every stage wait for them and halved the kernel's speed; folding one block while
+      // the next one's wgmmas run did not help: §6c.) A K block of 256 or more folds once per
+      // 2–8 stages, so the fold's cost falls by that factor (§27).
       Scales cur = load_scales(0);
-      for (int kt = 0; kt < p.ktiles; ++kt) {
-        const Scales next = load_scales(min(kt + 1, p.ktiles - 1));
-        const int used = issue(true);
+      for (int kb = 0; kb < p.kext; ++kb) {
+        const Scales next = load_scales(min(kb + 1, p.kext - 1));
+        int used = issue(true);
+#pragma unroll 1
+        for (int kt = kb * p.kbt + 1; kt < min((kb + 1) * p.kbt, p.ktiles); ++kt) {
+          const int now = issue(false);
+          sm90::wgmma_wait<1>();
+          sm90::fence_registers(acc[0]);
+          release(used);
+          used = now;
+        }
         sm90::wgmma_wait<0>();
         sm90::fence_registers(acc[0]);
         __syncwarp();
@@ -926,8 +939,10 @@ void wgmma_scaled_gemm(const ScaledGemmArgs& args, cudaStream_t stream, const Wg
                            args.a_block_rows < (int64_t{1} << 31) &&
                            args.b_block_rows < (int64_t{1} << 31),
                        "block_rows must be in [0, 2³¹) (0: one scale for all rows)");
-  LPBENCH_CUDA_REQUIRE(args.kblock == 0 || args.kblock == kBK,
-                       "kblock must be 0 or 128, got " + std::to_string(args.kblock));
+  LPBENCH_CUDA_REQUIRE(
+      args.kblock == 0 || args.kblock == 128 || args.kblock == 256 || args.kblock == 512 ||
+          args.kblock == 1024,
+      "kblock must be 0, 128, 256, 512 or 1024, got " + std::to_string(args.kblock));
   LPBENCH_CUDA_REQUIRE(args.c_type == DType::bf16 || args.c_type == DType::fp32,
                        std::string("c_type must be bf16 or fp32, got ") + dtype_name(args.c_type));
   const WgmmaProblem problem = wgmma_problem(args);
@@ -936,7 +951,8 @@ void wgmma_scaled_gemm(const ScaledGemmArgs& args, cudaStream_t stream, const Wg
   p.a_block_rows = static_cast<int>(args.a_block_rows);
   p.b_scales = args.b_scales;
   p.b_block_rows = static_cast<int>(args.b_block_rows);
-  p.kext = args.kblock != 0 ? static_cast<int>((args.k + kBK - 1) / kBK) : 1;
+  p.kext = args.kblock != 0 ? static_cast<int>((args.k + args.kblock - 1) / args.kblock) : 1;
+  p.kbt = args.kblock != 0 ? static_cast<int>(args.kblock / kBK) : 1;
   p.bias = args.bias;
   p.c = args.c;
   p.vec_c = args.n % 2 == 0 && aligned(args.c, args.c_type == DType::bf16 ? 4 : 8);
@@ -955,6 +971,7 @@ void wgmma_int8_gemm(const int8_t* a, const int8_t* b, int32_t* c, int64_t m, in
   problem.out = DType::int32;
   Params p{};
   p.kext = 1;
+  p.kbt = 1;
   p.c = c;
   p.vec_c = n % 2 == 0 && aligned(c, 8);
   run(problem, a, b, p, config, stream);

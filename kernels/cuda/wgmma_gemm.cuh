@@ -68,8 +68,8 @@ int wgmma_max_stages(int tile_n, bool pingpong = false);
 bool wgmma_supported();
 
 // Scaled GEMM with the numerics of scaled_gemm_mma (bit for bit: the CPU reference's). Requires
-// K % 16 == 0 (TMA row pitch) and 16-byte aligned A and B; any M, N. kblock 0 or 128.
-// `config` null: select_wgmma_config. Throws std::invalid_argument for bad arguments (checked
+// K % 16 == 0 (TMA row pitch) and 16-byte aligned A and B; any M, N. kblock 0, 128, 256, 512 or
+// 1024. `config` null: select_wgmma_config. Throws std::invalid_argument for bad arguments (checked
 // before any CUDA call) and when the device is not sm_90.
 void wgmma_scaled_gemm(const ScaledGemmArgs& args, cudaStream_t stream,
                        const WgmmaConfig* config = nullptr);

@@ -13,8 +13,6 @@ namespace lpbench::kernels {
 
 namespace {
 
-constexpr int64_t kBlock = 128;
-
 std::atomic<bool> g_layout_sharing{true};
 
 NumberFormat format_of(const GemmSpec& spec, Side side) {
@@ -26,7 +24,7 @@ NumberFormat format_of(const GemmSpec& spec, Side side) {
 void add_fallback_product(at::Tensor& c, const GemmOperand& a, const Quantized& qb,
                           const GemmSpec& spec, GemmKind kind, const std::string& module) {
   const Quantized& qa = *a.q;
-  // scale = amax / 127 per 1×128 block, so comparing scales compares amaxes.
+  // scale = amax / 127 per 1 × k-block block, so comparing scales compares amaxes.
   const at::Tensor scales = qa.scales;
   const at::Tensor threshold = scales.flatten().median() * spec.outlier_ratio;
   const at::Tensor outliers = scales.gt(threshold);
@@ -38,8 +36,9 @@ void add_fallback_product(at::Tensor& c, const GemmOperand& a, const Quantized& 
   const at::Tensor a_rows = a.bf16.index_select(0, rows).to(at::kFloat);
   const Quantized qa_rows{qa.values.index_select(0, rows), qa.scales.index_select(0, rows),
                           qa.spec};
-  const at::Tensor mask =
-      outliers.index_select(0, rows).repeat_interleave(kBlock, 1).narrow(1, 0, a_rows.size(1));
+  const at::Tensor mask = outliers.index_select(0, rows)
+                              .repeat_interleave(qa.block_cols(), 1)
+                              .narrow(1, 0, a_rows.size(1));
   const at::Tensor residual =
       at::where(mask, a_rows - reference::dequantize(qa_rows, at::kFloat), at::zeros_like(a_rows));
   const Quantized qr = kernels::quantize(residual, qa.spec);
@@ -65,7 +64,7 @@ QuantSpec operand_spec(const GemmSpec& spec, GemmKind kind, Side side) {
     case Scaling::block:
     case Scaling::fallback: {
       const bool weight = side == Side::rhs && kind != GemmKind::wgrad;
-      return {format, weight ? kBlock : 1, kBlock, rounding};
+      return {format, weight ? spec.k_block : 1, spec.k_block, rounding};
     }
     case Scaling::none:
       break;

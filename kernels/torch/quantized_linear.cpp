@@ -24,7 +24,8 @@ std::vector<int64_t> encode(const GemmSpec& s) {
           s.amax_history,
           static_cast<int64_t>(s.lhs_scaling),
           static_cast<int64_t>(s.lhs_rounding),
-          s.hadamard_block};
+          s.hadamard_block,
+          s.k_block};
 }
 GemmSpec decode(const std::vector<int64_t>& v, double ratio) {
   return {static_cast<NumberFormat>(v.at(0)),
@@ -34,7 +35,8 @@ GemmSpec decode(const std::vector<int64_t>& v, double ratio) {
           v.at(3),
           static_cast<Scaling>(v.at(4)),
           static_cast<Rounding>(v.at(5)),
-          v.at(6)};
+          v.at(6),
+          v.at(7)};
 }
 
 // The delayed-scaling state travels through the autograd context as an address.

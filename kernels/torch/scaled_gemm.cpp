@@ -73,6 +73,9 @@ cuda::ScaledGemmArgs int8_args(const Quantized& a, const Quantized& b, const at:
   args.a_block_rows = block_rows_of(a);
   args.b_scales = b.scales.data_ptr<float>();
   args.b_block_rows = block_rows_of(b);
+  TORCH_CHECK(!scales_along_k(a) || !scales_along_k(b) || a.block_cols() == b.block_cols(),
+              "scaled_gemm: the operands' K blocks differ (", a.block_cols(), " and ",
+              b.block_cols(), ")");
   args.kblock = scales_along_k(a) ? a.block_cols() : (scales_along_k(b) ? b.block_cols() : 0);
   args.bias = bias.defined() ? bias.data_ptr<float>() : nullptr;
   args.c = c.data_ptr();
@@ -81,13 +84,17 @@ cuda::ScaledGemmArgs int8_args(const Quantized& a, const Quantized& b, const at:
 }
 
 // Whether lpbench's wgmma kernel runs these (K-padded) operands: an sm_90 device, K a multiple
-// of 16 and 16-byte aligned values (TMA's requirements), K blocks of 128 or none.
+// of 16 and 16-byte aligned values (TMA's requirements), K blocks of 128, 256, 512, 1024 or
+// none.
 bool wgmma_takes(const Quantized& a, const Quantized& b) {
   const auto aligned = [](const at::Tensor& t) {
     return t.is_contiguous() && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
   };
-  const bool blocks_ok = (!scales_along_k(a) || a.block_cols() == 128) &&
-                         (!scales_along_k(b) || b.block_cols() == 128);
+  const auto block_ok = [](const Quantized& q) {
+    const int64_t kb = q.block_cols();
+    return !scales_along_k(q) || kb == 128 || kb == 256 || kb == 512 || kb == 1024;
+  };
+  const bool blocks_ok = block_ok(a) && block_ok(b);
   // Without K blocks the INT32 accumulators span all of K, exact only up to kInt8GemmMaxK (a
   // vocabulary-long wgrad K, 151936 for Qwen3, is beyond it): such products go elsewhere.
   const bool k_fits = scales_along_k(a) || a.cols() <= reference::kInt8GemmMaxK;

@@ -84,6 +84,14 @@ TEST(CliRun, DryRunChecksEverythingAndOpensNothing) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("nope"), std::string::npos) << bad.err;
   EXPECT_FALSE(std::filesystem::exists(db));
+  // A K block the kernels do not take: one line with the valid choices.
+  const testing::ProcessResult kblock =
+      run_process({LPBENCH_BINARY, "run", "--workload", "model:tiny", "--recipes",
+                   "int8-block:k-block=384", "--device", "cpu", "--db", db, "--dry-run"});
+  EXPECT_EQ(kblock.exit_code, 2);
+  EXPECT_NE(kblock.err.find("k-block must be 128, 256, 512 or 1024"), std::string::npos)
+      << kblock.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
 
   // Recipes with several modifiers in one --recipes list: each keeps its own.
   const std::vector<std::string> modified = {

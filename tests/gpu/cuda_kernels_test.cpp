@@ -590,13 +590,16 @@ struct GemmCase {
   int64_t b_block_rows = 128;  // block mode: 128 (weights), 1 (activations), or any other
   DType c_type = DType::bf16;
   bool bias = false;
+  int64_t kblock = 128;  // block mode: the K block (int8-block:k-block=<kb>)
 };
 
 std::string describe(const GemmCase& g) {
   return std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) + " " +
          mode_name(g.mode) +
-         (g.mode == Mode::block ? "(b " + std::to_string(g.b_block_rows) + ")" : "") + " -> " +
-         dtype_name(g.c_type) + (g.bias ? " +bias" : "");
+         (g.mode == Mode::block ? "(b " + std::to_string(g.b_block_rows) + ", K block " +
+                                      std::to_string(g.kblock) + ")"
+                                : "") +
+         " -> " + dtype_name(g.c_type) + (g.bias ? " +bias" : "");
 }
 
 struct GemmOperands {
@@ -609,8 +612,8 @@ struct GemmOperands {
 // binades, in the layout of the case's mode.
 GemmOperands make_operands(const GemmCase& g) {
   const auto opts = torch::TensorOptions().device(torch::kCUDA);
-  const int64_t kblock = g.mode == Mode::block ? 128 : 0;
-  const int64_t kb = g.mode == Mode::block ? (g.k + 127) / 128 : 1;
+  const int64_t kblock = g.mode == Mode::block ? g.kblock : 0;
+  const int64_t kb = g.mode == Mode::block ? (g.k + kblock - 1) / kblock : 1;
   const int64_t abr = g.mode == Mode::tensor ? 0 : 1;
   const int64_t bbr = g.mode == Mode::tensor ? 0 : (g.mode == Mode::row ? 1 : g.b_block_rows);
   auto scales = [&](int64_t rows, int64_t br) {
@@ -727,6 +730,39 @@ TEST_F(GpuKernels, ScaledGemmEdgeShapes) {
       }
     }
   }
+}
+
+TEST_F(GpuKernels, ScaledGemmLongerKBlocks) {
+  // int8-block:k-block=<kb> on the mma.sync kernel: 256 reads its partials through the magic
+  // value (|partial| ≤ 256·128², the bound itself reached by -128·-128), 512 and 1024 by I2F.
+  // Llama2-7b's products at 1024 tokens, then K ending inside a block and M, N off the tile.
+  int64_t i = 0;
+  for (int64_t kblock : {256, 512, 1024}) {
+    std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
+    for (const workloads::LinearShape& l :
+         workloads::linear_shapes(workloads::builtin_model("llama2-7b"))) {
+      for (const auto& [kind, s] : workloads::training_gemms(l, 1024)) {
+        if (!seen.insert({s.m, s.n, s.k}).second) continue;
+        torch::manual_seed(400 + ++i);
+        const int64_t bbr = kind == kernels::GemmKind::wgrad ? 1 : kblock;
+        check_gemm({s.m, s.n, s.k, Mode::block, bbr, i % 2 ? DType::bf16 : DType::fp32, i % 3 == 0,
+                    kblock});
+      }
+    }
+    for (int64_t k : {16, 400, 1000, 2064}) {
+      torch::manual_seed(400 + ++i);
+      check_gemm({129, 130, k, Mode::block, i % 2 ? 1 : kblock, DType::fp32, i % 3 == 0, kblock});
+    }
+  }
+  // The magic value's bound: every product -128·-128 over a K block of 256.
+  GemmCase g{64, 64, 512, Mode::block, 256, DType::fp32, false, 256};
+  GemmOperands o = make_operands(g);
+  o.a.values.fill_(-128);
+  o.b.values.fill_(-128);
+  at::Tensor c = poisoned_output(g);
+  o.args.c = c.data_ptr();
+  scaled_gemm_mma(o.args, nullptr);
+  EXPECT_TRUE(same_bits(ref::scaled_gemm(o.a, o.b, at::kFloat, o.bias), c));
 }
 
 TEST_F(GpuKernels, ScaledGemmLongKWithoutBlocksStaysExact) {
@@ -1038,6 +1074,8 @@ TEST(GpuKernelArgs, ScaledGemmRejectsInconsistentArguments) {
   EXPECT_THROW(scaled_gemm_mma(with([](ScaledGemmArgs& a) { a.k = 40; }), nullptr),
                std::invalid_argument);
   EXPECT_THROW(scaled_gemm_mma(with([](ScaledGemmArgs& a) { a.kblock = 64; }), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(scaled_gemm_mma(with([](ScaledGemmArgs& a) { a.kblock = 384; }), nullptr),
                std::invalid_argument);
   EXPECT_THROW(scaled_gemm_mma(with([](ScaledGemmArgs& a) { a.k = 133152; }), nullptr),
                std::invalid_argument);

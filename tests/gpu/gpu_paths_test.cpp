@@ -65,7 +65,8 @@ TEST_F(GpuPaths, Int8RecipesMatchTheCpuReferenceBitForBitOnEveryBackend) {
         "switchback", "int8-tensor:dy=row", "int8-tensor:dy=bf16",
         "int8-tensor:dy-rounding=stochastic", "int8-row:dy-rounding=stochastic",
         "int8-block:dy-rounding=stochastic", "int8-tensor:hadamard=128", "int8-row:hadamard=64",
-        "int8-block:hadamard=64", "int8-tensor:hadamard=64,dy-rounding=stochastic"}) {
+        "int8-block:hadamard=64", "int8-tensor:hadamard=64,dy-rounding=stochastic",
+        "int8-block:k-block=256", "int8-block:k-block=512", "int8-fallback:k-block=256"}) {
     const LinearGemms gemms = parse_recipe(name).gemms;
     take_fallback_counts();
     const Results cpu = run(in, gemms, torch::kCPU);

@@ -6,8 +6,9 @@
 // against another path before it is timed (INT32 against cuBLASLt, tensorwise against cuBLASLt +
 // lpbench's dequantize, block against lpbench's mma.sync kernel). Timing: CUDA events around each
 // launch, inputs rotated over copies that together exceed 4× L2, 5 warm-up launches, the median of
-// --samples (default 30). Block scales as int8-block makes them: A 1 × 128; B 128 × 128 in fprop
-// and dgrad (the weights), 1 × 128 in wgrad (the activations; each column its own scale).
+// --samples (default 30). Block scales as int8-block makes them: A 1 × kb; B kb × kb in fprop
+// and dgrad (the weights), 1 × kb in wgrad (the activations; each column its own scale), kb the
+// K block (--k-block, default 128: int8-block:k-block=<kb>).
 //
 //   wgmma_bench [--tokens 16384] [--samples 30] [--shapes N] [--t128-stages S] [--block-stages S]
 //               [--pp-stages S]      (the ring of the two ping-pong columns, default the deepest;
@@ -19,6 +20,8 @@
 //                                     the timing-experiment builds, scripts/gpu-fold-diag)
 //               [--cluster2]         (two more columns: the tensorwise and block configs again
 //                                     in clusters of two CTAs sharing B by TMA multicast)
+//               [--k-block KB]       (the block column's K block: 128, 256, 512 or 1024)
+//               [--block-only]       (checks and times the block column and BF16 alone)
 // (N: only the first N shapes; S: the pipeline depth of the 128 × 128 tensorwise run or of the
 // block-scaled run, default the heuristic's)
 #include <cuda_runtime.h>
@@ -51,6 +54,7 @@ struct Operands {
   at::Tensor af8, bf8;            // fp8 e4m3
   at::Tensor sa_block, sb_block;  // [m, kb], [ceil(n/b_rows), kb]
   int b_rows = 128;               // rows of B per block scale
+  int64_t kblock = 128;           // the K block of the block scales
 };
 
 using tools::time_ms;
@@ -72,7 +76,7 @@ cuda::ScaledGemmArgs args_of(const Operands& o, const at::Tensor& sa, const at::
   a.a_block_rows = block ? 1 : 0;
   a.b_scales = sb.data_ptr<float>();
   a.b_block_rows = block ? o.b_rows : 0;
-  a.kblock = block ? 128 : 0;
+  a.kblock = block ? o.kblock : 0;
   a.c = c.data_ptr();
   a.c_type = cuda::DType::bf16;
   return a;
@@ -89,16 +93,22 @@ int main(int argc, char** argv) {
   int64_t tokens = 16384;
   int samples = 30;
   int64_t max_shapes = 1000;
-  int narrow_stages = 0;   // 0: the heuristic's
-  int block_stages = 0;    // 0: the heuristic's
-  int pp_stages = 0;       // 0: the deepest ping-pong ring
-  bool unchecked = false;  // time variants whose check failed (diagnostic builds)
-  bool uniform_b = false;  // 128 × 128 B blocks for every GEMM, wgrad's too
-  bool cluster2 = false;   // also time the tensorwise and block configs in clusters of two
+  int narrow_stages = 0;    // 0: the heuristic's
+  int block_stages = 0;     // 0: the heuristic's
+  int pp_stages = 0;        // 0: the deepest ping-pong ring
+  bool unchecked = false;   // time variants whose check failed (diagnostic builds)
+  bool uniform_b = false;   // 128 × 128 B blocks for every GEMM, wgrad's too
+  bool cluster2 = false;    // also time the tensorwise and block configs in clusters of two
+  int64_t kblock = 128;     // the block column's K block
+  bool block_only = false;  // time the block column and BF16 alone
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--time-unchecked" || flag == "--uniform-b" || flag == "--cluster2") {
-      (flag == "--uniform-b" ? uniform_b : flag == "--cluster2" ? cluster2 : unchecked) = true;
+    if (flag == "--time-unchecked" || flag == "--uniform-b" || flag == "--cluster2" ||
+        flag == "--block-only") {
+      (flag == "--uniform-b"    ? uniform_b
+       : flag == "--cluster2"   ? cluster2
+       : flag == "--block-only" ? block_only
+                                : unchecked) = true;
       --i;
       continue;
     }
@@ -118,12 +128,14 @@ int main(int argc, char** argv) {
       block_stages = std::atoi(argv[i + 1]);
     } else if (flag == "--pp-stages") {
       pp_stages = std::atoi(argv[i + 1]);
+    } else if (flag == "--k-block") {
+      kblock = std::atoll(argv[i + 1]);
     } else {
       std::fprintf(stderr,
                    "unknown flag %s; usage: wgmma_bench [--tokens N] [--samples S] [--shapes N] "
                    "[--t128-stages S] [--block-stages S] [--pp-stages S] [--uniform-b] "
                    "[--time-unchecked] "
-                   "[--cluster2]\n",
+                   "[--cluster2] [--k-block KB] [--block-only]\n",
                    argv[i]);
       return 2;
     }
@@ -131,10 +143,12 @@ int main(int argc, char** argv) {
   if (tokens <= 0 || samples < 20 || max_shapes <= 0 || narrow_stages < 0 || narrow_stages == 1 ||
       narrow_stages > cuda::wgmma_max_stages(128) || block_stages < 0 || block_stages == 1 ||
       block_stages > cuda::wgmma_max_stages(128) || pp_stages < 0 || pp_stages == 1 ||
-      pp_stages > cuda::wgmma_max_stages(128, true)) {
+      pp_stages > cuda::wgmma_max_stages(128, true) ||
+      (kblock != 128 && kblock != 256 && kblock != 512 && kblock != 1024)) {
     std::fprintf(stderr,
                  "--tokens and --shapes must be positive, --samples at least 20, --t128-stages "
-                 "and --block-stages 2 to %d, --pp-stages 2 to %d\n",
+                 "and --block-stages 2 to %d, --pp-stages 2 to %d, --k-block 128, 256, 512 or "
+                 "1024\n",
                  cuda::wgmma_max_stages(128), cuda::wgmma_max_stages(128, true));
     return 2;
   }
@@ -159,10 +173,11 @@ int main(int argc, char** argv) {
     for (const auto& [kind, s] : workloads::training_gemms(l, tokens)) {
       if (static_cast<int64_t>(seen.size()) >= max_shapes) break;
       if (!seen.insert({s.m, s.n, s.k}).second) continue;
-      const int64_t m = s.m, n = s.n, k = s.k, kb = (k + 127) / 128;
-      // As int8-block quantizes them in training: B is W (128 × 128 blocks) in fprop and dgrad,
-      // and the activations X (1 × 128 blocks along the tokens) in wgrad.
-      const int b_rows = kind == kernels::GemmKind::wgrad && !uniform_b ? 1 : 128;
+      const int64_t m = s.m, n = s.n, k = s.k, kb = (k + kblock - 1) / kblock;
+      // As int8-block quantizes them in training: B is W (kblock × kblock blocks) in fprop and
+      // dgrad, and the activations X (1 × kblock blocks along the tokens) in wgrad.
+      const int b_rows =
+          kind == kernels::GemmKind::wgrad && !uniform_b ? 1 : static_cast<int>(kblock);
       // Enough copies that one pass over them evicts L2 four times over (counted in BF16).
       const int64_t bytes = 2 * (m + n) * k;
       const int copies = static_cast<int>(std::clamp<int64_t>(4LL * l2 / bytes + 1, 2, 16));
@@ -179,6 +194,7 @@ int main(int argc, char** argv) {
         o.sa_block = torch::rand({m, kb}, opts) * 1e-3 + 1e-4;
         o.sb_block = torch::rand({(n + b_rows - 1) / b_rows, kb}, opts) * 1e-3 + 1e-4;
         o.b_rows = b_rows;
+        o.kblock = kblock;
         ops.push_back(o);
       }
       const at::Tensor one = torch::full({1}, 1e-3, opts);
@@ -262,34 +278,44 @@ int main(int argc, char** argv) {
       const auto checked = [&](bool ok, const std::function<void(int)>& fn) {
         return ok || unchecked ? time_ms(fn, copies, samples) : Timing{};
       };
-      const double t_tensor = checked(tensor_ok, tensor_run(nullptr)).median;
+      // --block-only: the other columns are neither checked against nor timed (-1: "-").
+      const auto other = [&](const std::function<double()>& time) {
+        return block_only ? -1.0 : time();
+      };
+      const double t_tensor = other([&] { return checked(tensor_ok, tensor_run(nullptr)).median; });
       const Timing block = checked(block_ok, block_run(&block_config));
       const double t_block = block.median;
-      const double t_narrow = checked(narrow_ok, tensor_run(&narrow)).median;
-      const double t_wide = checked(wide_ok, tensor_run(&wide)).median;
-      const double t_pp = checked(pp_ok, tensor_run(&pp)).median;
-      const double t_pp2 = checked(pp2_ok, tensor_run(&pp2)).median;
+      const double t_narrow = other([&] { return checked(narrow_ok, tensor_run(&narrow)).median; });
+      const double t_wide = other([&] { return checked(wide_ok, tensor_run(&wide)).median; });
+      const double t_pp = other([&] { return checked(pp_ok, tensor_run(&pp)).median; });
+      const double t_pp2 = other([&] { return checked(pp2_ok, tensor_run(&pp2)).median; });
       const double t_tensor_c2 =
           cluster2 ? checked(tensor_c2_ok, tensor_run(&tensor_c2)).median : 0;
       const double t_block_c2 = cluster2 ? checked(block_c2_ok, block_run(&block_c2)).median : 0;
-      const double t_lt = median_ms(
-          [&](int i) {
-            cublaslt::int8_gemm(ops[i].a8.data_ptr<int8_t>(), ops[i].b8.data_ptr<int8_t>(),
-                                acc_ref.data_ptr<int32_t>(), m, n, k, stream);
-          },
-          copies, samples);
+      const double t_lt = other([&] {
+        return median_ms(
+            [&](int i) {
+              cublaslt::int8_gemm(ops[i].a8.data_ptr<int8_t>(), ops[i].b8.data_ptr<int8_t>(),
+                                  acc_ref.data_ptr<int32_t>(), m, n, k, stream);
+            },
+            copies, samples);
+      });
       const double t_bf16 = median_ms(
           [&](int i) { at::mm_out(c_bf16, ops[i].a16, ops[i].b16.t()); }, copies, samples);
-      const double t_fp8 = median_ms(
-          [&](int i) {
-            (void)at::_scaled_mm(ops[i].af8, ops[i].bf8.t(), one, one, std::nullopt, std::nullopt,
-                                 at::kBFloat16, /*use_fast_accum=*/false);
-          },
-          copies, samples);
+      const double t_fp8 = other([&] {
+        return median_ms(
+            [&](int i) {
+              (void)at::_scaled_mm(ops[i].af8, ops[i].bf8.t(), one, one, std::nullopt, std::nullopt,
+                                   at::kBFloat16, /*use_fast_accum=*/false);
+            },
+            copies, samples);
+      });
       const double bf = tops(t_bf16);
       auto cell = [&](double ms) {
         char buf[32];
-        if (ms <= 0) {
+        if (ms < 0) {
+          std::snprintf(buf, sizeof buf, "%9s", "-");
+        } else if (ms == 0) {
           std::snprintf(buf, sizeof buf, "%9s", "FAIL");
         } else {
           std::snprintf(buf, sizeof buf, "%5.0f %.2fx", tops(ms), tops(ms) / bf);
@@ -308,9 +334,13 @@ int main(int argc, char** argv) {
           cell(t_wide).c_str(), cell(t_narrow).c_str(), cell(t_pp).c_str(), cell(t_pp2).c_str(),
           cell(t_block).c_str(), cell(t_lt).c_str(), bf, cell(t_fp8).c_str(), c2_cells.c_str(),
           block.p90 > 0 ? tops(block.p90) : 0.0, block.p10 > 0 ? tops(block.p10) : 0.0,
-          b_rows == 1 ? "1x128" : "128x128", cuda::to_string(cuda::wgmma_config_for(pt)).c_str(),
+          (std::to_string(b_rows) + "x" + std::to_string(kblock)).c_str(),
+          cuda::to_string(cuda::wgmma_config_for(pt)).c_str(),
           cuda::to_string(block_config).c_str(),
-          int32_ok && tensor_ok && wide_ok && narrow_ok && pp_ok && pp2_ok && block_ok && c2_ok ? ""
+          (block_only ||
+           (int32_ok && tensor_ok && wide_ok && narrow_ok && pp_ok && pp2_ok && c2_ok)) &&
+                  block_ok
+              ? ""
           : unchecked ? "  CHECK FAILED (timed anyway)"
                       : "  CHECK FAILED (not timed)");
       std::fflush(stdout);

@@ -172,12 +172,15 @@ struct ScaledCase {
   DType c_type = DType::bf16;
   bool bias = false;
   bool accumulate = false;  // FP32 C holding values that the product adds into
+  int64_t kblock = 128;     // block mode: the K block (int8-block:k-block=<kb>)
 };
 
 std::string describe(const ScaledCase& g) {
   return std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) + " " +
          to_string(g.mode) +
-         (g.mode == WgmmaScaling::block ? "(b " + std::to_string(g.b_block_rows) + ")" : "") +
+         (g.mode == WgmmaScaling::block ? "(b " + std::to_string(g.b_block_rows) + ", K block " +
+                                              std::to_string(g.kblock) + ")"
+                                        : "") +
          " -> " + dtype_name(g.c_type) + (g.bias ? " +bias" : "") +
          (g.accumulate ? " (into C)" : "");
 }
@@ -191,8 +194,8 @@ struct ScaledRun {
 ScaledRun run_scaled(const ScaledCase& g, const WgmmaConfig* config, bool cpu_reference = false) {
   const auto opts = cuda_options();
   const bool blocked = g.mode == WgmmaScaling::block;
-  const int64_t kblock = blocked ? 128 : 0;
-  const int64_t kb = blocked ? (g.k + 127) / 128 : 1;
+  const int64_t kblock = blocked ? g.kblock : 0;
+  const int64_t kb = blocked ? (g.k + kblock - 1) / kblock : 1;
   const int64_t abr = g.mode == WgmmaScaling::tensor ? 0 : 1;
   const int64_t bbr =
       g.mode == WgmmaScaling::tensor ? 0 : (g.mode == WgmmaScaling::row ? 1 : g.b_block_rows);
@@ -247,7 +250,7 @@ void check_scaled(const ScaledCase& g, const WgmmaConfig* config = nullptr) {
   probe.m = g.m;
   probe.n = g.n;
   probe.k = g.k;
-  probe.kblock = g.mode == WgmmaScaling::block ? 128 : 0;
+  probe.kblock = g.mode == WgmmaScaling::block ? g.kblock : 0;
   probe.a_block_rows = g.mode == WgmmaScaling::tensor ? 0 : 1;
   probe.b_block_rows = probe.a_block_rows;
   const WgmmaConfig used = config ? *config : wgmma_config_for(wgmma_problem(probe));
@@ -269,6 +272,41 @@ TEST_F(WgmmaGemm, ScaledMatchesTheReferenceOnLlama2TrainingGemms) {
       check_scaled({s.m, s.n, s.k, WgmmaScaling::block, bbr, c_type, i % 3 == 0});
       check_scaled(
           {s.m, s.n, s.k, i % 2 ? WgmmaScaling::row : WgmmaScaling::tensor, 0, c_type, i % 3 == 1});
+    }
+  }
+}
+
+// int8-block:k-block=<kb>: weights in kb × kb blocks (fprop, dgrad), activations 1 × kb (wgrad's
+// B), one fold per kb / 128 stages.
+TEST_F(WgmmaGemm, LongerKBlocksMatchTheReferenceOnLlama2TrainingGemms) {
+  int64_t i = 0;
+  for (int64_t kblock : {256, 512, 1024}) {
+    for (const auto& l : workloads::linear_shapes(workloads::builtin_model("llama2-7b"))) {
+      for (const auto& [kind, s] : workloads::training_gemms(l, 4096)) {
+        SCOPED_TRACE(l.part + " " + std::string(kernels::to_string(kind)));
+        torch::manual_seed(300 + ++i);
+        const int64_t bbr = kind == kernels::GemmKind::wgrad ? 1 : kblock;
+        const DType c_type = i % 2 ? DType::bf16 : DType::fp32;
+        check_scaled({s.m, s.n, s.k, WgmmaScaling::block, bbr, c_type, false,
+                      c_type == DType::fp32 && i % 3 == 0, kblock});
+      }
+    }
+  }
+}
+
+TEST_F(WgmmaGemm, LongerKBlocksEdgeShapes) {
+  // K ending inside a block (a ragged last block of fewer stages), M and N off the tile, forced
+  // rings and clusters, bias, BF16 and FP32 out.
+  int64_t i = 0;
+  for (int64_t kblock : {256, 512, 1024}) {
+    for (int64_t k : {16, 400, 1000, 2064}) {
+      for (const WgmmaConfig& c : {forced(128, 2), forced(128, 6), forced(128, 4, 2)}) {
+        torch::manual_seed(300 + ++i);
+        const int64_t bbr = i % 2 ? 1 : kblock;
+        check_scaled({300, 264, k, WgmmaScaling::block, bbr, i % 3 ? DType::bf16 : DType::fp32,
+                      i % 4 == 0, false, kblock},
+                     &c);
+      }
     }
   }
 }
@@ -382,6 +420,8 @@ TEST(WgmmaGemmArgs, RefusesWhatItCannotRunWithAClearReason) {
             std::string::npos);
   EXPECT_NE(refusal(with([](ScaledGemmArgs& a) { a.k = 130; })).find("K=130"), std::string::npos);
   EXPECT_NE(refusal(with([](ScaledGemmArgs& a) { a.kblock = 64; })).find("kblock"),
+            std::string::npos);
+  EXPECT_NE(refusal(with([](ScaledGemmArgs& a) { a.kblock = 2048; })).find("kblock"),
             std::string::npos);
   EXPECT_NE(refusal(with([](ScaledGemmArgs& a) { a.k = 133152; })).find("overflow"),
             std::string::npos);

@@ -88,6 +88,31 @@ TEST(QuantizedLinear, EachGemmIsExactlyItsDefinition) {
   EXPECT_TRUE(torch::equal(ours.grad_w, dw)) << "wgrad";
 }
 
+TEST(QuantizedLinear, LongerKBlocksAreExactlyTheirDefinition) {
+  // int8-block:k-block=256: X and dY in 1×256 blocks, W in 256×256 (dgrad's Wᵀ its transposed
+  // blocks); K = 640 ends inside a block in fprop, and wgrad's 384 tokens do too.
+  const LinearCase c = make_case(4, 384, 640, 512);
+  const Results ours = run(c, parse_recipe("int8-block:k-block=256").gemms);
+  const at::Tensor x = c.x.reshape({-1, 640});
+  const at::Tensor g = c.grad_y.reshape({-1, 512});
+  using reference::quantize;
+  const auto qw = quantize(c.w, {NumberFormat::int8, 256, 256});
+  const auto rows = [](const at::Tensor& t) { return quantize(t, {NumberFormat::int8, 1, 256}); };
+  EXPECT_TRUE(
+      torch::equal(ours.y.reshape({-1, 512}), reference::scaled_gemm(rows(x), qw, at::kBFloat16)))
+      << "fprop";
+  EXPECT_TRUE(
+      torch::equal(ours.grad_x.reshape({-1, 640}),
+                   reference::scaled_gemm(rows(g), reference::transpose(qw), at::kBFloat16)))
+      << "dgrad";
+  EXPECT_TRUE(
+      torch::equal(ours.grad_w, reference::scaled_gemm(rows(g.t()), rows(x.t()), at::kBFloat16)))
+      << "wgrad";
+  // And they are not the 128-block products.
+  const Results blocks128 = run(c, recipe_by_name("int8-block").gemms);
+  EXPECT_FALSE(torch::equal(ours.y, blocks128.y));
+}
+
 TEST(QuantizedLinear, TensorwiseGemmsAreExactlyTheirDefinition) {
   // int8-tensor quantizes X, W and dY once each for both layouts (one pass on the GPU); every
   // product must still be the one that quantizes each operand in its own layout.
@@ -258,6 +283,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(RecipeBound{"int8-tensor", 0.03, 0.03}, RecipeBound{"int8-row", 0.03, 0.03},
                       RecipeBound{"int8-block", 0.03, 0.03},
                       RecipeBound{"int8-fallback", 0.03, 0.03},
+                      RecipeBound{"int8-block:k-block=256", 0.03, 0.03},
+                      RecipeBound{"int8-fallback:k-block=512", 0.03, 0.03},
                       RecipeBound{"switchback", 0.03, 0.03},
                       RecipeBound{"int8-tensor:dy=row", 0.03, 0.03},
                       RecipeBound{"int8-tensor:dy=bf16", 0.03, 0.03},

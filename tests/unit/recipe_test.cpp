@@ -2,6 +2,7 @@
 
 #include "base/store/records.h"
 #include "kernels/recipe.h"
+#include "kernels/torch/gemm.h"
 #include "kernels/torch/scaled_gemm.h"
 
 namespace lpbench::kernels {
@@ -169,6 +170,43 @@ TEST(ParseRecipe, NamesWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(error_of("int8-tensor:saved=int8,amax-history=4").find("saved=int8 and amax-history"),
             std::string::npos);
+  for (const char* bad : {"int8-block:k-block=64", "int8-block:k-block=384",
+                          "int8-block:k-block=2048", "int8-block:k-block=", "int8-block:k-block"}) {
+    EXPECT_NE(error_of(bad).find("k-block must be 128, 256, 512 or 1024"), std::string::npos)
+        << bad;
+  }
+  for (const char* other : {"int8-tensor:k-block=256", "int8-row:k-block=256",
+                            "fp8-block:k-block=256", "bf16:k-block=256"}) {
+    EXPECT_NE(error_of(other).find("k-block applies to INT8 block scaling only"), std::string::npos)
+        << other;
+  }
+}
+
+// k-block=<kb> sets the K block of every block-scaled product, and the operands follow it:
+// activations and gradients 1 × kb, weights kb × kb (fprop's W and dgrad's Wᵀ one quantization).
+TEST(ParseRecipe, KBlockSetsTheBlocksOfEveryBlockScaledOperand) {
+  EXPECT_EQ(parse_recipe("int8-block:k-block=128").gemms, recipe_by_name("int8-block").gemms);
+  for (const char* text : {"int8-block:k-block=512", "int8-fallback:k-block=512",
+                           "int8-dataflow:k-block=512", "int8-block:wgrad=bf16,k-block=512"}) {
+    SCOPED_TRACE(text);
+    const Recipe r = parse_recipe(text);
+    for (GemmKind kind : kGemmKinds) {
+      const GemmSpec& g = r.gemms[kind];
+      if (!g.quantized()) {
+        EXPECT_EQ(g, GemmSpec{});
+        continue;
+      }
+      EXPECT_EQ(g.k_block, 512);
+      EXPECT_NE(describe(g).find("(K block 512)"), std::string::npos);
+      const QuantSpec lhs = operand_spec(g, kind, Side::lhs);
+      const QuantSpec rhs = operand_spec(g, kind, Side::rhs);
+      EXPECT_EQ(lhs.block_rows, 1);
+      EXPECT_EQ(lhs.block_cols, 512);
+      EXPECT_EQ(rhs.block_rows, kind == GemmKind::wgrad ? 1 : 512);
+      EXPECT_EQ(rhs.block_cols, 512);
+    }
+  }
+  EXPECT_EQ(describe(recipe_by_name("int8-block").gemms.fprop).find("K block"), std::string::npos);
 }
 
 // --recipes is split at every comma; a recipe's modifiers go back to it.

@@ -4,11 +4,13 @@
 // Tensorwise quantization of BF16 with sides multiples of 128 (the training step's int8-tensor
 // and fp8-tensor operands) goes to its own one-pass kernel (quantize_tensorwise.cu), and so do
 // rowwise pairs (X per row and Xᵀ per row: int8-row's operands, quantize_row_pair.cu). Everything
-// else takes one of three paths, chosen by plan() from the block shape in output coordinates:
+// else takes one of four paths, chosen by plan() from the block shape in output coordinates:
 //   tile    one pass: an output tile of 128×128 through shared memory holds whole blocks (block
 //           sides powers of two, at most 128, the columns at least 4; a side spanning its whole
 //           dimension of at most 128 counts as 128). {1,128}, {128,128}, {32,32} go here.
 //   rows    one pass: rowwise without transpose, one CTA per row, the row held in registers.
+//   segments one pass: 1 × bc blocks (bc 256 to 1024 for BF16) without transpose, one warp per
+//           block, the block held in registers.
 //   general two passes for everything else (other tensorwise, rowwise of Xᵀ, odd blocks):
 //           block amaxes into the workspace (atomicMax on the float bits), scales and inverse
 //           scales per block, then the tile kernel reading the inverse scales.
@@ -483,6 +485,73 @@ __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(const RowParams
 }
 
 // ---------------------------------------------------------------------------------------------
+// Segments kernel: blocks of one row × bc columns without transpose, bc a multiple of 32·V up
+// to 32·V·kSegVecs: one warp per block, its vectors held in registers, one warp reduction, one
+// pass. The blockwise recipes' activations and gradients under K blocks of 256 to 1024
+// (int8-block:k-block=<kb>), which the tile kernel cannot hold and the general path read twice
+// with one busy warp a CTA (8.5 ms a llama2-7b layer step; docs/perf-log.md §27).
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kSegVecs = 4;  // vectors a lane holds: blocks up to 1024 columns of BF16
+
+struct SegParams {
+  const void* x;
+  int64_t ld;
+  int64_t rows, cols;
+  int64_t bc;   // block columns (the last block of a row may be shorter)
+  int64_t nbc;  // blocks per row
+  DType fmt;
+  float fmax;
+  uint8_t* values;
+  float* scales;
+};
+
+template <typename InT>
+__global__ void __launch_bounds__(kThreads) quantize_segments_kernel(const SegParams p) {
+  constexpr int V = Vec<InT>::kSize;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int64_t block =
+      static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + (static_cast<int>(threadIdx.x) >> 5);
+  if (block >= p.rows * p.nbc) return;  // a whole warp: blocks are per warp
+  const int64_t row = block / p.nbc;
+  const int64_t c0 = (block % p.nbc) * p.bc;
+  const InT* x = static_cast<const InT*>(p.x) + row * p.ld;
+  const int per_lane = static_cast<int>(p.bc / (32 * V));
+  const auto column = [&](int u) { return c0 + (static_cast<int64_t>(u) * 32 + lane) * V; };
+  uint4 cache[kSegVecs];
+  uint32_t amax = 0;
+#pragma unroll
+  for (int u = 0; u < kSegVecs; ++u) {
+    if (u < per_lane && column(u) < p.cols) {
+      cache[u] = load_vec(x + column(u));
+      float f[V];
+      Vec<InT>::unpack(cache[u], f);
+#pragma unroll
+      for (int e = 0; e < V; ++e)
+        amax = max(amax, abs_bits(f[e]));
+    }
+  }
+  amax = __reduce_max_sync(0xffffffffu, amax);
+  float scale;
+  float inv;
+  scale_of(amax, p.fmax, &scale, &inv);
+  if (lane == 0) p.scales[block] = scale;
+  const bool nonfinite = inv != inv;
+  uint8_t* out = p.values + row * p.cols;
+#pragma unroll
+  for (int u = 0; u < kSegVecs; ++u) {
+    if (u < per_lane && column(u) < p.cols) {
+      float f[V];
+      Vec<InT>::unpack(cache[u], f);
+#pragma unroll
+      for (int e = 0; e < V; ++e)
+        f[e] = scaled(f[e], inv, nonfinite);
+      store_vec<InT>(out + column(u), f, p.fmt);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // General path: block amax into the workspace, then scales and inverse scales
 // ---------------------------------------------------------------------------------------------
 
@@ -594,7 +663,7 @@ __global__ void finalize_scales_kernel(uint32_t* amax_inv, float* scales, float*
 // Host side
 // ---------------------------------------------------------------------------------------------
 
-enum class Path { tile, rows, general };
+enum class Path { tile, rows, segments, general };
 
 struct Plan {
   int64_t rows = 0, cols = 0;  // output
@@ -603,6 +672,16 @@ struct Plan {
   Path path = Path::general;
   int tile_br = 0, tile_bc = 0;  // tile path: the block as the tile sees it
 };
+
+// The segments kernel: one-row blocks of whole vectors per lane (bf16 V = 8, fp32 V = 4), at most
+// kSegVecs a lane, 16-byte aligned loads and V-byte aligned stores.
+bool segments_take(const QuantizeArgs& a, const Plan& p) {
+  const int64_t elem = a.x_type == DType::bf16 ? 2 : 4;
+  const int64_t v = 16 / elem;
+  return !a.transpose && p.br == 1 && p.bc < p.cols && p.bc % (32 * v) == 0 &&
+         p.bc / (32 * v) <= kSegVecs && p.cols % v == 0 && aligned(a.x, 16) &&
+         (a.ld * elem) % 16 == 0 && aligned(a.values, static_cast<size_t>(v));
+}
 
 Plan plan(const QuantizeArgs& a) {
   Plan p;
@@ -622,6 +701,8 @@ Plan plan(const QuantizeArgs& a) {
     p.tile_bc = static_cast<int>(tbc);
   } else if (!a.transpose && p.br == 1 && p.bc == p.cols) {
     p.path = Path::rows;
+  } else if (segments_take(a, p)) {
+    p.path = Path::segments;
   } else {
     p.path = Path::general;
   }
@@ -633,7 +714,8 @@ Plan plan(const QuantizeArgs& a) {
   // Stochastic rounding lives in the apply pass only (an ablation's path, not a tuned one).
   if (a.stochastic) p.path = Path::general;
   const bool copy = a.values_t != nullptr;
-  if (copy && (p.path == Path::rows || (p.path == Path::tile && p.tile_br < 4))) {
+  if (copy && (p.path == Path::rows || p.path == Path::segments ||
+               (p.path == Path::tile && p.tile_br < 4))) {
     p.path = Path::general;
   }
   return p;
@@ -734,6 +816,8 @@ const char* quantize_kernel_name(const QuantizeArgs& args) {
       return "tile";
     case Path::rows:
       return "rows";
+    case Path::segments:
+      return "segments";
     case Path::general:
       return "general";
   }
@@ -784,6 +868,20 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
           <<<static_cast<unsigned>(p.rows), kThreads, 0, stream>>>(rp);
     } else {
       quantize_rows_kernel<float><<<static_cast<unsigned>(p.rows), kThreads, 0, stream>>>(rp);
+    }
+    LPBENCH_CUDA_CHECK_LAUNCH();
+    return;
+  }
+
+  if (p.path == Path::segments) {
+    const SegParams sp{args.x, args.ld,       p.rows, p.cols, p.bc,
+                       p.nbc,  args.out_type, fmax,   values, args.scales};
+    const int64_t warps = p.rows * p.nbc;
+    const auto ctas = static_cast<unsigned>(ceil_div(warps, kThreads / 32));
+    if (args.x_type == DType::bf16) {
+      quantize_segments_kernel<__nv_bfloat16><<<ctas, kThreads, 0, stream>>>(sp);
+    } else {
+      quantize_segments_kernel<float><<<ctas, kThreads, 0, stream>>>(sp);
     }
     LPBENCH_CUDA_CHECK_LAUNCH();
     return;

@@ -274,6 +274,24 @@ TEST_F(GpuKernels, QuantizeEveryLinearShapeOfTheSeedModels) {
   }
 }
 
+TEST_F(GpuKernels, QuantizeLongRowBlocks) {
+  // int8-block:k-block=<kb>'s activations and gradients: 1 × kb blocks along each row, on the
+  // segments kernel (one warp a block) where the rows are aligned, BF16 and FP32, rows whose last
+  // block is shorter, a leading dimension with a gap; the transposed layout (wgrad's) beside it.
+  int64_t seed = 700;
+  for (int64_t bc : {256, 512, 1024}) {
+    for (const auto& [rows, cols, ld] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {4096, 11008, 0}, {17, 1000, 0}, {33, 2056, 2064}}) {
+      for (DType in : {DType::bf16, DType::fp32}) {
+        torch::manual_seed(++seed);
+        const at::Tensor x = random_matrix(rows, cols, in, ld);
+        check_quantize(x, {false, kFormats[seed % 3], 1, bc});
+        check_quantize(x, {true, kFormats[(seed + 1) % 3], 1, bc});
+      }
+    }
+  }
+}
+
 TEST_F(GpuKernels, QuantizeAtSixteenThousandTokens) {
   torch::manual_seed(100);
   const at::Tensor x = random_matrix(16384, 4096, DType::bf16);
@@ -749,7 +767,7 @@ TEST_F(GpuKernels, ScaledGemmLongerKBlocks) {
                     kblock});
       }
     }
-    for (int64_t k : {16, 400, 1000, 2064}) {
+    for (int64_t k : {16, 400, 1008, 2064}) {
       torch::manual_seed(400 + ++i);
       check_gemm({129, 130, k, Mode::block, i % 2 ? 1 : kblock, DType::fp32, i % 3 == 0, kblock});
     }
@@ -884,6 +902,35 @@ TEST(GpuKernelArgs, OnlyAlignedTensorwiseBf16OnTheTileGridTakesTheTensorwiseKern
             "general");
   EXPECT_EQ(with([](QuantizeArgs& a) { a.tile_kernel = true; }), "general");
   EXPECT_EQ(with([](QuantizeArgs& a) { a.block_rows = 1; }), "rows");
+  // 1 × kb blocks (int8-block:k-block=<kb>): a warp a block where its vectors fit, untransposed.
+  const auto segments = [&](int64_t bc) {
+    return [bc](QuantizeArgs& a) {
+      a.block_rows = 1;
+      a.block_cols = bc;
+    };
+  };
+  EXPECT_EQ(with(segments(256)), "segments");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              segments(256)(a);
+              a.x_type = DType::fp32;
+            }),
+            "segments");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              segments(256)(a);
+              a.transpose = true;
+            }),
+            "general");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              segments(256)(a);
+              a.x = buffer + 2;
+            }),
+            "general");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              segments(256)(a);
+              a.stochastic = true;
+            }),
+            "general");
+  EXPECT_EQ(with(segments(128)), "tile");
   const auto row_pair = [&](QuantizeArgs& a) {
     a.block_rows = 1;
     a.values_t = buffer;

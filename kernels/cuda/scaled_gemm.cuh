@@ -36,6 +36,12 @@ struct ScaledGemmArgs {
   bool accumulate = false;
 };
 
+// The K blocks lpbench's INT8 kernels take: none (0), or 128 to 1024 in powers of two (one to
+// eight 128-deep stages per block; a block's INT8 partial stays below 2²⁴, exact in FP32).
+inline bool kblock_supported(int64_t kblock) {
+  return kblock == 0 || kblock == 128 || kblock == 256 || kblock == 512 || kblock == 1024;
+}
+
 // A kernel of lpbench's own on the tensor cores (mma.sync, INT8 in, INT32 per K block, FP32
 // across blocks), for the granularities cuBLASLt cannot scale. Requires K % 16 == 0 and 16-byte
 // aligned operands; any M, N.

@@ -507,8 +507,7 @@ void scaled_gemm_mma(const ScaledGemmArgs& args, cudaStream_t stream) {
   LPBENCH_CUDA_REQUIRE(aligned(args.a, 16) && aligned(args.b, 16),
                        "the operands must be 16-byte aligned");
   LPBENCH_CUDA_REQUIRE(
-      args.kblock == 0 || args.kblock == 128 || args.kblock == 256 || args.kblock == 512 ||
-          args.kblock == 1024,
+      kblock_supported(args.kblock),
       "kblock must be 0, 128, 256, 512 or 1024, got " + std::to_string(args.kblock));
   LPBENCH_CUDA_REQUIRE(args.kblock != 0 || args.k <= kMaxKNoBlocks,
                        "K=" + std::to_string(args.k) +

@@ -940,8 +940,7 @@ void wgmma_scaled_gemm(const ScaledGemmArgs& args, cudaStream_t stream, const Wg
                            args.b_block_rows < (int64_t{1} << 31),
                        "block_rows must be in [0, 2³¹) (0: one scale for all rows)");
   LPBENCH_CUDA_REQUIRE(
-      args.kblock == 0 || args.kblock == 128 || args.kblock == 256 || args.kblock == 512 ||
-          args.kblock == 1024,
+      kblock_supported(args.kblock),
       "kblock must be 0, 128, 256, 512 or 1024, got " + std::to_string(args.kblock));
   LPBENCH_CUDA_REQUIRE(args.c_type == DType::bf16 || args.c_type == DType::fp32,
                        std::string("c_type must be bf16 or fp32, got ") + dtype_name(args.c_type));

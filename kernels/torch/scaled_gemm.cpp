@@ -91,8 +91,7 @@ bool wgmma_takes(const Quantized& a, const Quantized& b) {
     return t.is_contiguous() && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
   };
   const auto block_ok = [](const Quantized& q) {
-    const int64_t kb = q.block_cols();
-    return !scales_along_k(q) || kb == 128 || kb == 256 || kb == 512 || kb == 1024;
+    return !scales_along_k(q) || cuda::kblock_supported(q.block_cols());
   };
   const bool blocks_ok = block_ok(a) && block_ok(b);
   // Without K blocks the INT32 accumulators span all of K, exact only up to kInt8GemmMaxK (a

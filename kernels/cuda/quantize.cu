@@ -11,9 +11,12 @@
 //   rows    one pass: rowwise without transpose, one CTA per row, the row held in registers.
 //   segments one pass: 1 × bc blocks (bc 256 to 1024 for BF16) without transpose, one warp per
 //           block, the block held in registers.
+//   columns one pass: the same blocks of Xᵀ (bc 256, 512 or 1024, BF16), a CTA per run of bc
+//           rows × 32 columns of X held in registers (quantize_columns.cu).
 //   general two passes for everything else (other tensorwise, rowwise of Xᵀ, odd blocks):
 //           block amaxes into the workspace (atomicMax on the float bits), scales and inverse
-//           scales per block, then the tile kernel reading the inverse scales.
+//           scales per block, then the tile kernel reading the inverse scales (one per tile
+//           where blocks are multiples of the tile, as the long K blocks' kb × kb weights are).
 //
 // The tile and general paths can also write Xᵀ from the same tile (square blocks only, where
 // the transpose of the quantization is the quantization of the transpose): a training step
@@ -33,6 +36,7 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/quantize.cuh"
+#include "kernels/cuda/quantize_columns.cuh"
 #include "kernels/cuda/quantize_math.cuh"
 #include "kernels/cuda/quantize_row_pair.cuh"
 #include "kernels/cuda/quantize_tensorwise.cuh"
@@ -82,10 +86,12 @@ struct TileParams {
   int br, bc;
   int br_log2, bc_log2;
   // Apply (amax from the general path): inverse scales per block and the real block shape;
-  // one_scale when a single block covers the matrix (tensorwise).
+  // one_scale when a single block covers the matrix (tensorwise), tile_scale when every tile
+  // lies inside one block (both block sides multiples of the tile).
   const float* inv;
   int64_t gbr, gbc;
   bool one_scale;
+  bool tile_scale;
   // Delayed scaling (one_scale only): values past the given amax saturate (harmless under the
   // matrix's own amax, which no value exceeds), NaN values become 0, and the running max |x|
   // goes to amax_seen (optional).
@@ -232,8 +238,11 @@ __device__ __forceinline__ void quantize_and_store(const TileParams& p, const fl
                            : clamped / static_cast<uint32_t>(p.gbc);
     }
   }
-  // Tensorwise: one inverse for everything, read once (no per-element lookups).
-  const float inv0 = !kFused && p.one_scale ? __ldg(p.inv) : 0.0f;
+  // Tensorwise, or a tile inside one block: one inverse for the tile, read once (no per-element
+  // lookups). (r0, c0) is the first output's tile, whose block the transposed copy shares.
+  float inv0 = 0.0f;
+  if (!kFused && p.one_scale) inv0 = __ldg(p.inv);
+  if (!kFused && p.tile_scale) inv0 = __ldg(p.inv + (r0 / p.gbr) * p.nbc + c0 / p.gbc);
   const bool nonfinite0 = inv0 != inv0;
 #pragma unroll 1
   for (int pass = 0; pass < kTile / 32; ++pass) {
@@ -260,7 +269,7 @@ __device__ __forceinline__ void quantize_and_store(const TileParams& p, const fl
           seen = max(seen, abs_bits(v[q][e]));
           out[e] = nonfinite0 ? 0.0f : fminf(fmaxf(scaled(v[q][e], inv0), -p.fmax), p.fmax);
         }
-      } else if (p.one_scale) {
+      } else if (p.one_scale || p.tile_scale) {
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           out[e] = scaled(v[q][e], inv0, nonfinite0);
@@ -663,7 +672,7 @@ __global__ void finalize_scales_kernel(uint32_t* amax_inv, float* scales, float*
 // Host side
 // ---------------------------------------------------------------------------------------------
 
-enum class Path { tile, rows, segments, general };
+enum class Path { tile, rows, segments, columns, general };
 
 struct Plan {
   int64_t rows = 0, cols = 0;  // output
@@ -703,6 +712,8 @@ Plan plan(const QuantizeArgs& a) {
     p.path = Path::rows;
   } else if (segments_take(a, p)) {
     p.path = Path::segments;
+  } else if (columns_kernel_applies(a) && !a.tile_kernel) {
+    p.path = Path::columns;
   } else {
     p.path = Path::general;
   }
@@ -818,6 +829,8 @@ const char* quantize_kernel_name(const QuantizeArgs& args) {
       return "rows";
     case Path::segments:
       return "segments";
+    case Path::columns:
+      return "columns";
     case Path::general:
       return "general";
   }
@@ -884,6 +897,11 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
       quantize_segments_kernel<float><<<ctas, kThreads, 0, stream>>>(sp);
     }
     LPBENCH_CUDA_CHECK_LAUNCH();
+    return;
+  }
+
+  if (p.path == Path::columns) {
+    quantize_columns(args, stream);
     return;
   }
 
@@ -965,6 +983,7 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
   tp.gbr = p.br;
   tp.gbc = p.bc;
   tp.one_scale = p.nbr == 1 && p.nbc == 1;
+  tp.tile_scale = !tp.one_scale && !args.tile_kernel && p.br % kTile == 0 && p.bc % kTile == 0;
   tp.saturate = args.delayed || args.amax_seen != nullptr;
   tp.amax_seen = args.amax_seen;
   tp.stochastic = args.stochastic;

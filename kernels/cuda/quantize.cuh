@@ -58,8 +58,10 @@ struct QuantizeArgs {
   // kernels/reference/quantize.h. Takes the general path (amax pass, then the apply pass).
   bool stochastic = false;
   uint64_t seed = 0;
-  // Benchmarks only: the general path's tile kernel even where the one-pass tensorwise kernel
-  // applies (tests/gpu/quantize_bench times the two; the outputs are the same bits).
+  // Benchmarks only: the paths the one-pass kernels replaced, for tests/gpu/quantize_bench to time
+  // against them (the outputs are the same bits): the general path's tile kernel where the
+  // tensorwise or row-pair kernel applies, the general path where the columns kernel does, and
+  // the apply pass's inverse scale looked up for each value where one per tile would do.
   bool tile_kernel = false;
 };
 
@@ -72,7 +74,8 @@ inline bool quantize_writes_transpose_too(int64_t block_rows, int64_t block_cols
 
 // Which kernel quantize() runs for these arguments: "tensorwise" (one pass,
 // quantize_tensorwise.cu), "tile" (one pass, block amaxes in the tile), "rows" (one pass, a row a
-// CTA) or "general" (an amax pass, then the tile kernel).
+// CTA), "segments" (one pass, a 1 × bc block a warp), "columns" (one pass, 1 × bc blocks of Xᵀ,
+// quantize_columns.cu) or "general" (an amax pass, then the tile kernel).
 const char* quantize_kernel_name(const QuantizeArgs& args);
 
 // Throws std::invalid_argument for inconsistent arguments and CudaError for a failed launch.

@@ -277,16 +277,46 @@ TEST_F(GpuKernels, QuantizeEveryLinearShapeOfTheSeedModels) {
 TEST_F(GpuKernels, QuantizeLongRowBlocks) {
   // int8-block:k-block=<kb>'s activations and gradients: 1 × kb blocks along each row, on the
   // segments kernel (one warp a block) where the rows are aligned, BF16 and FP32, rows whose last
-  // block is shorter, a leading dimension with a gap; the transposed layout (wgrad's) beside it.
+  // block is shorter, a leading dimension with a gap; the transposed layout (wgrad's) beside it,
+  // on the columns kernel for BF16: runs of kb rows, a last run shorter than kb (4160, 17, 33
+  // rows), columns past the CTA's last 32 (2056), and Xᵀ rows not a multiple of 4 (byte stores).
   int64_t seed = 700;
   for (int64_t bc : {256, 512, 1024}) {
     for (const auto& [rows, cols, ld] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-             {4096, 11008, 0}, {17, 1000, 0}, {33, 2056, 2064}}) {
+             {4096, 11008, 0}, {4160, 4096, 0}, {17, 1000, 0}, {33, 2056, 2064}}) {
       for (DType in : {DType::bf16, DType::fp32}) {
         torch::manual_seed(++seed);
         const at::Tensor x = random_matrix(rows, cols, in, ld);
         check_quantize(x, {false, kFormats[seed % 3], 1, bc});
         check_quantize(x, {true, kFormats[(seed + 1) % 3], 1, bc});
+        QuantCase general{true, kFormats[seed % 3], 1, bc};  // what the columns kernel replaced
+        general.tile_kernel = true;
+        check_quantize(x, general);
+      }
+    }
+  }
+}
+
+TEST_F(GpuKernels, QuantizeLongSquareBlocks) {
+  // int8-block:k-block=<kb>'s weights: kb × kb blocks, W and Wᵀ from one call, on the general
+  // path whose apply pass reads one inverse scale a tile (every 128 × 128 tile lies inside one
+  // block); sides that are not multiples of kb or of 128, FP32, a gapped leading dimension.
+  int64_t seed = 800;
+  for (int64_t b : {256, 512, 1024}) {
+    for (const auto& [rows, cols, ld, type] :
+         std::vector<std::tuple<int64_t, int64_t, int64_t, DType>>{
+             {4096, 11008, 0, DType::bf16},
+             {1000, 1100, 0, DType::fp32},
+             {1280, 2056, 2064, DType::bf16}}) {
+      torch::manual_seed(++seed);
+      const at::Tensor w = random_matrix(rows, cols, type, ld);
+      for (bool old_path : {false, true}) {  // and the per-value lookups it replaced
+        QuantCase c{false, kFormats[seed % 3], b, b};
+        c.tile_kernel = old_path;
+        check_quantize(w, c);
+        c.transpose = true;
+        c.out = kFormats[(seed + 1) % 3];
+        check_quantize(w, c);
       }
     }
   }
@@ -915,9 +945,41 @@ TEST(GpuKernelArgs, OnlyAlignedTensorwiseBf16OnTheTileGridTakesTheTensorwiseKern
               a.x_type = DType::fp32;
             }),
             "segments");
+  // The same blocks of Xᵀ (wgrad's): a CTA a run of kb rows × 32 columns, BF16 only.
+  const auto columns = [&](int64_t bc) {
+    return [&, bc](QuantizeArgs& a) {
+      segments(bc)(a);
+      a.transpose = true;
+    };
+  };
+  EXPECT_EQ(with(columns(256)), "columns");
+  EXPECT_EQ(with(columns(512)), "columns");
+  EXPECT_EQ(with(columns(1024)), "columns");
+  EXPECT_EQ(with(columns(384)), "general");
   EXPECT_EQ(with([&](QuantizeArgs& a) {
-              segments(256)(a);
-              a.transpose = true;
+              columns(256)(a);
+              a.tile_kernel = true;
+            }),
+            "general");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              columns(256)(a);
+              a.x_type = DType::fp32;
+            }),
+            "general");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              columns(256)(a);
+              a.x = buffer + 2;
+            }),
+            "general");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              columns(256)(a);
+              a.cols = 508;
+              a.ld = 508;
+            }),
+            "general");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              columns(256)(a);
+              a.stochastic = true;
             }),
             "general");
   EXPECT_EQ(with([&](QuantizeArgs& a) {

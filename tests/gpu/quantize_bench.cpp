@@ -19,8 +19,15 @@
 // by H_b/√b per block, the quantization of the FP32 result). Its bytes are first checked against
 // the reference rotation's. Bytes: two reads of the BF16 operand and one layout written.
 //
+// With --scheme block, the quantizations int8-block:k-block=<kb> (--k-block, 512) adds to the
+// layer's that took the general path before its one-pass replacements: wgrad's Xᵀ and dYᵀ in 1 ×
+// kb blocks (the columns kernel against the amax pass and the tile kernel's per-value lookups)
+// and W with Wᵀ in kb × kb blocks (the apply pass's one inverse a tile against a lookup per
+// value; both after the same amax pass). Bytes: one read and one write for the columns kernel,
+// two reads and two writes for W.
+//
 //   quantize_bench [--tokens 4096] [--samples 50] [--format int8|fp8_e4m3]
-//                  [--scheme tensor|row|hadamard] [--block 128] [--batch 1]
+//                  [--scheme tensor|row|hadamard|block] [--block 128] [--k-block 512] [--batch 1]
 //
 // --batch n times n back-to-back calls a sample and divides (launch_timing.h): the queue stays
 // full, as in a training step, so the host's submission latency between the start event and the
@@ -182,6 +189,82 @@ int hadamard_main(int64_t tokens, int samples, int batch, DType format, int64_t 
                        "the fused kernel's bytes differ from the reference's");
 }
 
+int block_main(int64_t tokens, int samples, int batch, DType format, int64_t kb, double ceiling,
+               int64_t l2_bytes) {
+  struct Blocked {
+    std::string name;
+    int64_t rows, cols;  // of the tensor the step holds
+    bool weight;         // kb × kb with the transposed copy; else Xᵀ in 1 × kb blocks
+  };
+  const int64_t h = 4096, inner = 11008;
+  const std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> linears = {
+      {"qkv", {h, 3 * h}}, {"o", {h, h}}, {"gate_up", {h, 2 * inner}}, {"down", {inner, h}}};
+  std::vector<Blocked> ops;
+  for (const auto& [name, kn] : linears) {
+    const auto [k, n] = kn;
+    ops.push_back({"xT." + name, tokens, k, false});
+    ops.push_back({"dyT." + name, tokens, n, false});
+    ops.push_back({"w." + name, n, k, true});
+  }
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  std::printf("%-12s %13s %9s %22s %22s %7s %7s %6s\n", "operand", "shape", "MB moved",
+              "new ms (p10-p90)", "general ms (p10-p90)", "GB/s", "of copy", "x old");
+  Totals totals;
+  for (const Blocked& op : ops) {
+    const int64_t elems = op.rows * op.cols;
+    const int copies = static_cast<int>(std::max<int64_t>(2, (4 * l2_bytes) / (2 * elems) + 1));
+    std::vector<at::Tensor> xs;
+    for (int c = 0; c < copies; ++c)
+      xs.push_back(torch::randn({op.rows, op.cols}, cuda).mul(1 + c).to(at::kBFloat16));
+    const int64_t out_rows = op.weight ? op.rows : op.cols;
+    const int64_t out_cols = op.weight ? op.cols : op.rows;
+    const int64_t br = op.weight ? kb : 1;
+    const at::Tensor values = torch::empty({out_rows, out_cols}, cuda.dtype(at::kByte));
+    const at::Tensor values_t = torch::empty({out_cols, out_rows}, cuda.dtype(at::kByte));
+    const at::Tensor scales =
+        torch::empty({(out_rows + br - 1) / br, (out_cols + kb - 1) / kb}, cuda.dtype(at::kFloat));
+    const at::Tensor scales_t = scales.t().contiguous();
+    const auto args = [&](int c, bool old) {
+      cuda::QuantizeArgs a;
+      a.x = xs[c].data_ptr();
+      a.rows = op.rows;
+      a.cols = op.cols;
+      a.ld = op.cols;
+      a.transpose = !op.weight;
+      a.out_type = format;
+      a.block_rows = br;
+      a.block_cols = kb;
+      a.values = values.data_ptr();
+      a.scales = scales.data_ptr<float>();
+      if (op.weight) {
+        a.values_t = values_t.data_ptr();
+        a.scales_t = scales_t.data_ptr<float>();
+      }
+      a.tile_kernel = old;
+      return a;
+    };
+    const at::Tensor workspace =
+        torch::empty({static_cast<int64_t>(cuda::quantize_workspace_bytes(args(0, true))) + 16},
+                     cuda.dtype(at::kByte));
+    const auto run = [&](int c, bool old) {
+      cuda::QuantizeArgs a = args(c, old);
+      a.workspace = workspace.data_ptr();
+      cuda::quantize(a, nullptr);
+    };
+    run(0, false);
+    const at::Tensor v_new = values.clone(), vt_new = values_t.clone(), s_new = scales.clone();
+    run(0, true);
+    const bool same = torch::equal(v_new, values) && torch::equal(s_new, scales) &&
+                      (!op.weight || torch::equal(vt_new, values_t));
+    const Timing t_new = time_ms([&](int c) { run(c, false); }, copies, samples, batch);
+    const Timing t_old = time_ms([&](int c) { run(c, true); }, copies, samples, batch);
+    const double bytes = static_cast<double>(elems) * (op.weight ? 6 : 3);
+    std::printf("[%s] ", cuda::quantize_kernel_name(args(0, false)));
+    totals.row(op.name, out_rows, out_cols, bytes, t_new, t_old, ceiling, same);
+  }
+  return totals.finish("new", "general", ceiling, "the two paths wrote different bytes");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -194,8 +277,10 @@ int main(int argc, char** argv) {
   const int batch = std::max(1, int_flag(argc, argv, "--batch", 1));
   const int64_t block = int_flag(argc, argv, "--block", 128);
   DType format = DType::int8;
+  const int64_t k_block = int_flag(argc, argv, "--k-block", 512);
   bool row = false;
   bool hadamard = false;
+  bool blocked = false;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--format") == 0 && std::strcmp(argv[i + 1], "fp8_e4m3") == 0) {
       format = DType::fp8_e4m3;
@@ -203,6 +288,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--scheme") == 0) {
       row = std::strcmp(argv[i + 1], "row") == 0;
       hadamard = std::strcmp(argv[i + 1], "hadamard") == 0;
+      blocked = std::strcmp(argv[i + 1], "block") == 0;
     }
   }
   const int64_t h = 4096, inner = 11008;
@@ -238,13 +324,18 @@ int main(int argc, char** argv) {
   const double ceiling = 2.0 * copy_bytes / copy.median / 1e6;  // GB/s
   std::printf("device %s, L2 %d MiB; %s %s, %lld tokens; copy ceiling %.0f GB/s\n", prop.name,
               prop.l2CacheSize >> 20, cuda::dtype_name(format),
-              hadamard ? "rotated, tensorwise"
-              : row    ? "per row"
-                       : "tensorwise",
+              hadamard  ? "rotated, tensorwise"
+              : row     ? "per row"
+              : blocked ? "K blocks"
+                        : "tensorwise",
               static_cast<long long>(tokens), ceiling);
   std::printf("timing: %d call%s a sample\n", batch, batch == 1 ? "" : "s back to back");
   if (hadamard) {
     return hadamard_main(tokens, samples, batch, format, block, ceiling, prop.l2CacheSize);
+  }
+  if (blocked) {
+    std::printf("K block %lld\n", static_cast<long long>(k_block));
+    return block_main(tokens, samples, batch, format, k_block, ceiling, prop.l2CacheSize);
   }
   std::printf("%-12s %13s %9s %22s %22s %7s %7s %6s\n", "operand", "shape", "MB moved",
               row ? "row pair ms (p10-p90)" : "tensorwise ms (p10-p90)",

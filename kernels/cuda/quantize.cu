@@ -822,7 +822,8 @@ const char* quantize_kernel_name(const QuantizeArgs& args) {
     return !args.tile_kernel && row_pair_kernel_applies(args) ? "row pair" : "rows + general";
   }
   if (!args.tile_kernel && tensorwise_kernel_applies(args)) return "tensorwise";
-  switch (plan(args).path) {
+  const Plan p = plan(args);
+  switch (p.path) {
     case Path::tile:
       return "tile";
     case Path::rows:
@@ -832,7 +833,7 @@ const char* quantize_kernel_name(const QuantizeArgs& args) {
     case Path::columns:
       return "columns";
     case Path::general:
-      return "general";
+      return p.br == p.bc && block_tile_kernel_applies(args, p.br) ? "block tiles" : "general";
   }
   return "?";
 }
@@ -976,6 +977,13 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
   finalize_scales_kernel<<<static_cast<unsigned>(fin_ctas), kThreads, 0, stream>>>(
       amax, args.scales, args.scales_t, p.nbr, p.nbc, fmax);
   LPBENCH_CUDA_CHECK_LAUNCH();
+
+  // Square blocks spanning whole tiles, BF16 on the tile grid (the long K blocks' weights):
+  // the one-pass byte-tile kernel, one inverse a tile, in place of the FP32 tile kernel.
+  if (p.br == p.bc && block_tile_kernel_applies(args, p.br)) {
+    quantize_tiles_by_block(args, reinterpret_cast<const float*>(amax), stream);
+    return;
+  }
 
   tp.br = tp.bc = kTile;  // unused by the apply kernel, but keeps the tile's bookkeeping valid
   tp.br_log2 = tp.bc_log2 = 7;

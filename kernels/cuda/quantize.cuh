@@ -75,7 +75,8 @@ inline bool quantize_writes_transpose_too(int64_t block_rows, int64_t block_cols
 // Which kernel quantize() runs for these arguments: "tensorwise" (one pass,
 // quantize_tensorwise.cu), "tile" (one pass, block amaxes in the tile), "rows" (one pass, a row a
 // CTA), "segments" (one pass, a 1 × bc block a warp), "columns" (one pass, 1 × bc blocks of Xᵀ,
-// quantize_columns.cu) or "general" (an amax pass, then the tile kernel).
+// quantize_columns.cu), "block tiles" (an amax pass, then the tensorwise kernel applying one
+// scale a tile: kb × kb blocks) or "general" (an amax pass, then the tile kernel).
 const char* quantize_kernel_name(const QuantizeArgs& args);
 
 // Throws std::invalid_argument for inconsistent arguments and CudaError for a failed launch.

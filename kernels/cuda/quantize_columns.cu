@@ -6,16 +6,18 @@
 // layer step spent 0.34 ms in the one and 1.10 ms in the other, against ~0.3 ms at the copy rate
 // for the bytes (docs/perf-log.md §27, §28).
 //
-// A CTA of 256 threads takes rows r0..r0+kb-1 (one block along Xᵀ's rows) and columns
-// c0..c0+31 of X. Thread t always loads columns c0 + 8·(t % 4) .. +7, in rows t / 4 + 64·i, so
-// its 8 column maxima accumulate in registers while the kb / 64 loads are held (64 registers at
-// kb = 1024). The warps' maxima meet in shared memory, each column gets its scale, and every
-// held vector is quantized with its 8 columns' inverses. The bytes go into a shared tile laid
-// out as Xᵀ ([32][kb + 4]: the 4-byte pad puts a warp's byte stores of one column e in banks
-// 8·(t % 4) + e + r / 4, no conflicts), from which each warp writes whole rows of Xᵀ, 128
-// contiguous bytes a store instruction.
+// A CTA of 256 threads takes rows r0..r0+kb-1 (one block along Xᵀ's rows) and C = 32 (or 16)
+// columns c0..c0+C-1 of X. Thread t always loads columns c0 + 8·(t % (C/8)) .. +7, in rows
+// t / (C/8) + (2048/C)·i, so its 8 column maxima accumulate in registers while its loads are
+// held (kb·C/2048 of them: 64 registers at kb = 1024, C = 32). The warps' maxima meet in shared
+// memory, each column gets its scale, and every held vector is quantized with its 8 columns'
+// inverses. The bytes go into a shared tile laid out as Xᵀ ([C][kb + 4]: the 4-byte pad puts a
+// warp's byte stores of one column e in banks 8·(t % (C/8)) + e + r / 4, distinct words), from
+// which each warp writes whole rows of Xᵀ, 128 contiguous bytes a store instruction.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+
+#include <cstdlib>
 
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/quantize_byte_tile.cuh"
@@ -28,9 +30,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kCols = 32;               // columns of X a CTA holds: rows of Xᵀ it writes
-constexpr int kVecsPerRow = kCols / 8;  // 16-byte loads across one row of the CTA's strip
-constexpr int kRowsPerLoad = kThreads / kVecsPerRow;  // 64
 
 struct ColumnsParams {
   const __nv_bfloat16* x;
@@ -44,8 +43,11 @@ struct ColumnsParams {
   float* scales;    // [cols, nbc]
 };
 
-template <int kKb, bool kInt8>
+// kCols: the columns of X a CTA holds (rows of Xᵀ it writes), 16 or 32.
+template <int kKb, int kCols, bool kInt8>
 __global__ void __launch_bounds__(kThreads, 2) quantize_columns_kernel(const ColumnsParams p) {
+  constexpr int kVecsPerRow = kCols / 8;                // 16-byte loads across a row of the strip
+  constexpr int kRowsPerLoad = kThreads / kVecsPerRow;  // 64 or 128
   constexpr int kLoads = kKb / kRowsPerLoad;
   constexpr int kStride = kKb + 4;  // bytes a row of the byte tile (one column of X)
   __shared__ __align__(16) uint8_t tile[kCols * kStride];
@@ -141,16 +143,29 @@ __global__ void __launch_bounds__(kThreads, 2) quantize_columns_kernel(const Col
   }
 }
 
-template <int kKb>
+template <int kKb, int kCols>
 void launch(const ColumnsParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.cols + kCols - 1) / kCols),
                   static_cast<unsigned>(p.nbc));
   if (p.fmt == DType::int8) {
-    quantize_columns_kernel<kKb, true><<<grid, kThreads, 0, stream>>>(p);
+    quantize_columns_kernel<kKb, kCols, true><<<grid, kThreads, 0, stream>>>(p);
   } else {
-    quantize_columns_kernel<kKb, false><<<grid, kThreads, 0, stream>>>(p);
+    quantize_columns_kernel<kKb, kCols, false><<<grid, kThreads, 0, stream>>>(p);
   }
   LPBENCH_CUDA_CHECK_LAUNCH();
+}
+
+// The CTA's width: 32 columns (64-byte row segments), where a thread holds kb / 64 loads of 16
+// bytes, at kb = 1024 16 loads and 128 registers, two CTAs an SM; or 16 columns, half the loads
+// a thread (docs/perf-log.md §28 measured both). LPBENCH_QUANTIZE_COLUMNS=16|32 sets it for
+// every kb (measurement only).
+int columns_width(int64_t kb) {
+  static const int forced = [] {
+    const char* v = std::getenv("LPBENCH_QUANTIZE_COLUMNS");
+    return v == nullptr ? 0 : std::atoi(v);
+  }();
+  if (forced == 16 || forced == 32) return forced;
+  return kb == 1024 ? 16 : 32;
 }
 
 }  // namespace
@@ -177,15 +192,16 @@ void quantize_columns(const QuantizeArgs& a, cudaStream_t stream) {
   p.vec_out = quant::aligned(a.values, 4) && a.rows % 4 == 0;
   p.values = static_cast<uint8_t*>(a.values);
   p.scales = a.scales;
+  const bool narrow = columns_width(a.block_cols) == 16;
   switch (a.block_cols) {
     case 256:
-      launch<256>(p, stream);
+      narrow ? launch<256, 16>(p, stream) : launch<256, 32>(p, stream);
       break;
     case 512:
-      launch<512>(p, stream);
+      narrow ? launch<512, 16>(p, stream) : launch<512, 32>(p, stream);
       break;
     default:
-      launch<1024>(p, stream);
+      narrow ? launch<1024, 16>(p, stream) : launch<1024, 32>(p, stream);
       break;
   }
 }

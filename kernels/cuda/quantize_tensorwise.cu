@@ -1,5 +1,7 @@
 // One-pass tensorwise quantization of BF16 X [rows, cols] (sides multiples of 128) into X's
-// layout, Xᵀ's, or both, with the numerics of kernels/reference/quantize.cpp bit for bit.
+// layout, Xᵀ's, or both, with the numerics of kernels/reference/quantize.cpp bit for bit. The
+// same kernel applies kb × kb block scales (kb a multiple of 128: one scale a tile) found by the
+// general path's amax pass: int8-block:k-block=<kb>'s weights, W and Wᵀ.
 //
 // Why a kernel of its own: the general tile kernel (quantize.cu) holds a 128×128 tile in FP32
 // shared memory (64 KiB, three CTAs an SM), reads it back four values at a time for each layout
@@ -39,6 +41,11 @@ struct TensorwiseParams {
   uint8_t* values_t;  // Xᵀ's layout [cols, rows], or nullptr
   float* scales;      // one scale each, written by the first CTA; either may be nullptr
   float* scales_t;
+  // Square blocks instead (kb × kb, kb a multiple of the tile): the inverse scale of each block,
+  // found and written with the scales by the general path's amax pass, at (r0 / kb) · inv_sr +
+  // (c0 / kb) · inv_sc for the tile of X at (r0, c0). Null: tensorwise, from `amax`.
+  const float* inv_blocks;
+  int64_t kb, inv_sr, inv_sc;
 };
 
 // One 128×128 tile of X per CTA (quantize_byte_tile.cuh).
@@ -50,10 +57,14 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
 
   float scale;
   float inv;
-  quant::scale_of(__ldg(p.amax), p.fmax, &scale, &inv);
-  if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
-    if (p.scales != nullptr) *p.scales = scale;
-    if (p.scales_t != nullptr) *p.scales_t = scale;
+  if (p.inv_blocks != nullptr) {
+    inv = __ldg(p.inv_blocks + (r0 / p.kb) * p.inv_sr + (c0 / p.kb) * p.inv_sc);
+  } else {
+    quant::scale_of(__ldg(p.amax), p.fmax, &scale, &inv);
+    if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+      if (p.scales != nullptr) *p.scales = scale;
+      if (p.scales_t != nullptr) *p.scales_t = scale;
+    }
   }
   // A NaN or Inf in X (a non-finite amax, a NaN inverse) makes every value 0: nothing is read,
   // and 0 · 0 rounds to +0 in every format, as the reference's do.
@@ -143,6 +154,45 @@ bool tensorwise_kernel_applies(const QuantizeArgs& a) {
          quant::aligned(a.x, 16) && a.ld % 8 == 0 &&
          (x_layout == nullptr || quant::aligned(x_layout, 8)) &&
          (t_layout == nullptr || quant::aligned(t_layout, 4));
+}
+
+bool block_tile_kernel_applies(const QuantizeArgs& a, int64_t kb) {
+  void* const x_layout = a.transpose ? nullptr : a.values;
+  void* const t_layout = a.transpose ? a.values : a.values_t;
+  return a.block_rows == kb && a.block_cols == kb && kb % kTile == 0 && a.x_type == DType::bf16 &&
+         !a.delayed && a.amax_seen == nullptr && !a.stochastic && !a.tile_kernel &&
+         a.rows % kTile == 0 && a.cols % kTile == 0 && a.rows / kTile <= 65535 &&
+         quant::aligned(a.x, 16) && a.ld % 8 == 0 &&
+         (x_layout == nullptr || quant::aligned(x_layout, 8)) &&
+         (t_layout == nullptr || quant::aligned(t_layout, 4));
+}
+
+void quantize_tiles_by_block(const QuantizeArgs& a, const float* inv_blocks, cudaStream_t stream) {
+  const int64_t kb = a.block_rows;
+  LPBENCH_CUDA_REQUIRE(block_tile_kernel_applies(a, kb), "the block tile kernel does not apply");
+  TensorwiseParams tp{};
+  tp.x = static_cast<const __nv_bfloat16*>(a.x);
+  tp.ld = a.ld;
+  tp.rows = a.rows;
+  tp.cols = a.cols;
+  tp.fmt = a.out_type;
+  tp.fmax = format_max(a.out_type);
+  tp.values = static_cast<uint8_t*>(a.transpose ? nullptr : a.values);
+  tp.values_t = static_cast<uint8_t*>(a.transpose ? a.values : a.values_t);
+  tp.inv_blocks = inv_blocks;
+  tp.kb = kb;
+  // The inverses are laid out by output blocks: X's, or Xᵀ's when X is read transposed.
+  const int64_t blocks_per_row = (a.cols + kb - 1) / kb;
+  const int64_t blocks_per_col = (a.rows + kb - 1) / kb;
+  tp.inv_sr = a.transpose ? 1 : blocks_per_row;
+  tp.inv_sc = a.transpose ? blocks_per_col : 1;
+  const dim3 grid(static_cast<unsigned>(a.cols / kTile), static_cast<unsigned>(a.rows / kTile));
+  if (a.out_type == DType::int8) {
+    launch<true>(tp, grid, stream);
+  } else {
+    launch<false>(tp, grid, stream);
+  }
+  LPBENCH_CUDA_CHECK_LAUNCH();
 }
 
 void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {

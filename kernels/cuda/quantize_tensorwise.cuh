@@ -16,4 +16,12 @@ bool tensorwise_kernel_applies(const QuantizeArgs& args);
 // Launches it, after an amax pass into args.workspace where args.amax is not given.
 void quantize_tensorwise(const QuantizeArgs& args, cudaStream_t stream);
 
+// The same kernel for square blocks of kb × kb (kb a multiple of 128: each tile in one block),
+// applying the inverse scales the general path's amax pass left in `inv_blocks` (laid out as the
+// output's scale grid). Whether it applies: as tensorwise_kernel_applies, blocks {kb, kb}, and
+// not QuantizeArgs::tile_kernel.
+bool block_tile_kernel_applies(const QuantizeArgs& args, int64_t kb);
+void quantize_tiles_by_block(const QuantizeArgs& args, const float* inv_blocks,
+                             cudaStream_t stream);
+
 }  // namespace lpbench::cuda

@@ -956,6 +956,42 @@ TEST(GpuKernelArgs, OnlyAlignedTensorwiseBf16OnTheTileGridTakesTheTensorwiseKern
   EXPECT_EQ(with(columns(512)), "columns");
   EXPECT_EQ(with(columns(1024)), "columns");
   EXPECT_EQ(with(columns(384)), "general");
+  // kb × kb blocks (the long K blocks' weights): the amax pass, then one scale a 128 × 128 tile.
+  const auto square = [&](int64_t b) {
+    return [b](QuantizeArgs& a) {
+      a.block_rows = b;
+      a.block_cols = b;
+    };
+  };
+  EXPECT_EQ(with(square(256)), "block tiles");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              square(256)(a);
+              a.transpose = true;
+              a.values_t = nullptr;
+            }),
+            "block tiles");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              square(256)(a);
+              a.values_t = buffer;
+              a.scales_t = reinterpret_cast<float*>(buffer);
+            }),
+            "block tiles");
+  EXPECT_EQ(with(square(384)), "general");  // 256 rows: the block is clamped to 256 × 384
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              square(256)(a);
+              a.x_type = DType::fp32;
+            }),
+            "general");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              square(256)(a);
+              a.tile_kernel = true;
+            }),
+            "general");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              square(256)(a);
+              a.rows = 200;
+            }),
+            "general");
   EXPECT_EQ(with([&](QuantizeArgs& a) {
               columns(256)(a);
               a.tile_kernel = true;

@@ -9,8 +9,9 @@
 // ldmatrix reads are free of bank conflicts. Block mode (scales vary along K) turns the INT32
 // partial of each K block into FP32 after its last tile: for blocks of 128 and 256 the accumulators
 // start at 1.5·2²³ (0x4B400000), so that their bits read as a float are exactly 1.5·2²³ + partial
-// (|partial| ≤ 256·127² < 2²²), and one subtraction converts them, no I2F; longer blocks start
-// at 0 and convert by I2F (exact: ≤ 1024·127² < 2²⁴). Tensor and row modes keep INT32 over all of K
+// (|partial| ≤ 256·128² = 2²², reached only by −128·−128 products; the bits of 1.5·2²³ ± 2²²
+// still read exactly as 2²⁴ and 2²³), and one subtraction converts them, no I2F; longer blocks
+// start at 0 and convert by I2F (exact: |partial| ≤ 1024·128² = 2²⁴). Tensor and row modes keep INT32 over all of K
 // (exact for K ≤ 133143) and scale once.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -258,8 +259,8 @@ __global__ void __launch_bounds__(L::kThreads, 2) scaled_gemm_kernel(const GemmP
     cp_async_commit();
   }
 
-  // Block mode's partials restart at the magic value where it holds them (|partial| ≤ 256·127²
-  // < 2²²: K blocks of 128 and 256), else at 0 and are converted by I2F.
+  // Block mode's partials restart at the magic value where it holds them (|partial| ≤ 2²²: K
+  // blocks of 128 and 256), else at 0 and are converted by I2F.
   const bool magic_restart = p.kbt <= 2;
   const uint32_t restart_bits = magic_restart ? kMagicBits : 0u;
 #pragma unroll 1

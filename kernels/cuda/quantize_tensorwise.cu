@@ -139,37 +139,20 @@ void launch(const TensorwiseParams& tp, dim3 grid, cudaStream_t stream) {
   }
 }
 
-}  // namespace
-
-bool tensorwise_kernel_applies(const QuantizeArgs& a) {
-  const int64_t out_rows = a.transpose ? a.cols : a.rows;
-  const int64_t out_cols = a.transpose ? a.rows : a.cols;
-  const bool one_block = (a.block_rows == 0 || a.block_rows >= out_rows) &&
-                         (a.block_cols == 0 || a.block_cols >= out_cols);
-  // The layout written from registers takes 8-byte stores, the transposed one 4-byte stores.
+// What the kernel needs of any call, tensorwise or by blocks: BF16 on the 128 grid, 16-byte
+// aligned input rows, the layout written from registers aligned for 8-byte stores and the
+// transposed one for 4-byte stores, and none of the general path's options.
+bool takes_call(const QuantizeArgs& a) {
   void* const x_layout = a.transpose ? nullptr : a.values;
   void* const t_layout = a.transpose ? a.values : a.values_t;
-  return one_block && a.x_type == DType::bf16 && !a.delayed && a.amax_seen == nullptr &&
-         !a.stochastic && a.rows % kTile == 0 && a.cols % kTile == 0 && a.rows / kTile <= 65535 &&
-         quant::aligned(a.x, 16) && a.ld % 8 == 0 &&
-         (x_layout == nullptr || quant::aligned(x_layout, 8)) &&
-         (t_layout == nullptr || quant::aligned(t_layout, 4));
-}
-
-bool block_tile_kernel_applies(const QuantizeArgs& a, int64_t kb) {
-  void* const x_layout = a.transpose ? nullptr : a.values;
-  void* const t_layout = a.transpose ? a.values : a.values_t;
-  return a.block_rows == kb && a.block_cols == kb && kb % kTile == 0 && a.x_type == DType::bf16 &&
-         !a.delayed && a.amax_seen == nullptr && !a.stochastic && !a.tile_kernel &&
+  return a.x_type == DType::bf16 && !a.delayed && a.amax_seen == nullptr && !a.stochastic &&
          a.rows % kTile == 0 && a.cols % kTile == 0 && a.rows / kTile <= 65535 &&
          quant::aligned(a.x, 16) && a.ld % 8 == 0 &&
          (x_layout == nullptr || quant::aligned(x_layout, 8)) &&
          (t_layout == nullptr || quant::aligned(t_layout, 4));
 }
 
-void quantize_tiles_by_block(const QuantizeArgs& a, const float* inv_blocks, cudaStream_t stream) {
-  const int64_t kb = a.block_rows;
-  LPBENCH_CUDA_REQUIRE(block_tile_kernel_applies(a, kb), "the block tile kernel does not apply");
+TensorwiseParams params_of(const QuantizeArgs& a) {
   TensorwiseParams tp{};
   tp.x = static_cast<const __nv_bfloat16*>(a.x);
   tp.ld = a.ld;
@@ -179,15 +162,12 @@ void quantize_tiles_by_block(const QuantizeArgs& a, const float* inv_blocks, cud
   tp.fmax = format_max(a.out_type);
   tp.values = static_cast<uint8_t*>(a.transpose ? nullptr : a.values);
   tp.values_t = static_cast<uint8_t*>(a.transpose ? a.values : a.values_t);
-  tp.inv_blocks = inv_blocks;
-  tp.kb = kb;
-  // The inverses are laid out by output blocks: X's, or Xᵀ's when X is read transposed.
-  const int64_t blocks_per_row = (a.cols + kb - 1) / kb;
-  const int64_t blocks_per_col = (a.rows + kb - 1) / kb;
-  tp.inv_sr = a.transpose ? 1 : blocks_per_row;
-  tp.inv_sc = a.transpose ? blocks_per_col : 1;
-  const dim3 grid(static_cast<unsigned>(a.cols / kTile), static_cast<unsigned>(a.rows / kTile));
-  if (a.out_type == DType::int8) {
+  return tp;
+}
+
+void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(tp.cols / kTile), static_cast<unsigned>(tp.rows / kTile));
+  if (tp.fmt == DType::int8) {
     launch<true>(tp, grid, stream);
   } else {
     launch<false>(tp, grid, stream);
@@ -195,17 +175,38 @@ void quantize_tiles_by_block(const QuantizeArgs& a, const float* inv_blocks, cud
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 
+}  // namespace
+
+bool tensorwise_kernel_applies(const QuantizeArgs& a) {
+  const int64_t out_rows = a.transpose ? a.cols : a.rows;
+  const int64_t out_cols = a.transpose ? a.rows : a.cols;
+  const bool one_block = (a.block_rows == 0 || a.block_rows >= out_rows) &&
+                         (a.block_cols == 0 || a.block_cols >= out_cols);
+  return one_block && takes_call(a);
+}
+
+bool block_tile_kernel_applies(const QuantizeArgs& a, int64_t kb) {
+  return a.block_rows == kb && a.block_cols == kb && kb % kTile == 0 && !a.tile_kernel &&
+         takes_call(a);
+}
+
+void quantize_tiles_by_block(const QuantizeArgs& a, const float* inv_blocks, cudaStream_t stream) {
+  const int64_t kb = a.block_rows;
+  LPBENCH_CUDA_REQUIRE(block_tile_kernel_applies(a, kb), "the block tile kernel does not apply");
+  TensorwiseParams tp = params_of(a);
+  tp.inv_blocks = inv_blocks;
+  tp.kb = kb;
+  // The inverses are laid out by output blocks: X's, or Xᵀ's when X is read transposed.
+  const int64_t blocks_per_row = (a.cols + kb - 1) / kb;
+  const int64_t blocks_per_col = (a.rows + kb - 1) / kb;
+  tp.inv_sr = a.transpose ? 1 : blocks_per_row;
+  tp.inv_sc = a.transpose ? blocks_per_col : 1;
+  launch_tiles(tp, stream);
+}
+
 void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
   LPBENCH_CUDA_REQUIRE(tensorwise_kernel_applies(a), "the tensorwise kernel does not apply");
-  TensorwiseParams tp{};
-  tp.x = static_cast<const __nv_bfloat16*>(a.x);
-  tp.ld = a.ld;
-  tp.rows = a.rows;
-  tp.cols = a.cols;
-  tp.fmt = a.out_type;
-  tp.fmax = format_max(a.out_type);
-  tp.values = static_cast<uint8_t*>(a.transpose ? nullptr : a.values);
-  tp.values_t = static_cast<uint8_t*>(a.transpose ? a.values : a.values_t);
+  TensorwiseParams tp = params_of(a);
   tp.scales = a.scales;
   tp.scales_t = a.transpose ? nullptr : a.scales_t;
   if (a.amax != nullptr) {
@@ -224,13 +225,7 @@ void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
     LPBENCH_CUDA_CHECK_LAUNCH();
     tp.amax = amax;
   }
-  const dim3 grid(static_cast<unsigned>(a.cols / kTile), static_cast<unsigned>(a.rows / kTile));
-  if (a.out_type == DType::int8) {
-    launch<true>(tp, grid, stream);
-  } else {
-    launch<false>(tp, grid, stream);
-  }
-  LPBENCH_CUDA_CHECK_LAUNCH();
+  launch_tiles(tp, stream);
 }
 
 }  // namespace lpbench::cuda

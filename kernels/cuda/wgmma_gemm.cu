@@ -101,20 +101,21 @@ struct Params {
 // Shared memory, from the dynamic block's base, which `__align__(1024)` puts on the 128-byte
 // swizzle's 1024-byte atom (the kernel checks; a 1 KiB pad for it would leave 112 bytes too few
 // for a seventh stage of 128-wide tiles): `stages` × [A tile 128×128 | B tile tile_n×128], then
-// the full and empty barriers, then (kColumnB) `stages` × the tile's tile_n column scales of B
-// for the stage's K block, then the epilogue's scales.
+// the full and empty barriers, then (kColumnB) two buffers of the tile's tile_n column scales of
+// B, one K block's each (the consumers fill one while they fold from the other), then the
+// epilogue's scales.
 template <int BN, bool kColumnB = false>
 struct Layout {
   static constexpr int kABytes = kBM * kBK;
   static constexpr int kOperandBytes = kABytes + BN * kBK;
-  static constexpr int kColumnScaleBytes = kColumnB ? BN * 4 : 0;
+  static constexpr int kColumnBufferBytes = kColumnB ? 2 * BN * 4 : 0;
   static constexpr int kAccs = BN / 2;  // INT32 accumulators per consumer thread
   // The epilogue's scales of a tile (BN of B, kBM of A), two tiles' worth: a tile's are written
   // while the one before may still be read.
   static constexpr int kEpilogueScaleBytes = 2 * (BN + kBM) * 4;
   static size_t smem_bytes(int stages) {
-    return kEpilogueScaleBytes +
-           static_cast<size_t>(stages) * (kOperandBytes + 16 + kColumnScaleBytes);
+    return kEpilogueScaleBytes + kColumnBufferBytes +
+           static_cast<size_t>(stages) * (kOperandBytes + 16);
   }
 };
 
@@ -225,9 +226,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t bars = base + p.stages * L::kOperandBytes;
   const auto full = [&](int s) { return bars + 8u * s; };
   const auto empty = [&](int s) { return bars + 8u * (p.stages + s); };
-  const auto column_scales = [&](int s) {
-    return bars + 16u * p.stages + L::kColumnScaleBytes * s;
-  };
+  // kColumnB: buffer b (0 or 1) of the tile's column scales for one K block.
+  const auto column_buffer = [&](int b) { return bars + 16u * p.stages + BN * 4u * b; };
 
   const int tid = static_cast<int>(threadIdx.x);
   // In a cluster of two, a stage is free only when both CTAs' consumers are done with it (the
@@ -283,17 +283,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int kt = 0; kt < p.ktiles; ++kt) {
         sm90::mbar_wait(empty(stage), phase ^ 1u);
         const uint32_t dst = base + stage * L::kOperandBytes;
-        sm90::mbar_arrive_expect_tx(full(stage), L::kOperandBytes + L::kColumnScaleBytes);
+        sm90::mbar_arrive_expect_tx(full(stage), L::kOperandBytes);
         sm90::tma_load_2d(dst, &tma_a, kt * kBK, m0, full(stage));
         if (cluster > 1) {
           sm90::tma_load_2d_multicast(dst + b_off, &tma_b, kt * kBK, b_row, full(stage), 0x3);
         } else {
           sm90::tma_load_2d(dst + L::kABytes, &tma_b, kt * kBK, n0, full(stage));
-        }
-        if constexpr (kColumnB) {
-          sm90::bulk_load(column_scales(stage),
-                          p.b_col_scales + static_cast<int64_t>(kt / p.kbt) * p.n_pad + n0,
-                          L::kColumnScaleBytes, full(stage));
         }
         if (++stage == p.stages) {
           stage = 0;
@@ -370,9 +365,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   // Adds a finished K block's partial · (sa·sb) into accf, as the reference rounds: I2F (exact),
   // FMUL, FADD. Accumulator j·4 + r holds row g (+8 for r ≥ 2), column 8·j + 2·t + r % 2.
-  // Where each column has its own B scale (kColumnB), the stage `s` still holds them: column
-  // 8·j + 2·t + e's at 4·(8·j + 2·t + e) bytes into its column-scale slot.
-  const auto fold = [&](const Scales& sc, int s) {
+  // Where each column has its own B scale (kColumnB), column buffer `b` holds them: column
+  // 8·j + 2·t + e's at 4·(8·j + 2·t + e) bytes into it.
+  const auto fold = [&](const Scales& sc, int b) {
     const float sc0 = __fmul_rn(sc.sa0, sc.sb);
     const float sc1 = __fmul_rn(sc.sa1, sc.sb);
     for (int rep = 0; rep < LPBENCH_WGMMA_FOLD_REPEAT; ++rep) {
@@ -380,7 +375,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int j = 0; j < BN / 8; ++j) {
         float f[4] = {sc0, sc0, sc1, sc1};
         if constexpr (kColumnB) {
-          const float2 sb = sm90::lds_f2(column_scales(s) + 4u * (8 * j + 2 * t));
+          const float2 sb = sm90::lds_f2(column_buffer(b) + 4u * (8 * j + 2 * t));
           f[0] = __fmul_rn(sc.sa0, sb.x);
           f[1] = __fmul_rn(sc.sa0, sb.y);
           f[2] = __fmul_rn(sc.sa1, sb.x);
@@ -406,7 +401,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   // shapes about 30 % slower than the tensor mode, whose one scale every thread shares
   // (docs/perf-log.md §20).
   float* const epilogue_scales =
-      reinterpret_cast<float*>(smem_raw + (column_scales(p.stages) - raw));
+      reinterpret_cast<float*>(smem_raw + (column_buffer(0) + L::kColumnBufferBytes - raw));
+  // kColumnB: the K blocks this thread has folded, over all its tiles: block c folds from column
+  // buffer c % 2, so a buffer is refilled only after the barrier before the next block's fold,
+  // which every consumer reaches after its fold of the block before (tiles included).
+  int folded = 0;
   // Ping-pong: the ring holds the CTA's tiles in order, ktiles stages each, so this warpgroup's
   // tile j (its j-th of the CTA's) starts at K block j·ktiles, whatever the other took between.
   constexpr int kTileStep = kPingpong ? 2 : 1;
@@ -469,18 +468,28 @@ __global__ void __launch_bounds__(kThreads, 1)
         return Scales{__ldg(sa_row0 + kt), __ldg(sa_row1 + kt),
                       kColumnB ? 1.0f : __ldg(sb_tile + kt)};
       };
+      // kColumnB: consumer thread c < BN keeps column n0 + c's scale of the next K block in a
+      // register, loaded a block ahead, and stores it into that block's column buffer as the
+      // block begins; the consumers' barrier before the fold makes the buffer whole.
+      const float* sb_column = kColumnB ? p.b_col_scales + n0 + (ctid < BN ? ctid : 0) : nullptr;
+      const auto load_column = [&](int kb) {
+        return kColumnB && ctid < BN ? __ldg(sb_column + static_cast<int64_t>(kb) * p.n_pad) : 0.0f;
+      };
       // Each K block: its stages' wgmmas into one partial (one group in flight, each stage freed
       // once the next one's wgmmas are issued, as the unblocked loop does), the wait for the
-      // last, its stage freed, the fold (with per-column B scales the stage is freed after the
-      // fold, which reads them from it; the producer brings the block's into each of its
-      // stages). The next block's A and tile B scales are loaded first, so their latency hides
-      // under this block's MMAs. (Staging those in shared memory by the producer's own loads
-      // made every stage wait for them and halved the kernel's speed; folding one block while
-      // the next one's wgmmas run did not help: §6c.) A K block of 256 or more folds once per
-      // 2–8 stages, so the fold's cost falls by that factor (§27).
+      // last, its stage freed, the fold. The next block's A and tile B scales (and column B
+      // scales) are loaded first, so their latency hides under this block's MMAs. (Staging
+      // those in shared memory by the producer's own loads made every stage wait for them and
+      // halved the kernel's speed; folding one block while the next one's wgmmas run did not
+      // help: §6c. Per-column B scales brought by the producer into every stage, read by the
+      // fold from the block's last stage, ran the wgrad products 20–30 % slower than one B scale
+      // a tile: §29.) A K block of 256 or more folds once per 2–8 stages, so the fold's cost
+      // falls by that factor (§27).
       Scales cur = load_scales(0);
+      float column_cur = load_column(0);
       for (int kb = 0; kb < p.kext; ++kb) {
         const Scales next = load_scales(min(kb + 1, p.kext - 1));
+        const float column_next = load_column(min(kb + 1, p.kext - 1));
         int used = issue(true);
 #pragma unroll 1
         for (int kt = kb * p.kbt + 1; kt < min((kb + 1) * p.kbt, p.ktiles); ++kt) {
@@ -490,16 +499,21 @@ __global__ void __launch_bounds__(kThreads, 1)
           release(used);
           used = now;
         }
+        // Under the block's MMAs (a tile's first block waits here for its load). The buffer was
+        // last read by the fold two blocks back, which every consumer finished before the
+        // barrier of the block before.
+        if (kColumnB && ctid < BN) {
+          reinterpret_cast<float*>(smem_raw + (column_buffer(folded & 1) - raw))[ctid] = column_cur;
+        }
         sm90::wgmma_wait<0>();
         sm90::fence_registers(acc[0]);
         __syncwarp();
-        if constexpr (!kColumnB) release(used);
-        fold(cur, used);
-        if constexpr (kColumnB) {
-          __syncwarp();
-          release(used);
-        }
+        release(used);
+        if constexpr (kColumnB) consumer_barrier<256>(2);
+        fold(cur, folded & 1);
         cur = next;
+        column_cur = column_next;
+        ++folded;
       }
     } else {
       // Ping-pong: this warpgroup's waits on a stage's full barrier go by phase parity, so they
@@ -730,7 +744,7 @@ void require_sm90() {
 }
 
 // The deepest ring that fits every mode of this tile width (block mode's per-column B scales
-// add 512 bytes a stage on 128-wide tiles: 6 stages), or ping-pong's (no block scales: 7).
+// take 1 KiB beside the ring on 128-wide tiles: 6 stages), or ping-pong's (no block scales: 7).
 template <int BN, bool kColumnB>
 int stages_that_fit() {
   const size_t fixed = Layout<BN, kColumnB>::smem_bytes(0);

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -93,6 +94,10 @@ struct Params {
   // 128 scales for one K block are 512 contiguous bytes that TMA brings in with the operands.
   const float* b_col_scales;
   int n_pad;
+  // kColumnB: where a K block's column scales reach the fold. True: the producer brings them into
+  // every stage with the operands and the fold reads the block's last stage, held until it is
+  // done; false: consumer threads load them a block ahead into two shared buffers (§29).
+  bool column_in_stages;
   const float* bias;
   void* c;
   bool vec_c;  // paired stores: c aligned, N even
@@ -101,21 +106,23 @@ struct Params {
 // Shared memory, from the dynamic block's base, which `__align__(1024)` puts on the 128-byte
 // swizzle's 1024-byte atom (the kernel checks; a 1 KiB pad for it would leave 112 bytes too few
 // for a seventh stage of 128-wide tiles): `stages` × [A tile 128×128 | B tile tile_n×128], then
-// the full and empty barriers, then (kColumnB) two buffers of the tile's tile_n column scales of
-// B, one K block's each (the consumers fill one while they fold from the other), then the
-// epilogue's scales.
+// the full and empty barriers, then (kColumnB) `stages` × the tile's tile_n column scales of B
+// for the stage's K block and two buffers of them, one K block's each (the consumers fill one
+// while they fold from the other; Params::column_in_stages picks which the kernel uses), then
+// the epilogue's scales.
 template <int BN, bool kColumnB = false>
 struct Layout {
   static constexpr int kABytes = kBM * kBK;
   static constexpr int kOperandBytes = kABytes + BN * kBK;
-  static constexpr int kColumnBufferBytes = kColumnB ? 2 * BN * 4 : 0;
+  static constexpr int kColumnScaleBytes = kColumnB ? BN * 4 : 0;
+  static constexpr int kColumnBufferBytes = 2 * kColumnScaleBytes;
   static constexpr int kAccs = BN / 2;  // INT32 accumulators per consumer thread
   // The epilogue's scales of a tile (BN of B, kBM of A), two tiles' worth: a tile's are written
   // while the one before may still be read.
   static constexpr int kEpilogueScaleBytes = 2 * (BN + kBM) * 4;
   static size_t smem_bytes(int stages) {
     return kEpilogueScaleBytes + kColumnBufferBytes +
-           static_cast<size_t>(stages) * (kOperandBytes + 16);
+           static_cast<size_t>(stages) * (kOperandBytes + 16 + kColumnScaleBytes);
   }
 };
 
@@ -226,8 +233,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t bars = base + p.stages * L::kOperandBytes;
   const auto full = [&](int s) { return bars + 8u * s; };
   const auto empty = [&](int s) { return bars + 8u * (p.stages + s); };
-  // kColumnB: buffer b (0 or 1) of the tile's column scales for one K block.
-  const auto column_buffer = [&](int b) { return bars + 16u * p.stages + BN * 4u * b; };
+  // kColumnB: stage s's slot of its K block's column scales, and buffer b (0 or 1) of them.
+  const auto column_scales = [&](int s) {
+    return bars + 16u * p.stages + L::kColumnScaleBytes * s;
+  };
+  const auto column_buffer = [&](int b) {
+    return column_scales(p.stages) + L::kColumnScaleBytes * b;
+  };
+  const bool column_in_stages = kColumnB && p.column_in_stages;
 
   const int tid = static_cast<int>(threadIdx.x);
   // In a cluster of two, a stage is free only when both CTAs' consumers are done with it (the
@@ -283,12 +296,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int kt = 0; kt < p.ktiles; ++kt) {
         sm90::mbar_wait(empty(stage), phase ^ 1u);
         const uint32_t dst = base + stage * L::kOperandBytes;
-        sm90::mbar_arrive_expect_tx(full(stage), L::kOperandBytes);
+        sm90::mbar_arrive_expect_tx(
+            full(stage), L::kOperandBytes + (column_in_stages ? L::kColumnScaleBytes : 0));
         sm90::tma_load_2d(dst, &tma_a, kt * kBK, m0, full(stage));
         if (cluster > 1) {
           sm90::tma_load_2d_multicast(dst + b_off, &tma_b, kt * kBK, b_row, full(stage), 0x3);
         } else {
           sm90::tma_load_2d(dst + L::kABytes, &tma_b, kt * kBK, n0, full(stage));
+        }
+        if (column_in_stages) {
+          sm90::bulk_load(column_scales(stage),
+                          p.b_col_scales + static_cast<int64_t>(kt / p.kbt) * p.n_pad + n0,
+                          L::kColumnScaleBytes, full(stage));
         }
         if (++stage == p.stages) {
           stage = 0;
@@ -365,9 +384,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   // Adds a finished K block's partial · (sa·sb) into accf, as the reference rounds: I2F (exact),
   // FMUL, FADD. Accumulator j·4 + r holds row g (+8 for r ≥ 2), column 8·j + 2·t + r % 2.
-  // Where each column has its own B scale (kColumnB), column buffer `b` holds them: column
-  // 8·j + 2·t + e's at 4·(8·j + 2·t + e) bytes into it.
-  const auto fold = [&](const Scales& sc, int b) {
+  // Where each column has its own B scale (kColumnB), the shared address `columns` holds them (a
+  // stage's slot or a buffer): column 8·j + 2·t + e's at 4·(8·j + 2·t + e) bytes into it.
+  const auto fold = [&](const Scales& sc, uint32_t columns) {
     const float sc0 = __fmul_rn(sc.sa0, sc.sb);
     const float sc1 = __fmul_rn(sc.sa1, sc.sb);
     for (int rep = 0; rep < LPBENCH_WGMMA_FOLD_REPEAT; ++rep) {
@@ -375,7 +394,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int j = 0; j < BN / 8; ++j) {
         float f[4] = {sc0, sc0, sc1, sc1};
         if constexpr (kColumnB) {
-          const float2 sb = sm90::lds_f2(column_buffer(b) + 4u * (8 * j + 2 * t));
+          const float2 sb = sm90::lds_f2(columns + 4u * (8 * j + 2 * t));
           f[0] = __fmul_rn(sc.sa0, sb.x);
           f[1] = __fmul_rn(sc.sa0, sb.y);
           f[2] = __fmul_rn(sc.sa1, sb.x);
@@ -400,8 +419,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // went, they stalled it: the row mode, whose 384 scales a tile are distinct, ran the llama2-7b
   // shapes about 30 % slower than the tensor mode, whose one scale every thread shares
   // (docs/perf-log.md §20).
-  float* const epilogue_scales =
-      reinterpret_cast<float*>(smem_raw + (column_buffer(0) + L::kColumnBufferBytes - raw));
+  float* const epilogue_scales = reinterpret_cast<float*>(smem_raw + (column_buffer(2) - raw));
   // kColumnB: the K blocks this thread has folded, over all its tiles: block c folds from column
   // buffer c % 2, so a buffer is refilled only after the barrier before the next block's fold,
   // which every consumer reaches after its fold of the block before (tiles included).
@@ -468,22 +486,23 @@ __global__ void __launch_bounds__(kThreads, 1)
         return Scales{__ldg(sa_row0 + kt), __ldg(sa_row1 + kt),
                       kColumnB ? 1.0f : __ldg(sb_tile + kt)};
       };
-      // kColumnB: consumer thread c < BN keeps column n0 + c's scale of the next K block in a
-      // register, loaded a block ahead, and stores it into that block's column buffer as the
-      // block begins; the consumers' barrier before the fold makes the buffer whole.
-      const float* sb_column = kColumnB ? p.b_col_scales + n0 + (ctid < BN ? ctid : 0) : nullptr;
+      // kColumnB in buffers: consumer thread c < BN keeps column n0 + c's scale of the next K
+      // block in a register, loaded a block ahead, and stores it into that block's column buffer
+      // under the block's MMAs; the consumers' barrier before the fold makes the buffer whole.
+      const bool column_loader = kColumnB && !column_in_stages && ctid < BN;
+      const float* sb_column = column_loader ? p.b_col_scales + n0 + ctid : nullptr;
       const auto load_column = [&](int kb) {
-        return kColumnB && ctid < BN ? __ldg(sb_column + static_cast<int64_t>(kb) * p.n_pad) : 0.0f;
+        return column_loader ? __ldg(sb_column + static_cast<int64_t>(kb) * p.n_pad) : 0.0f;
       };
       // Each K block: its stages' wgmmas into one partial (one group in flight, each stage freed
       // once the next one's wgmmas are issued, as the unblocked loop does), the wait for the
-      // last, its stage freed, the fold. The next block's A and tile B scales (and column B
-      // scales) are loaded first, so their latency hides under this block's MMAs. (Staging
-      // those in shared memory by the producer's own loads made every stage wait for them and
-      // halved the kernel's speed; folding one block while the next one's wgmmas run did not
-      // help: §6c. Per-column B scales brought by the producer into every stage, read by the
-      // fold from the block's last stage, ran the wgrad products 20–30 % slower than one B scale
-      // a tile: §29.) A K block of 256 or more folds once per 2–8 stages, so the fold's cost
+      // last, its stage freed (held through the fold where it holds the column scales), the fold.
+      // The next block's A and tile B scales (and column B scales) are loaded first, so their
+      // latency hides under this block's MMAs. (Staging those in shared memory by the producer's
+      // own loads made every stage wait for them and halved the kernel's speed; folding one
+      // block while the next one's wgmmas run did not help: §6c. Column scales in the stages ran
+      // the wgrad products of K blocks ≥ 512 20–30 % slower than one B scale a tile, in buffers
+      // 3–14 %: §29.) A K block of 256 or more folds once per 2–8 stages, so the fold's cost
       // falls by that factor (§27).
       Scales cur = load_scales(0);
       float column_cur = load_column(0);
@@ -502,15 +521,19 @@ __global__ void __launch_bounds__(kThreads, 1)
         // Under the block's MMAs (a tile's first block waits here for its load). The buffer was
         // last read by the fold two blocks back, which every consumer finished before the
         // barrier of the block before.
-        if (kColumnB && ctid < BN) {
+        if (column_loader) {
           reinterpret_cast<float*>(smem_raw + (column_buffer(folded & 1) - raw))[ctid] = column_cur;
         }
         sm90::wgmma_wait<0>();
         sm90::fence_registers(acc[0]);
         __syncwarp();
-        release(used);
-        if constexpr (kColumnB) consumer_barrier<256>(2);
-        fold(cur, folded & 1);
+        if (!column_in_stages) release(used);
+        if (kColumnB && !column_in_stages) consumer_barrier<256>(2);
+        fold(cur, column_in_stages ? column_scales(used) : column_buffer(folded & 1));
+        if (column_in_stages) {
+          __syncwarp();
+          release(used);
+        }
         cur = next;
         column_cur = column_next;
         ++folded;
@@ -731,6 +754,21 @@ DeviceInfo device_info() {
   return {packed / 1000000, (packed / 10000) % 100, packed % 10000};
 }
 
+// Where block mode's per-column B scales reach the fold (Params::column_in_stages): in the
+// stages for K blocks of 128, where a block is one stage and the buffers' barrier would come
+// every stage; in the consumers' buffers for longer blocks, where they measured 15–20 % faster
+// on the wgrad products (docs/perf-log.md §29). LPBENCH_WGMMA_COLUMN_SCALES=stages|buffers
+// forces one (measurement only).
+bool column_scales_in_stages(int kbt) {
+  static const int forced = [] {
+    const char* v = std::getenv("LPBENCH_WGMMA_COLUMN_SCALES");
+    if (v == nullptr) return 0;
+    return std::string(v) == "stages" ? 1 : std::string(v) == "buffers" ? 2 : 0;
+  }();
+  if (forced != 0) return forced == 1;
+  return kbt == 1;
+}
+
 bool aligned(const void* p, size_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
@@ -912,6 +950,7 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
         ~FreeOnExit() { (void)cudaFreeAsync(ptr, stream); }
       } free_on_exit{kmajor, stream};
       p.b_col_scales = kmajor;
+      p.column_in_stages = column_scales_in_stages(p.kbt);
       if (problem.out == DType::bf16) {
         launch<128, true, __nv_bfloat16, true>(p, ma, mb, d.sms, stream);
       } else if (accumulate) {

@@ -680,6 +680,9 @@ struct Plan {
   int64_t nbr = 0, nbc = 0;    // scale grid
   Path path = Path::general;
   int tile_br = 0, tile_bc = 0;  // tile path: the block as the tile sees it
+  // General path: its apply pass on the tensorwise kernel, one scale a tile (square blocks
+  // spanning whole tiles, BF16 on the tile grid: the long K blocks' weights).
+  bool block_tiles = false;
 };
 
 // The segments kernel: one-row blocks of whole vectors per lane (bf16 V = 8, fp32 V = 4), at most
@@ -729,6 +732,7 @@ Plan plan(const QuantizeArgs& a) {
                (p.path == Path::tile && p.tile_br < 4))) {
     p.path = Path::general;
   }
+  p.block_tiles = p.path == Path::general && p.br == p.bc && block_tile_kernel_applies(a, p.br);
   return p;
 }
 
@@ -833,7 +837,7 @@ const char* quantize_kernel_name(const QuantizeArgs& args) {
     case Path::columns:
       return "columns";
     case Path::general:
-      return p.br == p.bc && block_tile_kernel_applies(args, p.br) ? "block tiles" : "general";
+      return p.block_tiles ? "block tiles" : "general";
   }
   return "?";
 }
@@ -978,9 +982,8 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
       amax, args.scales, args.scales_t, p.nbr, p.nbc, fmax);
   LPBENCH_CUDA_CHECK_LAUNCH();
 
-  // Square blocks spanning whole tiles, BF16 on the tile grid (the long K blocks' weights):
-  // the one-pass byte-tile kernel, one inverse a tile, in place of the FP32 tile kernel.
-  if (p.br == p.bc && block_tile_kernel_applies(args, p.br)) {
+  // The one-pass byte-tile kernel, one inverse a tile, in place of the FP32 tile kernel.
+  if (p.block_tiles) {
     quantize_tiles_by_block(args, reinterpret_cast<const float*>(amax), stream);
     return;
   }

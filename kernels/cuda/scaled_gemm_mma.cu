@@ -11,8 +11,8 @@
 // start at 1.5·2²³ (0x4B400000), so that their bits read as a float are exactly 1.5·2²³ + partial
 // (|partial| ≤ 256·128² = 2²², reached only by −128·−128 products; the bits of 1.5·2²³ ± 2²²
 // still read exactly as 2²⁴ and 2²³), and one subtraction converts them, no I2F; longer blocks
-// start at 0 and convert by I2F (exact: |partial| ≤ 1024·128² = 2²⁴). Tensor and row modes keep INT32 over all of K
-// (exact for K ≤ 133143) and scale once.
+// start at 0 and convert by I2F (exact: |partial| ≤ 1024·128² = 2²⁴). Tensor and row modes keep
+// INT32 over all of K (exact for K ≤ 133143) and scale once.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

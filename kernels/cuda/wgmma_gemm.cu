@@ -91,7 +91,8 @@ struct Params {
   int kbt;   // block mode: K tiles (stages) per K block, kblock / 128
   // Block mode with per-column B scales (kColumnB): B's scales K-block-major, [kext, n_pad] with
   // n_pad = tiles_n · 128, column c holding the scale of column min(c, N - 1), so that a tile's
-  // 128 scales for one K block are 512 contiguous bytes that TMA brings in with the operands.
+  // 128 scales for one K block are 512 contiguous bytes (one bulk copy into a stage, or one load
+  // a consumer thread into a buffer: column_in_stages).
   const float* b_col_scales;
   int n_pad;
   // kColumnB: where a K block's column scales reach the fold. True: the producer brings them into
@@ -500,9 +501,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       // The next block's A and tile B scales (and column B scales) are loaded first, so their
       // latency hides under this block's MMAs. (Staging those in shared memory by the producer's
       // own loads made every stage wait for them and halved the kernel's speed; folding one
-      // block while the next one's wgmmas run did not help: §6c. Column scales in the stages ran
-      // the wgrad products of K blocks ≥ 512 20–30 % slower than one B scale a tile, in buffers
-      // 3–14 %: §29.) A K block of 256 or more folds once per 2–8 stages, so the fold's cost
+      // block while the next one's wgmmas run did not help: §6c. At K blocks of 1024, column scales
+      // in the stages ran the wgrad products 20–30 % slower than one B scale a tile, in buffers
+      // 4–15 %: §29.) A K block of 256 or more folds once per 2–8 stages, so the fold's cost
       // falls by that factor (§27).
       Scales cur = load_scales(0);
       float column_cur = load_column(0);
@@ -756,8 +757,8 @@ DeviceInfo device_info() {
 
 // Where block mode's per-column B scales reach the fold (Params::column_in_stages): in the
 // stages for K blocks of 128, where a block is one stage and the buffers' barrier would come
-// every stage; in the consumers' buffers for longer blocks, where they measured 15–20 % faster
-// on the wgrad products (docs/perf-log.md §29). LPBENCH_WGMMA_COLUMN_SCALES=stages|buffers
+// every stage; in the consumers' buffers for longer blocks, where they measured 13–27 % faster
+// on the wgrad products at 1024 (docs/perf-log.md §29). LPBENCH_WGMMA_COLUMN_SCALES=stages|buffers
 // forces one (measurement only).
 bool column_scales_in_stages(int kbt) {
   static const int forced = [] {
@@ -934,7 +935,7 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
       }
       // Each column its own B scale (wgrad's activations): a K-block-major copy of B's scales,
       // kext · n_pad floats (5.6 MB for K = 16384, N = 11008), made on the stream and freed
-      // after the GEMM, so that the producer brings each stage's 128 in with one bulk copy.
+      // after the GEMM, so that a tile's 128 for one K block are contiguous.
       p.n_pad = p.tiles_n * 128;
       float* kmajor = nullptr;
       LPBENCH_CUDA_CHECK(

@@ -291,6 +291,13 @@ int main(int argc, char** argv) {
       blocked = std::strcmp(argv[i + 1], "block") == 0;
     }
   }
+  if (k_block <= 0) {
+    std::fprintf(stderr,
+                 "quantize_bench: --k-block must be positive (256, 512 and 1024 take the "
+                 "one-pass kernels), got %lld\n",
+                 static_cast<long long>(k_block));
+    return 2;
+  }
   const int64_t h = 4096, inner = 11008;
   const std::vector<Operand> ops = {{"x.qkv", tokens, h, true},
                                     {"x.o", tokens, h, true},

@@ -71,6 +71,14 @@ namespace {
 constexpr int kBM = 128;
 constexpr int kBK = 128;
 constexpr int kThreads = 384;
+// Block mode's CTA: the two consumer warpgroups alone, consumer thread 0 issuing the TMA loads
+// between its wgmmas. With the overlapped fold its consumers hold two INT32 partials and the
+// FP32 sums (192 registers of accumulators); under 384 threads' 168-register entry ptxas spilled
+// 1.6–3.2 KiB of them (setmaxnreg's 232 did not change its allocation; nor did 288 threads, nor
+// 24/240), while under 256 threads it allocates 232 and spills nothing (docs/perf-log.md §30).
+constexpr int kBlockThreads = 256;
+template <bool kBlocked>
+constexpr int kCtaThreads = kBlocked ? kBlockThreads : kThreads;
 constexpr int kConsumerWarps = 8;
 constexpr int kGroupM = 8;
 constexpr int kMaxKNoBlocks = 133143;   // K·128² < 2³¹ (kernels/reference/int8_gemm.h)
@@ -99,6 +107,9 @@ struct Params {
   // every stage with the operands and the fold reads the block's last stage, held until it is
   // done; false: consumer threads load them a block ahead into two shared buffers (§29).
   bool column_in_stages;
+  // Block mode, K blocks of 256 or more: each block's fold overlaps the next block's first
+  // stages, the two blocks in alternate partials (false: each fold waits for its block's MMAs).
+  bool overlap_fold;
   const float* bias;
   void* c;
   bool vec_c;  // paired stores: c aligned, N even
@@ -219,7 +230,7 @@ __device__ __forceinline__ void consumer_arrive(int id) {
 // kAccumulate (float OutT): C += the product (ScaledGemmArgs::accumulate); its own instantiation,
 // since a second copy of the interior epilogue in every FP32 kernel made ptxas spill.
 template <int BN, bool kBlocked, typename OutT, bool kColumnB, bool kPingpong, bool kAccumulate>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a,
                       const __grid_constant__ CUtensorMap tma_b, const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -276,7 +287,32 @@ __global__ void __launch_bounds__(kThreads, 1)
     tile_coords(u, tiles_m_c, p.tiles_n, tm, tn);
     tm = tm * cluster + static_cast<int>(rank);
   };
-  if (tid < 128) {
+  // Fills ring stage `stage` with K tile kt of unit u: A's and B's tiles (and, with the column
+  // scales in the stages, the K block's 128 of them), counted on the stage's full barrier.
+  const auto fill = [&](int stage, int u, int kt) {
+    int tm, tn;
+    unit_coords(u, tm, tn);
+    const int m0 = min(tm, p.tiles_m - 1) * kBM;
+    const int n0 = tn * BN;
+    // This CTA's half of B in a cluster (rows past N clamped: their columns are never stored).
+    const int b_row = cluster > 1 ? min(n0 + static_cast<int>(rank) * (BN / 2), p.n - 1) : n0;
+    const uint32_t b_off = L::kABytes + rank * (BN / 2) * kBK;
+    const uint32_t dst = base + stage * L::kOperandBytes;
+    sm90::mbar_arrive_expect_tx(full(stage),
+                                L::kOperandBytes + (column_in_stages ? L::kColumnScaleBytes : 0));
+    sm90::tma_load_2d(dst, &tma_a, kt * kBK, m0, full(stage));
+    if (cluster > 1) {
+      sm90::tma_load_2d_multicast(dst + b_off, &tma_b, kt * kBK, b_row, full(stage), 0x3);
+    } else {
+      sm90::tma_load_2d(dst + L::kABytes, &tma_b, kt * kBK, n0, full(stage));
+    }
+    if (column_in_stages) {
+      sm90::bulk_load(column_scales(stage),
+                      p.b_col_scales + static_cast<int64_t>(kt / p.kbt) * p.n_pad + n0,
+                      L::kColumnScaleBytes, full(stage));
+    }
+  };
+  if (!kBlocked && tid < 128) {
     // ---- producer warpgroup ----
     sm90::setmaxnreg_dec<kProducerRegs>();
     // One thread issues the TMA loads; the rest of the warpgroup waits at the end.
@@ -287,32 +323,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     int stage = 0;
     uint32_t phase = 0;
     for (int u = first_unit; u < num_units; u += unit_step) {
-      int tm, tn;
-      unit_coords(u, tm, tn);
-      const int m0 = min(tm, p.tiles_m - 1) * kBM;
-      const int n0 = tn * BN;
-      // This CTA's half of B in a cluster (rows past N clamped: their columns are never stored).
-      const int b_row = cluster > 1 ? min(n0 + static_cast<int>(rank) * (BN / 2), p.n - 1) : n0;
-      const uint32_t b_off = L::kABytes + rank * (BN / 2) * kBK;
       for (int kt = 0; kt < p.ktiles; ++kt) {
-        sm90::mbar_wait(empty(stage), phase ^ 1u);
-        const uint32_t dst = base + stage * L::kOperandBytes;
-        sm90::mbar_arrive_expect_tx(
-            full(stage), L::kOperandBytes + (column_in_stages ? L::kColumnScaleBytes : 0));
-        sm90::tma_load_2d(dst, &tma_a, kt * kBK, m0, full(stage));
-        if (cluster > 1) {
-          sm90::tma_load_2d_multicast(dst + b_off, &tma_b, kt * kBK, b_row, full(stage), 0x3);
-        } else {
-          sm90::tma_load_2d(dst + L::kABytes, &tma_b, kt * kBK, n0, full(stage));
-        }
-        if (column_in_stages) {
-          sm90::bulk_load(column_scales(stage),
-                          p.b_col_scales + static_cast<int64_t>(kt / p.kbt) * p.n_pad + n0,
-                          L::kColumnScaleBytes, full(stage));
-        }
+        sm90::mbar_wait(empty(stage), phase ^ 1);
+        fill(stage, u, kt);
         if (++stage == p.stages) {
           stage = 0;
-          phase ^= 1u;
+          phase ^= 1;
         }
       }
     }
@@ -321,8 +337,34 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   // ---- consumer warpgroups ----
-  sm90::setmaxnreg_inc<kConsumerRegs>();
-  const int ctid = tid - 128;
+  if constexpr (!kBlocked) sm90::setmaxnreg_inc<kConsumerRegs>();
+  const int ctid = kBlocked ? tid : tid - 128;
+  // Block mode's loads, issued by consumer thread 0 (kBlockThreads): `issued` of this CTA's
+  // loads so far, the next one's unit, K tile and ring slot.
+  int64_t issued = 0;
+  int load_u = first_unit, load_kt = 0, load_stage = 0;
+  uint32_t load_phase = 0;
+  // Issues the loads before `need` (waiting for their stages to be free), then more up to
+  // `ahead` while their stages are already free. A load's stage is freed by the wgmmas of the
+  // load a ring before it, which every consumer has released before it needs this one: the
+  // unreleased stages are at most the last three a consumer issued (the overlapped fold).
+  const auto produce = [&](int64_t need, int64_t ahead) {
+    while (issued < ahead && load_u < num_units) {
+      if (issued >= need && !sm90::mbar_test(empty(load_stage), load_phase ^ 1)) return;
+      sm90::mbar_wait(empty(load_stage), load_phase ^ 1);
+      fill(load_stage, load_u, load_kt);
+      ++issued;
+      if (++load_kt == p.ktiles) {
+        load_kt = 0;
+        load_u += unit_step;
+      }
+      if (++load_stage == p.stages) {
+        load_stage = 0;
+        load_phase ^= 1;
+      }
+    }
+  };
+  int64_t consumed = 0;                // block mode: the stages this thread has issued wgmmas on
   const int cwg = ctid / 128;          // rows 64·cwg of the tile; ping-pong: every other tile
   const int warp = (ctid % 128) / 32;  // rows 16·warp of the warpgroup's 64
   const int lane = tid % 32;
@@ -330,7 +372,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int t = lane % 4;
   // The m64 row halves a warpgroup computes: both of a ping-pong tile's, else its own.
   constexpr int kHalves = kPingpong ? 2 : 1;
-  int acc[kHalves][L::kAccs];
+  // Block mode keeps two INT32 partials, so that a K block's fold can run while the next block's
+  // wgmmas fill the other (Params::overlap_fold); the other modes one per half.
+  constexpr int kParts = kBlocked ? 2 : kHalves;
+  int acc[kParts][L::kAccs];
   float accf[kBlocked ? L::kAccs : 1];  // block mode's FP32 sums
   int stage = 0;
   uint32_t phase = 0;
@@ -343,14 +388,22 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // Waits for the stage's operands and issues its K block's wgmmas into acc as one group, the
   // first of them overwriting acc where `restart` (each K block in block mode; the tile's first
-  // in the others, which accumulate all of K). Returns the stage it used and moves to the next.
-  const auto issue = [&](bool restart) {
+  // in the others, which accumulate all of K). `part` (a std::integral_constant) is the first of
+  // the kHalves accumulator arrays it fills: block mode's partial of this K block, else 0.
+  // Returns the stage it used and moves to the next.
+  const auto issue = [&](bool restart, auto part) {
+    constexpr int kFirst = decltype(part)::value;
+    if constexpr (kBlocked) {
+      if (ctid == 0) produce(consumed + 1, consumed + p.stages);
+      __syncwarp();
+      ++consumed;
+    }
     sm90::mbar_wait(full(stage), phase);
     const uint32_t a_tile = base + stage * L::kOperandBytes + (kPingpong ? 0 : cwg * 64 * kBK);
     const uint32_t b_tile = base + stage * L::kOperandBytes + L::kABytes;
     const uint64_t a_desc = sm90::make_smem_desc(a_tile), b_desc = sm90::make_smem_desc(b_tile);
 #pragma unroll
-    for (int h = 0; h < kHalves; ++h)
+    for (int h = kFirst; h < kFirst + kHalves; ++h)
       sm90::fence_registers(acc[h]);
     sm90::wgmma_fence();
 #pragma unroll
@@ -361,10 +414,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if LPBENCH_WGMMA_FULL_DESC
         (void)a_desc;
         (void)b_desc;
-        wgmma_tile<BN>(acc[h], sm90::make_smem_desc(a_tile + h * 64 * kBK + 32 * ks),
+        wgmma_tile<BN>(acc[kFirst + h], sm90::make_smem_desc(a_tile + h * 64 * kBK + 32 * ks),
                        sm90::make_smem_desc(b_tile + 32 * ks), accumulate);
 #else
-        wgmma_tile<BN>(acc[h], sm90::advance_smem_desc(a_desc, h * 64 * kBK + 32 * ks),
+        wgmma_tile<BN>(acc[kFirst + h], sm90::advance_smem_desc(a_desc, h * 64 * kBK + 32 * ks),
                        sm90::advance_smem_desc(b_desc, 32 * ks), accumulate);
 #endif
       }
@@ -387,7 +440,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // FMUL, FADD. Accumulator j·4 + r holds row g (+8 for r ≥ 2), column 8·j + 2·t + r % 2.
   // Where each column has its own B scale (kColumnB), the shared address `columns` holds them (a
   // stage's slot or a buffer): column 8·j + 2·t + e's at 4·(8·j + 2·t + e) bytes into it.
-  const auto fold = [&](const Scales& sc, uint32_t columns) {
+  // `part` (a std::integral_constant) names the partial: acc[0] or acc[1].
+  const auto fold = [&](const Scales& sc, uint32_t columns, auto part) {
+    constexpr int kPart = decltype(part)::value;
     const float sc0 = __fmul_rn(sc.sa0, sc.sb);
     const float sc1 = __fmul_rn(sc.sa1, sc.sb);
     for (int rep = 0; rep < LPBENCH_WGMMA_FOLD_REPEAT; ++rep) {
@@ -403,7 +458,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
-          const float x = __int2float_rn(acc[0][4 * j + r] + rep);
+          const float x = __int2float_rn(acc[kPart][4 * j + r] + rep);
 #if LPBENCH_WGMMA_FOLD_FFMA
           accf[4 * j + r] = __fmaf_rn(x, f[r], accf[4 * j + r]);
 #else
@@ -505,38 +560,111 @@ __global__ void __launch_bounds__(kThreads, 1)
       // in the stages ran the wgrad products 20–30 % slower than one B scale a tile, in buffers
       // 4–15 %: §29.) A K block of 256 or more folds once per 2–8 stages, so the fold's cost
       // falls by that factor (§27).
-      Scales cur = load_scales(0);
-      float column_cur = load_column(0);
-      for (int kb = 0; kb < p.kext; ++kb) {
-        const Scales next = load_scales(min(kb + 1, p.kext - 1));
-        const float column_next = load_column(min(kb + 1, p.kext - 1));
-        int used = issue(true);
+      using Part0 = std::integral_constant<int, 0>;
+      using Part1 = std::integral_constant<int, 1>;
+      const auto store_column = [&](float value) {
+        reinterpret_cast<float*>(smem_raw + (column_buffer(folded & 1) - raw))[ctid] = value;
+      };
+      if (!p.overlap_fold) {
+        Scales cur = load_scales(0);
+        float column_cur = load_column(0);
+        for (int kb = 0; kb < p.kext; ++kb) {
+          const Scales next = load_scales(min(kb + 1, p.kext - 1));
+          const float column_next = load_column(min(kb + 1, p.kext - 1));
+          int used = issue(true, Part0{});
 #pragma unroll 1
-        for (int kt = kb * p.kbt + 1; kt < min((kb + 1) * p.kbt, p.ktiles); ++kt) {
-          const int now = issue(false);
-          sm90::wgmma_wait<1>();
+          for (int kt = kb * p.kbt + 1; kt < min((kb + 1) * p.kbt, p.ktiles); ++kt) {
+            const int now = issue(false, Part0{});
+            sm90::wgmma_wait<1>();
+            sm90::fence_registers(acc[0]);
+            release(used);
+            used = now;
+          }
+          // Under the block's MMAs (a tile's first block waits here for its load). The buffer was
+          // last read by the fold two blocks back, which every consumer finished before the
+          // barrier of the block before.
+          if (column_loader) store_column(column_cur);
+          sm90::wgmma_wait<0>();
           sm90::fence_registers(acc[0]);
-          release(used);
-          used = now;
-        }
-        // Under the block's MMAs (a tile's first block waits here for its load). The buffer was
-        // last read by the fold two blocks back, which every consumer finished before the
-        // barrier of the block before.
-        if (column_loader) {
-          reinterpret_cast<float*>(smem_raw + (column_buffer(folded & 1) - raw))[ctid] = column_cur;
-        }
-        sm90::wgmma_wait<0>();
-        sm90::fence_registers(acc[0]);
-        __syncwarp();
-        if (!column_in_stages) release(used);
-        if (kColumnB && !column_in_stages) consumer_barrier<256>(2);
-        fold(cur, column_in_stages ? column_scales(used) : column_buffer(folded & 1));
-        if (column_in_stages) {
           __syncwarp();
-          release(used);
+          if (!column_in_stages) release(used);
+          if (kColumnB && !column_in_stages) consumer_barrier<256>(2);
+          fold(cur, column_in_stages ? column_scales(used) : column_buffer(folded & 1), Part0{});
+          if (column_in_stages) {
+            __syncwarp();
+            release(used);
+          }
+          cur = next;
+          column_cur = column_next;
+          ++folded;
         }
-        cur = next;
-        column_cur = column_next;
+      } else {
+        // The fold off the critical path (K blocks of 256 or more, §30): block kb fills partial
+        // kb % 2, and block kb - 1's fold runs once block kb's first two stages are issued, so the
+        // tensor cores work through it. The wait for those stages' predecessors (wgmma groups
+        // complete in order) is the wait for block kb - 1; its last stage is held until then.
+        int held = -1;
+        const auto block = [&](auto part, int kb) {
+          constexpr int kPart = decltype(part)::value;
+          using Other = std::integral_constant<int, 1 - kPart>;
+          // Block kb - 1's scales and block kb's column scales, loaded now: the issue and the
+          // wait below cover their latency, and nothing is held from one block to the next.
+          const Scales prev = load_scales(max(kb - 1, 0));
+          const float column = load_column(kb);
+          const int first = kb * p.kbt;
+          const int end = min(first + p.kbt, p.ktiles);
+          const bool two = end - first >= 2;  // all but a short last block
+          const int s0 = issue(true, part);
+          int used = two ? issue(false, part) : s0;
+          if (kb > 0) {
+            if (two) {
+              sm90::wgmma_wait<2>();
+            } else {
+              sm90::wgmma_wait<1>();
+            }
+            sm90::fence_registers(acc[1 - kPart]);
+            release(held);
+            if constexpr (kColumnB) consumer_barrier<256>(2);
+            fold(prev, column_buffer(folded & 1), Other{});
+            ++folded;
+          }
+          if (two) {
+            sm90::wgmma_wait<1>();
+            sm90::fence_registers(acc[kPart]);
+            release(s0);
+          }
+#pragma unroll 1
+          for (int kt = first + 2; kt < end; ++kt) {
+            const int now = issue(false, part);
+            sm90::wgmma_wait<1>();
+            sm90::fence_registers(acc[kPart]);
+            release(used);
+            used = now;
+          }
+          // This block's column scales, into the buffer its fold will read: the fold before
+          // that buffer's last (block kb - 2's) is behind every consumer, past the barrier of
+          // block kb - 1's fold above (or of the last tile's last fold).
+          if (column_loader) store_column(column);
+          held = used;
+        };
+#pragma unroll 1
+        for (int kb = 0; kb < p.kext; kb += 2) {
+          block(Part0{}, kb);
+          if (kb + 1 < p.kext) block(Part1{}, kb + 1);
+        }
+        // The tile's last block: nothing left to overlap its fold with.
+        sm90::wgmma_wait<0>();
+        __syncwarp();
+        release(held);
+        if constexpr (kColumnB) consumer_barrier<256>(2);
+        const Scales last = load_scales(p.kext - 1);
+        if ((p.kext - 1) & 1) {
+          sm90::fence_registers(acc[1]);
+          fold(last, column_buffer(folded & 1), Part1{});
+        } else {
+          sm90::fence_registers(acc[0]);
+          fold(last, column_buffer(folded & 1), Part0{});
+        }
         ++folded;
       }
     } else {
@@ -552,7 +680,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // their stage.
       int prev_stage = -1;
       for (int kt = 0; kt < p.ktiles; ++kt) {
-        const int used = issue(kt == 0);
+        const int used = issue(kt == 0, std::integral_constant<int, 0>{});
         sm90::wgmma_wait<1>();
 #pragma unroll
         for (int h = 0; h < kHalves; ++h)
@@ -770,6 +898,20 @@ bool column_scales_in_stages(int kbt) {
   return kbt == 1;
 }
 
+// Whether block mode's folds overlap the next K block's MMAs (Params::overlap_fold): for K blocks
+// of 256 or more, where a block has a second stage to issue before the fold; not with the column
+// scales in the stages, whose fold reads the block's last stage; and on rings of 3 stages or
+// more, since the fold holds the last block's final stage while two more are issued (a ring of
+// 2 would wait on itself). LPBENCH_WGMMA_FOLD=serial forces the fold after each block's MMAs
+// (measurement only; docs/perf-log.md §30).
+bool overlap_folds(int kbt, bool column_in_stages, int stages) {
+  static const bool serial = [] {
+    const char* v = std::getenv("LPBENCH_WGMMA_FOLD");
+    return v != nullptr && std::string(v) == "serial";
+  }();
+  return !serial && kbt >= 2 && !column_in_stages && stages >= 3;
+}
+
 bool aligned(const void* p, size_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
@@ -824,7 +966,8 @@ void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int s
                                           static_cast<int>(smem)));
   if (p.cluster_m == 1) {
     const int tiles = p.tiles_m * p.tiles_n;
-    kernel<<<static_cast<unsigned>(std::min(tiles, sms)), kThreads, smem, stream>>>(ma, mb, p);
+    kernel<<<static_cast<unsigned>(std::min(tiles, sms)), kCtaThreads<kBlocked>, smem, stream>>>(
+        ma, mb, p);
     LPBENCH_CUDA_CHECK_LAUNCH();
     return;
   }
@@ -836,7 +979,7 @@ void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int s
   attr.val.clusterDim.y = 1;
   attr.val.clusterDim.z = 1;
   cudaLaunchConfig_t config{};
-  config.blockDim = dim3(kThreads);
+  config.blockDim = dim3(kCtaThreads<kBlocked>);
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = &attr;
@@ -924,6 +1067,7 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
       // blocks are multiples of 128 rows, one B scale serves a tile and K block.
       const bool column_b = p.b_block_rows % kBK != 0;
       if (!column_b) {
+        p.overlap_fold = overlap_folds(p.kbt, false, p.stages);
         if (problem.out == DType::bf16) {
           launch<128, true, __nv_bfloat16>(p, ma, mb, d.sms, stream);
         } else if (accumulate) {
@@ -952,6 +1096,7 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
       } free_on_exit{kmajor, stream};
       p.b_col_scales = kmajor;
       p.column_in_stages = column_scales_in_stages(p.kbt);
+      p.overlap_fold = overlap_folds(p.kbt, p.column_in_stages, p.stages);
       if (problem.out == DType::bf16) {
         launch<128, true, __nv_bfloat16, true>(p, ma, mb, d.sms, stream);
       } else if (accumulate) {

@@ -289,13 +289,20 @@ __global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
   };
   // Fills ring stage `stage` with K tile kt of unit u: A's and B's tiles (and, with the column
   // scales in the stages, the K block's 128 of them), counted on the stage's full barrier.
-  const auto fill = [&](int stage, int u, int kt) {
+  // Where unit u's tiles come from: A's first row, B's first row (this CTA's half of B's tile in
+  // a cluster: rows past N clamped, their columns never stored) and n0 for the column scales.
+  struct UnitLoad {
+    int m0, n0, b_row;
+  };
+  const auto unit_load = [&](int u) {
     int tm, tn;
     unit_coords(u, tm, tn);
-    const int m0 = min(tm, p.tiles_m - 1) * kBM;
     const int n0 = tn * BN;
-    // This CTA's half of B in a cluster (rows past N clamped: their columns are never stored).
-    const int b_row = cluster > 1 ? min(n0 + static_cast<int>(rank) * (BN / 2), p.n - 1) : n0;
+    return UnitLoad{min(tm, p.tiles_m - 1) * kBM, n0,
+                    cluster > 1 ? min(n0 + static_cast<int>(rank) * (BN / 2), p.n - 1) : n0};
+  };
+  const auto fill = [&](int stage, const UnitLoad& ul, int kt) {
+    const int m0 = ul.m0, n0 = ul.n0, b_row = ul.b_row;
     const uint32_t b_off = L::kABytes + rank * (BN / 2) * kBK;
     const uint32_t dst = base + stage * L::kOperandBytes;
     sm90::mbar_arrive_expect_tx(full(stage),
@@ -323,9 +330,10 @@ __global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
     int stage = 0;
     uint32_t phase = 0;
     for (int u = first_unit; u < num_units; u += unit_step) {
+      const UnitLoad ul = unit_load(u);
       for (int kt = 0; kt < p.ktiles; ++kt) {
         sm90::mbar_wait(empty(stage), phase ^ 1);
-        fill(stage, u, kt);
+        fill(stage, ul, kt);
         if (++stage == p.stages) {
           stage = 0;
           phase ^= 1;
@@ -340,23 +348,26 @@ __global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
   if constexpr (!kBlocked) sm90::setmaxnreg_inc<kConsumerRegs>();
   const int ctid = kBlocked ? tid : tid - 128;
   // Block mode's loads, issued by consumer thread 0 (kBlockThreads): `issued` of this CTA's
-  // loads so far, the next one's unit, K tile and ring slot.
-  int64_t issued = 0;
+  // loads so far, the next one's unit (and where its tiles come from), K tile and ring slot.
+  int issued = 0;
   int load_u = first_unit, load_kt = 0, load_stage = 0;
   uint32_t load_phase = 0;
+  UnitLoad load_at{};
+  if (kBlocked && ctid == 0 && load_u < num_units) load_at = unit_load(load_u);
   // Issues the loads before `need` (waiting for their stages to be free), then more up to
   // `ahead` while their stages are already free. A load's stage is freed by the wgmmas of the
   // load a ring before it, which every consumer has released before it needs this one: the
   // unreleased stages are at most the last three a consumer issued (the overlapped fold).
-  const auto produce = [&](int64_t need, int64_t ahead) {
+  const auto produce = [&](int need, int ahead) {
     while (issued < ahead && load_u < num_units) {
       if (issued >= need && !sm90::mbar_test(empty(load_stage), load_phase ^ 1)) return;
       sm90::mbar_wait(empty(load_stage), load_phase ^ 1);
-      fill(load_stage, load_u, load_kt);
+      fill(load_stage, load_at, load_kt);
       ++issued;
       if (++load_kt == p.ktiles) {
         load_kt = 0;
         load_u += unit_step;
+        if (load_u < num_units) load_at = unit_load(load_u);
       }
       if (++load_stage == p.stages) {
         load_stage = 0;
@@ -364,7 +375,7 @@ __global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
       }
     }
   };
-  int64_t consumed = 0;                // block mode: the stages this thread has issued wgmmas on
+  int consumed = 0;                // block mode: the stages this thread has issued wgmmas on
   const int cwg = ctid / 128;          // rows 64·cwg of the tile; ping-pong: every other tile
   const int warp = (ctid % 128) / 32;  // rows 16·warp of the warpgroup's 64
   const int lane = tid % 32;
@@ -393,10 +404,11 @@ __global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
   // Returns the stage it used and moves to the next.
   const auto issue = [&](bool restart, auto part) {
     constexpr int kFirst = decltype(part)::value;
+    // Block mode: this stage's load is issued before it is waited for (only the first, or one
+    // whose stage was not yet free when it was last tried, is not by now).
     if constexpr (kBlocked) {
-      if (ctid == 0) produce(consumed + 1, consumed + p.stages);
+      if (ctid == 0 && issued <= consumed) produce(consumed + 1, consumed + 1);
       __syncwarp();
-      ++consumed;
     }
     sm90::mbar_wait(full(stage), phase);
     const uint32_t a_tile = base + stage * L::kOperandBytes + (kPingpong ? 0 : cwg * 64 * kBK);
@@ -423,6 +435,13 @@ __global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
       }
     }
     sm90::wgmma_commit();
+    // Block mode: the loads ahead, issued while this stage's MMAs run (before them, their
+    // instructions held up the warpgroup's wgmmas and halved the kernel's speed: §30).
+    if constexpr (kBlocked) {
+      ++consumed;
+      if (ctid == 0) produce(consumed + 1, consumed + p.stages);
+      __syncwarp();
+    }
     const int used = stage;
     if (++stage == p.stages) {
       stage = 0;

@@ -71,12 +71,14 @@ namespace {
 constexpr int kBM = 128;
 constexpr int kBK = 128;
 constexpr int kThreads = 384;
-// Block mode's CTA: the two consumer warpgroups alone, consumer thread 0 issuing the TMA loads
-// between its wgmmas. With the overlapped fold its consumers hold two INT32 partials and the
-// FP32 sums (192 registers of accumulators); under 384 threads' 168-register entry ptxas spilled
-// 1.6–3.2 KiB of them (setmaxnreg's 232 did not change its allocation; nor did 288 threads, nor
-// 24/240), while under 256 threads it allocates 232 and spills nothing (docs/perf-log.md §30).
-constexpr int kBlockThreads = 256;
+// Block mode's CTA: the two consumer warpgroups (threads 0–255), then one producer warp, each
+// thread with kBlockRegs registers and no setmaxnreg. Its consumers hold two INT32 partials and
+// the FP32 sums (192 registers of accumulators: the overlapped fold). Under 384 threads'
+// 168-register entry ptxas spilled 1.6–3.2 KiB of them although setmaxnreg gave the consumers 232
+// (24/240 and __launch_bounds__(288) the same); __maxnreg__(224) on 288 threads (9 warps · 32 ·
+// 224 ≤ 65536) spills 12–48 bytes (docs/perf-log.md §30).
+constexpr int kBlockThreads = 288;
+constexpr int kBlockRegs = 224;
 template <bool kBlocked>
 constexpr int kCtaThreads = kBlocked ? kBlockThreads : kThreads;
 constexpr int kConsumerWarps = 8;
@@ -91,6 +93,8 @@ struct Params {
   int ktiles, tiles_m, tiles_n, stages;
   int cluster_m;  // 1, or 2: CTA pairs on vertically adjacent tiles, each loading half of the
                   // shared B tile and multicasting it to both
+  int tiles_m_c;  // tile rows in units of cluster_m, ceil(tiles_m / cluster_m)
+  int num_units;  // tiles_m_c · tiles_n: what the persistent CTAs (or pairs) take in turn
   const float* a_scales;
   int a_block_rows;  // 0: one scale for all rows
   const float* b_scales;
@@ -229,10 +233,10 @@ __device__ __forceinline__ void consumer_arrive(int id) {
 // MMAs; without it the two split each tile's rows and store together while the tensor cores wait.
 // kAccumulate (float OutT): C += the product (ScaledGemmArgs::accumulate); its own instantiation,
 // since a second copy of the interior epilogue in every FP32 kernel made ptxas spill.
+// The kernels below are this body under two register budgets.
 template <int BN, bool kBlocked, typename OutT, bool kColumnB, bool kPingpong, bool kAccumulate>
-__global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
-    wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a,
-                      const __grid_constant__ CUtensorMap tma_b, const Params p) {
+__device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap& tma_a, const CUtensorMap& tma_b,
+                                                const Params& p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = Layout<BN, kColumnB>;
   constexpr bool kRaw = std::is_same_v<OutT, int32_t>;
@@ -279,64 +283,54 @@ __global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
   // Tiles go to clusters: unit u covers tile rows cluster·um .. + cluster - 1 of tile column un,
   // this CTA taking row cluster·um + rank. A row past the last (odd tiles_m) still loads (its A
   // rows clamped) and computes, so that its peer gets its half of B; its stores are all skipped.
-  const int tiles_m_c = (p.tiles_m + cluster - 1) / cluster;
-  const int num_units = tiles_m_c * p.tiles_n;
+  // (tiles_m_c and num_units come from the launcher: in the parameters they take no register.)
+  const int tiles_m_c = p.tiles_m_c;
+  const int num_units = p.num_units;
   const int first_unit = static_cast<int>(blockIdx.x) / cluster;
   const int unit_step = static_cast<int>(gridDim.x) / cluster;
   const auto unit_coords = [&](int u, int& tm, int& tn) {
     tile_coords(u, tiles_m_c, p.tiles_n, tm, tn);
     tm = tm * cluster + static_cast<int>(rank);
   };
-  // Fills ring stage `stage` with K tile kt of unit u: A's and B's tiles (and, with the column
-  // scales in the stages, the K block's 128 of them), counted on the stage's full barrier.
-  // Where unit u's tiles come from: A's first row, B's first row (this CTA's half of B's tile in
-  // a cluster: rows past N clamped, their columns never stored) and n0 for the column scales.
-  struct UnitLoad {
-    int m0, n0, b_row;
-  };
-  const auto unit_load = [&](int u) {
-    int tm, tn;
-    unit_coords(u, tm, tn);
-    const int n0 = tn * BN;
-    return UnitLoad{min(tm, p.tiles_m - 1) * kBM, n0,
-                    cluster > 1 ? min(n0 + static_cast<int>(rank) * (BN / 2), p.n - 1) : n0};
-  };
-  const auto fill = [&](int stage, const UnitLoad& ul, int kt) {
-    const int m0 = ul.m0, n0 = ul.n0, b_row = ul.b_row;
-    const uint32_t b_off = L::kABytes + rank * (BN / 2) * kBK;
-    const uint32_t dst = base + stage * L::kOperandBytes;
-    sm90::mbar_arrive_expect_tx(full(stage),
-                                L::kOperandBytes + (column_in_stages ? L::kColumnScaleBytes : 0));
-    sm90::tma_load_2d(dst, &tma_a, kt * kBK, m0, full(stage));
-    if (cluster > 1) {
-      sm90::tma_load_2d_multicast(dst + b_off, &tma_b, kt * kBK, b_row, full(stage), 0x3);
-    } else {
-      sm90::tma_load_2d(dst + L::kABytes, &tma_b, kt * kBK, n0, full(stage));
-    }
-    if (column_in_stages) {
-      sm90::bulk_load(column_scales(stage),
-                      p.b_col_scales + static_cast<int64_t>(kt / p.kbt) * p.n_pad + n0,
-                      L::kColumnScaleBytes, full(stage));
-    }
-  };
-  if (!kBlocked && tid < 128) {
+  // The producer: warpgroup 0, or block mode's last warp.
+  const int producer_first = kBlocked ? 256 : 0;
+  if (kBlocked ? tid >= 256 : tid < 128) {
     // ---- producer warpgroup ----
-    sm90::setmaxnreg_dec<kProducerRegs>();
+    if constexpr (!kBlocked) sm90::setmaxnreg_dec<kProducerRegs>();
     // One thread issues the TMA loads; the rest of the warpgroup waits at the end.
-    if (tid != 0) {
+    if (tid != producer_first) {
       finish();
       return;
     }
     int stage = 0;
     uint32_t phase = 0;
     for (int u = first_unit; u < num_units; u += unit_step) {
-      const UnitLoad ul = unit_load(u);
+      int tm, tn;
+      unit_coords(u, tm, tn);
+      const int m0 = min(tm, p.tiles_m - 1) * kBM;
+      const int n0 = tn * BN;
+      // This CTA's half of B in a cluster (rows past N clamped: their columns are never stored).
+      const int b_row = cluster > 1 ? min(n0 + static_cast<int>(rank) * (BN / 2), p.n - 1) : n0;
+      const uint32_t b_off = L::kABytes + rank * (BN / 2) * kBK;
       for (int kt = 0; kt < p.ktiles; ++kt) {
-        sm90::mbar_wait(empty(stage), phase ^ 1);
-        fill(stage, ul, kt);
+        sm90::mbar_wait(empty(stage), phase ^ 1u);
+        const uint32_t dst = base + stage * L::kOperandBytes;
+        sm90::mbar_arrive_expect_tx(
+            full(stage), L::kOperandBytes + (column_in_stages ? L::kColumnScaleBytes : 0));
+        sm90::tma_load_2d(dst, &tma_a, kt * kBK, m0, full(stage));
+        if (cluster > 1) {
+          sm90::tma_load_2d_multicast(dst + b_off, &tma_b, kt * kBK, b_row, full(stage), 0x3);
+        } else {
+          sm90::tma_load_2d(dst + L::kABytes, &tma_b, kt * kBK, n0, full(stage));
+        }
+        if (column_in_stages) {
+          sm90::bulk_load(column_scales(stage),
+                          p.b_col_scales + static_cast<int64_t>(kt / p.kbt) * p.n_pad + n0,
+                          L::kColumnScaleBytes, full(stage));
+        }
         if (++stage == p.stages) {
           stage = 0;
-          phase ^= 1;
+          phase ^= 1u;
         }
       }
     }
@@ -347,35 +341,6 @@ __global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
   // ---- consumer warpgroups ----
   if constexpr (!kBlocked) sm90::setmaxnreg_inc<kConsumerRegs>();
   const int ctid = kBlocked ? tid : tid - 128;
-  // Block mode's loads, issued by consumer thread 0 (kBlockThreads): `issued` of this CTA's
-  // loads so far, the next one's unit (and where its tiles come from), K tile and ring slot.
-  int issued = 0;
-  int load_u = first_unit, load_kt = 0, load_stage = 0;
-  uint32_t load_phase = 0;
-  UnitLoad load_at{};
-  if (kBlocked && ctid == 0 && load_u < num_units) load_at = unit_load(load_u);
-  // Issues the loads before `need` (waiting for their stages to be free), then more up to
-  // `ahead` while their stages are already free. A load's stage is freed by the wgmmas of the
-  // load a ring before it, which every consumer has released before it needs this one: the
-  // unreleased stages are at most the last three a consumer issued (the overlapped fold).
-  const auto produce = [&](int need, int ahead) {
-    while (issued < ahead && load_u < num_units) {
-      if (issued >= need && !sm90::mbar_test(empty(load_stage), load_phase ^ 1)) return;
-      sm90::mbar_wait(empty(load_stage), load_phase ^ 1);
-      fill(load_stage, load_at, load_kt);
-      ++issued;
-      if (++load_kt == p.ktiles) {
-        load_kt = 0;
-        load_u += unit_step;
-        if (load_u < num_units) load_at = unit_load(load_u);
-      }
-      if (++load_stage == p.stages) {
-        load_stage = 0;
-        load_phase ^= 1;
-      }
-    }
-  };
-  int consumed = 0;                // block mode: the stages this thread has issued wgmmas on
   const int cwg = ctid / 128;          // rows 64·cwg of the tile; ping-pong: every other tile
   const int warp = (ctid % 128) / 32;  // rows 16·warp of the warpgroup's 64
   const int lane = tid % 32;
@@ -404,12 +369,6 @@ __global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
   // Returns the stage it used and moves to the next.
   const auto issue = [&](bool restart, auto part) {
     constexpr int kFirst = decltype(part)::value;
-    // Block mode: this stage's load is issued before it is waited for (only the first, or one
-    // whose stage was not yet free when it was last tried, is not by now).
-    if constexpr (kBlocked) {
-      if (ctid == 0 && issued <= consumed) produce(consumed + 1, consumed + 1);
-      __syncwarp();
-    }
     sm90::mbar_wait(full(stage), phase);
     const uint32_t a_tile = base + stage * L::kOperandBytes + (kPingpong ? 0 : cwg * 64 * kBK);
     const uint32_t b_tile = base + stage * L::kOperandBytes + L::kABytes;
@@ -435,13 +394,6 @@ __global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
       }
     }
     sm90::wgmma_commit();
-    // Block mode: the loads ahead, issued while this stage's MMAs run (before them, their
-    // instructions held up the warpgroup's wgmmas and halved the kernel's speed: §30).
-    if constexpr (kBlocked) {
-      ++consumed;
-      if (ctid == 0) produce(consumed + 1, consumed + p.stages);
-      __syncwarp();
-    }
     const int used = stage;
     if (++stage == p.stages) {
       stage = 0;
@@ -550,24 +502,25 @@ __global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
       for (int i = 0; i < L::kAccs; ++i)
         accf[i] = -0.0f;  // the identity of IEEE addition: the first block's term is kept as is
       const int r0 = m0 + cwg * 64 + warp * 16 + g;
-      const float* sa_row0 =
-          p.a_scales + static_cast<int64_t>(scale_row(min(r0, p.m - 1), p.a_block_rows)) * p.kext;
-      const float* sa_row1 =
-          p.a_scales +
-          static_cast<int64_t>(scale_row(min(r0 + 8, p.m - 1), p.a_block_rows)) * p.kext;
-      const float* sb_tile =
-          p.b_scales + static_cast<int64_t>(scale_row(n0, p.b_block_rows)) * p.kext;
+      // The scales' addresses are made afresh at each load (a few integer operations a K block)
+      // rather than held: in the 224-register budget of the overlapped fold, holding them as
+      // pointers spilled.
       const auto load_scales = [&](int kt) {
-        return Scales{__ldg(sa_row0 + kt), __ldg(sa_row1 + kt),
-                      kColumnB ? 1.0f : __ldg(sb_tile + kt)};
+        const auto at = [&](const float* scales, int row, int block_rows) {
+          return __ldg(scales + static_cast<int64_t>(scale_row(row, block_rows)) * p.kext + kt);
+        };
+        return Scales{at(p.a_scales, min(r0, p.m - 1), p.a_block_rows),
+                      at(p.a_scales, min(r0 + 8, p.m - 1), p.a_block_rows),
+                      kColumnB ? 1.0f : at(p.b_scales, n0, p.b_block_rows)};
       };
       // kColumnB in buffers: consumer thread c < BN keeps column n0 + c's scale of the next K
       // block in a register, loaded a block ahead, and stores it into that block's column buffer
       // under the block's MMAs; the consumers' barrier before the fold makes the buffer whole.
       const bool column_loader = kColumnB && !column_in_stages && ctid < BN;
-      const float* sb_column = column_loader ? p.b_col_scales + n0 + ctid : nullptr;
       const auto load_column = [&](int kb) {
-        return column_loader ? __ldg(sb_column + static_cast<int64_t>(kb) * p.n_pad) : 0.0f;
+        return column_loader
+                   ? __ldg(p.b_col_scales + static_cast<int64_t>(kb) * p.n_pad + n0 + ctid)
+                   : 0.0f;
       };
       // Each K block: its stages' wgmmas into one partial (one group in flight, each stage freed
       // once the next one's wgmmas are issued, as the unblocked loop does), the wait for the
@@ -626,10 +579,6 @@ __global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
         const auto block = [&](auto part, int kb) {
           constexpr int kPart = decltype(part)::value;
           using Other = std::integral_constant<int, 1 - kPart>;
-          // Block kb - 1's scales and block kb's column scales, loaded now: the issue and the
-          // wait below cover their latency, and nothing is held from one block to the next.
-          const Scales prev = load_scales(max(kb - 1, 0));
-          const float column = load_column(kb);
           const int first = kb * p.kbt;
           const int end = min(first + p.kbt, p.ktiles);
           const bool two = end - first >= 2;  // all but a short last block
@@ -643,10 +592,15 @@ __global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
             }
             sm90::fence_registers(acc[1 - kPart]);
             release(held);
+            // Block kb - 1's scales, loaded only now (held from the block's start they spilled):
+            // the two stages just issued keep the tensor cores busy through their latency.
+            const Scales prev = load_scales(kb - 1);
             if constexpr (kColumnB) consumer_barrier<256>(2);
             fold(prev, column_buffer(folded & 1), Other{});
             ++folded;
           }
+          // This block's column scales, stored below, after the rest of its stages are issued.
+          const float column = load_column(kb);
           if (two) {
             sm90::wgmma_wait<1>();
             sm90::fence_registers(acc[kPart]);
@@ -838,6 +792,24 @@ __global__ void __launch_bounds__(kBlocked ? kBlockThreads : kThreads, 1)
 #endif
 }
 
+// Tensor, row and raw modes: 384 threads, a producer warpgroup and two consumer warpgroups.
+template <int BN, bool kBlocked, typename OutT, bool kColumnB, bool kPingpong, bool kAccumulate>
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a,
+                      const __grid_constant__ CUtensorMap tma_b, const Params p) {
+  static_assert(!kBlocked, "block mode runs wgmma_block_kernel");
+  wgmma_gemm_body<BN, kBlocked, OutT, kColumnB, kPingpong, kAccumulate>(tma_a, tma_b, p);
+}
+
+// Block mode: kBlockThreads, 224 registers each (kBlockRegs).
+template <int BN, bool kBlocked, typename OutT, bool kColumnB, bool kPingpong, bool kAccumulate>
+__global__ void __maxnreg__(kBlockRegs)
+    wgmma_block_kernel(const __grid_constant__ CUtensorMap tma_a,
+                       const __grid_constant__ CUtensorMap tma_b, const Params p) {
+  static_assert(kBlocked && !kPingpong, "the block kernel runs block mode, cooperative");
+  wgmma_gemm_body<BN, kBlocked, OutT, kColumnB, kPingpong, kAccumulate>(tma_a, tma_b, p);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Host side
 // ---------------------------------------------------------------------------------------------
@@ -918,17 +890,15 @@ bool column_scales_in_stages(int kbt) {
 }
 
 // Whether block mode's folds overlap the next K block's MMAs (Params::overlap_fold): for K blocks
-// of 256 or more, where a block has a second stage to issue before the fold; not with the column
-// scales in the stages, whose fold reads the block's last stage; and on rings of 3 stages or
-// more, since the fold holds the last block's final stage while two more are issued (a ring of
-// 2 would wait on itself). LPBENCH_WGMMA_FOLD=serial forces the fold after each block's MMAs
-// (measurement only; docs/perf-log.md §30).
-bool overlap_folds(int kbt, bool column_in_stages, int stages) {
+// of 256 or more, where a block has a second stage to issue before the fold, and not with the
+// column scales in the stages, whose fold reads the block's last stage. LPBENCH_WGMMA_FOLD=serial
+// forces the fold after each block's MMAs (measurement only; docs/perf-log.md §30).
+bool overlap_folds(int kbt, bool column_in_stages) {
   static const bool serial = [] {
     const char* v = std::getenv("LPBENCH_WGMMA_FOLD");
     return v != nullptr && std::string(v) == "serial";
   }();
-  return !serial && kbt >= 2 && !column_in_stages && stages >= 3;
+  return !serial && kbt >= 2 && !column_in_stages;
 }
 
 bool aligned(const void* p, size_t bytes) {
@@ -980,7 +950,13 @@ template <int BN, bool kBlocked, typename OutT, bool kColumnB = false, bool kPin
 void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int sms,
             cudaStream_t stream) {
   const size_t smem = Layout<BN, kColumnB>::smem_bytes(p.stages);
-  auto kernel = wgmma_gemm_kernel<BN, kBlocked, OutT, kColumnB, kPingpong, kAccumulate>;
+  const auto kernel = [] {
+    if constexpr (kBlocked) {
+      return wgmma_block_kernel<BN, kBlocked, OutT, kColumnB, kPingpong, kAccumulate>;
+    } else {
+      return wgmma_gemm_kernel<BN, kBlocked, OutT, kColumnB, kPingpong, kAccumulate>;
+    }
+  }();
   LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smem)));
   if (p.cluster_m == 1) {
@@ -1050,6 +1026,8 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
   p.tiles_n = static_cast<int>(tiles_n);
   p.stages = config.stages;
   p.cluster_m = config.cluster_m;
+  p.tiles_m_c = (p.tiles_m + p.cluster_m - 1) / p.cluster_m;
+  p.num_units = p.tiles_m_c * p.tiles_n;
   const CUtensorMap ma = operand_map(a, problem.m, problem.k, kBM);
   // In a cluster each CTA loads its share of B's tile rows.
   const CUtensorMap mb = operand_map(b, problem.n, problem.k, config.tile_n / config.cluster_m);
@@ -1086,7 +1064,7 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
       // blocks are multiples of 128 rows, one B scale serves a tile and K block.
       const bool column_b = p.b_block_rows % kBK != 0;
       if (!column_b) {
-        p.overlap_fold = overlap_folds(p.kbt, false, p.stages);
+        p.overlap_fold = overlap_folds(p.kbt, false);
         if (problem.out == DType::bf16) {
           launch<128, true, __nv_bfloat16>(p, ma, mb, d.sms, stream);
         } else if (accumulate) {
@@ -1115,7 +1093,7 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
       } free_on_exit{kmajor, stream};
       p.b_col_scales = kmajor;
       p.column_in_stages = column_scales_in_stages(p.kbt);
-      p.overlap_fold = overlap_folds(p.kbt, p.column_in_stages, p.stages);
+      p.overlap_fold = overlap_folds(p.kbt, p.column_in_stages);
       if (problem.out == DType::bf16) {
         launch<128, true, __nv_bfloat16, true>(p, ma, mb, d.sms, stream);
       } else if (accumulate) {

@@ -70,18 +70,6 @@ __device__ __forceinline__ uint64_t global_ns() {
 // in phase 0, so waiting for parity 1 returns at once: producers start on parity 1. A wait of
 // more than 20 s (a wrong arrival count or phase: a deadlock) traps, so a broken pipeline ends
 // the launch with an error instead of hanging the process.
-// Whether the barrier's phase of this parity has completed, without waiting.
-__device__ __forceinline__ bool mbar_test(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   uint32_t done = 0;
   uint32_t spins = 0;

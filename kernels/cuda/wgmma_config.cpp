@@ -23,10 +23,6 @@ namespace {
 // tensorwise kernel on 128 × 128 tiles ran 5–20 % faster with 4 stages than with 7 (3: slower),
 // and block mode ran the same with 3, 4 or 6 (docs/perf-log.md §6b).
 constexpr int kMaxStages = 4;
-// Block mode's ring: its loads are issued by a consumer thread between its wgmmas, only into
-// stages already free, and the overlapped fold holds up to three stages, so it takes the deepest
-// ring that fits (docs/perf-log.md §30).
-constexpr int kBlockStages = 6;
 // K tiles (of 128) below which the ping-pong config is chosen: K = 11008 is 86 tiles, 12288 is 96.
 constexpr int64_t kPingpongMaxKTiles = 96;
 // Ping-pong's ring: 7 stages fit (wgmma_max_stages), but on the H200 the seventh ran the layer's
@@ -102,7 +98,7 @@ WgmmaConfig select_wgmma_config(const WgmmaProblem& problem, int sm_count) {
   const int64_t wide_tiles = tiles_m * ((problem.n + 255) / 256);
   c.tile_n = !blocked && wide_tiles >= sm_count ? 256 : 128;
   // More stages than K tiles only matter across tiles (the producer runs ahead); keep at least 2.
-  c.stages = std::min(wgmma_max_stages(c.tile_n), blocked ? kBlockStages : kMaxStages);
+  c.stages = std::min(wgmma_max_stages(c.tile_n), kMaxStages);
   if (ktiles < c.stages && tiles_m * ((problem.n + c.tile_n - 1) / c.tile_n) <= sm_count) {
     c.stages = std::max<int>(2, static_cast<int>(ktiles));
   }

@@ -71,16 +71,6 @@ namespace {
 constexpr int kBM = 128;
 constexpr int kBK = 128;
 constexpr int kThreads = 384;
-// Block mode's CTA: the two consumer warpgroups (threads 0–255), then one producer warp, each
-// thread with kBlockRegs registers and no setmaxnreg. Its consumers hold two INT32 partials and
-// the FP32 sums (192 registers of accumulators: the overlapped fold). Under 384 threads'
-// 168-register entry ptxas spilled 1.6–3.2 KiB of them although setmaxnreg gave the consumers 232
-// (24/240 and __launch_bounds__(288) the same); __maxnreg__(224) on 288 threads (9 warps · 32 ·
-// 224 ≤ 65536) spills 12–48 bytes (docs/perf-log.md §30).
-constexpr int kBlockThreads = 288;
-constexpr int kBlockRegs = 224;
-template <bool kBlocked>
-constexpr int kCtaThreads = kBlocked ? kBlockThreads : kThreads;
 constexpr int kConsumerWarps = 8;
 constexpr int kGroupM = 8;
 constexpr int kMaxKNoBlocks = 133143;   // K·128² < 2³¹ (kernels/reference/int8_gemm.h)
@@ -93,8 +83,6 @@ struct Params {
   int ktiles, tiles_m, tiles_n, stages;
   int cluster_m;  // 1, or 2: CTA pairs on vertically adjacent tiles, each loading half of the
                   // shared B tile and multicasting it to both
-  int tiles_m_c;  // tile rows in units of cluster_m, ceil(tiles_m / cluster_m)
-  int num_units;  // tiles_m_c · tiles_n: what the persistent CTAs (or pairs) take in turn
   const float* a_scales;
   int a_block_rows;  // 0: one scale for all rows
   const float* b_scales;
@@ -111,9 +99,6 @@ struct Params {
   // every stage with the operands and the fold reads the block's last stage, held until it is
   // done; false: consumer threads load them a block ahead into two shared buffers (§29).
   bool column_in_stages;
-  // Block mode, K blocks of 256 or more: each block's fold overlaps the next block's first
-  // stages, the two blocks in alternate partials (false: each fold waits for its block's MMAs).
-  bool overlap_fold;
   const float* bias;
   void* c;
   bool vec_c;  // paired stores: c aligned, N even
@@ -233,10 +218,10 @@ __device__ __forceinline__ void consumer_arrive(int id) {
 // MMAs; without it the two split each tile's rows and store together while the tensor cores wait.
 // kAccumulate (float OutT): C += the product (ScaledGemmArgs::accumulate); its own instantiation,
 // since a second copy of the interior epilogue in every FP32 kernel made ptxas spill.
-// The kernels below are this body under two register budgets.
 template <int BN, bool kBlocked, typename OutT, bool kColumnB, bool kPingpong, bool kAccumulate>
-__device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap& tma_a, const CUtensorMap& tma_b,
-                                                const Params& p) {
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a,
+                      const __grid_constant__ CUtensorMap tma_b, const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = Layout<BN, kColumnB>;
   constexpr bool kRaw = std::is_same_v<OutT, int32_t>;
@@ -283,22 +268,19 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap& tma_a, const 
   // Tiles go to clusters: unit u covers tile rows cluster·um .. + cluster - 1 of tile column un,
   // this CTA taking row cluster·um + rank. A row past the last (odd tiles_m) still loads (its A
   // rows clamped) and computes, so that its peer gets its half of B; its stores are all skipped.
-  // (tiles_m_c and num_units come from the launcher: in the parameters they take no register.)
-  const int tiles_m_c = p.tiles_m_c;
-  const int num_units = p.num_units;
+  const int tiles_m_c = (p.tiles_m + cluster - 1) / cluster;
+  const int num_units = tiles_m_c * p.tiles_n;
   const int first_unit = static_cast<int>(blockIdx.x) / cluster;
   const int unit_step = static_cast<int>(gridDim.x) / cluster;
   const auto unit_coords = [&](int u, int& tm, int& tn) {
     tile_coords(u, tiles_m_c, p.tiles_n, tm, tn);
     tm = tm * cluster + static_cast<int>(rank);
   };
-  // The producer: warpgroup 0, or block mode's last warp.
-  const int producer_first = kBlocked ? 256 : 0;
-  if (kBlocked ? tid >= 256 : tid < 128) {
+  if (tid < 128) {
     // ---- producer warpgroup ----
-    if constexpr (!kBlocked) sm90::setmaxnreg_dec<kProducerRegs>();
+    sm90::setmaxnreg_dec<kProducerRegs>();
     // One thread issues the TMA loads; the rest of the warpgroup waits at the end.
-    if (tid != producer_first) {
+    if (tid != 0) {
       finish();
       return;
     }
@@ -339,8 +321,8 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap& tma_a, const 
   }
 
   // ---- consumer warpgroups ----
-  if constexpr (!kBlocked) sm90::setmaxnreg_inc<kConsumerRegs>();
-  const int ctid = kBlocked ? tid : tid - 128;
+  sm90::setmaxnreg_inc<kConsumerRegs>();
+  const int ctid = tid - 128;
   const int cwg = ctid / 128;          // rows 64·cwg of the tile; ping-pong: every other tile
   const int warp = (ctid % 128) / 32;  // rows 16·warp of the warpgroup's 64
   const int lane = tid % 32;
@@ -348,10 +330,7 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap& tma_a, const 
   const int t = lane % 4;
   // The m64 row halves a warpgroup computes: both of a ping-pong tile's, else its own.
   constexpr int kHalves = kPingpong ? 2 : 1;
-  // Block mode keeps two INT32 partials, so that a K block's fold can run while the next block's
-  // wgmmas fill the other (Params::overlap_fold); the other modes one per half.
-  constexpr int kParts = kBlocked ? 2 : kHalves;
-  int acc[kParts][L::kAccs];
+  int acc[kHalves][L::kAccs];
   float accf[kBlocked ? L::kAccs : 1];  // block mode's FP32 sums
   int stage = 0;
   uint32_t phase = 0;
@@ -364,17 +343,14 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap& tma_a, const 
 
   // Waits for the stage's operands and issues its K block's wgmmas into acc as one group, the
   // first of them overwriting acc where `restart` (each K block in block mode; the tile's first
-  // in the others, which accumulate all of K). `part` (a std::integral_constant) is the first of
-  // the kHalves accumulator arrays it fills: block mode's partial of this K block, else 0.
-  // Returns the stage it used and moves to the next.
-  const auto issue = [&](bool restart, auto part) {
-    constexpr int kFirst = decltype(part)::value;
+  // in the others, which accumulate all of K). Returns the stage it used and moves to the next.
+  const auto issue = [&](bool restart) {
     sm90::mbar_wait(full(stage), phase);
     const uint32_t a_tile = base + stage * L::kOperandBytes + (kPingpong ? 0 : cwg * 64 * kBK);
     const uint32_t b_tile = base + stage * L::kOperandBytes + L::kABytes;
     const uint64_t a_desc = sm90::make_smem_desc(a_tile), b_desc = sm90::make_smem_desc(b_tile);
 #pragma unroll
-    for (int h = kFirst; h < kFirst + kHalves; ++h)
+    for (int h = 0; h < kHalves; ++h)
       sm90::fence_registers(acc[h]);
     sm90::wgmma_fence();
 #pragma unroll
@@ -385,10 +361,10 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap& tma_a, const 
 #if LPBENCH_WGMMA_FULL_DESC
         (void)a_desc;
         (void)b_desc;
-        wgmma_tile<BN>(acc[kFirst + h], sm90::make_smem_desc(a_tile + h * 64 * kBK + 32 * ks),
+        wgmma_tile<BN>(acc[h], sm90::make_smem_desc(a_tile + h * 64 * kBK + 32 * ks),
                        sm90::make_smem_desc(b_tile + 32 * ks), accumulate);
 #else
-        wgmma_tile<BN>(acc[kFirst + h], sm90::advance_smem_desc(a_desc, h * 64 * kBK + 32 * ks),
+        wgmma_tile<BN>(acc[h], sm90::advance_smem_desc(a_desc, h * 64 * kBK + 32 * ks),
                        sm90::advance_smem_desc(b_desc, 32 * ks), accumulate);
 #endif
       }
@@ -411,9 +387,7 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap& tma_a, const 
   // FMUL, FADD. Accumulator j·4 + r holds row g (+8 for r ≥ 2), column 8·j + 2·t + r % 2.
   // Where each column has its own B scale (kColumnB), the shared address `columns` holds them (a
   // stage's slot or a buffer): column 8·j + 2·t + e's at 4·(8·j + 2·t + e) bytes into it.
-  // `part` (a std::integral_constant) names the partial: acc[0] or acc[1].
-  const auto fold = [&](const Scales& sc, uint32_t columns, auto part) {
-    constexpr int kPart = decltype(part)::value;
+  const auto fold = [&](const Scales& sc, uint32_t columns) {
     const float sc0 = __fmul_rn(sc.sa0, sc.sb);
     const float sc1 = __fmul_rn(sc.sa1, sc.sb);
     for (int rep = 0; rep < LPBENCH_WGMMA_FOLD_REPEAT; ++rep) {
@@ -429,7 +403,7 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap& tma_a, const 
         }
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
-          const float x = __int2float_rn(acc[kPart][4 * j + r] + rep);
+          const float x = __int2float_rn(acc[0][4 * j + r] + rep);
 #if LPBENCH_WGMMA_FOLD_FFMA
           accf[4 * j + r] = __fmaf_rn(x, f[r], accf[4 * j + r]);
 #else
@@ -502,25 +476,24 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap& tma_a, const 
       for (int i = 0; i < L::kAccs; ++i)
         accf[i] = -0.0f;  // the identity of IEEE addition: the first block's term is kept as is
       const int r0 = m0 + cwg * 64 + warp * 16 + g;
-      // The scales' addresses are made afresh at each load (a few integer operations a K block)
-      // rather than held: in the 224-register budget of the overlapped fold, holding them as
-      // pointers spilled.
+      const float* sa_row0 =
+          p.a_scales + static_cast<int64_t>(scale_row(min(r0, p.m - 1), p.a_block_rows)) * p.kext;
+      const float* sa_row1 =
+          p.a_scales +
+          static_cast<int64_t>(scale_row(min(r0 + 8, p.m - 1), p.a_block_rows)) * p.kext;
+      const float* sb_tile =
+          p.b_scales + static_cast<int64_t>(scale_row(n0, p.b_block_rows)) * p.kext;
       const auto load_scales = [&](int kt) {
-        const auto at = [&](const float* scales, int row, int block_rows) {
-          return __ldg(scales + static_cast<int64_t>(scale_row(row, block_rows)) * p.kext + kt);
-        };
-        return Scales{at(p.a_scales, min(r0, p.m - 1), p.a_block_rows),
-                      at(p.a_scales, min(r0 + 8, p.m - 1), p.a_block_rows),
-                      kColumnB ? 1.0f : at(p.b_scales, n0, p.b_block_rows)};
+        return Scales{__ldg(sa_row0 + kt), __ldg(sa_row1 + kt),
+                      kColumnB ? 1.0f : __ldg(sb_tile + kt)};
       };
       // kColumnB in buffers: consumer thread c < BN keeps column n0 + c's scale of the next K
       // block in a register, loaded a block ahead, and stores it into that block's column buffer
       // under the block's MMAs; the consumers' barrier before the fold makes the buffer whole.
       const bool column_loader = kColumnB && !column_in_stages && ctid < BN;
+      const float* sb_column = column_loader ? p.b_col_scales + n0 + ctid : nullptr;
       const auto load_column = [&](int kb) {
-        return column_loader
-                   ? __ldg(p.b_col_scales + static_cast<int64_t>(kb) * p.n_pad + n0 + ctid)
-                   : 0.0f;
+        return column_loader ? __ldg(sb_column + static_cast<int64_t>(kb) * p.n_pad) : 0.0f;
       };
       // Each K block: its stages' wgmmas into one partial (one group in flight, each stage freed
       // once the next one's wgmmas are issued, as the unblocked loop does), the wait for the
@@ -532,112 +505,38 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap& tma_a, const 
       // in the stages ran the wgrad products 20–30 % slower than one B scale a tile, in buffers
       // 4–15 %: §29.) A K block of 256 or more folds once per 2–8 stages, so the fold's cost
       // falls by that factor (§27).
-      using Part0 = std::integral_constant<int, 0>;
-      using Part1 = std::integral_constant<int, 1>;
-      const auto store_column = [&](float value) {
-        reinterpret_cast<float*>(smem_raw + (column_buffer(folded & 1) - raw))[ctid] = value;
-      };
-      if (!p.overlap_fold) {
-        Scales cur = load_scales(0);
-        float column_cur = load_column(0);
-        for (int kb = 0; kb < p.kext; ++kb) {
-          const Scales next = load_scales(min(kb + 1, p.kext - 1));
-          const float column_next = load_column(min(kb + 1, p.kext - 1));
-          int used = issue(true, Part0{});
+      Scales cur = load_scales(0);
+      float column_cur = load_column(0);
+      for (int kb = 0; kb < p.kext; ++kb) {
+        const Scales next = load_scales(min(kb + 1, p.kext - 1));
+        const float column_next = load_column(min(kb + 1, p.kext - 1));
+        int used = issue(true);
 #pragma unroll 1
-          for (int kt = kb * p.kbt + 1; kt < min((kb + 1) * p.kbt, p.ktiles); ++kt) {
-            const int now = issue(false, Part0{});
-            sm90::wgmma_wait<1>();
-            sm90::fence_registers(acc[0]);
-            release(used);
-            used = now;
-          }
-          // Under the block's MMAs (a tile's first block waits here for its load). The buffer was
-          // last read by the fold two blocks back, which every consumer finished before the
-          // barrier of the block before.
-          if (column_loader) store_column(column_cur);
-          sm90::wgmma_wait<0>();
+        for (int kt = kb * p.kbt + 1; kt < min((kb + 1) * p.kbt, p.ktiles); ++kt) {
+          const int now = issue(false);
+          sm90::wgmma_wait<1>();
           sm90::fence_registers(acc[0]);
-          __syncwarp();
-          if (!column_in_stages) release(used);
-          if (kColumnB && !column_in_stages) consumer_barrier<256>(2);
-          fold(cur, column_in_stages ? column_scales(used) : column_buffer(folded & 1), Part0{});
-          if (column_in_stages) {
-            __syncwarp();
-            release(used);
-          }
-          cur = next;
-          column_cur = column_next;
-          ++folded;
+          release(used);
+          used = now;
         }
-      } else {
-        // The fold off the critical path (K blocks of 256 or more, §30): block kb fills partial
-        // kb % 2, and block kb - 1's fold runs once block kb's first two stages are issued, so the
-        // tensor cores work through it. The wait for those stages' predecessors (wgmma groups
-        // complete in order) is the wait for block kb - 1; its last stage is held until then.
-        int held = -1;
-        const auto block = [&](auto part, int kb) {
-          constexpr int kPart = decltype(part)::value;
-          using Other = std::integral_constant<int, 1 - kPart>;
-          const int first = kb * p.kbt;
-          const int end = min(first + p.kbt, p.ktiles);
-          const bool two = end - first >= 2;  // all but a short last block
-          const int s0 = issue(true, part);
-          int used = two ? issue(false, part) : s0;
-          if (kb > 0) {
-            if (two) {
-              sm90::wgmma_wait<2>();
-            } else {
-              sm90::wgmma_wait<1>();
-            }
-            sm90::fence_registers(acc[1 - kPart]);
-            release(held);
-            // Block kb - 1's scales, loaded only now (held from the block's start they spilled):
-            // the two stages just issued keep the tensor cores busy through their latency.
-            const Scales prev = load_scales(kb - 1);
-            if constexpr (kColumnB) consumer_barrier<256>(2);
-            fold(prev, column_buffer(folded & 1), Other{});
-            ++folded;
-          }
-          // This block's column scales, stored below, after the rest of its stages are issued.
-          const float column = load_column(kb);
-          if (two) {
-            sm90::wgmma_wait<1>();
-            sm90::fence_registers(acc[kPart]);
-            release(s0);
-          }
-#pragma unroll 1
-          for (int kt = first + 2; kt < end; ++kt) {
-            const int now = issue(false, part);
-            sm90::wgmma_wait<1>();
-            sm90::fence_registers(acc[kPart]);
-            release(used);
-            used = now;
-          }
-          // This block's column scales, into the buffer its fold will read: the fold before
-          // that buffer's last (block kb - 2's) is behind every consumer, past the barrier of
-          // block kb - 1's fold above (or of the last tile's last fold).
-          if (column_loader) store_column(column);
-          held = used;
-        };
-#pragma unroll 1
-        for (int kb = 0; kb < p.kext; kb += 2) {
-          block(Part0{}, kb);
-          if (kb + 1 < p.kext) block(Part1{}, kb + 1);
+        // Under the block's MMAs (a tile's first block waits here for its load). The buffer was
+        // last read by the fold two blocks back, which every consumer finished before the
+        // barrier of the block before.
+        if (column_loader) {
+          reinterpret_cast<float*>(smem_raw + (column_buffer(folded & 1) - raw))[ctid] = column_cur;
         }
-        // The tile's last block: nothing left to overlap its fold with.
         sm90::wgmma_wait<0>();
+        sm90::fence_registers(acc[0]);
         __syncwarp();
-        release(held);
-        if constexpr (kColumnB) consumer_barrier<256>(2);
-        const Scales last = load_scales(p.kext - 1);
-        if ((p.kext - 1) & 1) {
-          sm90::fence_registers(acc[1]);
-          fold(last, column_buffer(folded & 1), Part1{});
-        } else {
-          sm90::fence_registers(acc[0]);
-          fold(last, column_buffer(folded & 1), Part0{});
+        if (!column_in_stages) release(used);
+        if (kColumnB && !column_in_stages) consumer_barrier<256>(2);
+        fold(cur, column_in_stages ? column_scales(used) : column_buffer(folded & 1));
+        if (column_in_stages) {
+          __syncwarp();
+          release(used);
         }
+        cur = next;
+        column_cur = column_next;
         ++folded;
       }
     } else {
@@ -653,7 +552,7 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap& tma_a, const 
       // their stage.
       int prev_stage = -1;
       for (int kt = 0; kt < p.ktiles; ++kt) {
-        const int used = issue(kt == 0, std::integral_constant<int, 0>{});
+        const int used = issue(kt == 0);
         sm90::wgmma_wait<1>();
 #pragma unroll
         for (int h = 0; h < kHalves; ++h)
@@ -792,24 +691,6 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap& tma_a, const 
 #endif
 }
 
-// Tensor, row and raw modes: 384 threads, a producer warpgroup and two consumer warpgroups.
-template <int BN, bool kBlocked, typename OutT, bool kColumnB, bool kPingpong, bool kAccumulate>
-__global__ void __launch_bounds__(kThreads, 1)
-    wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a,
-                      const __grid_constant__ CUtensorMap tma_b, const Params p) {
-  static_assert(!kBlocked, "block mode runs wgmma_block_kernel");
-  wgmma_gemm_body<BN, kBlocked, OutT, kColumnB, kPingpong, kAccumulate>(tma_a, tma_b, p);
-}
-
-// Block mode: kBlockThreads, 224 registers each (kBlockRegs).
-template <int BN, bool kBlocked, typename OutT, bool kColumnB, bool kPingpong, bool kAccumulate>
-__global__ void __maxnreg__(kBlockRegs)
-    wgmma_block_kernel(const __grid_constant__ CUtensorMap tma_a,
-                       const __grid_constant__ CUtensorMap tma_b, const Params p) {
-  static_assert(kBlocked && !kPingpong, "the block kernel runs block mode, cooperative");
-  wgmma_gemm_body<BN, kBlocked, OutT, kColumnB, kPingpong, kAccumulate>(tma_a, tma_b, p);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Host side
 // ---------------------------------------------------------------------------------------------
@@ -889,18 +770,6 @@ bool column_scales_in_stages(int kbt) {
   return kbt == 1;
 }
 
-// Whether block mode's folds overlap the next K block's MMAs (Params::overlap_fold): for K blocks
-// of 256 or more, where a block has a second stage to issue before the fold, and not with the
-// column scales in the stages, whose fold reads the block's last stage. LPBENCH_WGMMA_FOLD=serial
-// forces the fold after each block's MMAs (measurement only; docs/perf-log.md §30).
-bool overlap_folds(int kbt, bool column_in_stages) {
-  static const bool serial = [] {
-    const char* v = std::getenv("LPBENCH_WGMMA_FOLD");
-    return v != nullptr && std::string(v) == "serial";
-  }();
-  return !serial && kbt >= 2 && !column_in_stages;
-}
-
 bool aligned(const void* p, size_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
@@ -950,19 +819,12 @@ template <int BN, bool kBlocked, typename OutT, bool kColumnB = false, bool kPin
 void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int sms,
             cudaStream_t stream) {
   const size_t smem = Layout<BN, kColumnB>::smem_bytes(p.stages);
-  const auto kernel = [] {
-    if constexpr (kBlocked) {
-      return wgmma_block_kernel<BN, kBlocked, OutT, kColumnB, kPingpong, kAccumulate>;
-    } else {
-      return wgmma_gemm_kernel<BN, kBlocked, OutT, kColumnB, kPingpong, kAccumulate>;
-    }
-  }();
+  auto kernel = wgmma_gemm_kernel<BN, kBlocked, OutT, kColumnB, kPingpong, kAccumulate>;
   LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smem)));
   if (p.cluster_m == 1) {
     const int tiles = p.tiles_m * p.tiles_n;
-    kernel<<<static_cast<unsigned>(std::min(tiles, sms)), kCtaThreads<kBlocked>, smem, stream>>>(
-        ma, mb, p);
+    kernel<<<static_cast<unsigned>(std::min(tiles, sms)), kThreads, smem, stream>>>(ma, mb, p);
     LPBENCH_CUDA_CHECK_LAUNCH();
     return;
   }
@@ -974,7 +836,7 @@ void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int s
   attr.val.clusterDim.y = 1;
   attr.val.clusterDim.z = 1;
   cudaLaunchConfig_t config{};
-  config.blockDim = dim3(kCtaThreads<kBlocked>);
+  config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = &attr;
@@ -1026,8 +888,6 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
   p.tiles_n = static_cast<int>(tiles_n);
   p.stages = config.stages;
   p.cluster_m = config.cluster_m;
-  p.tiles_m_c = (p.tiles_m + p.cluster_m - 1) / p.cluster_m;
-  p.num_units = p.tiles_m_c * p.tiles_n;
   const CUtensorMap ma = operand_map(a, problem.m, problem.k, kBM);
   // In a cluster each CTA loads its share of B's tile rows.
   const CUtensorMap mb = operand_map(b, problem.n, problem.k, config.tile_n / config.cluster_m);
@@ -1064,7 +924,6 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
       // blocks are multiples of 128 rows, one B scale serves a tile and K block.
       const bool column_b = p.b_block_rows % kBK != 0;
       if (!column_b) {
-        p.overlap_fold = overlap_folds(p.kbt, false);
         if (problem.out == DType::bf16) {
           launch<128, true, __nv_bfloat16>(p, ma, mb, d.sms, stream);
         } else if (accumulate) {
@@ -1093,7 +952,6 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
       } free_on_exit{kmajor, stream};
       p.b_col_scales = kmajor;
       p.column_in_stages = column_scales_in_stages(p.kbt);
-      p.overlap_fold = overlap_folds(p.kbt, p.column_in_stages);
       if (problem.out == DType::bf16) {
         launch<128, true, __nv_bfloat16, true>(p, ma, mb, d.sms, stream);
       } else if (accumulate) {

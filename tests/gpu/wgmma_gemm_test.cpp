@@ -300,7 +300,6 @@ TEST_F(WgmmaGemm, LongerKBlocksEdgeShapes) {
   int64_t i = 0;
   for (int64_t kblock : {256, 512, 1024}) {
     for (int64_t k : {16, 400, 1008, 2064}) {
-      // 2 stages: the fold after each block; 3 (the fewest it takes) and 6: the overlapped fold.
       for (const WgmmaConfig& c :
            {forced(128, 2), forced(128, 3), forced(128, 6), forced(128, 4, 2)}) {
         torch::manual_seed(300 + ++i);
@@ -310,8 +309,8 @@ TEST_F(WgmmaGemm, LongerKBlocksEdgeShapes) {
                      &c);
       }
     }
-    // Several tiles a CTA, each ending in a ragged block: the partials, the held stage and the
-    // column buffers carry from one tile to the next.
+    // Several tiles a CTA, each ending in a ragged block: the column buffers' parity and the
+    // ring's phases carry from one tile to the next.
     for (const WgmmaConfig& c : {forced(128, 3), forced(128, 5, 2)}) {
       torch::manual_seed(300 + ++i);
       check_scaled({2048, 2304, kblock * 2 + 400, WgmmaScaling::block, i % 2 ? 1 : kblock,
@@ -493,13 +492,12 @@ TEST(WgmmaGemmArgs, HeuristicPicksWideTilesForLargeUnblockedProblems) {
   const WgmmaConfig cb = select_wgmma_config(blocked, 132);
   EXPECT_EQ(cb.tile_n, 128);
   EXPECT_TRUE(wgmma_config_error(blocked, cb).empty());
-  // Too few 256-wide tiles to fill 132 SMs: 128-wide ones, at most 4 stages (measured best);
-  // block mode the deepest ring, 6 (its consumers issue the loads; docs/perf-log.md §30).
+  // Too few 256-wide tiles to fill 132 SMs: 128-wide ones, at most 4 stages (measured best).
   const WgmmaProblem mid{1024, 4096, 4096, WgmmaScaling::tensor, DType::bf16, false};
   const WgmmaConfig cm = select_wgmma_config(mid, 132);
   EXPECT_EQ(cm.tile_n, 128);
   EXPECT_EQ(cm.stages, 4);
-  EXPECT_EQ(cb.stages, 6);
+  EXPECT_EQ(cb.stages, 4);
   const WgmmaProblem small{256, 512, 256, WgmmaScaling::row, DType::fp32, true};
   const WgmmaConfig cs = select_wgmma_config(small, 132);
   EXPECT_EQ(cs.tile_n, 128);

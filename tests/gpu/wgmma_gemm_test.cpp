@@ -173,6 +173,9 @@ struct ScaledCase {
   bool bias = false;
   bool accumulate = false;  // FP32 C holding values that the product adds into
   int64_t kblock = 128;     // block mode: the K block (int8-block:k-block=<kb>)
+  // A all −128, B's rows all −128 and all 127 in turn: each K block's partial is ±kb·128·128 or
+  // −kb·128·127, the largest magnitudes INT8 operands can give.
+  bool extreme = false;
 };
 
 std::string describe(const ScaledCase& g) {
@@ -182,7 +185,7 @@ std::string describe(const ScaledCase& g) {
                                               std::to_string(g.kblock) + ")"
                                         : "") +
          " -> " + dtype_name(g.c_type) + (g.bias ? " +bias" : "") +
-         (g.accumulate ? " (into C)" : "");
+         (g.accumulate ? " (into C)" : "") + (g.extreme ? " (extreme values)" : "");
 }
 
 // Random INT8 operands and positive scales over several binades, laid out as the recipes'
@@ -203,12 +206,14 @@ ScaledRun run_scaled(const ScaledCase& g, const WgmmaConfig* config, bool cpu_re
     const int64_t n = br == 0 ? 1 : (rows + br - 1) / br;
     return torch::exp(torch::randn({n, kb}, opts)) * 1e-3;
   };
-  const ref::Quantized a{torch::randint(-127, 128, {g.m, g.k}, opts.dtype(at::kChar)),
-                         scales(g.m, abr),
-                         {NumberFormat::int8, abr, kblock}};
-  const ref::Quantized b{torch::randint(-127, 128, {g.n, g.k}, opts.dtype(at::kChar)),
-                         scales(g.n, bbr),
-                         {NumberFormat::int8, bbr, kblock}};
+  const auto values = [&](int64_t rows, bool rows_alternate) {
+    if (!g.extreme) return torch::randint(-127, 128, {rows, g.k}, opts.dtype(at::kChar));
+    at::Tensor v = torch::full({rows, g.k}, -128, opts.dtype(at::kChar));
+    if (rows_alternate) v.index_put_({torch::indexing::Slice(1, torch::indexing::None, 2)}, 127);
+    return v;
+  };
+  const ref::Quantized a{values(g.m, false), scales(g.m, abr), {NumberFormat::int8, abr, kblock}};
+  const ref::Quantized b{values(g.n, true), scales(g.n, bbr), {NumberFormat::int8, bbr, kblock}};
   const at::Tensor bias = g.bias ? torch::randn({g.n}, opts) : at::Tensor();
   const at::ScalarType out = g.c_type == DType::bf16 ? at::kBFloat16 : at::kFloat;
   at::Tensor c = torch::full({g.m, g.n}, std::numeric_limits<float>::quiet_NaN(), opts.dtype(out));
@@ -316,6 +321,19 @@ TEST_F(WgmmaGemm, LongerKBlocksEdgeShapes) {
       check_scaled({2048, 2304, kblock * 2 + 400, WgmmaScaling::block, i % 2 ? 1 : kblock,
                     DType::bf16, false, false, kblock},
                    &c);
+    }
+  }
+}
+
+// Block mode converts K blocks of 128 and 256 by add and subtract, exact within ±2²², and
+// longer ones by I2FP: both at the largest partials INT8 operands can make (2²² at 256).
+TEST_F(WgmmaGemm, BlockFoldIsExactAtTheLargestPartials) {
+  int64_t i = 0;
+  for (int64_t kblock : {128, 256, 512}) {
+    for (int64_t bbr : {int64_t{1}, kblock}) {
+      torch::manual_seed(400 + ++i);
+      check_scaled({256, 384, 2 * kblock + 128, WgmmaScaling::block, bbr,
+                    i % 2 ? DType::bf16 : DType::fp32, false, false, kblock, true});
     }
   }
 }

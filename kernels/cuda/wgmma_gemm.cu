@@ -99,9 +99,6 @@ struct Params {
   // every stage with the operands and the fold reads the block's last stage, held until it is
   // done; false: consumer threads load them a block ahead into two shared buffers (§29).
   bool column_in_stages;
-  // Block mode, K blocks of 128 or 256: |partial| ≤ 256·128·128 = 2²², within the exact range
-  // of the fold's add-and-subtract conversion (§31).
-  bool small_partials;
   const float* bias;
   void* c;
   bool vec_c;  // paired stores: c aligned, N even
@@ -390,10 +387,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // FMUL, FADD. Accumulator j·4 + r holds row g (+8 for r ≥ 2), column 8·j + 2·t + r % 2.
   // Where each column has its own B scale (kColumnB), the shared address `columns` holds them (a
   // stage's slot or a buffer): column 8·j + 2·t + e's at 4·(8·j + 2·t + e) bytes into it.
-  // `small` (std::true_type where Params::small_partials): every partial is within ±2²², so it
-  // converts exactly as the bits of 1.5·2²³ plus the partial, read as a float, less 1.5·2²³: an
-  // integer add and an FP32 subtract in place of I2FP (§31).
-  const auto fold = [&](const Scales& sc, uint32_t columns, auto small) {
+  const auto fold = [&](const Scales& sc, uint32_t columns) {
     const float sc0 = __fmul_rn(sc.sa0, sc.sb);
     const float sc1 = __fmul_rn(sc.sa1, sc.sb);
     for (int rep = 0; rep < LPBENCH_WGMMA_FOLD_REPEAT; ++rep) {
@@ -409,13 +403,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
-          const int v = acc[0][4 * j + r] + rep;
-          float x;
-          if constexpr (decltype(small)::value) {
-            x = __fsub_rn(__int_as_float(v + 0x4B400000), 12582912.0f);
-          } else {
-            x = __int2float_rn(v);
-          }
+          const float x = __int2float_rn(acc[0][4 * j + r] + rep);
 #if LPBENCH_WGMMA_FOLD_FFMA
           accf[4 * j + r] = __fmaf_rn(x, f[r], accf[4 * j + r]);
 #else
@@ -544,12 +532,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         __syncwarp();
         if (!column_in_stages) release(used);
         if (kColumnB && !column_in_stages) consumer_barrier<256>(2);
-        const uint32_t columns = column_in_stages ? column_scales(used) : column_buffer(folded & 1);
-        if (p.small_partials) {
-          fold(cur, columns, std::true_type{});
-        } else {
-          fold(cur, columns, std::false_type{});
-        }
+        fold(cur, column_in_stages ? column_scales(used) : column_buffer(folded & 1));
         if (column_in_stages) {
           __syncwarp();
           release(used);
@@ -789,17 +772,6 @@ bool column_scales_in_stages(int kbt) {
   return kbt == 1;
 }
 
-// Whether block mode's fold converts its partials by add and subtract (Params::small_partials):
-// for K blocks of 128 and 256, whose partials stay within ±2²². LPBENCH_WGMMA_FOLD_CONVERT=i2f
-// keeps I2FP everywhere (measurement only; docs/perf-log.md §31).
-bool small_partials(int kbt) {
-  static const bool i2f = [] {
-    const char* v = std::getenv("LPBENCH_WGMMA_FOLD_CONVERT");
-    return v != nullptr && std::string(v) == "i2f";
-  }();
-  return !i2f && kbt <= 2;
-}
-
 bool aligned(const void* p, size_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
@@ -950,7 +922,6 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
       }
       break;
     case WgmmaScaling::block: {
-      p.small_partials = small_partials(p.kbt);
       // Block mode's tiles are 128 columns wide and start at multiples of 128: where B's scale
       // blocks are multiples of 128 rows, one B scale serves a tile and K block.
       const bool column_b = p.b_block_rows % kBK != 0;

@@ -325,8 +325,8 @@ TEST_F(WgmmaGemm, LongerKBlocksEdgeShapes) {
   }
 }
 
-// Block mode converts K blocks of 128 and 256 by add and subtract, exact within ±2²², and
-// longer ones by I2FP: both at the largest partials INT8 operands can make (2²² at 256).
+// Block mode's fold at the largest partials INT8 operands can make (kb·128·128: 2²² at 256),
+// where a conversion exact only within a narrower range would show (docs/perf-log.md §31).
 TEST_F(WgmmaGemm, BlockFoldIsExactAtTheLargestPartials) {
   int64_t i = 0;
   for (int64_t kblock : {128, 256, 512}) {

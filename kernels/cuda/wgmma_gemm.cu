@@ -504,9 +504,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       // block while the next one's wgmmas run did not help: §6c. At K blocks of 1024, column scales
       // in the stages ran the wgrad products 20–30 % slower than one B scale a tile, in buffers
       // 4–15 %: §29.) A K block of 256 or more folds once per 2–8 stages, so the fold's cost
-      // falls by that factor (§27); at 1024 it is still 13–38 % of the kernel's time, and a fold
-      // overlapped with the next block's MMAs needs a second INT32 partial, which ptxas would not
-      // fit in this kernel's registers without spilling (§30).
+      // falls by that factor (§27); at 1024 the folds still take 15–32 % of the kernel's time, and
+      // a fold overlapped with the next block's MMAs needs a second INT32 partial, which ptxas
+      // would not fit in this kernel's registers without spilling (§30).
       Scales cur = load_scales(0);
       float column_cur = load_column(0);
       for (int kb = 0; kb < p.kext; ++kb) {

@@ -42,7 +42,9 @@
 
 // Timing experiments only (docs/perf-log.md §6c; scripts/gpu-fold-diag sets them through the
 // LPBENCH_WGMMA_DIAG CMake variable). Any value but the default gives block mode other results.
-//   FOLD_REPEAT=R  the fold's arithmetic R times (0: none), to time it by difference
+//   FOLD_REPEAT=R  the fold's arithmetic R times, to time it by difference (0: one element of
+//                  it, not none: with no use of the partials ptxas drops the wgmmas too, which
+//                  the 0 of §6b–§30 did; docs/perf-log.md §32)
 //   FOLD_FFMA=1    one FFMA per partial instead of FMUL then FADD (another rounding)
 #ifndef LPBENCH_WGMMA_FOLD_REPEAT
 #define LPBENCH_WGMMA_FOLD_REPEAT 1
@@ -99,9 +101,6 @@ struct Params {
   // every stage with the operands and the fold reads the block's last stage, held until it is
   // done; false: consumer threads load them a block ahead into two shared buffers (§29).
   bool column_in_stages;
-  // Block mode: the stages consumer warpgroup 0 issues before warpgroup 1 starts (0: both
-  // start together), so that one's folds run under the other's MMAs.
-  int lag;
   const float* bias;
   void* c;
   bool vec_c;  // paired stores: c aligned, N even
@@ -119,8 +118,7 @@ struct Layout {
   static constexpr int kABytes = kBM * kBK;
   static constexpr int kOperandBytes = kABytes + BN * kBK;
   static constexpr int kColumnScaleBytes = kColumnB ? BN * 4 : 0;
-  // Two buffers a consumer warpgroup, so that neither waits for the other before its fold.
-  static constexpr int kColumnBufferBytes = 4 * kColumnScaleBytes;
+  static constexpr int kColumnBufferBytes = 2 * kColumnScaleBytes;
   static constexpr int kAccs = BN / 2;  // INT32 accumulators per consumer thread
   // The epilogue's scales of a tile (BN of B, kBM of A), two tiles' worth: a tile's are written
   // while the one before may still be read.
@@ -416,6 +414,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
+    if constexpr (LPBENCH_WGMMA_FOLD_REPEAT == 0) {
+      accf[0] = __fadd_rn(accf[0], __int2float_rn(acc[0][0]));  // keeps the wgmmas alive
+    }
   };
 
   // The epilogue's per-row and per-column scales (tensor and row modes), staged in shared memory
@@ -424,16 +425,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   // went, they stalled it: the row mode, whose 384 scales a tile are distinct, ran the llama2-7b
   // shapes about 30 % slower than the tensor mode, whose one scale every thread shares
   // (docs/perf-log.md §20).
-  float* const epilogue_scales = reinterpret_cast<float*>(smem_raw + (column_buffer(4) - raw));
+  float* const epilogue_scales = reinterpret_cast<float*>(smem_raw + (column_buffer(2) - raw));
   // kColumnB: the K blocks this thread has folded, over all its tiles: block c folds from column
   // buffer c % 2, so a buffer is refilled only after the barrier before the next block's fold,
   // which every consumer reaches after its fold of the block before (tiles included).
   int folded = 0;
-  // Block mode's lag (Params::lag): warpgroup 1 waits (barrier 7) until warpgroup 0 has issued
-  // the first `lag` K tiles of its first tile (or all of them, if fewer); later nothing holds
-  // one warpgroup for the other, so the offset carries from block to block and tile to tile.
-  // (Tested from the loop's own counters: a count of its own made ptxas spill.)
-  if (kBlocked && cwg == 1 && p.lag > 0) consumer_barrier<256>(7);
   // Ping-pong: the ring holds the CTA's tiles in order, ktiles stages each, so this warpgroup's
   // tile j (its j-th of the CTA's) starts at K block j·ktiles, whatever the other took between.
   constexpr int kTileStep = kPingpong ? 2 : 1;
@@ -499,10 +495,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       // kColumnB in buffers: consumer thread c < BN keeps column n0 + c's scale of the next K
       // block in a register, loaded a block ahead, and stores it into that block's column buffer
       // under the block's MMAs; the consumers' barrier before the fold makes the buffer whole.
-      const int wtid = ctid % 128;
-      const bool column_loader = kColumnB && !column_in_stages && wtid < BN;
-      const float* sb_column = column_loader ? p.b_col_scales + n0 + wtid : nullptr;
-      const auto wg_buffer = [&](int f) { return column_buffer(2 * cwg + (f & 1)); };
+      const bool column_loader = kColumnB && !column_in_stages && ctid < BN;
+      const float* sb_column = column_loader ? p.b_col_scales + n0 + ctid : nullptr;
       const auto load_column = [&](int kb) {
         return column_loader ? __ldg(sb_column + static_cast<int64_t>(kb) * p.n_pad) : 0.0f;
       };
@@ -524,11 +518,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         const Scales next = load_scales(min(kb + 1, p.kext - 1));
         const float column_next = load_column(min(kb + 1, p.kext - 1));
         int used = issue(true);
-        if (cwg == 0 && u == first_unit && kb * p.kbt + 1 == p.lag) consumer_arrive<256>(7);
 #pragma unroll 1
         for (int kt = kb * p.kbt + 1; kt < min((kb + 1) * p.kbt, p.ktiles); ++kt) {
           const int now = issue(false);
-          if (cwg == 0 && u == first_unit && kt + 1 == p.lag) consumer_arrive<256>(7);
           sm90::wgmma_wait<1>();
           sm90::fence_registers(acc[0]);
           release(used);
@@ -538,14 +530,14 @@ __global__ void __launch_bounds__(kThreads, 1)
         // last read by the fold two blocks back, which every consumer finished before the
         // barrier of the block before.
         if (column_loader) {
-          reinterpret_cast<float*>(smem_raw + (wg_buffer(folded) - raw))[wtid] = column_cur;
+          reinterpret_cast<float*>(smem_raw + (column_buffer(folded & 1) - raw))[ctid] = column_cur;
         }
         sm90::wgmma_wait<0>();
         sm90::fence_registers(acc[0]);
         __syncwarp();
         if (!column_in_stages) release(used);
-        if (kColumnB && !column_in_stages) consumer_barrier<128>(5 + cwg);
-        fold(cur, column_in_stages ? column_scales(used) : wg_buffer(folded));
+        if (kColumnB && !column_in_stages) consumer_barrier<256>(2);
+        fold(cur, column_in_stages ? column_scales(used) : column_buffer(folded & 1));
         if (column_in_stages) {
           __syncwarp();
           release(used);
@@ -554,7 +546,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         column_cur = column_next;
         ++folded;
       }
-      if (cwg == 0 && u == first_unit && p.lag > p.ktiles) consumer_arrive<256>(7);
     } else {
       // Ping-pong: this warpgroup's waits on a stage's full barrier go by phase parity, so they
       // must not run ahead of the stage's previous use, which may be the other warpgroup's last
@@ -786,19 +777,6 @@ bool column_scales_in_stages(int kbt) {
   return kbt == 1;
 }
 
-// Block mode's lag between the consumer warpgroups (Params::lag), in stages: at most the ring
-// less one, since warpgroup 0 holds its last stage while it issues the lag's worth before
-// warpgroup 1 frees any. LPBENCH_WGMMA_LAG=n sets it (measurement; docs/perf-log.md §32).
-int block_lag(int kbt, int stages) {
-  static const int forced = [] {
-    const char* v = std::getenv("LPBENCH_WGMMA_LAG");
-    return v == nullptr ? -1 : std::atoi(v);
-  }();
-  (void)kbt;
-  const int lag = forced >= 0 ? forced : 0;
-  return std::min(lag, stages - 1);
-}
-
 bool aligned(const void* p, size_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
@@ -949,7 +927,6 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
       }
       break;
     case WgmmaScaling::block: {
-      p.lag = block_lag(p.kbt, p.stages);
       // Block mode's tiles are 128 columns wide and start at multiples of 128: where B's scale
       // blocks are multiples of 128 rows, one B scale serves a tile and K block.
       const bool column_b = p.b_block_rows % kBK != 0;

@@ -22,6 +22,7 @@
 //                                     in clusters of two CTAs sharing B by TMA multicast)
 //               [--k-block KB]       (the block column's K block: 128, 256, 512 or 1024)
 //               [--block-only]       (checks and times the block column and BF16 alone)
+//               [--only-shape I]     (the I-th shape alone, 1-based: one shape under ncu)
 // (N: only the first N shapes; S: the pipeline depth of the 128 × 128 tensorwise run or of the
 // block-scaled run, default the heuristic's)
 #include <cuda_runtime.h>
@@ -93,6 +94,7 @@ int main(int argc, char** argv) {
   int64_t tokens = 16384;
   int samples = 30;
   int64_t max_shapes = 1000;
+  int64_t only_shape = 0;   // 0: every shape up to max_shapes; I: the I-th alone (1-based)
   int narrow_stages = 0;    // 0: the heuristic's
   int block_stages = 0;     // 0: the heuristic's
   int pp_stages = 0;        // 0: the deepest ping-pong ring
@@ -122,6 +124,8 @@ int main(int argc, char** argv) {
       samples = std::atoi(argv[i + 1]);
     } else if (flag == "--shapes") {
       max_shapes = std::atoll(argv[i + 1]);
+    } else if (flag == "--only-shape") {
+      only_shape = std::atoll(argv[i + 1]);
     } else if (flag == "--t128-stages") {
       narrow_stages = std::atoi(argv[i + 1]);
     } else if (flag == "--block-stages") {
@@ -135,21 +139,22 @@ int main(int argc, char** argv) {
                    "unknown flag %s; usage: wgmma_bench [--tokens N] [--samples S] [--shapes N] "
                    "[--t128-stages S] [--block-stages S] [--pp-stages S] [--uniform-b] "
                    "[--time-unchecked] "
-                   "[--cluster2] [--k-block KB] [--block-only]\n",
+                   "[--cluster2] [--k-block KB] [--block-only] [--only-shape I]\n",
                    argv[i]);
       return 2;
     }
   }
-  if (tokens <= 0 || samples < 20 || max_shapes <= 0 || narrow_stages < 0 || narrow_stages == 1 ||
-      narrow_stages > cuda::wgmma_max_stages(128) || block_stages < 0 || block_stages == 1 ||
-      block_stages > cuda::wgmma_max_stages(128) || pp_stages < 0 || pp_stages == 1 ||
-      pp_stages > cuda::wgmma_max_stages(128, true) ||
+  if (tokens <= 0 || samples < 20 || max_shapes <= 0 || only_shape < 0 || narrow_stages < 0 ||
+      narrow_stages == 1 || narrow_stages > cuda::wgmma_max_stages(128) || block_stages < 0 ||
+      block_stages == 1 || block_stages > cuda::wgmma_max_stages(128) || pp_stages < 0 ||
+      pp_stages == 1 || pp_stages > cuda::wgmma_max_stages(128, true) ||
       (kblock != 128 && kblock != 256 && kblock != 512 && kblock != 1024)) {
-    std::fprintf(stderr,
-                 "--tokens and --shapes must be positive, --samples at least 20, --t128-stages "
-                 "and --block-stages 2 to %d, --pp-stages 2 to %d, --k-block 128, 256, 512 or "
-                 "1024\n",
-                 cuda::wgmma_max_stages(128), cuda::wgmma_max_stages(128, true));
+    std::fprintf(
+        stderr,
+        "--tokens and --shapes must be positive, --only-shape not negative, --samples at least "
+        "20, --t128-stages and --block-stages 2 to %d, --pp-stages 2 to %d, --k-block 128, 256, "
+        "512 or 1024\n",
+        cuda::wgmma_max_stages(128), cuda::wgmma_max_stages(128, true));
     return 2;
   }
   if (!torch::cuda::is_available() || !cuda::wgmma_supported()) {
@@ -173,6 +178,7 @@ int main(int argc, char** argv) {
     for (const auto& [kind, s] : workloads::training_gemms(l, tokens)) {
       if (static_cast<int64_t>(seen.size()) >= max_shapes) break;
       if (!seen.insert({s.m, s.n, s.k}).second) continue;
+      if (only_shape > 0 && static_cast<int64_t>(seen.size()) != only_shape) continue;
       const int64_t m = s.m, n = s.n, k = s.k, kb = (k + kblock - 1) / kblock;
       // As int8-block quantizes them in training: B is W (kblock × kblock blocks) in fprop and
       // dgrad, and the activations X (1 × kblock blocks along the tokens) in wgrad.

@@ -5,7 +5,8 @@
 // tensorwise, BF16 out), on llama2-7b's training GEMMs. Every wgmma variant is checked bit for bit
 // against another path before it is timed (INT32 against cuBLASLt, tensorwise against cuBLASLt +
 // lpbench's dequantize, block against lpbench's mma.sync kernel). Timing: CUDA events around each
-// launch, inputs rotated over copies that together exceed 4× L2, 5 warm-up launches, the median of
+// launch (or each --calls launches), inputs rotated over copies that together exceed 4× L2, 5
+// warm-up launches, the median of
 // --samples (default 30). Block scales as int8-block makes them: A 1 × kb; B kb × kb in fprop
 // and dgrad (the weights), 1 × kb in wgrad (the activations; each column its own scale), kb the
 // K block (--k-block, default 128: int8-block:k-block=<kb>).
@@ -23,6 +24,8 @@
 //               [--k-block KB]       (the block column's K block: 128, 256, 512 or 1024)
 //               [--block-only]       (checks and times the block column and BF16 alone)
 //               [--only-shape I]     (the I-th shape alone, 1-based: one shape under ncu)
+//               [--calls C]          (launches a timing sample holds, default 1: with more, the
+//                                     host's per-launch work overlaps the kernels before)
 // (N: only the first N shapes; S: the pipeline depth of the 128 × 128 tensorwise run or of the
 // block-scaled run, default the heuristic's)
 #include <cuda_runtime.h>
@@ -61,8 +64,13 @@ struct Operands {
 using tools::time_ms;
 using tools::Timing;
 
+// Launches a timing sample holds (--calls): 1 pays each launch's host-side submission (the GPU
+// idles from the start event until the kernel arrives), more keep the queue full as a training
+// step does (tools::time_ms).
+int g_calls = 1;
+
 double median_ms(const std::function<void(int)>& fn, int copies, int samples) {
-  return time_ms(fn, copies, samples).median;
+  return time_ms(fn, copies, samples, g_calls).median;
 }
 
 cuda::ScaledGemmArgs args_of(const Operands& o, const at::Tensor& sa, const at::Tensor& sb,
@@ -126,6 +134,8 @@ int main(int argc, char** argv) {
       max_shapes = std::atoll(argv[i + 1]);
     } else if (flag == "--only-shape") {
       only_shape = std::atoll(argv[i + 1]);
+    } else if (flag == "--calls") {
+      g_calls = std::atoi(argv[i + 1]);
     } else if (flag == "--t128-stages") {
       narrow_stages = std::atoi(argv[i + 1]);
     } else if (flag == "--block-stages") {
@@ -139,19 +149,20 @@ int main(int argc, char** argv) {
                    "unknown flag %s; usage: wgmma_bench [--tokens N] [--samples S] [--shapes N] "
                    "[--t128-stages S] [--block-stages S] [--pp-stages S] [--uniform-b] "
                    "[--time-unchecked] "
-                   "[--cluster2] [--k-block KB] [--block-only] [--only-shape I]\n",
+                   "[--cluster2] [--k-block KB] [--block-only] [--only-shape I] [--calls C]\n",
                    argv[i]);
       return 2;
     }
   }
-  if (tokens <= 0 || samples < 20 || max_shapes <= 0 || only_shape < 0 || narrow_stages < 0 ||
-      narrow_stages == 1 || narrow_stages > cuda::wgmma_max_stages(128) || block_stages < 0 ||
-      block_stages == 1 || block_stages > cuda::wgmma_max_stages(128) || pp_stages < 0 ||
-      pp_stages == 1 || pp_stages > cuda::wgmma_max_stages(128, true) ||
+  if (tokens <= 0 || samples < 20 || max_shapes <= 0 || only_shape < 0 || g_calls < 1 ||
+      narrow_stages < 0 || narrow_stages == 1 || narrow_stages > cuda::wgmma_max_stages(128) ||
+      block_stages < 0 || block_stages == 1 || block_stages > cuda::wgmma_max_stages(128) ||
+      pp_stages < 0 || pp_stages == 1 || pp_stages > cuda::wgmma_max_stages(128, true) ||
       (kblock != 128 && kblock != 256 && kblock != 512 && kblock != 1024)) {
     std::fprintf(
         stderr,
-        "--tokens and --shapes must be positive, --only-shape not negative, --samples at least "
+        "--tokens, --shapes and --calls must be positive, --only-shape not negative, --samples at "
+        "least "
         "20, --t128-stages and --block-stages 2 to %d, --pp-stages 2 to %d, --k-block 128, 256, "
         "512 or 1024\n",
         cuda::wgmma_max_stages(128), cuda::wgmma_max_stages(128, true));
@@ -166,8 +177,10 @@ int main(int argc, char** argv) {
   LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
   cudaDeviceProp prop{};
   LPBENCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  std::printf("device: %s, L2 %d MiB, llama2-7b training GEMMs at %lld tokens, median of %d\n",
-              prop.name, l2 >> 20, static_cast<long long>(tokens), samples);
+  std::printf(
+      "device: %s, L2 %d MiB, llama2-7b training GEMMs at %lld tokens, median of %d samples of "
+      "%d launch(es)\n",
+      prop.name, l2 >> 20, static_cast<long long>(tokens), samples, g_calls);
   std::printf("%-22s %-6s %11s %11s %11s %11s %11s %11s %11s %9s %11s  %s\n", "MxNxK", "gemm",
               "wg-tens", "wg-256", "wg-t128", "wg-pp", "wg-pp-c2", "wg-block", "lt-int8", "bf16",
               "fp8", "TOP/s; x = over bf16 | block spread, B scale blocks; wgmma configs");
@@ -282,7 +295,7 @@ int main(int argc, char** argv) {
       auto tops = [&](double ms) { return ops_count / (ms * 1e-3) / 1e12; };
       // A wgmma variant is timed only where its check passed (or with --time-unchecked).
       const auto checked = [&](bool ok, const std::function<void(int)>& fn) {
-        return ok || unchecked ? time_ms(fn, copies, samples) : Timing{};
+        return ok || unchecked ? time_ms(fn, copies, samples, g_calls) : Timing{};
       };
       // --block-only: the other columns are neither checked against nor timed (-1: "-").
       const auto other = [&](const std::function<double()>& time) {

@@ -46,12 +46,8 @@
 //                  it, not none: with no use of the partials ptxas drops the wgmmas too, which
 //                  the 0 of §6b–§30 did; docs/perf-log.md §32)
 //   FOLD_FFMA=1    one FFMA per partial instead of FMUL then FADD (another rounding)
-//   TILE_PREFETCH=0  each tile's first scales loaded at its start, as before §32 (same results)
 #ifndef LPBENCH_WGMMA_FOLD_REPEAT
 #define LPBENCH_WGMMA_FOLD_REPEAT 1
-#endif
-#ifndef LPBENCH_WGMMA_TILE_PREFETCH
-#define LPBENCH_WGMMA_TILE_PREFETCH 1
 #endif
 #ifndef LPBENCH_WGMMA_FOLD_FFMA
 #define LPBENCH_WGMMA_FOLD_FFMA 0
@@ -434,26 +430,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   // buffer c % 2, so a buffer is refilled only after the barrier before the next block's fold,
   // which every consumer reaches after its fold of the block before (tiles included).
   int folded = 0;
-  // Block mode: the first K block's scales of this thread's rows (and the tile's B scale) in
-  // unit u's tile. Each tile's are loaded under the last K block of the tile before, where its
-  // first use would otherwise wait for the load (§32).
-  const auto first_scales = [&](int u) {
-    int tm, tn;
-    unit_coords(u, tm, tn);
-    const int r0 = tm * kBM + cwg * 64 + warp * 16 + g;
-    const auto a_row = [&](int r) {
-      return static_cast<int64_t>(scale_row(min(r, p.m - 1), p.a_block_rows)) * p.kext;
-    };
-    return Scales{__ldg(p.a_scales + a_row(r0)), __ldg(p.a_scales + a_row(r0 + 8)),
-                  kColumnB
-                      ? 1.0f
-                      : __ldg(p.b_scales +
-                              static_cast<int64_t>(scale_row(tn * BN, p.b_block_rows)) * p.kext)};
-  };
-  Scales upcoming{};
-  if constexpr (kBlocked) {
-    if (first_unit < num_units) upcoming = first_scales(first_unit);
-  }
   // Ping-pong: the ring holds the CTA's tiles in order, ktiles stages each, so this warpgroup's
   // tile j (its j-th of the CTA's) starts at K block j·ktiles, whatever the other took between.
   constexpr int kTileStep = kPingpong ? 2 : 1;
@@ -537,15 +513,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       // 19–33 % (§32). A fold overlapped with the next block's MMAs needs a second INT32 partial,
       // which ptxas would not fit in this kernel's registers without spilling (§30, §32); the
       // two warpgroups offset by a few stages, so that one folds under the other's MMAs, ran
-      // no faster (§32). What the kernel waits on most is its operands' arrival (§32).
-      Scales cur = LPBENCH_WGMMA_TILE_PREFETCH ? upcoming : load_scales(0);
+      // no faster, nor did loading each tile's first scales under the tile before (§32). What
+      // the kernel waits on most is its operands' arrival (§32).
+      Scales cur = load_scales(0);
       float column_cur = load_column(0);
       for (int kb = 0; kb < p.kext; ++kb) {
-        const int next_u = u + unit_step;
-        const Scales next = kb + 1 < p.kext ? load_scales(kb + 1)
-                            : LPBENCH_WGMMA_TILE_PREFETCH && next_u < num_units
-                                ? first_scales(next_u)
-                                : cur;
+        const Scales next = load_scales(min(kb + 1, p.kext - 1));
         const float column_next = load_column(min(kb + 1, p.kext - 1));
         int used = issue(true);
 #pragma unroll 1
@@ -576,7 +549,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         column_cur = column_next;
         ++folded;
       }
-      upcoming = cur;
     } else {
       // Ping-pong: this warpgroup's waits on a stage's full barrier go by phase parity, so they
       // must not run ahead of the stage's previous use, which may be the other warpgroup's last

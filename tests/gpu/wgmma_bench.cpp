@@ -6,10 +6,9 @@
 // against another path before it is timed (INT32 against cuBLASLt, tensorwise against cuBLASLt +
 // lpbench's dequantize, block against lpbench's mma.sync kernel). Timing: CUDA events around each
 // launch (or each --calls launches), inputs rotated over copies that together exceed 4× L2, 5
-// warm-up launches, the median of
-// --samples (default 30). Block scales as int8-block makes them: A 1 × kb; B kb × kb in fprop
-// and dgrad (the weights), 1 × kb in wgrad (the activations; each column its own scale), kb the
-// K block (--k-block, default 128: int8-block:k-block=<kb>).
+// warm-up launches, the median of --samples (default 30). Block scales as int8-block makes them: A
+// 1 × kb; B kb × kb in fprop and dgrad (the weights), 1 × kb in wgrad (the activations; each column
+// its own scale), kb the K block (--k-block, default 128: int8-block:k-block=<kb>).
 //
 //   wgmma_bench [--tokens 16384] [--samples 30] [--shapes N] [--t128-stages S] [--block-stages S]
 //               [--pp-stages S]      (the ring of the two ping-pong columns, default the deepest;
@@ -161,10 +160,9 @@ int main(int argc, char** argv) {
       (kblock != 128 && kblock != 256 && kblock != 512 && kblock != 1024)) {
     std::fprintf(
         stderr,
-        "--tokens, --shapes and --calls must be positive, --only-shape not negative, --samples at "
-        "least "
-        "20, --t128-stages and --block-stages 2 to %d, --pp-stages 2 to %d, --k-block 128, 256, "
-        "512 or 1024\n",
+        "--tokens, --shapes and --calls must be positive, --only-shape not negative, --samples "
+        "at least 20, --t128-stages and --block-stages 2 to %d, --pp-stages 2 to %d, --k-block "
+        "128, 256, 512 or 1024\n",
         cuda::wgmma_max_stages(128), cuda::wgmma_max_stages(128, true));
     return 2;
   }
@@ -364,6 +362,11 @@ int main(int argc, char** argv) {
                       : "  CHECK FAILED (not timed)");
       std::fflush(stdout);
     }
+  }
+  if (only_shape > static_cast<int64_t>(seen.size())) {
+    std::fprintf(stderr, "--only-shape %lld: there are %zu shapes; pick 1 to %zu\n",
+                 static_cast<long long>(only_shape), seen.size(), seen.size());
+    return 2;
   }
   return 0;
 }

@@ -46,6 +46,8 @@
 //                  it, not none: with no use of the partials ptxas drops the wgmmas too, which
 //                  the 0 of §6b–§30 did; docs/perf-log.md §32)
 //   FOLD_FFMA=1    one FFMA per partial instead of FMUL then FADD (another rounding)
+//   NO_TRAP=1      mbar_wait's deadlock timeout returns instead of trapping (wgmma_ptx.cuh):
+//                  the same results unless a wait times out; the register limit it lifts, §33
 #ifndef LPBENCH_WGMMA_FOLD_REPEAT
 #define LPBENCH_WGMMA_FOLD_REPEAT 1
 #endif

@@ -21,13 +21,19 @@ std::string loss_text(const std::optional<double>& v) {
   return v ? fmt::format("{:.4f}", *v) : "—";
 }
 
+std::string too_short_why(const std::string& recipe, int64_t steps, const ParityRule& rule) {
+  return fmt::format("{} ran {} step{}; a verdict needs {} or more (--min-steps)", recipe, steps,
+                     steps == 1 ? "" : "s", rule.min_steps);
+}
+
 }  // namespace
 
 std::string ParityRule::describe() const {
   return fmt::format(
       "parity: the mean final validation loss over a recipe's seeds is at most the highest BF16 "
-      "seed's plus {:.1f} %; a recipe whose run diverged or failed is not at parity",
-      100.0 * tolerance);
+      "seed's plus {:.1f} %; a recipe whose run diverged or failed is not at parity; runs of "
+      "fewer than {} steps are too short to judge",
+      100.0 * tolerance, min_steps);
 }
 
 std::string_view to_string(Parity parity) {
@@ -42,6 +48,8 @@ std::string_view to_string(Parity parity) {
       return "diverged";
     case Parity::incomplete:
       return "incomplete";
+    case Parity::too_short:
+      return "too short";
     case Parity::no_data:
       return "no data";
   }
@@ -68,6 +76,7 @@ std::vector<RecipeVerdict> judge(const std::vector<SeedResult>& results, const P
         stopped = fmt::format("seed {} stopped at step {} of {}", r->seed, r->steps_done,
                               r->steps_planned);
       }
+      v.fewest_steps = v.seeds == 0 ? r->steps_done : std::min(v.fewest_steps, r->steps_done);
       ++v.seeds;
       v.instability_events += r->instability_events;
       broke = broke || r->status == store::RunStatus::diverged ||
@@ -92,6 +101,9 @@ std::vector<RecipeVerdict> judge(const std::vector<SeedResult>& results, const P
     } else if (!v.mean) {
       v.verdict = Parity::no_data;
       v.why = "no finite final loss was recorded";
+    } else if (v.fewest_steps < rule.min_steps) {
+      v.verdict = Parity::too_short;
+      v.why = too_short_why(v.recipe, v.fewest_steps, rule);
     }
     verdicts.push_back(v);
   }
@@ -110,6 +122,12 @@ std::vector<RecipeVerdict> judge(const std::vector<SeedResult>& results, const P
       continue;
     }
     v.gap_pct = 100.0 * (*v.mean - *base->mean) / *base->mean;
+    if (v.verdict == Parity::too_short) continue;
+    if (base->verdict == Parity::too_short) {
+      v.verdict = Parity::too_short;
+      v.why = too_short_why(kBaseline, base->fewest_steps, rule);
+      continue;
+    }
     const double limit = *base->max * (1.0 + rule.tolerance);
     v.verdict = *v.mean <= limit ? Parity::parity : Parity::outside;
     v.why = fmt::format("{:.4f} {} {:.4f} (BF16's highest seed {:.4f} + {:.1f} %)", *v.mean,

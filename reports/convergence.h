@@ -22,19 +22,23 @@ struct SeedResult {
   bool validation = true;          // false: final_loss is the training loss
   int64_t instability_events = 0;  // loss spikes, gradient norm growth, non-finite values
   std::string workload;
-  int64_t steps_done = 0, steps_planned = 0;
+  int64_t steps_done = 0, steps_planned = 0;  // steps recorded (warm-up included), configured
 };
 
 // The parity rule: a recipe is at parity when the mean of its seeds' final validation losses is
-// at most the highest BF16 seed's times (1 + tolerance). Lower is never held against it.
+// at most the highest BF16 seed's times (1 + tolerance). Lower is never held against it. Runs
+// shorter than min_steps (BF16's or the recipe's) are not judged: after a few steps the loss
+// tells the initialization, not the training (a benchmark's 10 steps once read "parity" here).
 struct ParityRule {
   double tolerance = 0.01;
+  int64_t min_steps = 100;
   std::string describe() const;
 };
 
 // incomplete: a run stopped early (interrupted) and no finished run of its recipe and seed
 // replaced it; its last validation loss is from an earlier step, so it is not judged.
-enum class Parity { baseline, parity, outside, diverged, incomplete, no_data };
+// too_short: the recipe's or BF16's runs took fewer than the rule's min_steps; the gap is shown.
+enum class Parity { baseline, parity, outside, diverged, incomplete, too_short, no_data };
 std::string_view to_string(Parity parity);
 
 struct RecipeVerdict {
@@ -43,6 +47,7 @@ struct RecipeVerdict {
   std::optional<double> mean, min, max;  // of the final losses
   std::optional<double> gap_pct;         // mean against BF16's mean
   int64_t instability_events = 0;
+  int64_t fewest_steps = 0;  // of its seeds' runs
   Parity verdict = Parity::no_data;
   std::string why;
 };

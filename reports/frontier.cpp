@@ -31,6 +31,19 @@ std::optional<store::RunRecord> speed_baseline(const std::vector<store::RunRecor
   return first;
 }
 
+// Why the runs of `workload` in `sweep` are not comparable as timed (empty: they are): the flags
+// the sweep's own table marks with ‡ and §.
+std::string speed_flag(const store::Store& store, int64_t sweep, const std::string& workload) {
+  for (const store::RunRecord& run : store.runs(sweep)) {
+    if (run.workload != workload) continue;
+    if (run.clock_fell.value_or(false))
+      return fmt::format("the SM clock fell during run {}'s ({}) measured steps", run.id, run.recipe);
+    if (run.contention)
+      return fmt::format("run {} ({}) shared the GPU: {}", run.id, run.recipe, *run.contention);
+  }
+  return "";
+}
+
 bool at_parity(const RecipeVerdict& v) {
   return v.verdict == Parity::parity || v.verdict == Parity::baseline;
 }
@@ -55,9 +68,19 @@ Frontier build_frontier(const store::Store& store, const std::vector<RecipeVerdi
           *speed_sweep));
     }
   } else {
+    // The newest unflagged sweep; the newest flagged one where there is no other.
     const std::vector<store::SweepRecord> sweeps = store.sweeps();
-    for (auto it = sweeps.rbegin(); it != sweeps.rend() && !baseline; ++it)
-      baseline = speed_baseline(store.runs(it->id));
+    std::optional<store::RunRecord> flagged;
+    for (auto it = sweeps.rbegin(); it != sweeps.rend() && !baseline; ++it) {
+      std::optional<store::RunRecord> found = speed_baseline(store.runs(it->id));
+      if (!found) continue;
+      if (speed_flag(store, found->sweep_id, found->workload).empty()) {
+        baseline = found;
+      } else if (!flagged) {
+        flagged = found;
+      }
+    }
+    if (!baseline) baseline = flagged;
     if (!baseline) {
       out.no_speed =
           "no speedups: this database holds no layer-level bf16 run on a GPU that ended ok; "
@@ -68,7 +91,8 @@ Frontier build_frontier(const store::Store& store, const std::vector<RecipeVerdi
   std::vector<RunSummary> runs;
   if (baseline) {
     out.source = SpeedSource{baseline->sweep_id, baseline->workload,
-                             baseline->provenance.gpu_name.value_or(baseline->device)};
+                             baseline->provenance.gpu_name.value_or(baseline->device),
+                             speed_flag(store, baseline->sweep_id, baseline->workload)};
     for (const store::RunRecord& run : store.runs(baseline->sweep_id)) {
       if (run.workload == baseline->workload)
         runs.push_back(summarize_run(run, store.steps(run.id)));
@@ -119,10 +143,14 @@ TextTable frontier_table(const Frontier& f) {
 
 std::string frontier_source(const Frontier& f) {
   if (!f.source) return f.no_speed + ".";
+  const std::string flag =
+      f.source->flagged.empty()
+          ? ""
+          : fmt::format(" ‡ Those times are not comparable as they are: {}.", f.source->flagged);
   return fmt::format(
       "Speedups: {} in sweep {} on {} (medians, with the range the p10–p90 spreads allow); loss "
-      "gaps: the convergence verdict (final validation loss against BF16's, over the seeds).",
-      f.source->workload, f.source->sweep_id, f.source->gpu);
+      "gaps: the convergence verdict (final validation loss against BF16's, over the seeds).{}",
+      f.source->workload, f.source->sweep_id, f.source->gpu, flag);
 }
 
 std::string frontier_finding(const Frontier& f) {
@@ -156,7 +184,8 @@ Chart frontier_chart(const Frontier& f) {
     const std::optional<double> gap = row.recipe == "bf16"
                                           ? std::optional<double>(row.verdict.gap_pct.value_or(0.0))
                                           : row.verdict.gap_pct;
-    if (!row.speedup || !gap) continue;
+    // Runs too short to judge give no point: their gap is not a verdict.
+    if (!row.speedup || !gap || row.verdict.verdict == Parity::too_short) continue;
     // The gap of the recipe's lowest and highest seed, against the same BF16 mean.
     double low = *gap, high = *gap;
     if (row.verdict.mean && row.verdict.min && row.verdict.max) {

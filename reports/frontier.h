@@ -21,6 +21,7 @@ struct SpeedSource {
   int64_t sweep_id = 0;
   std::string workload;
   std::string gpu;
+  std::string flagged;  // non-empty: why that sweep's times are not comparable as they are
 };
 
 struct FrontierRow {
@@ -37,8 +38,10 @@ struct Frontier {
 };
 
 // `speed_sweep`: the sweep to take the speedups from; none: the newest sweep in `store` whose
-// layer-level BF16 run on a GPU ended ok (llama2-7b's layer where that sweep has several). A
-// given sweep without such a run is an InputError naming what it holds.
+// layer-level BF16 run on a GPU ended ok (llama2-7b's layer where that sweep has several) and
+// whose runs of that workload were not flagged (the SM clock fell, or other processes shared the
+// GPU); the newest flagged one only where no other exists, said so. A given sweep without such a
+// run is an InputError naming what it holds.
 Frontier build_frontier(const store::Store& store, const std::vector<RecipeVerdict>& verdicts,
                         std::optional<int64_t> speed_sweep);
 

@@ -27,6 +27,7 @@ struct ConvergeOptions {
   config::RunConfig run;
   int64_t seeds = 1;
   double tolerance_pct = 1.0;
+  int64_t min_steps = reports::ParityRule{}.min_steps;
   std::string label = "converge";
   std::vector<int64_t> sweeps;
   bool judge = false;                 // judge every sweep labelled --label already in the store
@@ -38,7 +39,7 @@ constexpr int64_t kMaxSeeds = 100;
 
 int judge_and_print(const store::Store& store, const std::vector<int64_t>& sweeps,
                     const ConvergeOptions& o) {
-  const reports::ParityRule rule{o.tolerance_pct / 100.0};
+  const reports::ParityRule rule{o.tolerance_pct / 100.0, o.min_steps};
   const auto verdicts = reports::judge(reports::collect_seed_results(store, sweeps), rule);
   std::string ids;
   for (int64_t id : sweeps)
@@ -85,6 +86,11 @@ int execute(ConvergeOptions o, const std::string& command_line) {
     throw InputError(fmt::format("--tolerance {} is not a percentage: use 0 to 100, e.g. 1 for 1 %",
                                  o.tolerance_pct));
   }
+  if (o.min_steps < 1) {
+    throw InputError(fmt::format(
+        "--min-steps {} is not a step count: give 1 or more (default {})", o.min_steps,
+        reports::ParityRule{}.min_steps));
+  }
   if (o.judge) {
     if (!o.sweeps.empty()) throw InputError("--judge and --sweeps both pick sweeps: give one");
     const store::Store store = store::Store::open(o.run.db, store::Store::Mode::read);
@@ -111,6 +117,12 @@ int execute(ConvergeOptions o, const std::string& command_line) {
   if (std::find(o.run.recipes.begin(), o.run.recipes.end(), "bf16") == o.run.recipes.end()) {
     throw InputError(
         "--recipes has no bf16: add bf16, the baseline every verdict is judged against");
+  }
+  if (o.run.steps < o.min_steps) {
+    fmt::print(stderr,
+               "note: --steps {} is under --min-steps {}: the runs are recorded, their verdicts "
+               "will read 'too short'\n",
+               o.run.steps, o.min_steps);
   }
   o.run.workloads = {"model:" + (o.run.model.empty() ? std::string("small") : o.run.model)};
   o.run.model.clear();
@@ -167,6 +179,9 @@ void add_converge_command(CLI::App& app, Action& action, const std::string& comm
       ->capture_default_str();
   cmd->add_option("--tolerance", o->tolerance_pct,
                   "Parity tolerance in percent above BF16's highest seed")
+      ->capture_default_str();
+  cmd->add_option("--min-steps", o->min_steps,
+                  "Judge only runs of at least this many steps (shorter: 'too short')")
       ->capture_default_str();
   cmd->add_option("--label", o->label, "The sweeps' label")->capture_default_str();
   cmd->add_option("--sweeps", o->sweeps,

@@ -159,6 +159,9 @@ TEST_F(CliBadInput, ReportCompareExportReproduceAndLabels) {
       {"reproduce bad tables file",
        {"reproduce", "x", "--tables", tables, "--db", db_},
        "not valid JSON"},
+      {"converge zero min steps",
+       {"converge", "--judge", "--min-steps", "0", "--db", db_},
+       "--min-steps 0 is not a step count"},
   };
   for (const BadInput& input : inputs)
     expect_rejected(input, db_);

@@ -17,12 +17,13 @@ namespace lpbench::reports {
 namespace {
 
 SeedResult seed(const std::string& recipe, uint64_t s, double loss,
-                store::RunStatus status = store::RunStatus::ok) {
+                store::RunStatus status = store::RunStatus::ok, int64_t steps = 2000) {
   SeedResult r;
   r.recipe = recipe;
   r.seed = s;
   r.final_loss = loss;
   r.status = status;
+  r.steps_done = r.steps_planned = steps;
   return r;
 }
 
@@ -80,6 +81,40 @@ TEST(Parity, AnInterruptedRunIsIncompleteNotJudgedOnItsEarlierLoss) {
       << find(verdicts, "int8-row").why;
   EXPECT_FALSE(find(verdicts, "int8-row").gap_pct.has_value());
   EXPECT_FALSE(all_at_parity(verdicts));
+}
+
+// A benchmark's few steps are no convergence verdict: the gap is shown, the verdict is "too
+// short", whether the recipe's runs or BF16's are the short ones.
+TEST(Parity, RunsShorterThanTheMinimumAreTooShortWithTheirGapShown) {
+  const auto ok = store::RunStatus::ok;
+  const ParityRule rule{0.01, 100};
+  const auto verdicts = judge({seed("bf16", 0, 10.81, ok, 10), seed("int8-tensor", 0, 10.83, ok, 10)},
+                              rule);
+  EXPECT_EQ(find(verdicts, "bf16").verdict, Parity::too_short);
+  const RecipeVerdict& int8 = find(verdicts, "int8-tensor");
+  EXPECT_EQ(int8.verdict, Parity::too_short);
+  ASSERT_TRUE(int8.gap_pct.has_value());
+  EXPECT_NEAR(*int8.gap_pct, 100.0 * 0.02 / 10.81, 1e-9);
+  EXPECT_NE(int8.why.find("ran 10 steps; a verdict needs 100 or more"), std::string::npos)
+      << int8.why;
+  EXPECT_FALSE(all_at_parity(verdicts));
+
+  // BF16 long enough, one of the recipe's two seeds short; BF16 short, the recipe long enough.
+  const auto mixed = judge({seed("bf16", 0, 4.0), seed("int8-row", 0, 4.0),
+                            seed("int8-row", 1, 4.0, ok, 99)},
+                           rule);
+  EXPECT_EQ(find(mixed, "bf16").verdict, Parity::baseline);
+  EXPECT_EQ(find(mixed, "int8-row").verdict, Parity::too_short);
+  EXPECT_NE(find(mixed, "int8-row").why.find("int8-row ran 99 steps"), std::string::npos);
+  const auto short_base = judge({seed("bf16", 0, 4.0, ok, 50), seed("int8-row", 0, 4.0)}, rule);
+  EXPECT_EQ(find(short_base, "int8-row").verdict, Parity::too_short);
+  EXPECT_NE(find(short_base, "int8-row").why.find("bf16 ran 50 steps"), std::string::npos);
+  // At the minimum it is judged.
+  const auto at_min = judge({seed("bf16", 0, 4.0, ok, 100), seed("int8-row", 0, 4.0, ok, 100)},
+                            rule);
+  EXPECT_EQ(find(at_min, "int8-row").verdict, Parity::parity);
+  EXPECT_NE(render_verdicts(verdicts, rule).find("fewer than 100 steps are too short"),
+            std::string::npos);
 }
 
 TEST(Parity, WithoutBf16ThereIsNoVerdict) {
@@ -148,18 +183,18 @@ TEST(Frontier, MarksTheFastestRecipeAtParityFromAGpuLayerSweep) {
 // A convergence sweep: model:small runs with a validation loss, one per (recipe, seed, loss).
 int64_t convergence_sweep(store::Store& store,
                           const std::vector<std::tuple<std::string, int, double>>& runs,
-                          const std::string& label) {
+                          const std::string& label, int steps = 200) {
   const int64_t sweep =
       store.add_sweep({0, "2026-11-25T04:00:00.000Z", "lpbench converge", "host", "0", label});
   for (const auto& [recipe, seed_value, loss] : runs) {
     store::RunRecord r = lpbench::testing::test_run_record(sweep, recipe, "cuda:0");
     r.workload = "model:small";
     r.level = "model";
-    r.config_json = fmt::format(R"({{"training":{{"seed":{},"steps":10}}}})", seed_value);
+    r.config_json = fmt::format(R"({{"training":{{"seed":{},"steps":{}}}}})", seed_value, steps);
     const int64_t id = store.add_run(r);
-    for (int step = 0; step < 10; ++step)
+    for (int step = 0; step < steps; ++step)
       store.add_step({id, step, false, loss, 5.0, 512, 1e-3, 1.0, std::nullopt, std::nullopt});
-    store.add_eval({id, 9, loss, 1024});
+    store.add_eval({id, steps - 1, loss, 1024});
     store.finish_run(id, store::RunStatus::ok, std::nullopt);
   }
   return sweep;
@@ -192,6 +227,58 @@ TEST(Frontier, TheReportTakesEachRecipeAndSeedFromTheNewestSweep) {
   EXPECT_NE(script.find("with labels"), std::string::npos) << script;
   // Sweeps without convergence runs give no frontier.
   EXPECT_TRUE(report_frontiers(store, {*store.sweep(1)}).empty());
+}
+
+// A speed sweep of 10-step model runs on a GPU: their validation losses give no verdict, so no
+// recipe is marked fastest at parity and the chart has no point.
+TEST(Frontier, ABenchmarksShortModelRunsAreNoVerdict) {
+  lpbench::testing::TempDir dir;
+  store::Store store = store::Store::open(dir / "f.db", store::Store::Mode::write);
+  layer_sweep(store, {{"bf16", 8.5}, {"int8-tensor", 6.3}});
+  convergence_sweep(store, {{"bf16", 0, 10.81}, {"int8-tensor", 0, 10.83}}, "status-eight", 10);
+  const std::vector<TitledFrontier> frontiers = report_frontiers(store, store.sweeps());
+  ASSERT_EQ(frontiers.size(), 1u);
+  const Frontier& f = frontiers[0].frontier;
+  for (const FrontierRow& row : f.rows) {
+    EXPECT_EQ(row.verdict.verdict, Parity::too_short) << row.recipe;
+    EXPECT_FALSE(row.fastest_at_parity) << row.recipe;
+  }
+  const std::string md = render_frontier(f);
+  EXPECT_NE(md.find("too short"), std::string::npos) << md;
+  EXPECT_EQ(md.find("◆"), std::string::npos) << md;
+  EXPECT_FALSE(has_data(frontier_chart(f)));
+}
+
+// The speedups come from the newest layer sweep whose times are not flagged; where every one is
+// flagged, the newest, and the source line says why its times are not comparable.
+TEST(Frontier, TheSpeedSourceSkipsAFlaggedSweepAndNamesTheFlagWhenNoOtherExists) {
+  lpbench::testing::TempDir dir;
+  store::Store store = store::Store::open(dir / "f.db", store::Store::Mode::write);
+  const auto verdicts = judge({seed("bf16", 0, 4.0), seed("int8-row", 0, 4.0)}, ParityRule{});
+  const int64_t older = layer_sweep(store, {{"bf16", 10.0}, {"int8-row", 8.0}});
+  const int64_t flagged = layer_sweep(store, {{"bf16", 10.0}, {"int8-row", 6.0}});
+  store.set_clock_fell(store.runs(flagged).back().id, true);
+  Frontier f = build_frontier(store, verdicts, std::nullopt);
+  ASSERT_TRUE(f.source);
+  EXPECT_EQ(f.source->sweep_id, older);
+  EXPECT_TRUE(f.source->flagged.empty());
+  EXPECT_NEAR(f.rows[1].speedup->ratio, 1.25, 0.02);
+  EXPECT_EQ(frontier_source(f).find("not comparable"), std::string::npos);
+
+  // Named with --speed-from, the flagged sweep is used and said to be flagged.
+  f = build_frontier(store, verdicts, flagged);
+  EXPECT_NE(frontier_source(f).find("not comparable as they are: the SM clock fell"),
+            std::string::npos)
+      << frontier_source(f);
+
+  lpbench::testing::TempDir other;
+  store::Store only = store::Store::open(other / "g.db", store::Store::Mode::write);
+  const int64_t lone = layer_sweep(only, {{"bf16", 10.0}, {"int8-row", 8.0}});
+  only.set_clock_fell(only.runs(lone).front().id, true);
+  f = build_frontier(only, verdicts, std::nullopt);
+  ASSERT_TRUE(f.source);
+  EXPECT_EQ(f.source->sweep_id, lone);
+  EXPECT_NE(frontier_source(f).find("not comparable"), std::string::npos) << frontier_source(f);
 }
 
 TEST(Frontier, WithoutAGpuLayerSweepItSaysSoAndABadSpeedSweepIsInputError) {

@@ -48,6 +48,11 @@
 //   FOLD_FFMA=1    one FFMA per partial instead of FMUL then FADD (another rounding)
 //   NO_TRAP=1      mbar_wait's deadlock timeout returns instead of trapping (wgmma_ptx.cuh):
 //                  the same results unless a wait times out; the register limit it lifts, §33
+//   BLOCK_BN=192   block mode on 128 × 192 tiles (every column its own B scale, 5 stages): the
+//                  same results; its 96 + 96 accumulators a thread need NO_TRAP=1 too (§33)
+#ifndef LPBENCH_WGMMA_BLOCK_BN
+#define LPBENCH_WGMMA_BLOCK_BN 128
+#endif
 #ifndef LPBENCH_WGMMA_FOLD_REPEAT
 #define LPBENCH_WGMMA_FOLD_REPEAT 1
 #endif
@@ -152,6 +157,14 @@ __device__ __forceinline__ void wgmma_tile<128>(int (&acc)[64], uint64_t da, uin
                                                 int acc_in) {
   sm90::wgmma_m64n128k32(acc, da, db, acc_in);
 }
+
+#if LPBENCH_WGMMA_BLOCK_BN == 192
+template <>
+__device__ __forceinline__ void wgmma_tile<192>(int (&acc)[96], uint64_t da, uint64_t db,
+                                                int acc_in) {
+  sm90::wgmma_m64n192k32(acc, da, db, acc_in);
+}
+#endif
 
 template <>
 __device__ __forceinline__ void wgmma_tile<256>(int (&acc)[128], uint64_t da, uint64_t db,
@@ -798,6 +811,8 @@ void require_sm90() {
 // take 1 KiB beside the ring on 128-wide tiles: 6 stages), or ping-pong's (no block scales: 7).
 template <int BN, bool kColumnB>
 int stages_that_fit() {
+  // (Also names kAccs in a layout no kernel instantiates, which a diagnostic build may leave so.)
+  static_assert(Layout<BN, kColumnB>::kAccs * 2 == BN);
   const size_t fixed = Layout<BN, kColumnB>::smem_bytes(0);
   const size_t stage = Layout<BN, kColumnB>::smem_bytes(1) - fixed;
   return static_cast<int>((kSmemLimit - fixed) / stage);
@@ -887,7 +902,14 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
   }
   require_sm90();
   const DeviceInfo d = device_info();
-  const WgmmaConfig config = requested ? *requested : select_wgmma_config(problem, d.sms);
+  WgmmaConfig config = requested ? *requested : select_wgmma_config(problem, d.sms);
+  if constexpr (LPBENCH_WGMMA_BLOCK_BN != 128) {
+    if (problem.scaling == WgmmaScaling::block) {  // the timing experiment (top of the file)
+      config.tile_n = LPBENCH_WGMMA_BLOCK_BN;
+      config.stages = std::min(5, stages_that_fit<LPBENCH_WGMMA_BLOCK_BN, true>());
+      config.cluster_m = 1;
+    }
+  }
   const int64_t tiles_m = (problem.m + kBM - 1) / kBM;
   const int64_t tiles_n = (problem.n + config.tile_n - 1) / config.tile_n;
   LPBENCH_CUDA_REQUIRE(tiles_m * tiles_n <= 0x7fffffff && kGroupM * tiles_n <= 0x7fffffff,
@@ -934,7 +956,8 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
     case WgmmaScaling::block: {
       // Block mode's tiles are 128 columns wide and start at multiples of 128: where B's scale
       // blocks are multiples of 128 rows, one B scale serves a tile and K block.
-      const bool column_b = p.b_block_rows % kBK != 0;
+      constexpr int kBlockBN = LPBENCH_WGMMA_BLOCK_BN;
+      const bool column_b = kBlockBN != 128 || p.b_block_rows % kBK != 0;
       if (!column_b) {
         if (problem.out == DType::bf16) {
           launch<128, true, __nv_bfloat16>(p, ma, mb, d.sms, stream);
@@ -948,7 +971,7 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
       // Each column its own B scale (wgrad's activations): a K-block-major copy of B's scales,
       // kext · n_pad floats (5.6 MB for K = 16384, N = 11008), made on the stream and freed
       // after the GEMM, so that a tile's 128 for one K block are contiguous.
-      p.n_pad = p.tiles_n * 128;
+      p.n_pad = p.tiles_n * kBlockBN;
       float* kmajor = nullptr;
       LPBENCH_CUDA_CHECK(
           cudaMallocAsync(&kmajor, sizeof(float) * static_cast<size_t>(p.kext) * p.n_pad, stream));
@@ -965,11 +988,11 @@ void run(const WgmmaProblem& problem, const void* a, const void* b, Params p,
       p.b_col_scales = kmajor;
       p.column_in_stages = column_scales_in_stages(p.kbt);
       if (problem.out == DType::bf16) {
-        launch<128, true, __nv_bfloat16, true>(p, ma, mb, d.sms, stream);
+        launch<kBlockBN, true, __nv_bfloat16, true>(p, ma, mb, d.sms, stream);
       } else if (accumulate) {
-        launch<128, true, float, true, false, true>(p, ma, mb, d.sms, stream);
+        launch<kBlockBN, true, float, true, false, true>(p, ma, mb, d.sms, stream);
       } else {
-        launch<128, true, float, true>(p, ma, mb, d.sms, stream);
+        launch<kBlockBN, true, float, true>(p, ma, mb, d.sms, stream);
       }
       break;
     }

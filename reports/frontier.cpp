@@ -37,7 +37,8 @@ std::string speed_flag(const store::Store& store, int64_t sweep, const std::stri
   for (const store::RunRecord& run : store.runs(sweep)) {
     if (run.workload != workload) continue;
     if (run.clock_fell.value_or(false))
-      return fmt::format("the SM clock fell during run {}'s ({}) measured steps", run.id, run.recipe);
+      return fmt::format("the SM clock fell during run {}'s ({}) measured steps", run.id,
+                         run.recipe);
     if (run.contention)
       return fmt::format("run {} ({}) shared the GPU: {}", run.id, run.recipe, *run.contention);
   }

@@ -87,9 +87,8 @@ int execute(ConvergeOptions o, const std::string& command_line) {
                                  o.tolerance_pct));
   }
   if (o.min_steps < 1) {
-    throw InputError(fmt::format(
-        "--min-steps {} is not a step count: give 1 or more (default {})", o.min_steps,
-        reports::ParityRule{}.min_steps));
+    throw InputError(fmt::format("--min-steps {} is not a step count: give 1 or more (default {})",
+                                 o.min_steps, reports::ParityRule{}.min_steps));
   }
   if (o.judge) {
     if (!o.sweeps.empty()) throw InputError("--judge and --sweeps both pick sweeps: give one");

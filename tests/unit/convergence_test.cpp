@@ -88,8 +88,8 @@ TEST(Parity, AnInterruptedRunIsIncompleteNotJudgedOnItsEarlierLoss) {
 TEST(Parity, RunsShorterThanTheMinimumAreTooShortWithTheirGapShown) {
   const auto ok = store::RunStatus::ok;
   const ParityRule rule{0.01, 100};
-  const auto verdicts = judge({seed("bf16", 0, 10.81, ok, 10), seed("int8-tensor", 0, 10.83, ok, 10)},
-                              rule);
+  const auto verdicts =
+      judge({seed("bf16", 0, 10.81, ok, 10), seed("int8-tensor", 0, 10.83, ok, 10)}, rule);
   EXPECT_EQ(find(verdicts, "bf16").verdict, Parity::too_short);
   const RecipeVerdict& int8 = find(verdicts, "int8-tensor");
   EXPECT_EQ(int8.verdict, Parity::too_short);
@@ -100,9 +100,8 @@ TEST(Parity, RunsShorterThanTheMinimumAreTooShortWithTheirGapShown) {
   EXPECT_FALSE(all_at_parity(verdicts));
 
   // BF16 long enough, one of the recipe's two seeds short; BF16 short, the recipe long enough.
-  const auto mixed = judge({seed("bf16", 0, 4.0), seed("int8-row", 0, 4.0),
-                            seed("int8-row", 1, 4.0, ok, 99)},
-                           rule);
+  const auto mixed = judge(
+      {seed("bf16", 0, 4.0), seed("int8-row", 0, 4.0), seed("int8-row", 1, 4.0, ok, 99)}, rule);
   EXPECT_EQ(find(mixed, "bf16").verdict, Parity::baseline);
   EXPECT_EQ(find(mixed, "int8-row").verdict, Parity::too_short);
   EXPECT_NE(find(mixed, "int8-row").why.find("int8-row ran 99 steps"), std::string::npos);
@@ -110,8 +109,8 @@ TEST(Parity, RunsShorterThanTheMinimumAreTooShortWithTheirGapShown) {
   EXPECT_EQ(find(short_base, "int8-row").verdict, Parity::too_short);
   EXPECT_NE(find(short_base, "int8-row").why.find("bf16 ran 50 steps"), std::string::npos);
   // At the minimum it is judged.
-  const auto at_min = judge({seed("bf16", 0, 4.0, ok, 100), seed("int8-row", 0, 4.0, ok, 100)},
-                            rule);
+  const auto at_min =
+      judge({seed("bf16", 0, 4.0, ok, 100), seed("int8-row", 0, 4.0, ok, 100)}, rule);
   EXPECT_EQ(find(at_min, "int8-row").verdict, Parity::parity);
   EXPECT_NE(render_verdicts(verdicts, rule).find("fewer than 100 steps are too short"),
             std::string::npos);

@@ -165,7 +165,12 @@ TEST(DataParallel, TwoAndThreeGlooRanksTrainAsOneProcessOnTheGlobalBatch) {
 // checkpointing, which the layer-sharded stages need): every gradient element is the same sum
 // (a + b, or a + b + c) reduced layer by layer instead of all at once, every master the same
 // update, so stage 2 and stage 3 give the same bits as each other, and stage 1's losses up to
-// the global norm's order of summation (measured: the same bits for 12 steps; held to 1e-3).
+// the global norm's order of summation. That order can move the clipping coefficient by an ulp
+// (it depends on the CPU's kernels: an AMD EPYC gave the same bits for 12 steps, an AVX-512 Xeon
+// differs from step 1 on three ranks), so the first update is held tight (1e-4; one wrong by 1 %
+// would move step 1's loss by about 3e-4) and the later steps as two trainings part whose weights
+// differ in the last bit: BF16 1e-3, int8-tensor 1e-2, whose rounding flips amplify the ulp
+// (measured on the Xeon, three ranks: 1.6e-3 at step 6; BF16 2.7e-4).
 // Three ranks leave the layers' sizes indivisible, so their slices are padded.
 TEST(DataParallel, ZeroTwoAndThreeShardLayerByLayerAndTrainAsZeroOne) {
   constexpr int kSteps = 12;
@@ -191,8 +196,10 @@ TEST(DataParallel, ZeroTwoAndThreeShardLayerByLayerAndTrainAsZeroOne) {
       EXPECT_EQ(zero2.loss, zero3.loss);
       EXPECT_EQ(zero2.grad_norm, zero3.grad_norm);
       EXPECT_EQ(zero3.loss[0], zero1.loss[0]);
-      for (int s = 0; s < kSteps; ++s)
-        EXPECT_LT(relative(zero3.loss[s], zero1.loss[s]), 1e-3) << "step " << s;
+      EXPECT_LT(relative(zero3.loss[1], zero1.loss[1]), 1e-4);
+      const double apart = recipe == "bf16" ? 1e-3 : 1e-2;
+      for (int s = 2; s < kSteps; ++s)
+        EXPECT_LT(relative(zero3.loss[s], zero1.loss[s]), apart) << "step " << s;
       EXPECT_EQ(zero2.run.sharding.value_or(""), "zero2 (gloo)");
       EXPECT_EQ(zero3.run.sharding.value_or(""), "zero3 (gloo)");
       // Each layer's gather and reduction is a collective of its own, timed where it waits.

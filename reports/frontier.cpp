@@ -31,18 +31,30 @@ std::optional<store::RunRecord> speed_baseline(const std::vector<store::RunRecor
   return first;
 }
 
-// Why the runs of `workload` in `sweep` are not comparable as timed (empty: they are): the flags
-// the sweep's own table marks with ‡ and §.
-std::string speed_flag(const store::Store& store, int64_t sweep, const std::string& workload) {
-  for (const store::RunRecord& run : store.runs(sweep)) {
-    if (run.workload != workload) continue;
-    if (run.clock_fell.value_or(false))
-      return fmt::format("the SM clock fell during run {}'s ({}) measured steps", run.id,
-                         run.recipe);
-    if (run.contention)
-      return fmt::format("run {} ({}) shared the GPU: {}", run.id, run.recipe, *run.contention);
+// A sweep's speed source: its baseline run, the runs of that workload, and why their times are
+// not comparable as they are (empty: they are; the flags the sweep's own table marks ‡ and §).
+struct SpeedCandidate {
+  store::RunRecord baseline;
+  std::vector<store::RunRecord> runs;
+  std::string flag;
+};
+
+std::optional<SpeedCandidate> speed_candidate(const store::Store& store, int64_t sweep) {
+  std::vector<store::RunRecord> all = store.runs(sweep);
+  std::optional<store::RunRecord> baseline = speed_baseline(all);
+  if (!baseline) return std::nullopt;
+  SpeedCandidate c{*baseline, {}, ""};
+  for (store::RunRecord& run : all) {
+    if (run.workload != baseline->workload) continue;
+    if (c.flag.empty() && run.clock_fell.value_or(false)) {
+      c.flag =
+          fmt::format("the SM clock fell during run {}'s ({}) measured steps", run.id, run.recipe);
+    } else if (c.flag.empty() && run.contention) {
+      c.flag = fmt::format("run {} ({}) shared the GPU: {}", run.id, run.recipe, *run.contention);
+    }
+    c.runs.push_back(std::move(run));
   }
-  return "";
+  return c;
 }
 
 bool at_parity(const RecipeVerdict& v) {
@@ -54,15 +66,15 @@ bool at_parity(const RecipeVerdict& v) {
 Frontier build_frontier(const store::Store& store, const std::vector<RecipeVerdict>& verdicts,
                         std::optional<int64_t> speed_sweep) {
   Frontier out;
-  std::optional<store::RunRecord> baseline;
+  std::optional<SpeedCandidate> source;
   if (speed_sweep) {
     if (!store.sweep(*speed_sweep)) {
       throw InputError(fmt::format(
           "--speed-from {}: there is no sweep {} in this database; `lpbench report` lists them",
           *speed_sweep, *speed_sweep));
     }
-    baseline = speed_baseline(store.runs(*speed_sweep));
-    if (!baseline) {
+    source = speed_candidate(store, *speed_sweep);
+    if (!source) {
       throw InputError(fmt::format(
           "--speed-from {}: that sweep has no layer-level bf16 run on a GPU that ended ok; give "
           "a sweep of e.g. `lpbench run --workload layer:llama2-7b --recipes bf16,...` on a GPU",
@@ -71,18 +83,18 @@ Frontier build_frontier(const store::Store& store, const std::vector<RecipeVerdi
   } else {
     // The newest unflagged sweep; the newest flagged one where there is no other.
     const std::vector<store::SweepRecord> sweeps = store.sweeps();
-    std::optional<store::RunRecord> flagged;
-    for (auto it = sweeps.rbegin(); it != sweeps.rend() && !baseline; ++it) {
-      std::optional<store::RunRecord> found = speed_baseline(store.runs(it->id));
+    std::optional<SpeedCandidate> flagged;
+    for (auto it = sweeps.rbegin(); it != sweeps.rend() && !source; ++it) {
+      std::optional<SpeedCandidate> found = speed_candidate(store, it->id);
       if (!found) continue;
-      if (speed_flag(store, found->sweep_id, found->workload).empty()) {
-        baseline = found;
+      if (found->flag.empty()) {
+        source = std::move(found);
       } else if (!flagged) {
-        flagged = found;
+        flagged = std::move(found);
       }
     }
-    if (!baseline) baseline = flagged;
-    if (!baseline) {
+    if (!source) source = std::move(flagged);
+    if (!source) {
       out.no_speed =
           "no speedups: this database holds no layer-level bf16 run on a GPU that ended ok; "
           "run the layer on a GPU into it, or name such a sweep with --speed-from";
@@ -90,14 +102,12 @@ Frontier build_frontier(const store::Store& store, const std::vector<RecipeVerdi
   }
 
   std::vector<RunSummary> runs;
-  if (baseline) {
-    out.source = SpeedSource{baseline->sweep_id, baseline->workload,
-                             baseline->provenance.gpu_name.value_or(baseline->device),
-                             speed_flag(store, baseline->sweep_id, baseline->workload)};
-    for (const store::RunRecord& run : store.runs(baseline->sweep_id)) {
-      if (run.workload == baseline->workload)
-        runs.push_back(summarize_run(run, store.steps(run.id)));
-    }
+  if (source) {
+    const store::RunRecord& b = source->baseline;
+    out.source =
+        SpeedSource{b.sweep_id, b.workload, b.provenance.gpu_name.value_or(b.device), source->flag};
+    for (const store::RunRecord& run : source->runs)
+      runs.push_back(summarize_run(run, store.steps(run.id)));
     compare_with_bf16(runs);
   }
   for (const RecipeVerdict& v : verdicts) {

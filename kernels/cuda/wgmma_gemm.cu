@@ -49,7 +49,8 @@
 //   NO_TRAP=1      mbar_wait's deadlock timeout returns instead of trapping (wgmma_ptx.cuh):
 //                  the same results unless a wait times out; the register limit it lifts, §33
 //   BLOCK_BN=192   block mode on 128 × 192 tiles (every column its own B scale, 5 stages): the
-//                  same results; its 96 + 96 accumulators a thread need NO_TRAP=1 too (§33)
+//                  same results; its 96 + 96 accumulators a thread need NO_TRAP=1 too (§33).
+//                  256 builds only with FOLD_REPEAT=0 (128 + 128 would spill)
 #ifndef LPBENCH_WGMMA_BLOCK_BN
 #define LPBENCH_WGMMA_BLOCK_BN 128
 #endif

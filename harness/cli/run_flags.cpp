@@ -79,6 +79,13 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
   run.add_flag("--regions", config.regions,
                "Time the named regions (forward, gemm, quantize, ...) of every step with CUDA "
                "events; `lpbench report` shows the hotspots");
+  run.add_flag("--cuda-graph", config.cuda_graph,
+               "Layer and linear workloads on a GPU: capture the step (forward and backward) "
+               "into a CUDA graph after the first step and replay it for the steps after, so "
+               "that what is timed is the GPU's work without the host's launch gaps; every "
+               "recipe of the sweep alike. Not with --regions or --diagnostics, nor with "
+               "recipes whose step changes on the host (stochastic rounding, amax-history, "
+               "int8-fallback) or MoE layers");
   run.add_option("--trace-step", config.trace_step,
                  "Capture this step with torch's profiler into a Chrome/Perfetto trace beside "
                  "the database");

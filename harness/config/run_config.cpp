@@ -402,6 +402,59 @@ void check_delayed_scaling(const ResolvedRun& run, const RunConfig& config) {
   }
 }
 
+// --cuda-graph replays one captured step: only steps whose GPU work and arguments the host
+// does not change from step to step, and nothing that reads the GPU's results within a step.
+void check_cuda_graph(const ResolvedRun& run, const RunConfig& config) {
+  if (!config.cuda_graph) return;
+  if (config.regions || config.diagnostics_every > 0) {
+    throw InputError(
+        fmt::format("--cuda-graph replays the step without its host code, so {} would time or read "
+                    "nothing; drop one of them",
+                    config.regions ? "--regions" : "--diagnostics"));
+  }
+  for (const ResolvedWorkload& w : run.workloads) {
+    if (w.spec.level != workloads::Level::layer && w.spec.level != workloads::Level::linear) {
+      throw InputError(fmt::format(
+          "--cuda-graph captures layer and linear workloads; {} is a {} workload, whose step "
+          "{}",
+          w.spec.text(), workloads::to_string(w.spec.level),
+          w.spec.level == workloads::Level::model
+              ? "reads its loss and gradient norm on the host and takes a new learning rate"
+              : "times its products one by one"));
+    }
+    if (w.model.is_moe()) {
+      throw InputError(fmt::format(
+          "--cuda-graph: {} routes its tokens to experts by counts read on the host; drop "
+          "--cuda-graph for MoE models",
+          w.spec.text()));
+    }
+  }
+  for (const kernels::Recipe& recipe : run.recipes) {
+    for (const kernels::GemmKind kind : kernels::kGemmKinds) {
+      const kernels::GemmSpec& g = recipe.gemms[kind];
+      const char* why =
+          g.lhs_rounding == kernels::Rounding::stochastic
+              ? "draws a new rounding seed on the host every step"
+          : g.amax_history > 0 ? "moves its amax history's slot on the host every step"
+          : g.scaling == kernels::Scaling::fallback || g.lhs_scaling == kernels::Scaling::fallback
+              ? "counts its outlier blocks on the host"
+              : nullptr;
+      if (why != nullptr) {
+        throw InputError(
+            fmt::format("--cuda-graph: {} {}, which a replayed step would not do; run it without "
+                        "--cuda-graph",
+                        recipe.name, why));
+      }
+    }
+  }
+  if (!run.device.is_cuda()) {
+    throw InputError(fmt::format(
+        "--cuda-graph replays a step's GPU work, and this run's device is {}; drop it, or run "
+        "on a GPU",
+        run.device.str()));
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -503,6 +556,7 @@ ResolvedRun resolve(const RunConfig& given) {
     w.training.producer_amax = config.producer_amax;
     check_saved_activations(run, w);
   }
+  check_cuda_graph(run, config);
   run.device_memory_gib = env::usable_memory_gib(run.device);
   if (config.memory_budget_gib > 0.0) {
     if (config.memory_budget_gib > run.device_memory_gib && !config.plan_only) {
@@ -618,6 +672,7 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
       {"device", run.device.str()},
       {"interleave", w.interleave},
       {"regions", run.config.regions},
+      {"cuda_graph", run.config.cuda_graph},
       {"int8_gemm", run.config.int8_gemm},
       {"separate_layout_quantize", run.config.separate_layout_quantize},
       {"memory_plan_enforced", run.config.memory_plan},
@@ -661,6 +716,7 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"db", c.db},
           {"label", c.label},
           {"regions", c.regions},
+          {"cuda_graph", c.cuda_graph},
           {"trace_step", c.trace_step},
           {"int8_gemm", c.int8_gemm},
           {"separate_layout_quantize", c.separate_layout_quantize},
@@ -701,6 +757,7 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.db = json.value("db", d.db);
   c.label = json.value("label", d.label);
   c.regions = json.value("regions", d.regions);
+  c.cuda_graph = json.value("cuda_graph", d.cuda_graph);
   c.trace_step = json.value("trace_step", d.trace_step);
   c.int8_gemm = json.value("int8_gemm", d.int8_gemm);
   c.separate_layout_quantize = json.value("separate_layout_quantize", d.separate_layout_quantize);

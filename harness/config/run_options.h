@@ -46,6 +46,9 @@ struct RunConfig {
   // Plan memory against this many GiB instead of the device's (a GPU shared with other jobs, or
   // a smaller GPU's budget); 0: the device's usable memory.
   double memory_budget_gib = 0.0;
+  // Layer and linear levels on a GPU: capture the step once into a CUDA graph after the first
+  // step and replay it, so that no step waits on the host's launches (every recipe alike).
+  bool cuda_graph = false;
   // --dry-run: resolve and plan, run nothing. The budget may then exceed this machine's memory
   // (planning for a GPU from a machine without one).
   bool plan_only = false;

@@ -105,7 +105,12 @@ ActiveRun start_run(SweepContext& context, const config::ResolvedWorkload& w, si
     const workloads::FlopCount gemm = active.workload->gemm_flops();
     config["gemm_flops_per_step"] = {{"bf16", gemm.bf16}, {"int8", gemm.int8}, {"fp8", gemm.fp8}};
     config["data"] = active.workload->data_description();
-    if (!active.workload->operators().empty()) config["operators"] = active.workload->operators();
+    std::string operators = active.workload->operators();
+    if (context.run.config.cuda_graph) {
+      operators += operators.empty() ? "steps replayed from a CUDA graph"
+                                     : "; steps replayed from a CUDA graph";
+    }
+    if (!operators.empty()) config["operators"] = operators;
   } catch (const std::exception& error) {
     failure = {out_of_memory(error) ? RunStatus::oom : RunStatus::failed,
                "building the workload: " + error_text(error)};
@@ -136,6 +141,7 @@ void end_run(SweepContext& context, ActiveRun& active, RunStatus status,
              std::optional<std::string> error) {
   active.status = status;
   active.error = std::move(error);
+  active.graph.reset();  // its pool holds the workload's step memory
   active.workload.reset();
   context.memory.release_cached();
   watch_end(context, active);

@@ -9,6 +9,7 @@
 #include "base/store/records.h"
 #include "harness/config/run_config.h"
 #include "harness/runner/instability.h"
+#include "harness/runner/step_graph.h"
 #include "harness/runner/sweep_context.h"
 #include "kernels/recipe.h"
 #include "workloads/levels/workload.h"
@@ -21,6 +22,8 @@ struct ActiveRun {
   size_t index = 0;  // in the sweep's recipes
   int64_t run_id = 0;
   std::unique_ptr<workloads::Workload> workload;
+  // --cuda-graph: the step as captured after the first one, replayed for the steps after it.
+  std::unique_ptr<StepGraph> graph;
   store::RunStatus status = store::RunStatus::running;
   std::optional<std::string> error;
   // Device memory this run holds between its steps (weights, gradients, optimizer state).

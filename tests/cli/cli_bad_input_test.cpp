@@ -168,6 +168,39 @@ TEST_F(CliBadInput, ReportCompareExportReproduceAndLabels) {
   EXPECT_FALSE(testing::exists(dir_ / "x"));
 }
 
+// --cuda-graph replays one captured step: each step that the host changes from step to step, or
+// that reads the GPU's results within it, is refused before anything runs.
+TEST_F(CliBadInput, CudaGraphsAreRefusedWhereAReplayedStepWouldDifferFromTheStep) {
+  const std::vector<std::string> layer{"run",        "--cuda-graph", "--steps", "2",
+                                       "--workload", "layer:tiny",   "--db",    db_};
+  auto with = [&layer](std::vector<std::string> more) {
+    std::vector<std::string> args = layer;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  const std::vector<BadInput> inputs{
+      {"graph on the CPU", with({"--device", "cpu", "--recipes", "bf16"}),
+       "this run's device is cpu"},
+      {"graph of a model step",
+       {"run", "--cuda-graph", "--workload", "model:tiny", "--device", "cpu", "--db", db_},
+       "model:tiny is a model workload"},
+      {"graph with regions", with({"--regions", "--recipes", "bf16"}), "--regions would time"},
+      {"graph with diagnostics", with({"--diagnostics=2", "--recipes", "int8-tensor"}),
+       "--diagnostics would time"},
+      {"graph with stochastic rounding", with({"--recipes", "int8-tensor:dy-rounding=stochastic"}),
+       "draws a new rounding seed on the host"},
+      {"graph with delayed scaling", with({"--recipes", "int8-tensor:amax-history=4"}),
+       "amax history's slot"},
+      {"graph with fallback", with({"--recipes", "int8-fallback"}), "outlier blocks on the host"},
+      {"graph of an MoE layer",
+       {"run", "--cuda-graph", "--workload", "layer:mixtral-8x7b-8l", "--device", "cpu", "--db",
+        db_},
+       "routes its tokens to experts"},
+  };
+  for (const BadInput& input : inputs)
+    expect_rejected(input, db_);
+}
+
 TEST_F(CliBadInput, ANewerSchemaIsRefusedAndLeftUntouched) {
   sqlite3* handle = nullptr;
   ASSERT_EQ(sqlite3_open(db_.c_str(), &handle), SQLITE_OK);

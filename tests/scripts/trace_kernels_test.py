@@ -34,7 +34,10 @@ def main():
     events = [
         op("lpbench::quantize", 0, 20), launch(5, 1),
         kernel("quantize_tensorwise_kernel", 10, 100, 1),
-        op("lpbench::int8_linear", 30, 200), op("lpbench::wgmma_gemm", 150, 30), launch(160, 2),
+        op("lpbench::int8_linear", 30, 200), op("lpbench::wgmma_gemm", 150, 30),
+        # The host's 100 us between the two launches, 90 of them in one synchronize.
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "ts": 50, "dur": 90, "tid": 7},
+        launch(160, 2),
         # 60 us with no kernel running: the GEMM's launch came late.
         kernel("void lpbench::cuda::wgmma_gemm_kernel<128, false>", 170, 300, 2),
         op("aten::scaled_dot_product_attention", 200, 50), launch(210, 3),
@@ -74,6 +77,12 @@ def main():
                 failures.append(f"first gap line wrong: {gap_lines[0]!r}")
             if not ("20.0" in gap_lines[1] and gap_lines[1].endswith("aten::mm")):
                 failures.append(f"second gap line wrong: {gap_lines[1]!r}")
+            # Under the first gap: the host's time since its previous launch (ended at 7) and the
+            # synchronize that took most of it.
+            after = lines[lines.index(gap_lines[0]) + 1]
+            if not ("host 153.0 us since its previous launch" in after
+                    and "cudaStreamSynchronize 90.0" in after):
+                failures.append(f"host line under the first gap wrong: {after!r}")
         missing = run(script, os.path.join(tmp, "absent.json"))
         if missing.returncode == 0 or "cannot read" not in missing.stderr:
             failures.append(f"an absent trace: exit {missing.returncode}, {missing.stderr!r}")

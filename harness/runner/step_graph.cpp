@@ -29,7 +29,16 @@ StepGraph::StepGraph(const std::function<workloads::StepOutput()>& step)
     step();
     side.synchronize();
     graph_->capture_begin();
-    output_ = step();
+    try {
+      output_ = step();
+    } catch (...) {
+      // End the capture, or the stream stays capturing and every later launch on it fails.
+      try {
+        graph_->capture_end();
+      } catch (const std::exception&) {  // the capture's own error: the step's is the one to tell
+      }
+      throw;
+    }
     graph_->capture_end();
   }
   c10::cuda::device_synchronize();

@@ -53,6 +53,7 @@ TEST(StepGraph, AReplayedLayerStepComputesWhatTheEagerStepComputesOnNewInputs) {
       layer->zero_grad(/*set_to_none=*/true);
       y = layer->forward(x, cos, sin);
       y.backward(grad_y);
+      y = y.detach();  // as the levels do: no autograd graph kept from one step to the next
       return workloads::StepOutput{};
     };
     const auto outputs = [&] {

@@ -45,6 +45,9 @@ StepOutput LinearLevel::step(int64_t /*index*/) {
     const profiling::Range range("backward");
     y_.backward(grad_y_);
   }
+  // Only its values are read after the step: holding its autograd graph would keep this step's
+  // AccumulateGrad nodes, and their stream, for the next (which CUDA graph capture refuses).
+  y_ = y_.detach();
   fallback_.absorb();
   return {std::nullopt, std::nullopt, 0.0, tokens_};
 }

@@ -4,11 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <execinfo.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <csignal>
 #include <string>
 
 #include "harness/runner/step_graph.h"
@@ -30,22 +26,12 @@ const ModelConfig& small_model() {
                        [](const ModelConfig& m) { return m.name == "small"; });
 }
 
-// TEMPORARY (diagnosing a crash on the GPU machine): a backtrace on SIGSEGV.
-void print_backtrace(int sig) {
-  void* frames[64];
-  const int n = backtrace(frames, 64);
-  backtrace_symbols_fd(frames, n, 2);
-  std::signal(sig, SIG_DFL);
-  std::raise(sig);
-}
-
 struct Outputs {
   at::Tensor y, grad_x, grad_w;
 };
 
 TEST(StepGraph, AReplayedLayerStepComputesWhatTheEagerStepComputesOnNewInputs) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: CUDA graphs are not run";
-  std::signal(SIGSEGV, print_backtrace);
   const torch::Device gpu(torch::kCUDA, 0);
   const ModelConfig& model = small_model();
   const int64_t seq = 512;
@@ -54,10 +40,9 @@ TEST(StepGraph, AReplayedLayerStepComputesWhatTheEagerStepComputesOnNewInputs) {
   const auto bf16 = torch::dtype(torch::kBFloat16).device(gpu);
   for (const char* name : {"bf16", "int8-tensor", "int8-row", "int8-tensor:dy=row", "fp8-tensor"}) {
     SCOPED_TRACE(name);
-    fprintf(stderr, "recipe %s\n", name);
     torch::manual_seed(5);
-    workloads::PrecisionPlan plan(kernels::parse_recipe(name), gpu, workloads::Fusion::fused,
-                                  /*producer_amax=*/true);
+    const kernels::Recipe recipe = kernels::parse_recipe(name);  // the plan keeps a reference
+    workloads::PrecisionPlan plan(recipe, gpu, workloads::Fusion::fused, /*producer_amax=*/true);
     workloads::DecoderLayer layer(model, 0, plan);
     layer->to(gpu);
     const at::Tensor x = torch::randn({2, seq, model.hidden_size}, bf16).requires_grad_(true);
@@ -75,9 +60,7 @@ TEST(StepGraph, AReplayedLayerStepComputesWhatTheEagerStepComputesOnNewInputs) {
       return Outputs{y.detach().clone(), x.grad().clone(),
                      layer->parameters().front().grad().clone()};
     };
-    fprintf(stderr, "capturing\n");
     StepGraph graph(step);
-    fprintf(stderr, "captured\n");
     // New values in the captured inputs' memory: a replay that did not recompute would be caught.
     {
       const torch::NoGradGuard no_grad;

@@ -41,8 +41,8 @@ TEST(StepGraph, AReplayedLayerStepComputesWhatTheEagerStepComputesOnNewInputs) {
   for (const char* name : {"bf16", "int8-tensor", "int8-row", "int8-tensor:dy=row", "fp8-tensor"}) {
     SCOPED_TRACE(name);
     torch::manual_seed(5);
-    const kernels::Recipe recipe = kernels::parse_recipe(name);  // the plan keeps a reference
-    workloads::PrecisionPlan plan(recipe, gpu, workloads::Fusion::fused, /*producer_amax=*/true);
+    workloads::PrecisionPlan plan(kernels::parse_recipe(name), gpu, workloads::Fusion::fused,
+                                  /*producer_amax=*/true);
     workloads::DecoderLayer layer(model, 0, plan);
     layer->to(gpu);
     const at::Tensor x = torch::randn({2, seq, model.hidden_size}, bf16).requires_grad_(true);

@@ -49,7 +49,7 @@ class PrecisionPlan {
   const std::vector<kernels::ModuleDecision>& decisions() const { return decisions_; }
 
  private:
-  const kernels::Recipe& recipe_;
+  kernels::Recipe recipe_;  // a copy: a plan made from a temporary recipe once kept it dangling
   torch::Device device_;
   Operators ops_;
   std::vector<kernels::ModuleDecision> decisions_;

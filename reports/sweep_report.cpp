@@ -51,6 +51,14 @@ std::string operators_of(const store::RunRecord& run) {
   return config.value("operators", std::string());
 }
 
+// Whether the run's steps after the first were replays of a CUDA graph (`run --cuda-graph`).
+bool replayed_from_graph(const store::RunRecord& run) {
+  const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
+  if (config.is_discarded() || !config.is_object()) return false;
+  const auto it = config.find("cuda_graph");
+  return it != config.end() && it->is_boolean() && it->get<bool>();
+}
+
 std::string device_cell(const store::RunRecord& run) {
   std::string cell = run.provenance.gpu_name.value_or(run.device);
   if (run.world_size > 1) cell += fmt::format(" × {}", run.world_size);
@@ -164,7 +172,9 @@ SweepTable sweep_table(const SweepReport& report) {
   // the operator set each ran on, in the order first seen: the name, then its runs.
   std::vector<std::pair<std::string, std::vector<int64_t>>> int8_backends;
   std::vector<std::pair<std::string, std::vector<int64_t>>> operator_sets;
+  std::vector<int64_t> graph_runs;
   for (const RunSummary& s : report.runs) {
+    if (replayed_from_graph(s.run)) graph_runs.push_back(s.run.id);
     any_emulated = any_emulated || store::products_emulated(s.run);
     if (s.run.int8_backend && !store::products_emulated(s.run)) {
       add_run(int8_backends, *s.run.int8_backend, s.run.id);
@@ -221,6 +231,13 @@ SweepTable sweep_table(const SweepReport& report) {
         "Operators (--fusion; fused: lpbench's norm, RoPE and SwiGLU kernels, BF16 weight copies, "
         "FP32 gradients from the products, fused AdamW and loss): {}.",
         runs_text(operator_sets)));
+  }
+  if (!graph_runs.empty()) {
+    out.notes.push_back(fmt::format(
+        "Steps replayed from a CUDA graph (--cuda-graph; run{} {}): the GPU's work without the "
+        "host's launch gaps; a replay's allocations are the graph's, which the allocator does not "
+        "count a step, so peak_mem_gib is \"—\" (peak reserved is in the steps table).",
+        graph_runs.size() > 1 ? "s" : "", fmt::join(graph_runs, ", ")));
   }
   if (any_clock_fell) {
     out.notes.push_back(

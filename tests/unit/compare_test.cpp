@@ -36,6 +36,7 @@ class History {
     int seq_len = 64;
     std::string gpu = "NVIDIA H100";
     std::optional<std::string> contention;
+    bool cuda_graph = false;
   };
 
   // One sweep with one run per spec; returns the sweep's id.
@@ -51,8 +52,9 @@ class History {
       r.recipe = spec.recipe;
       r.device = "cuda:0";
       r.config_json = fmt::format(
-          R"({{"training":{{"steps":{},"seed":0,"micro_batch":8,"seq_len":{},"lr":0.003}}}})",
-          spec.steps, spec.seq_len);
+          R"({{"training":{{"steps":{},"seed":0,"micro_batch":8,"seq_len":{},"lr":0.003}},)"
+          R"("cuda_graph":{}}})",
+          spec.steps, spec.seq_len, spec.cuda_graph);
       r.started_at = "2026-11-01T00:00:00.000Z";
       r.pid = self.pid;
       r.process_start = self.start;
@@ -382,11 +384,14 @@ TEST(Compare, RunsThatAreNotAlikeAreRefusedUnlessAllowed) {
   other_size.seq_len = 128;
   History::RunSpec other_gpu;
   other_gpu.gpu = "NVIDIA H200";
-  h.sweep({base, other_workload, other_size, other_gpu});
+  History::RunSpec replayed;
+  replayed.cuda_graph = true;
+  h.sweep({base, other_workload, other_size, other_gpu, replayed});
   for (const auto& [run, words] : std::vector<std::pair<std::string, std::string>>{
            {"run:2", "workload layer:tiny against model:tiny"},
            {"run:3", "size micro-batch 8 × seq-len 128 against micro-batch 8 × seq-len 64"},
-           {"run:4", "GPU NVIDIA H200 against NVIDIA H100"}}) {
+           {"run:4", "GPU NVIDIA H200 against NVIDIA H100"},
+           {"run:5", "execution steps from a CUDA graph against eager steps"}}) {
     try {
       h.compare("run:1", run);
       ADD_FAILURE() << run << " was judged against run 1";

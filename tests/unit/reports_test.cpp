@@ -230,5 +230,32 @@ TEST(SweepReport, SaysWhereEachRunsInt8ProductsRan) {
       << text;
 }
 
+TEST(SweepReport, SaysWhichRunsWereReplayedFromACudaGraph) {
+  lpbench::testing::TempDir dir;
+  store::Store store = store::Store::open(dir / "r.db", store::Store::Mode::write);
+  const int64_t sweep = store.add_sweep({0, "2026-11-22T00:00:00.000Z", "lpbench run", "h", "0"});
+  auto add_run = [&](const std::string& recipe, bool graph) {
+    store::RunRecord r = lpbench::testing::test_run_record(sweep, recipe, "cuda:0");
+    r.workload = "layer:tiny";
+    r.level = "layer";
+    r.config_json = graph ? R"({"cuda_graph": true})" : R"({"cuda_graph": false})";
+    store.finish_run(store.add_run(r), store::RunStatus::ok, std::nullopt);
+  };
+  add_run("bf16", true);
+  add_run("int8-tensor", true);
+  const std::string text = render_sweep_markdown(build_sweep_report(store, *store.sweep(sweep)));
+  EXPECT_NE(text.find("Steps replayed from a CUDA graph (--cuda-graph; runs 1, 2)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("peak_mem_gib is \"—\""), std::string::npos) << text;
+
+  const int64_t eager = store.add_sweep({0, "2026-11-22T01:00:00.000Z", "lpbench run", "h", "0"});
+  store::RunRecord r = lpbench::testing::test_run_record(eager, "bf16", "cuda:0");
+  r.config_json = R"({"cuda_graph": false})";
+  store.finish_run(store.add_run(r), store::RunStatus::ok, std::nullopt);
+  const std::string plain = render_sweep_markdown(build_sweep_report(store, *store.sweep(eager)));
+  EXPECT_EQ(plain.find("CUDA graph"), std::string::npos) << plain;
+}
+
 }  // namespace
 }  // namespace lpbench::reports

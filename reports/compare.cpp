@@ -106,10 +106,7 @@ std::string unlike(const store::RunRecord& b, const store::RunRecord& c) {
   // A step replayed from a CUDA graph has no host launch gaps: against an eager one, the
   // difference in time is the replay's, not the code's.
   auto graph = [](const store::RunRecord& r) {
-    const nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
-    const bool on = config.is_object() && config.contains("cuda_graph") &&
-                    config["cuda_graph"].is_boolean() && config["cuda_graph"].get<bool>();
-    return std::string(on ? "steps from a CUDA graph" : "eager steps");
+    return std::string(replayed_from_graph(r) ? "steps from a CUDA graph" : "eager steps");
   };
   differs("execution", graph(b), graph(c));
   std::string text;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 namespace lpbench::reports {
 
 std::optional<double> final_loss(const std::vector<store::StepRecord>& steps, double share) {
@@ -62,6 +64,13 @@ void compare_with_bf16(std::vector<RunSummary>& runs) {
           100.0 * (*candidate.final_loss - *baseline->final_loss) / *baseline->final_loss;
     }
   }
+}
+
+bool replayed_from_graph(const store::RunRecord& run) {
+  const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
+  if (!config.is_object()) return false;
+  const auto it = config.find("cuda_graph");
+  return it != config.end() && it->is_boolean() && it->get<bool>();
 }
 
 }  // namespace lpbench::reports

@@ -40,6 +40,11 @@ std::optional<double> final_loss(const std::vector<store::StepRecord>& steps, do
 std::optional<double> run_final_loss(const store::RunRecord& run,
                                      const std::vector<store::StepRecord>& steps);
 
+// Whether the run's steps after the first were replays of one captured CUDA graph (`lpbench run
+// --cuda-graph`, recorded in its config): the one rule the sweep table's note and compare's
+// "alike" check both read.
+bool replayed_from_graph(const store::RunRecord& run);
+
 // Fills the speedup and loss gap of every run against the bf16 run of its workload and sweep.
 // A bf16 run that did not end ok is no baseline, and a run that did not end ok gets no speedup.
 void compare_with_bf16(std::vector<RunSummary>& runs);

@@ -51,14 +51,6 @@ std::string operators_of(const store::RunRecord& run) {
   return config.value("operators", std::string());
 }
 
-// Whether the run's steps after the first were replays of a CUDA graph (`run --cuda-graph`).
-bool replayed_from_graph(const store::RunRecord& run) {
-  const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
-  if (config.is_discarded() || !config.is_object()) return false;
-  const auto it = config.find("cuda_graph");
-  return it != config.end() && it->is_boolean() && it->get<bool>();
-}
-
 std::string device_cell(const store::RunRecord& run) {
   std::string cell = run.provenance.gpu_name.value_or(run.device);
   if (run.world_size > 1) cell += fmt::format(" × {}", run.world_size);

@@ -21,6 +21,7 @@
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
+#include "kernels/cuda/partial_sums.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/saved_int8_blocks.cuh"
 
@@ -233,44 +234,6 @@ __global__ void __launch_bounds__(kBackwardThreads)
   }
 }
 
-// dweight[c] = Σ_p partial[p, c]: 32 columns a block (coalesced reads of each partial row), the
-// partial rows split among 8 threads a column and their sums added in shared memory. One thread
-// a column walking every partial row alone left the GPU waiting on each read in turn.
-constexpr int kSumColumns = 32;
-constexpr int kSumSplits = 8;
-
-__global__ void __launch_bounds__(kSumColumns* kSumSplits)
-    sum_partials_kernel(const float* partial, int64_t parts, int64_t cols, float* out) {
-  __shared__ float sums[kSumSplits][kSumColumns];
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * kSumColumns + threadIdx.x;
-  float total = 0.0F;
-  if (col < cols) {
-    for (int64_t p = threadIdx.y; p < parts; p += kSumSplits)
-      total += partial[p * cols + col];
-  }
-  sums[threadIdx.y][threadIdx.x] = total;
-  __syncthreads();
-  if (threadIdx.y != 0 || col >= cols) return;
-  for (int i = 1; i < kSumSplits; ++i)
-    total += sums[i][threadIdx.x];
-  out[col] = total;
-}
-
-int sm_count() {
-  int device = 0;
-  int count = 0;
-  LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
-  LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
-}
-
-// Blocks of the backward: one wave (2048 threads an SM), fewer where the rows run out; each
-// block then walks several rows, and writes one partial row of the weight gradient per row slot.
-int64_t backward_blocks(int64_t rows, const Layout& l) {
-  const int64_t needed = (rows + l.rows_per_block - 1) / l.rows_per_block;
-  return std::min<int64_t>(needed, int64_t{sm_count()} * std::max(1, 2048 / l.threads));
-}
-
 // Calls fn with the compile-time vector count for `vectors`: 1, 2, or (up to kMax) 4.
 template <int kMax, typename Fn>
 void with_vectors(int vectors, Fn&& fn) {
@@ -306,7 +269,9 @@ void rmsnorm_forward(const RmsNormArgs& a, cudaStream_t stream) {
 
 size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols) {
   const Layout l = layout_for(cols, 1, kBackwardThreads);
-  return static_cast<size_t>(backward_blocks(rows, l) * l.rows_per_block * cols) * sizeof(float);
+  return static_cast<size_t>(one_wave_blocks(rows, l.rows_per_block, l.threads) * l.rows_per_block *
+                             cols) *
+         sizeof(float);
 }
 
 void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
@@ -320,7 +285,7 @@ void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
   check_int8_blocks(a.h_kept.values, a.h_kept.scales, a.cols, "rmsnorm_backward");
   const NvtxRange range("lpbench rmsnorm_backward");
   const Layout l = layout_for(a.cols, 1, kBackwardThreads);
-  const int64_t blocks = backward_blocks(a.rows, l);
+  const int64_t blocks = one_wave_blocks(a.rows, l.rows_per_block, l.threads);
   auto* partial = static_cast<float*>(a.workspace);
   with_vectors<kBackwardVectors>(l.vectors, [&](auto n) {
     rmsnorm_backward_kernel<decltype(n)::value>
@@ -328,10 +293,7 @@ void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
                                                                   partial);
   });
   LPBENCH_CUDA_CHECK_LAUNCH();
-  sum_partials_kernel<<<static_cast<unsigned>((a.cols + kSumColumns - 1) / kSumColumns),
-                        dim3(kSumColumns, kSumSplits), 0, stream>>>(
-      partial, blocks * l.rows_per_block, a.cols, a.dweight);
-  LPBENCH_CUDA_CHECK_LAUNCH();
+  sum_partial_rows(partial, blocks * l.rows_per_block, a.cols, a.dweight, stream);
 }
 
 }  // namespace lpbench::cuda

@@ -39,6 +39,12 @@ at::Tensor new_amax(const at::Tensor& like) {
   return at::zeros({1}, like.options().dtype(at::kInt));
 }
 
+void fold_amax(const at::Tensor& amax_bits, const at::Tensor& written) {
+  // |x| as FP32 bits compare as integers (a NaN above +Inf), as the kernels' atomics compare.
+  const at::Tensor mine = written.abs().max().to(at::kFloat).reshape({1}).view(at::kInt);
+  amax_bits.copy_(at::maximum(amax_bits, mine));
+}
+
 void remember_amax(const at::Tensor& tensor, const at::Tensor& amax_bits) {
   if (!tensor.is_non_overlapping_and_dense()) return;
   const c10::StorageImpl* key = tensor.storage().unsafeGetStorageImpl();

@@ -21,4 +21,8 @@ std::optional<at::Tensor> recall_amax(const at::Tensor& tensor);
 // A fresh zeroed amax for a producer to fill, on `like`'s device.
 at::Tensor new_amax(const at::Tensor& like);
 
+// Folds max |written| into `amax_bits`: what a producer's kernel does as it stores, for the
+// producer's path that has no kernel (shapes the kernel does not take).
+void fold_amax(const at::Tensor& amax_bits, const at::Tensor& written);
+
 }  // namespace lpbench::kernels

@@ -6,6 +6,7 @@
 #include "kernels/profiling/range.h"
 #include "kernels/reference/rope.h"
 #include "kernels/torch/amax_registry.h"
+#include "kernels/torch/qk_norm_rope.h"
 #include "kernels/torch/rmsnorm.h"
 #include "kernels/torch/saved_activation.h"
 
@@ -52,6 +53,7 @@ void rotate(const at::Tensor& in, const at::Tensor& out, const at::Tensor& cos,
   }
 #endif
   out.copy_(rotate ? reference::rope(in, cos, sin, inverse) : in);
+  if (amax.defined()) fold_amax(amax, out);
 }
 
 // [B, T, (H + 2·KV)·D] → the q, k and v heads as [B, T, heads, D] views.
@@ -89,18 +91,38 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv_in, int64_t heads,
                             int64_t kv_heads, int64_t head_dim, const at::Tensor& cos,
-                            const at::Tensor& sin, bool report_amax, bool int8_saved) {
+                            const at::Tensor& sin, bool report_amax, bool int8_saved, bool qk_norm,
+                            const at::Tensor& q_norm, const at::Tensor& k_norm, double eps) {
     const AttentionShape shape{heads, kv_heads, head_dim};
     const at::Tensor qkv = qkv_in.contiguous();
     const Heads h = split(qkv, shape);
-    {
-      const profiling::Range range("rope");
-      rotate(h.qk, h.qk, cos, sin, /*inverse=*/false);
-    }
+    TORCH_CHECK(!qk_norm || !int8_saved,
+                "causal_attention: per-head norms under saved=int8 are "
+                "qk_norm_attention_int8_saved's");
     ctx->saved_data["shape"] = std::vector<int64_t>{heads, kv_heads, head_dim};
     ctx->saved_data["qkv_sizes"] = qkv.sizes();
     ctx->saved_data["amax"] = report_amax;
     ctx->saved_data["int8"] = int8_saved;
+    ctx->saved_data["qk_norm"] = qk_norm;
+    if (qk_norm) {
+      // Qwen3: q and k normalized and rotated out of qkv into a buffer of their own, which
+      // attention reads; qkv stays as the projection wrote it, the norms' input for backward.
+      const at::Tensor qk =
+          at::empty({qkv.size(0), qkv.size(1), heads + kv_heads, head_dim}, qkv.options());
+      const at::Tensor q = qk.narrow(2, 0, heads), k = qk.narrow(2, heads, kv_heads);
+      at::Tensor q_rstd, k_rstd;
+      {
+        const profiling::Range range("qk norm rope");
+        q_rstd = qk_norm_rope_into(h.q, q_norm, eps, cos, sin, q);
+        k_rstd = qk_norm_rope_into(h.k, k_norm, eps, cos, sin, k);
+      }
+      ctx->save_for_backward({cos, sin, qkv, q_norm, k_norm, q_rstd, k_rstd});
+      return attend_saving(ctx, Heads{q, k, h.v, qk}, shape, qkv);
+    }
+    {
+      const profiling::Range range("rope");
+      rotate(h.qk, h.qk, cos, sin, /*inverse=*/false);
+    }
     if (int8_saved) {
       // Only the rotated qkv, as INT8 blocks (one head of 128 a block): the backward runs the
       // attention again on the restored q, k and v and differentiates that, so nothing of
@@ -113,21 +135,27 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
           sdpa(h.q.transpose(1, 2), h.k.transpose(1, 2), h.v.transpose(1, 2), kv_heads != heads);
       return o.transpose(1, 2).reshape({qkv.size(0), qkv.size(1), heads * head_dim});
     }
-    // Attention through torch's own autograd (its backend, its saved state), recorded on
-    // leaves that share qkv's storage; the backward asks that graph for dQ, dK and dV.
+    ctx->save_for_backward({cos, sin});
+    return attend_saving(ctx, h, shape, qkv);
+  }
+
+  // Attention through torch's own autograd (its backend, its saved state), recorded on leaves
+  // that share the heads' storage; the backward asks that graph for dQ, dK and dV.
+  static at::Tensor attend_saving(AutogradContext* ctx, const Heads& h, const AttentionShape& shape,
+                                  const at::Tensor& qkv) {
     const Leaves l = leaves(h);
     at::Tensor o;
     {
       const profiling::Range range("sdpa");
       const at::AutoGradMode grad(true);
-      o = sdpa(l.q, l.k, l.v, kv_heads != heads);
+      o = sdpa(l.q, l.k, l.v, shape.kv_heads != shape.heads);
     }
     ctx->saved_data["o"] = o;
     ctx->saved_data["q"] = l.q;
     ctx->saved_data["k"] = l.k;
     ctx->saved_data["v"] = l.v;
-    ctx->save_for_backward({cos, sin});
-    return o.detach().transpose(1, 2).reshape({qkv.size(0), qkv.size(1), heads * head_dim});
+    return o.detach().transpose(1, 2).reshape(
+        {qkv.size(0), qkv.size(1), shape.heads * shape.head_dim});
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -169,16 +197,25 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     const Heads d = split(dqkv, shape);
     const bool report_amax = ctx->saved_data["amax"].toBool() && dqkv.is_cuda();
     const at::Tensor amax = report_amax ? new_amax(dqkv) : at::Tensor();
-    {
+    const at::Tensor &cos = tables[0], &sin = tables[1];
+    at::Tensor d_q_norm, d_k_norm;
+    if (ctx->saved_data["qk_norm"].toBool()) {
+      const profiling::Range range("qk norm rope backward");
+      const Heads x = split(tables[2], shape);
+      d_q_norm = qk_norm_rope_backward_into(dqkv_parts[0].transpose(1, 2), x.q, tables[3],
+                                            tables[5], cos, sin, d.q, amax);
+      d_k_norm = qk_norm_rope_backward_into(dqkv_parts[1].transpose(1, 2), x.k, tables[4],
+                                            tables[6], cos, sin, d.k, amax);
+      rotate(dqkv_parts[2].transpose(1, 2), d.v, cos, sin, false, /*rotate=*/false, amax);
+    } else {
       const profiling::Range range("rope backward");
-      const at::Tensor &cos = tables[0], &sin = tables[1];
       rotate(dqkv_parts[0].transpose(1, 2), d.q, cos, sin, /*inverse=*/true, true, amax);
       rotate(dqkv_parts[1].transpose(1, 2), d.k, cos, sin, /*inverse=*/true, true, amax);
       rotate(dqkv_parts[2].transpose(1, 2), d.v, cos, sin, false, /*rotate=*/false, amax);
     }
     if (report_amax) remember_amax(dqkv, amax);
-    return {dqkv,         at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {dqkv,         at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor(), d_q_norm,     d_k_norm,     at::Tensor()};
   }
 };
 
@@ -267,12 +304,18 @@ class RopeFunction : public torch::autograd::Function<RopeFunction> {
 
 at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
                             const at::Tensor& cos, const at::Tensor& sin, bool report_amax,
-                            bool int8_saved) {
+                            bool int8_saved, const QkNorms& qk_norms) {
   TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) == (shape.heads + 2 * shape.kv_heads) * shape.head_dim,
               "causal_attention: qkv ", qkv.sizes(), " does not hold ", shape.heads, "+2×",
               shape.kv_heads, " heads of ", shape.head_dim);
-  return CausalAttentionFunction::apply(qkv, shape.heads, shape.kv_heads, shape.head_dim, cos, sin,
-                                        report_amax, int8_saved);
+  TORCH_CHECK(qk_norms.q.defined() == qk_norms.k.defined(),
+              "causal_attention: per-head norms of both q and k, or of neither");
+  // Autograd takes no undefined tensor as an input: without the norms, empty stand-ins.
+  const bool qk_norm = qk_norms.q.defined();
+  const at::Tensor none = qk_norm ? at::Tensor() : at::empty({0}, cos.options());
+  return CausalAttentionFunction::apply(
+      qkv, shape.heads, shape.kv_heads, shape.head_dim, cos, sin, report_amax, int8_saved, qk_norm,
+      qk_norm ? qk_norms.q : none, qk_norm ? qk_norms.k : none, qk_norms.eps);
 }
 
 at::Tensor qk_norm_attention_int8_saved(const at::Tensor& qkv, const AttentionShape& shape,

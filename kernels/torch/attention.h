@@ -24,9 +24,18 @@ struct AttentionShape {
 // (amax_registry.h). `int8_saved`: only the rotated qkv is kept for backward, as INT8 blocks
 // (saved_activation.h), and the backward runs the attention again on it before differentiating
 // (one more SDPA forward a layer; none of SDPA's state between forward and backward).
+//
+// `qk_norms` (Qwen3): RMSNorms over each head of q and of k (weights [head_dim] FP32), before
+// RoPE, in one pass with it (qk_norm_rope.h): q and k go normalized and rotated into a buffer of
+// their own, qkv is kept as the projection wrote it (the norms' input), and the backward also
+// returns the two weights' gradients. Not with `int8_saved` (qk_norm_attention_int8_saved).
+struct QkNorms {
+  at::Tensor q, k;
+  double eps = 1e-6;
+};
 at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
                             const at::Tensor& cos, const at::Tensor& sin, bool report_amax = false,
-                            bool int8_saved = false);
+                            bool int8_saved = false, const QkNorms& qk_norms = {});
 
 // Qwen3's attention (per-head RMSNorms of q and k with weights q_norm and k_norm [head_dim],
 // then RoPE, then causal SDPA) under saved=int8: the same forward as composing rms_norm, rope

@@ -22,6 +22,7 @@
 #include "kernels/torch/adamw_step.h"
 #include "kernels/torch/amax_registry.h"
 #include "kernels/torch/attention.h"
+#include "kernels/torch/qk_norm_rope.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/quantize_hadamard.h"
 #include "kernels/torch/rmsnorm.h"
@@ -116,6 +117,42 @@ TEST_F(FusedKernels, RopeIsBitExactStridedAndInPlaceForwardAndBackward) {
   }
 }
 
+// Qwen3's per-head norm and RoPE in one kernel each way against the norm kernel then the RoPE
+// kernel (and back): the same roundings in the same order, so the same bits, from the strided
+// heads of a QKV product and back from attention's [B, H, T, D] gradient; and the amax of what
+// the backward wrote.
+TEST_F(FusedKernels, QkNormRopeIsTheNormThenRopeKernelsBitForBit) {
+  const int64_t seq = 300;
+  for (const int64_t head_dim : {16, 64, 128, 256}) {
+    SCOPED_TRACE("head_dim " + std::to_string(head_dim));
+    const at::Tensor cos = rope_table(seq, head_dim, true);
+    const at::Tensor sin = rope_table(seq, head_dim, false);
+    torch::manual_seed(head_dim + 1);
+    const at::Tensor qkv = 3.0 * torch::randn({2, seq, (8 + 2 * 2) * head_dim}, kBf16);
+    const at::Tensor x = qkv.narrow(-1, 0, 8 * head_dim).view({2, seq, 8, head_dim});
+    const at::Tensor w = 1.0 + 0.2 * torch::randn({head_dim}, kGpu);
+    const double eps = 1e-6;
+
+    const at::Tensor y = at::empty(x.sizes(), x.options());
+    const at::Tensor rstd = qk_norm_rope_into(x, w, eps, cos, sin, y);
+    at::Tensor xl = leaf(x.contiguous()), wl = leaf(w);
+    const at::Tensor composed = rope(rms_norm(xl, wl, eps), cos, sin);
+    EXPECT_TRUE(y.equal(composed));
+
+    const at::Tensor dy = torch::randn({2, 8, seq, head_dim}, kBf16).transpose(1, 2);
+    composed.backward(dy);
+    const at::Tensor dx = at::empty(x.sizes(), x.options());
+    const at::Tensor amax = new_amax(dx);
+    const at::Tensor dw = qk_norm_rope_backward_into(dy, x, w, rstd, cos, sin, dx, amax);
+    EXPECT_TRUE(dx.equal(xl.grad()));
+    // The weight's gradient sums its partials in another grouping where the norm kernel lays
+    // out rows of 256 otherwise (one a block).
+    EXPECT_LT(relative_error(dw, wl.grad()), 1e-6);
+    EXPECT_EQ(amax.item<int32_t>(),
+              c10::bit_cast<int32_t>(dx.abs().max().to(at::kFloat).item<float>()));
+  }
+}
+
 TEST_F(FusedKernels, SwigluMatchesTheReferenceForwardAndBackward) {
   for (const int64_t inner : {8, 96, 11008, 14336}) {
     torch::manual_seed(inner);
@@ -159,6 +196,41 @@ TEST_F(FusedKernels, CausalAttentionMatchesRopeThenSdpaOnTheGpu) {
   EXPECT_LT(relative_error(qkv.grad(), qkvu.grad()), 1e-2);
 }
 
+// Qwen3's attention with its per-head norms against the norm, RoPE and SDPA composed, on the GPU.
+TEST_F(FusedKernels, CausalAttentionWithPerHeadNormsMatchesTheComposition) {
+  const AttentionShape shape{8, 2, 128};
+  const int64_t seq = 512;
+  const double eps = 1e-6;
+  const at::Tensor cos = rope_table(seq, 128, true);
+  const at::Tensor sin = rope_table(seq, 128, false);
+  torch::manual_seed(10);
+  const at::Tensor qkv0 = 3.0 * torch::randn({2, seq, (8 + 2 * 2) * 128}, kBf16);
+  const at::Tensor qw0 = 1.0 + 0.2 * torch::randn({128}, kGpu);
+  const at::Tensor kw0 = 1.0 + 0.2 * torch::randn({128}, kGpu);
+  const at::Tensor d = torch::randn({2, seq, 8 * 128}, kBf16);
+  at::Tensor qkv = leaf(qkv0), qw = leaf(qw0), kw = leaf(kw0);
+  const at::Tensor o = causal_attention(qkv * 1, shape, cos, sin, false, false, {qw, kw, eps});
+  o.backward(d);
+
+  at::Tensor qkvu = leaf(qkv0), qwu = leaf(qw0), kwu = leaf(kw0);
+  auto heads = [&](int64_t first, int64_t n) {
+    return qkvu.narrow(-1, first * 128, n * 128).view({2, seq, n, 128});
+  };
+  const at::Tensor q = rope(rms_norm(heads(0, 8).contiguous(), qwu, eps), cos, sin);
+  const at::Tensor k = rope(rms_norm(heads(8, 2).contiguous(), kwu, eps), cos, sin);
+  const at::Tensor ou = at::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                         heads(10, 2).transpose(1, 2), {}, 0.0,
+                                                         true, std::nullopt, true)
+                            .transpose(1, 2)
+                            .reshape({2, seq, 8 * 128});
+  ou.backward(d);
+  // The same backend on inputs laid out differently may take another algorithm: BF16 noise.
+  EXPECT_LT(relative_error(o, ou), 5e-3);
+  EXPECT_LT(relative_error(qkv.grad(), qkvu.grad()), 1e-2);
+  EXPECT_LT(relative_error(qw.grad(), qwu.grad()), 1e-2);
+  EXPECT_LT(relative_error(kw.grad(), kwu.grad()), 1e-2);
+}
+
 // What each producer reports is max |x| of what it wrote, and a tensorwise quantization that
 // takes it (skipping its amax pass) gives the bits of one that finds the amax itself. The inputs'
 // (and upstream gradients') last rows are scaled up, so that the largest values lie where a
@@ -199,7 +271,13 @@ void expect_producers_report_amax(const AttentionShape& shape, int64_t batch, in
       caught("attention backward (dQKV)", leaf(torch::randn({batch, seq, qkv_width}, kBf16)) * 1);
   causal_attention(qkv, shape, cos, sin, true)
       .backward(last_rows_up(torch::randn({batch, seq, hidden}, kBf16)));
-  ASSERT_EQ(outputs.size(), 5U);
+  // Qwen3's: dQ and dK from the per-head norms' backward, dV copied.
+  const at::Tensor qkv_n = caught("attention with per-head norms backward (dQKV)",
+                                  leaf(torch::randn({batch, seq, qkv_width}, kBf16)) * 1);
+  const at::Tensor nw = leaf(1.0 + 0.1 * torch::randn({shape.head_dim}, kGpu));
+  causal_attention(qkv_n, shape, cos, sin, true, false, {nw, nw, 1e-6})
+      .backward(last_rows_up(torch::randn({batch, seq, hidden}, kBf16)));
+  ASSERT_EQ(outputs.size(), 6U);
 
   for (const auto& [what, t] : outputs) {
     SCOPED_TRACE(what + " of " + std::to_string(batch) + "x" + std::to_string(seq));
@@ -575,6 +653,18 @@ TEST(FusedStepOnGpu, TheFusedDecoderAndModelLevelMatchTheUnfusedOnes) {
           << recipe << " parameter " << p;
     }
   }
+
+  // Qwen3's per-head norms of q and k: the fused attention's own path (qk_norm_rope).
+  config.qk_norm = true;
+  const auto none = run("bf16", Fusion::none);
+  const auto fused = run("bf16", Fusion::fused);
+  EXPECT_LT(relative_error(fused.first, none.first), 1e-2) << "qk_norm";
+  ASSERT_EQ(fused.second.size(), none.second.size());
+  for (size_t p = 0; p < none.second.size(); ++p) {
+    if (none.second[p].norm().item<double>() == 0.0) continue;
+    EXPECT_LT(relative_error(fused.second[p], none.second[p]), 2e-2) << "qk_norm parameter " << p;
+  }
+  config.qk_norm = false;
 
   TrainingOptions o;
   o.micro_batch = 8;

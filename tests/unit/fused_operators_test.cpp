@@ -127,6 +127,60 @@ TEST(FusedOperators, CausalAttentionMatchesRopeThenSdpaWithGradients) {
   EXPECT_LT(relative_error(x.grad(), x.detach()), kBf16);  // a rotation back: the input again
 }
 
+// Qwen3's attention: the per-head norms of q and k and RoPE in one operator (qk_norm_rope.h)
+// against the composition the unfused decoder runs (the norm, the reference RoPE, SDPA).
+TEST(FusedOperators, CausalAttentionWithPerHeadNormsMatchesNormsThenRopeThenSdpa) {
+  torch::manual_seed(5);
+  const AttentionShape shape{4, 2, 16};
+  const int64_t batch = 2;
+  const int64_t seq = 12;
+  const double eps = 1e-6;
+  const auto [cos, sin] = test_support::rope_tables(seq, 16);
+  const at::Tensor qkv0 = (3 * torch::randn({batch, seq, (4 + 2 * 2) * 16})).to(at::kBFloat16);
+  const at::Tensor qw0 = 1.0 + 0.2 * torch::randn({16});
+  const at::Tensor kw0 = 1.0 + 0.2 * torch::randn({16});
+  const at::Tensor d = torch::randn({batch, seq, 4 * 16}).to(at::kBFloat16);
+
+  at::Tensor qkv = leaf(qkv0), qw = leaf(qw0), kw = leaf(kw0);
+  const at::Tensor o = causal_attention(qkv * 1, shape, cos, sin, false, false, {qw, kw, eps});
+  o.backward(d);
+
+  at::Tensor qkvu = leaf(qkv0), qwu = leaf(qw0), kwu = leaf(kw0);
+  auto heads = [&](int64_t first, int64_t n) {
+    return qkvu.narrow(-1, first * 16, n * 16).view({batch, seq, n, 16});
+  };
+  const at::Tensor q = reference::rope(rms_norm(heads(0, 4), qwu, eps), cos, sin);
+  const at::Tensor k = reference::rope(rms_norm(heads(4, 2), kwu, eps), cos, sin);
+  const at::Tensor ou = at::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                         heads(6, 2).transpose(1, 2), {}, 0.0, true,
+                                                         std::nullopt, true)
+                            .transpose(1, 2)
+                            .reshape({batch, seq, 64});
+  ou.backward(d);
+  EXPECT_LT(relative_error(o, ou), 1e-6);  // the same operations on the same values
+  // RoPE's backward as one rotation against autograd's sum of two products: an FP32 rounding
+  // apart before the BF16 one.
+  EXPECT_LT(relative_error(qkv.grad(), qkvu.grad()), 2 * kBf16);
+  EXPECT_LT(relative_error(qw.grad(), qwu.grad()), 1e-2);
+  EXPECT_LT(relative_error(kw.grad(), kwu.grad()), 1e-2);
+  EXPECT_GT(qw.grad().abs().sum().item<double>(), 0.0);
+  EXPECT_TRUE(qkv0.equal(qkv.detach()));
+
+  // Freed after its backward, as without the norms.
+  at::Tensor product = qkv * 1;
+  const c10::weak_intrusive_ptr<c10::StorageImpl> kept = product.storage().getWeakStorageImpl();
+  const at::Tensor o2 = causal_attention(product, shape, cos, sin, false, false, {qw, kw, eps});
+  product.reset();
+  EXPECT_FALSE(kept.expired());
+  o2.backward(d);
+  EXPECT_TRUE(kept.expired());
+
+  // One weight without the other, or the norms with saved=int8, is refused.
+  EXPECT_THROW(causal_attention(qkv0, shape, cos, sin, false, false, {qw0, at::Tensor(), eps}),
+               c10::Error);
+  EXPECT_THROW(causal_attention(qkv0, shape, cos, sin, false, true, {qw0, kw0, eps}), c10::Error);
+}
+
 TEST(FusedOperators, LinearCrossEntropyMatchesLogitsThenTheLoss) {
   torch::manual_seed(4);
   const at::Tensor h0 = torch::randn({50, 32}).to(at::kBFloat16);

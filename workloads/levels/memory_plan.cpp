@@ -112,11 +112,12 @@ double fused_bytes_per_token(const ModelConfig& m, const kernels::Recipe& recipe
     // a quantized copy.
     bytes += 2 * (q + 2 * kv) + 2 * q + 4 * heads + (out_quantized ? q : 0.0);
   }
-  // Per-head norms of q and k (Qwen3): contiguous copies of q and k kept by the norms, their
-  // rotated outputs kept by attention, the inverse RMS of every head; under saved=int8 nothing
-  // (they run again in backward from the kept qkv).
+  // Per-head norms of q and k (Qwen3): q and k normalized and rotated into a buffer of their
+  // own, which attention keeps (qkv, counted above, is kept unrotated as the norms' input), and
+  // the inverse RMS of every head; under saved=int8 nothing (they run again in backward from the
+  // kept qkv).
   if (m.qk_norm && !int8) {
-    bytes += 2 * (q + kv) + 2 * (q + kv) + 4 * (heads + static_cast<double>(m.num_kv_heads));
+    bytes += 2 * (q + kv) + 4 * (heads + static_cast<double>(m.num_kv_heads));
   }
   // SwiGLU: the gate_up input, its output (one fused kernel reads both halves), the down input.
   const std::string mlp = m.is_moe() ? "layers.0.moe.experts.0" : "layers.0.mlp";

@@ -61,28 +61,25 @@ torch::Tensor Operators::attention(const torch::Tensor& qkv, const kernels::Atte
                                    double eps) const {
   const int64_t batch = qkv.size(0);
   const int64_t seq = qkv.size(1);
-  if (fusion_ == Fusion::fused && !q_norm.defined()) {
-    return kernels::causal_attention(qkv, s, cos, sin, producer_amax_, int8_saved_);
-  }
-  if (fusion_ == Fusion::fused && int8_saved_) {
+  if (fusion_ == Fusion::fused && q_norm.defined() && int8_saved_) {
     return kernels::qk_norm_attention_int8_saved(qkv, s, q_norm, k_norm, eps, cos, sin);
+  }
+  if (fusion_ == Fusion::fused) {
+    return kernels::causal_attention(qkv, s, cos, sin, producer_amax_, int8_saved_,
+                                     {q_norm, k_norm, eps});
   }
   const int64_t d = s.head_dim;
   torch::Tensor q = qkv.narrow(-1, 0, s.heads * d).view({batch, seq, s.heads, d});
   torch::Tensor k = qkv.narrow(-1, s.heads * d, s.kv_heads * d).view({batch, seq, s.kv_heads, d});
   torch::Tensor v =
       qkv.narrow(-1, (s.heads + s.kv_heads) * d, s.kv_heads * d).view({batch, seq, s.kv_heads, d});
+  // The unfused operators: each step its own differentiable operation.
   if (q_norm.defined()) {
-    q = norm(fusion_ == Fusion::fused ? q.contiguous() : q, q_norm, eps);
-    k = norm(fusion_ == Fusion::fused ? k.contiguous() : k, k_norm, eps);
+    q = norm(q, q_norm, eps);
+    k = norm(k, k_norm, eps);
   }
-  if (fusion_ == Fusion::fused) {
-    q = kernels::rope(q, cos, sin);
-    k = kernels::rope(k, cos, sin);
-  } else {
-    q = kernels::reference::rope(q, cos, sin);
-    k = kernels::reference::rope(k, cos, sin);
-  }
+  q = kernels::reference::rope(q, cos, sin);
+  k = kernels::reference::rope(k, cos, sin);
   torch::Tensor o;
   {
     const profiling::Range range("sdpa");

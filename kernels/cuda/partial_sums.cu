@@ -1,0 +1,54 @@
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/partial_sums.cuh"
+
+namespace lpbench::cuda {
+
+namespace {
+
+constexpr int kSumColumns = 32;
+constexpr int kSumSplits = 8;
+
+__global__ void __launch_bounds__(kSumColumns* kSumSplits)
+    sum_partials_kernel(const float* partial, int64_t parts, int64_t cols, float* out) {
+  __shared__ float sums[kSumSplits][kSumColumns];
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kSumColumns + threadIdx.x;
+  float total = 0.0F;
+  if (col < cols) {
+    for (int64_t p = threadIdx.y; p < parts; p += kSumSplits)
+      total += partial[p * cols + col];
+  }
+  sums[threadIdx.y][threadIdx.x] = total;
+  __syncthreads();
+  if (threadIdx.y != 0 || col >= cols) return;
+  for (int i = 1; i < kSumSplits; ++i)
+    total += sums[i][threadIdx.x];
+  out[col] = total;
+}
+
+int sm_count() {
+  int device = 0;
+  int count = 0;
+  LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
+}  // namespace
+
+void sum_partial_rows(const float* partial, int64_t parts, int64_t cols, float* out,
+                      cudaStream_t stream) {
+  sum_partials_kernel<<<static_cast<unsigned>((cols + kSumColumns - 1) / kSumColumns),
+                        dim3(kSumColumns, kSumSplits), 0, stream>>>(partial, parts, cols, out);
+  LPBENCH_CUDA_CHECK_LAUNCH();
+}
+
+int64_t one_wave_blocks(int64_t rows, int rows_per_block, int threads) {
+  const int64_t needed = (rows + rows_per_block - 1) / rows_per_block;
+  return std::min<int64_t>(needed, int64_t{sm_count()} * std::max(1, 2048 / threads));
+}
+
+}  // namespace lpbench::cuda

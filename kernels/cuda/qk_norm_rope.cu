@@ -1,0 +1,250 @@
+// Qwen3's per-head norm of q and k and RoPE in one pass each way (qk_norm_rope.cuh). A head
+// vector of head_dim elements is held by head_dim / 8 consecutive lanes (one 8-element vector
+// each, as rmsnorm.cu lays out rows that short, so the sums go in its order); RoPE's pairs are
+// lanes half a row apart, and exchange their values by one shuffle of four packed words.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/cuda/amax.cuh"
+#include "kernels/cuda/bf16_vector.cuh"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/nvtx_range.cuh"
+#include "kernels/cuda/partial_sums.cuh"
+#include "kernels/cuda/qk_norm_rope.cuh"
+
+namespace lpbench::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+struct RowCoords {
+  int64_t b, t, h;
+};
+
+__device__ __forceinline__ RowCoords coords_of(int64_t row, int64_t seq, int64_t heads) {
+  return {row / (seq * heads), (row / heads) % seq, row % heads};
+}
+
+__device__ __forceinline__ int64_t at(const RowCoords& c, const QkNormRopeStrides& s) {
+  return c.b * s.batch + c.t * s.token + c.h * s.head;
+}
+
+// The sum of v over the tpr lanes of a row (tpr ≤ 32): rmsnorm.cu's row_sum for short rows.
+__device__ __forceinline__ float lanes_sum(float v, int tpr) {
+  for (int offset = tpr / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset, tpr);
+  return v;
+}
+
+// The partner lane's eight values (values already BF16, so packing them loses nothing).
+__device__ __forceinline__ Bf16x8 partner_of(const Bf16x8& mine, int tpr) {
+  Bf16x8 theirs;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t word =
+        (__float_as_uint(mine.v[2 * i]) >> 16) | (__float_as_uint(mine.v[2 * i + 1]) & 0xffff0000u);
+    const uint32_t got = __shfl_xor_sync(0xffffffffu, word, tpr / 2, tpr);
+    theirs.v[2 * i] = __uint_as_float(got << 16);
+    theirs.v[2 * i + 1] = __uint_as_float(got & 0xffff0000u);
+  }
+  return theirs;
+}
+
+// RoPE of this lane's eight values (rope.cu's arithmetic: products and sums rounded one by one),
+// given its partner's: the lane is in the head's first half (x1) or its second (x2).
+__device__ __forceinline__ Bf16x8 rotate(const Bf16x8& mine, const Bf16x8& theirs, bool first,
+                                         const float* cos, const float* sin, bool inverse) {
+  const float4* cp = reinterpret_cast<const float4*>(cos);
+  const float4* sp = reinterpret_cast<const float4*>(sin);
+  const float4 c0 = cp[0], c1 = cp[1], s0 = sp[0], s1 = sp[1];
+  const float c[kBf16PerVector] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
+  const float s[kBf16PerVector] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+  Bf16x8 out;
+#pragma unroll
+  for (int e = 0; e < kBf16PerVector; ++e) {
+    const float x1 = first ? mine.v[e] : theirs.v[e];
+    const float x2 = first ? theirs.v[e] : mine.v[e];
+    const float a1c = __fmul_rn(x1, c[e]);
+    const float a2s = __fmul_rn(x2, s[e]);
+    const float a2c = __fmul_rn(x2, c[e]);
+    const float a1s = __fmul_rn(x1, s[e]);
+    if (first) {
+      out.v[e] = inverse ? __fadd_rn(a1c, a2s) : __fsub_rn(a1c, a2s);
+    } else {
+      out.v[e] = inverse ? __fsub_rn(a2c, a1s) : __fadd_rn(a2c, a1s);
+    }
+  }
+  return out;
+}
+
+__global__ void __launch_bounds__(kThreads) forward_kernel(const QkNormRopeArgs a, const int tpr) {
+  const int rows_per_block = kThreads / tpr;
+  const int sub = static_cast<int>(threadIdx.x) / tpr;
+  const int lane = static_cast<int>(threadIdx.x) % tpr;
+  const int64_t rows = a.batch * a.seq * a.heads;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_block + sub;
+  // No early return for rows past the end: their lanes still take part in the shuffles.
+  const bool live = row < rows;
+  const RowCoords rc = coords_of(live ? row : 0, a.seq, a.heads);
+  const int col = lane * kBf16PerVector;
+  const auto* x = static_cast<const __nv_bfloat16*>(a.x);
+  Bf16x8 v = {};
+  if (live) v = load_bf16x8(x + at(rc, a.x_strides) + col);
+  float squares = 0.0F;
+#pragma unroll
+  for (int e = 0; e < kBf16PerVector; ++e)
+    squares += v.v[e] * v.v[e];
+  squares = lanes_sum(squares, tpr);
+  const float rstd = 1.0F / sqrtf(squares / static_cast<float>(a.head_dim) + a.eps);
+  const float4 w0 = *reinterpret_cast<const float4*>(a.weight + col);
+  const float4 w1 = *reinterpret_cast<const float4*>(a.weight + col + 4);
+  const float w[kBf16PerVector] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+  Bf16x8 n;
+#pragma unroll
+  for (int e = 0; e < kBf16PerVector; ++e)
+    n.v[e] = round_bf16(v.v[e] * rstd * w[e]);  // the norm's output, as its kernel stores it
+  const Bf16x8 other = partner_of(n, tpr);
+  const int half = static_cast<int>(a.head_dim / 2);
+  const bool first = col < half;
+  const int64_t table = rc.t * half + (first ? col : col - half);
+  const Bf16x8 y = rotate(n, other, first, a.cos + table, a.sin + table, /*inverse=*/false);
+  if (!live) return;
+  if (lane == 0) a.rstd[row] = rstd;
+  store_bf16x8(static_cast<__nv_bfloat16*>(a.y) + at(rc, a.y_strides) + col, y);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    backward_kernel(const QkNormRopeBackwardArgs a, const int tpr, float* partial) {
+  const int rows_per_block = kThreads / tpr;
+  const int sub = static_cast<int>(threadIdx.x) / tpr;
+  const int lane = static_cast<int>(threadIdx.x) % tpr;
+  const int64_t rows = a.batch * a.seq * a.heads;
+  const int col = lane * kBf16PerVector;
+  const int half = static_cast<int>(a.head_dim / 2);
+  const bool first = col < half;
+  const auto* dy = static_cast<const __nv_bfloat16*>(a.dy);
+  const auto* x = static_cast<const __nv_bfloat16*>(a.x);
+  auto* dx = static_cast<__nv_bfloat16*>(a.dx);
+  float w[kBf16PerVector];
+#pragma unroll
+  for (int e = 0; e < kBf16PerVector; ++e)
+    w[e] = __ldg(a.weight + col + e);
+  float dw[kBf16PerVector] = {};
+  uint32_t amax = 0;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * rows_per_block;
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_block; base < rows;
+       base += stride) {
+    const int64_t row = base + sub;
+    const bool live = row < rows;
+    const RowCoords rc = coords_of(live ? row : 0, a.seq, a.heads);
+    Bf16x8 d = {};
+    Bf16x8 xhat = {};
+    float rstd = 0.0F;
+    if (live) {
+      d = load_bf16x8(dy + at(rc, a.dy_strides) + col);
+      xhat = load_bf16x8(x + at(rc, a.x_strides) + col);
+      rstd = a.rstd[row];
+    }
+    const int64_t table = rc.t * half + (first ? col : col - half);
+    Bf16x8 g = rotate(d, partner_of(d, tpr), first, a.cos + table, a.sin + table, true);
+    float dot = 0.0F;
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e) {
+      g.v[e] = round_bf16(g.v[e]);  // RoPE's backward output, as its kernel stores it
+      // rmsnorm.cu's backward, step for step.
+      xhat.v[e] *= rstd;
+      dw[e] += g.v[e] * xhat.v[e];
+      g.v[e] *= w[e];
+      dot += g.v[e] * xhat.v[e];
+    }
+    dot = lanes_sum(dot, tpr);
+    const float mean = dot / static_cast<float>(a.head_dim);
+    if (!live) continue;
+    Bf16x8 out;
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e)
+      out.v[e] = rstd * (g.v[e] - xhat.v[e] * mean);
+    store_bf16x8(dx + at(rc, a.dx_strides) + col, out, amax);
+  }
+  report_amax(a.dx_amax, amax_of_pairs(amax));
+  float* mine = partial + (static_cast<int64_t>(blockIdx.x) * rows_per_block + sub) * a.head_dim;
+#pragma unroll
+  for (int e = 0; e < kBf16PerVector; ++e)
+    mine[col + e] = dw[e];
+}
+
+int lanes_per_row(int64_t head_dim) {
+  return static_cast<int>(head_dim / kBf16PerVector);
+}
+
+void check_common(int64_t batch, int64_t seq, int64_t heads, int64_t head_dim,
+                  const QkNormRopeStrides* strides, int n_strides, const void* const* pointers,
+                  int n_pointers, const char* who) {
+  LPBENCH_CUDA_REQUIRE(batch > 0 && seq > 0 && heads > 0, std::string(who) + ": empty input");
+  LPBENCH_CUDA_REQUIRE(qk_norm_rope_applies(head_dim),
+                       std::string(who) + ": head_dim must be a power of two from 16 to 256, got " +
+                           std::to_string(head_dim));
+  for (int i = 0; i < n_strides; ++i) {
+    const QkNormRopeStrides& s = strides[i];
+    LPBENCH_CUDA_REQUIRE(s.batch % kBf16PerVector == 0 && s.token % kBf16PerVector == 0 &&
+                             s.head % kBf16PerVector == 0,
+                         std::string(who) + ": strides must be multiples of 8");
+  }
+  for (int i = 0; i < n_pointers; ++i) {
+    LPBENCH_CUDA_REQUIRE(
+        pointers[i] != nullptr && reinterpret_cast<uintptr_t>(pointers[i]) % 16 == 0,
+        std::string(who) + ": operands must be given and 16-byte aligned");
+  }
+}
+
+}  // namespace
+
+bool qk_norm_rope_applies(int64_t head_dim) {
+  return head_dim >= 16 && head_dim <= 256 && (head_dim & (head_dim - 1)) == 0;
+}
+
+void qk_norm_rope_forward(const QkNormRopeArgs& a, cudaStream_t stream) {
+  const QkNormRopeStrides strides[] = {a.x_strides, a.y_strides};
+  const void* pointers[] = {a.x, a.y, a.weight, a.cos, a.sin};
+  check_common(a.batch, a.seq, a.heads, a.head_dim, strides, 2, pointers, 5,
+               "qk_norm_rope_forward");
+  LPBENCH_CUDA_REQUIRE(a.rstd != nullptr, "qk_norm_rope_forward: rstd is needed");
+  const NvtxRange range("lpbench qk_norm_rope_forward");
+  const int tpr = lanes_per_row(a.head_dim);
+  const int64_t rows = a.batch * a.seq * a.heads;
+  const int64_t rows_per_block = kThreads / tpr;
+  forward_kernel<<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), kThreads, 0,
+                   stream>>>(a, tpr);
+  LPBENCH_CUDA_CHECK_LAUNCH();
+}
+
+size_t qk_norm_rope_backward_workspace_bytes(int64_t rows, int64_t head_dim) {
+  const int rows_per_block = kThreads / lanes_per_row(head_dim);
+  return static_cast<size_t>(one_wave_blocks(rows, rows_per_block, kThreads) * rows_per_block *
+                             head_dim) *
+         sizeof(float);
+}
+
+void qk_norm_rope_backward(const QkNormRopeBackwardArgs& a, cudaStream_t stream) {
+  const QkNormRopeStrides strides[] = {a.dy_strides, a.x_strides, a.dx_strides};
+  const void* pointers[] = {a.dy, a.x, a.dx, a.weight, a.cos, a.sin, a.workspace};
+  check_common(a.batch, a.seq, a.heads, a.head_dim, strides, 3, pointers, 7,
+               "qk_norm_rope_backward");
+  LPBENCH_CUDA_REQUIRE(a.rstd != nullptr && a.dweight != nullptr,
+                       "qk_norm_rope_backward: rstd and dweight are needed");
+  const NvtxRange range("lpbench qk_norm_rope_backward");
+  const int tpr = lanes_per_row(a.head_dim);
+  const int rows_per_block = kThreads / tpr;
+  const int64_t rows = a.batch * a.seq * a.heads;
+  const int64_t blocks = one_wave_blocks(rows, rows_per_block, kThreads);
+  auto* partial = static_cast<float*>(a.workspace);
+  backward_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a, tpr, partial);
+  LPBENCH_CUDA_CHECK_LAUNCH();
+  sum_partial_rows(partial, blocks * rows_per_block, a.head_dim, a.dweight, stream);
+}
+
+}  // namespace lpbench::cuda

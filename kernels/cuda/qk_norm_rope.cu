@@ -81,66 +81,51 @@ __device__ __forceinline__ Bf16x8 rotate(const Bf16x8& mine, const Bf16x8& their
   return out;
 }
 
-// Rows a lane group takes at once, their loads issued together before any is used: with one
-// 16-byte load a lane in flight the kernels waited on memory, at 30 % of the HBM rate
-// (docs/perf-log.md §35).
-constexpr int kForwardRows = 4;
-constexpr int kBackwardRows = 2;
-
 __global__ void __launch_bounds__(kThreads) forward_kernel(const QkNormRopeArgs a, const int tpr) {
-  const int rows_per_pass = kThreads / tpr;
+  const int rows_per_block = kThreads / tpr;
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
   const int64_t rows = a.batch * a.seq * a.heads;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * rows_per_pass * kForwardRows + sub;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_block + sub;
+  // No early return for rows past the end: their lanes still take part in the shuffles.
+  const bool live = row < rows;
+  const RowCoords rc = coords_of(live ? row : 0, a.seq, a.heads);
   const int col = lane * kBf16PerVector;
-  const int half = static_cast<int>(a.head_dim / 2);
-  const bool first_half = col < half;
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
-  Bf16x8 v[kForwardRows];
+  Bf16x8 v = {};
+  if (live) v = load_bf16x8(x + at(rc, a.x_strides) + col);
+  float squares = 0.0F;
 #pragma unroll
-  for (int r = 0; r < kForwardRows; ++r) {
-    const int64_t row = first + static_cast<int64_t>(r) * rows_per_pass;
-    v[r] = {};
-    if (row < rows) v[r] = load_bf16x8(x + at(coords_of(row, a.seq, a.heads), a.x_strides) + col);
-  }
+  for (int e = 0; e < kBf16PerVector; ++e)
+    squares += v.v[e] * v.v[e];
+  squares = lanes_sum(squares, tpr);
+  const float rstd = 1.0F / sqrtf(squares / static_cast<float>(a.head_dim) + a.eps);
   const float4 w0 = *reinterpret_cast<const float4*>(a.weight + col);
   const float4 w1 = *reinterpret_cast<const float4*>(a.weight + col + 4);
   const float w[kBf16PerVector] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+  Bf16x8 n;
 #pragma unroll
-  for (int r = 0; r < kForwardRows; ++r) {
-    const int64_t row = first + static_cast<int64_t>(r) * rows_per_pass;
-    // No early exit for rows past the end: their lanes still take part in the shuffles.
-    const bool live = row < rows;
-    const RowCoords rc = coords_of(live ? row : 0, a.seq, a.heads);
-    float squares = 0.0F;
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e)
-      squares += v[r].v[e] * v[r].v[e];
-    squares = lanes_sum(squares, tpr);
-    const float rstd = 1.0F / sqrtf(squares / static_cast<float>(a.head_dim) + a.eps);
-    Bf16x8 n;
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e)
-      n.v[e] = round_bf16(v[r].v[e] * rstd * w[e]);  // the norm's output, as its kernel stores it
-    const Bf16x8 other = partner_of(n, tpr);
-    const int64_t table = rc.t * half + (first_half ? col : col - half);
-    const Bf16x8 y = rotate(n, other, first_half, a.cos + table, a.sin + table, false);
-    if (!live) continue;
-    if (lane == 0) a.rstd[row] = rstd;
-    store_bf16x8(static_cast<__nv_bfloat16*>(a.y) + at(rc, a.y_strides) + col, y);
-  }
+  for (int e = 0; e < kBf16PerVector; ++e)
+    n.v[e] = round_bf16(v.v[e] * rstd * w[e]);  // the norm's output, as its kernel stores it
+  const Bf16x8 other = partner_of(n, tpr);
+  const int half = static_cast<int>(a.head_dim / 2);
+  const bool first = col < half;
+  const int64_t table = rc.t * half + (first ? col : col - half);
+  const Bf16x8 y = rotate(n, other, first, a.cos + table, a.sin + table, /*inverse=*/false);
+  if (!live) return;
+  if (lane == 0) a.rstd[row] = rstd;
+  store_bf16x8(static_cast<__nv_bfloat16*>(a.y) + at(rc, a.y_strides) + col, y);
 }
 
 __global__ void __launch_bounds__(kThreads)
     backward_kernel(const QkNormRopeBackwardArgs a, const int tpr, float* partial) {
-  const int rows_per_pass = kThreads / tpr;
+  const int rows_per_block = kThreads / tpr;
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
   const int64_t rows = a.batch * a.seq * a.heads;
   const int col = lane * kBf16PerVector;
   const int half = static_cast<int>(a.head_dim / 2);
-  const bool first_half = col < half;
+  const bool first = col < half;
   const auto* dy = static_cast<const __nv_bfloat16*>(a.dy);
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   auto* dx = static_cast<__nv_bfloat16*>(a.dx);
@@ -150,58 +135,56 @@ __global__ void __launch_bounds__(kThreads)
     w[e] = __ldg(a.weight + col + e);
   float dw[kBf16PerVector] = {};
   uint32_t amax = 0;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * rows_per_pass * kBackwardRows;
-  for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_pass * kBackwardRows + sub;
-       base - sub < rows; base += stride) {
-    Bf16x8 d[kBackwardRows];
-    Bf16x8 xhat[kBackwardRows];
-    float rstd[kBackwardRows];
-#pragma unroll
-    for (int r = 0; r < kBackwardRows; ++r) {
-      const int64_t row = base + static_cast<int64_t>(r) * rows_per_pass;
-      d[r] = {};
-      xhat[r] = {};
-      rstd[r] = 0.0F;
-      if (row < rows) {
-        const RowCoords rc = coords_of(row, a.seq, a.heads);
-        d[r] = load_bf16x8(dy + at(rc, a.dy_strides) + col);
-        xhat[r] = load_bf16x8(x + at(rc, a.x_strides) + col);
-        rstd[r] = a.rstd[row];
-      }
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * rows_per_block;
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_block; base < rows;
+       base += stride) {
+    const int64_t row = base + sub;
+    const bool live = row < rows;
+    const RowCoords rc = coords_of(live ? row : 0, a.seq, a.heads);
+    Bf16x8 d = {};
+    Bf16x8 xhat = {};
+    float rstd = 0.0F;
+    if (live) {
+      d = load_bf16x8(dy + at(rc, a.dy_strides) + col);
+      xhat = load_bf16x8(x + at(rc, a.x_strides) + col);
+      rstd = a.rstd[row];
     }
+    const int64_t table = rc.t * half + (first ? col : col - half);
+    Bf16x8 g = rotate(d, partner_of(d, tpr), first, a.cos + table, a.sin + table, true);
+    float dot = 0.0F;
 #pragma unroll
-    for (int r = 0; r < kBackwardRows; ++r) {
-      const int64_t row = base + static_cast<int64_t>(r) * rows_per_pass;
-      const bool live = row < rows;
-      const RowCoords rc = coords_of(live ? row : 0, a.seq, a.heads);
-      const int64_t table = rc.t * half + (first_half ? col : col - half);
-      Bf16x8 g =
-          rotate(d[r], partner_of(d[r], tpr), first_half, a.cos + table, a.sin + table, true);
-      float dot = 0.0F;
-#pragma unroll
-      for (int e = 0; e < kBf16PerVector; ++e) {
-        g.v[e] = round_bf16(g.v[e]);  // RoPE's backward output, as its kernel stores it
-        // rmsnorm.cu's backward, step for step.
-        xhat[r].v[e] *= rstd[r];
-        dw[e] += g.v[e] * xhat[r].v[e];
-        g.v[e] *= w[e];
-        dot += g.v[e] * xhat[r].v[e];
-      }
-      dot = lanes_sum(dot, tpr);
-      const float mean = dot / static_cast<float>(a.head_dim);
-      if (!live) continue;
-      Bf16x8 out;
-#pragma unroll
-      for (int e = 0; e < kBf16PerVector; ++e)
-        out.v[e] = rstd[r] * (g.v[e] - xhat[r].v[e] * mean);
-      store_bf16x8(dx + at(rc, a.dx_strides) + col, out, amax);
+    for (int e = 0; e < kBf16PerVector; ++e) {
+      g.v[e] = round_bf16(g.v[e]);  // RoPE's backward output, as its kernel stores it
+      // rmsnorm.cu's backward, step for step.
+      xhat.v[e] *= rstd;
+      dw[e] += g.v[e] * xhat.v[e];
+      g.v[e] *= w[e];
+      dot += g.v[e] * xhat.v[e];
     }
+    dot = lanes_sum(dot, tpr);
+    const float mean = dot / static_cast<float>(a.head_dim);
+    if (!live) continue;
+    Bf16x8 out;
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e)
+      out.v[e] = rstd * (g.v[e] - xhat.v[e] * mean);
+    store_bf16x8(dx + at(rc, a.dx_strides) + col, out, amax);
   }
   report_amax(a.dx_amax, amax_of_pairs(amax));
-  float* mine = partial + (static_cast<int64_t>(blockIdx.x) * rows_per_pass + sub) * a.head_dim;
+  // The block's lane groups' sums added in shared memory, in lane-group order, into one partial
+  // row a block: one a lane group gave sum_partial_rows 16 times the rows to add (the qwen3-8b
+  // layer's four calls took 0.18 ms of its step; docs/perf-log.md §35).
+  __shared__ float sums[kThreads * kBf16PerVector];  // [rows_per_block][head_dim]
 #pragma unroll
   for (int e = 0; e < kBf16PerVector; ++e)
-    mine[col + e] = dw[e];
+    sums[sub * a.head_dim + col + e] = dw[e];
+  __syncthreads();
+  for (int c = static_cast<int>(threadIdx.x); c < a.head_dim; c += kThreads) {
+    float total = 0.0F;
+    for (int r = 0; r < rows_per_block; ++r)
+      total += sums[r * a.head_dim + c];
+    partial[static_cast<int64_t>(blockIdx.x) * a.head_dim + c] = total;
+  }
 }
 
 int lanes_per_row(int64_t head_dim) {
@@ -243,17 +226,15 @@ void qk_norm_rope_forward(const QkNormRopeArgs& a, cudaStream_t stream) {
   const NvtxRange range("lpbench qk_norm_rope_forward");
   const int tpr = lanes_per_row(a.head_dim);
   const int64_t rows = a.batch * a.seq * a.heads;
-  const int64_t rows_per_block = int64_t{kThreads / tpr} * kForwardRows;
+  const int64_t rows_per_block = kThreads / tpr;
   forward_kernel<<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), kThreads, 0,
                    stream>>>(a, tpr);
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 
 size_t qk_norm_rope_backward_workspace_bytes(int64_t rows, int64_t head_dim) {
-  // One partial row per lane group of each block.
-  const int rows_per_pass = kThreads / lanes_per_row(head_dim);
-  return static_cast<size_t>(one_wave_blocks(rows, rows_per_pass * kBackwardRows, kThreads) *
-                             rows_per_pass * head_dim) *
+  const int rows_per_block = kThreads / lanes_per_row(head_dim);
+  return static_cast<size_t>(one_wave_blocks(rows, rows_per_block, kThreads) * head_dim) *
          sizeof(float);
 }
 
@@ -266,13 +247,13 @@ void qk_norm_rope_backward(const QkNormRopeBackwardArgs& a, cudaStream_t stream)
                        "qk_norm_rope_backward: rstd and dweight are needed");
   const NvtxRange range("lpbench qk_norm_rope_backward");
   const int tpr = lanes_per_row(a.head_dim);
-  const int rows_per_pass = kThreads / tpr;
+  const int rows_per_block = kThreads / tpr;
   const int64_t rows = a.batch * a.seq * a.heads;
-  const int64_t blocks = one_wave_blocks(rows, rows_per_pass * kBackwardRows, kThreads);
+  const int64_t blocks = one_wave_blocks(rows, rows_per_block, kThreads);
   auto* partial = static_cast<float*>(a.workspace);
   backward_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a, tpr, partial);
   LPBENCH_CUDA_CHECK_LAUNCH();
-  sum_partial_rows(partial, blocks * rows_per_pass, a.head_dim, a.dweight, stream);
+  sum_partial_rows(partial, blocks, a.head_dim, a.dweight, stream);
 }
 
 }  // namespace lpbench::cuda

@@ -18,7 +18,7 @@ namespace lpbench::cuda {
 //   dweight = Σ_heads,tokens g · xhat                    (FP32, written)
 // Each step rounds where rmsnorm.cuh's and rope.cuh's kernels round and sums in their order, so
 // the forward's y and rstd and the backward's dx are those of rmsnorm_forward then rope (and
-// rope's inverse then rmsnorm_backward) bit for bit; dweight sums its partials in another
+// rope's inverse then rmsnorm_backward) bit for bit; dweight adds its partial sums in another
 // grouping. What the pass saves is the norm's output and RoPE's input and output round trips
 // through memory, and the contiguous copies of q and k that the norm kernel needs.
 //

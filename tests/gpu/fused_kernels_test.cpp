@@ -145,9 +145,8 @@ TEST_F(FusedKernels, QkNormRopeIsTheNormThenRopeKernelsBitForBit) {
     const at::Tensor amax = new_amax(dx);
     const at::Tensor dw = qk_norm_rope_backward_into(dy, x, w, rstd, cos, sin, dx, amax);
     EXPECT_TRUE(dx.equal(xl.grad()));
-    // The weight's gradient: the same terms, summed in another grouping (each lane group
-    // takes two rows at a time).
-    EXPECT_LT(relative_error(dw, wl.grad()), 1e-6);
+    // The weight's gradient: the same terms, their partial sums added in another grouping.
+    EXPECT_LT(relative_error(dw, wl.grad()), 1e-5);
     EXPECT_EQ(amax.item<int32_t>(),
               c10::bit_cast<int32_t>(dx.abs().max().to(at::kFloat).item<float>()));
   }

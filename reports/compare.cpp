@@ -109,6 +109,19 @@ std::string unlike(const store::RunRecord& b, const store::RunRecord& c) {
     return std::string(replayed_from_graph(r) ? "steps from a CUDA graph" : "eager steps");
   };
   differs("execution", graph(b), graph(c));
+  // Fused operators against libtorch's unfused ones: the difference in time is the operators'
+  // (what `--fusion` ablates), not the change under test.
+  auto operators = [](const store::RunRecord& r) {
+    const nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
+    if (config.is_object() && config.contains("training") && config["training"].is_object()) {
+      const auto it = config["training"].find("fusion");
+      if (it != config["training"].end() && it->is_string()) {
+        return "--fusion " + it->get<std::string>();
+      }
+    }
+    return std::string("not recorded");
+  };
+  differs("operators", operators(b), operators(c));
   std::string text;
   for (const std::string& w : why)
     text += (text.empty() ? "" : "; ") + w;
@@ -128,8 +141,9 @@ void check_alike(const std::vector<store::RunRecord>& baseline,
           fmt::format("run {} and run {} are not alike ({})", reference.id, run.id, why);
       if (!policy.allow_mismatch) {
         throw InputError(text +
-                         "; compare runs of one workload, size, depth and GPU model, or pass "
-                         "--allow-mismatch to judge them anyway, with a warning");
+                         "; compare runs of one workload, size, depth, GPU model, execution "
+                         "and operator set, or pass --allow-mismatch to judge them anyway, with "
+                         "a warning");
       }
       warnings.push_back(text);
       return;

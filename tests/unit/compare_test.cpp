@@ -37,6 +37,7 @@ class History {
     std::string gpu = "NVIDIA H100";
     std::optional<std::string> contention;
     bool cuda_graph = false;
+    std::string fusion = "fused";
   };
 
   // One sweep with one run per spec; returns the sweep's id.
@@ -52,9 +53,9 @@ class History {
       r.recipe = spec.recipe;
       r.device = "cuda:0";
       r.config_json = fmt::format(
-          R"({{"training":{{"steps":{},"seed":0,"micro_batch":8,"seq_len":{},"lr":0.003}},)"
-          R"("cuda_graph":{}}})",
-          spec.steps, spec.seq_len, spec.cuda_graph);
+          R"({{"training":{{"steps":{},"seed":0,"micro_batch":8,"seq_len":{},"lr":0.003,)"
+          R"("fusion":"{}"}},"cuda_graph":{}}})",
+          spec.steps, spec.seq_len, spec.fusion, spec.cuda_graph);
       r.started_at = "2026-11-01T00:00:00.000Z";
       r.pid = self.pid;
       r.process_start = self.start;
@@ -386,12 +387,15 @@ TEST(Compare, RunsThatAreNotAlikeAreRefusedUnlessAllowed) {
   other_gpu.gpu = "NVIDIA H200";
   History::RunSpec replayed;
   replayed.cuda_graph = true;
-  h.sweep({base, other_workload, other_size, other_gpu, replayed});
+  History::RunSpec unfused;
+  unfused.fusion = "none";
+  h.sweep({base, other_workload, other_size, other_gpu, replayed, unfused});
   for (const auto& [run, words] : std::vector<std::pair<std::string, std::string>>{
            {"run:2", "workload layer:tiny against model:tiny"},
            {"run:3", "size micro-batch 8 × seq-len 128 against micro-batch 8 × seq-len 64"},
            {"run:4", "GPU NVIDIA H200 against NVIDIA H100"},
-           {"run:5", "execution steps from a CUDA graph against eager steps"}}) {
+           {"run:5", "execution steps from a CUDA graph against eager steps"},
+           {"run:6", "operators --fusion none against --fusion fused"}}) {
     try {
       h.compare("run:1", run);
       ADD_FAILURE() << run << " was judged against run 1";

@@ -34,6 +34,17 @@ cuda::QkNormRopeStrides strides_of(const at::Tensor& t) {
   return {t.stride(0), t.stride(1), t.stride(2)};
 }
 
+// The heads' sizes and RoPE's tables (contiguous FP32), as both launchers take them.
+template <typename Args>
+void set_heads(Args& a, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  a.batch = x.size(0);
+  a.seq = x.size(1);
+  a.heads = x.size(2);
+  a.head_dim = x.size(3);
+  a.cos = cos.data_ptr<float>();
+  a.sin = sin.data_ptr<float>();
+}
+
 cudaStream_t stream_of(const at::Tensor& t) {
   return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
 }
@@ -58,12 +69,7 @@ at::Tensor qk_norm_rope_into(const at::Tensor& x, const at::Tensor& weight, doub
     a.y_strides = strides_of(out);
     a.weight = w.data_ptr<float>();
     a.rstd = rstd.data_ptr<float>();
-    a.batch = x.size(0);
-    a.seq = x.size(1);
-    a.heads = x.size(2);
-    a.head_dim = x.size(3);
-    a.cos = c.data_ptr<float>();
-    a.sin = s.data_ptr<float>();
+    set_heads(a, x, c, s);
     a.eps = static_cast<float>(eps);
     cuda::qk_norm_rope_forward(a, stream_of(x));
     return rstd;
@@ -102,12 +108,7 @@ at::Tensor qk_norm_rope_backward_into(const at::Tensor& dy, const at::Tensor& x,
     a.dweight = dweight.data_ptr<float>();
     a.workspace = workspace.data_ptr();
     if (amax.defined()) a.dx_amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
-    a.batch = x.size(0);
-    a.seq = x.size(1);
-    a.heads = x.size(2);
-    a.head_dim = x.size(3);
-    a.cos = c.data_ptr<float>();
-    a.sin = s.data_ptr<float>();
+    set_heads(a, x, c, s);
     cuda::qk_norm_rope_backward(a, stream_of(x));
     return dweight;
   }

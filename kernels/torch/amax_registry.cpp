@@ -40,8 +40,10 @@ at::Tensor new_amax(const at::Tensor& like) {
 }
 
 void fold_amax(const at::Tensor& amax_bits, const at::Tensor& written) {
-  // |x| as FP32 bits compare as integers (a NaN above +Inf), as the kernels' atomics compare.
-  const at::Tensor mine = written.abs().max().to(at::kFloat).reshape({1}).view(at::kInt);
+  // |x| as FP32 bits, the sign bit cleared, compared as integers (a NaN above +Inf), as the
+  // kernels' atomics compare them (amax.cuh); a float max would not rank a NaN.
+  const at::Tensor mine =
+      written.to(at::kFloat).contiguous().view(at::kInt).bitwise_and(0x7fffffff).max().reshape({1});
   amax_bits.copy_(at::maximum(amax_bits, mine));
 }
 

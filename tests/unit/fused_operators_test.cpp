@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
+
 #include "kernels/recipe.h"
 #include "kernels/reference/rope.h"
 #include "kernels/torch/amax_registry.h"
@@ -269,6 +271,21 @@ TEST(AmaxRegistry, RecallsOnlyWhatWasReportedForTheSameElements) {
   if (next.data_ptr() == address) {
     EXPECT_FALSE(recall_amax(next).has_value());
   }
+}
+
+// A producer's path without a kernel folds max |x| of what it wrote into the amax, as the kernels'
+// atomics do: the larger of the two as FP32 bits, a NaN above everything.
+TEST(AmaxRegistry, AProducerWithoutAKernelFoldsItsAmaxAsTheKernelsDo) {
+  const auto bits = [](float v) { return c10::bit_cast<int32_t>(v); };
+  const at::Tensor amax = new_amax(torch::zeros({1}));
+  fold_amax(amax, torch::tensor({0.5F, -3.0F, 2.0F}).to(at::kBFloat16));
+  EXPECT_EQ(amax.item<int32_t>(), bits(3.0F));
+  fold_amax(amax, torch::tensor({1.0F, -2.5F}));  // smaller: kept
+  EXPECT_EQ(amax.item<int32_t>(), bits(3.0F));
+  fold_amax(amax, torch::tensor({-4.0F}));
+  EXPECT_EQ(amax.item<int32_t>(), bits(4.0F));
+  fold_amax(amax, torch::tensor({1.0F, std::numeric_limits<float>::quiet_NaN()}));
+  EXPECT_GT(amax.item<int32_t>(), bits(std::numeric_limits<float>::infinity()));
 }
 
 // The optimizer remembers an amax for every weight copy it writes each step: hundreds at full

@@ -1,0 +1,363 @@
+// fused_ops_bench: the memory-bound kernels of one decoder layer's fused training step (RMSNorm
+// with and without the residual, each way; SwiGLU each way; RoPE of q and k and its backward, or
+// Qwen3's per-head norms with RoPE), each timed alone at a seed model's shapes and set against
+// the HBM rate its bytes allow: the figure issue 22 asks to be ≥ 70 % for every non-GEMM kernel.
+//
+// Bytes are the ones the operator must move: its BF16 inputs read once and its outputs written
+// once. What a kernel moves beyond them (the norm backwards' FP32 partial rows of the weight
+// gradient, the cos and sin tables, the weights) is its own cost and not counted. Producers run
+// as the int8-tensor step runs them, reporting the amax of what they write.
+//
+// Timing: launch_timing.h, --batch back-to-back calls a sample (default 20, the queue kept full
+// as in a training step), inputs rotated over two copies. The rate is set against the HBM peak
+// the device reports (memory clock × bus width × 2) and against a 1 GiB device-to-device copy
+// timed in the same process.
+//
+//   fused_ops_bench [--models llama2-7b,qwen3-8b] [--tokens 4096] [--samples 30] [--batch 20]
+#include <cuda_runtime.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/qk_norm_rope.cuh"
+#include "kernels/cuda/rmsnorm.cuh"
+#include "kernels/cuda/rope.cuh"
+#include "kernels/cuda/swiglu.cuh"
+#include "tests/gpu/launch_timing.h"
+#include "workloads/models/model_zoo.h"
+
+namespace {
+
+using namespace lpbench;
+using tools::time_ms;
+using tools::Timing;
+
+const auto kCuda = torch::TensorOptions().device(torch::kCUDA);
+const auto kBf16 = kCuda.dtype(at::kBFloat16);
+const auto kFloat = kCuda.dtype(at::kFloat);
+constexpr int kCopies = 2;
+
+struct Bench {
+  int samples = 30;
+  int batch = 20;
+  double peak_gbs = 0;  // the HBM rate the device reports
+  double copy_gbs = 0;  // a device-to-device copy's, measured
+  double worst = 1e9;   // the lowest share of peak over the rows
+
+  // One kernel's row: fn(copy) launches it on the default stream.
+  void row(const std::string& model, const std::string& name, double bytes,
+           const std::function<void(int)>& fn) {
+    const Timing t = time_ms(fn, kCopies, samples, batch);
+    const double gbs = bytes / t.median / 1e6;
+    const double of_peak = 100.0 * gbs / peak_gbs;
+    worst = std::min(worst, of_peak);
+    std::printf("%-10s %-34s %8.1f %8.4f (%.4f-%.4f) %7.0f %6.0f%% %6.0f%%\n", model.c_str(),
+                name.c_str(), bytes / 1e6, t.median, t.p10, t.p90, gbs, of_peak,
+                100.0 * gbs / copy_gbs);
+  }
+};
+
+std::vector<std::string> split_names(const std::string& list) {
+  std::vector<std::string> names;
+  std::stringstream in(list);
+  std::string name;
+  while (std::getline(in, name, ','))
+    if (!name.empty()) names.push_back(name);
+  return names;
+}
+
+const char* string_flag(int argc, char** argv, const char* flag, const char* fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], flag) == 0) return argv[i + 1];
+  return fallback;
+}
+
+int int_flag(int argc, char** argv, const char* flag, int fallback) {
+  const char* v = string_flag(argc, argv, flag, nullptr);
+  return v != nullptr ? std::atoi(v) : fallback;
+}
+
+uint32_t* word(const at::Tensor& t) {
+  return reinterpret_cast<uint32_t*>(t.data_ptr<int32_t>());
+}
+
+// kCopies of a tensor of `sizes`, filled with N(0, 1) values (the kernels' speed does not depend
+// on them, but NaNs or denormals from uninitialized memory could).
+std::vector<at::Tensor> copies(at::IntArrayRef sizes, const torch::TensorOptions& options) {
+  std::vector<at::Tensor> out;
+  for (int i = 0; i < kCopies; ++i)
+    out.push_back(torch::randn(sizes, options));
+  return out;
+}
+
+void norms(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
+  const int64_t h = m.hidden_size;
+  const double one = 2.0 * tokens * h;  // one BF16 [tokens, hidden] read or write
+  const auto x = copies({tokens, h}, kBf16), r = copies({tokens, h}, kBf16);
+  const auto y = copies({tokens, h}, kBf16), hs = copies({tokens, h}, kBf16);
+  const auto dy = copies({tokens, h}, kBf16), dh_in = copies({tokens, h}, kBf16);
+  const at::Tensor weight = torch::ones({h}, kFloat), dweight = torch::empty({h}, kFloat);
+  const at::Tensor rstd = torch::ones({tokens}, kFloat),
+                   amax = torch::zeros({1}, kCuda.dtype(at::kInt));
+  const at::Tensor workspace =
+      torch::empty({static_cast<int64_t>(cuda::rmsnorm_backward_workspace_bytes(tokens, h))},
+                   kCuda.dtype(at::kByte));
+  for (const bool residual : {false, true}) {
+    b.row(m.name, residual ? "rmsnorm forward, + residual" : "rmsnorm forward",
+          (residual ? 4 : 2) * one, [&](int i) {
+            cuda::RmsNormArgs a;
+            a.x = x[i].data_ptr();
+            a.residual = residual ? r[i].data_ptr() : nullptr;
+            a.weight = weight.data_ptr<float>();
+            a.rows = tokens;
+            a.cols = h;
+            a.h = residual ? hs[i].data_ptr() : nullptr;
+            a.y = y[i].data_ptr();
+            a.rstd = rstd.data_ptr<float>();
+            a.y_amax = word(amax);
+            cuda::rmsnorm_forward(a, nullptr);
+          });
+  }
+  for (const bool add : {false, true}) {
+    b.row(m.name, add ? "rmsnorm backward, + dh_in" : "rmsnorm backward", (add ? 4 : 3) * one,
+          [&](int i) {
+            cuda::RmsNormBackwardArgs a;
+            a.dy = dy[i].data_ptr();
+            a.h = hs[i].data_ptr();
+            a.weight = weight.data_ptr<float>();
+            a.rstd = rstd.data_ptr<float>();
+            a.dh_in = add ? dh_in[i].data_ptr() : nullptr;
+            a.rows = tokens;
+            a.cols = h;
+            a.dh = x[i].data_ptr();
+            a.dweight = dweight.data_ptr<float>();
+            a.workspace = workspace.data_ptr();
+            a.dh_amax = word(amax);
+            cuda::rmsnorm_backward(a, nullptr);
+          });
+  }
+}
+
+void swiglu(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
+  const int64_t inner = m.intermediate_size;
+  const double one = 2.0 * tokens * inner;
+  const auto gu = copies({tokens, 2 * inner}, kBf16), dgu = copies({tokens, 2 * inner}, kBf16);
+  const auto out = copies({tokens, inner}, kBf16);
+  const at::Tensor amax = torch::zeros({1}, kCuda.dtype(at::kInt));
+  b.row(m.name, "swiglu forward", 3 * one, [&](int i) {
+    cuda::SwigluArgs a;
+    a.gate_up = gu[i].data_ptr();
+    a.rows = tokens;
+    a.inner = inner;
+    a.out = out[i].data_ptr();
+    a.amax = word(amax);
+    cuda::swiglu_forward(a, nullptr);
+  });
+  b.row(m.name, "swiglu backward", 5 * one, [&](int i) {
+    cuda::SwigluArgs a;
+    a.gate_up = gu[i].data_ptr();
+    a.rows = tokens;
+    a.inner = inner;
+    a.d_out = out[i].data_ptr();
+    a.d_gate_up = dgu[i].data_ptr();
+    a.amax = word(amax);
+    cuda::swiglu_backward(a, nullptr);
+  });
+}
+
+// The fused QKV product's heads as [1, tokens, heads, d]: a token's row holds every head.
+cuda::QkNormRopeStrides qkv_strides(const workloads::ModelConfig& m) {
+  const int64_t width = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim;
+  return {0, width, m.head_dim};
+}
+
+void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
+  const int64_t d = m.head_dim, nh = m.num_heads, nkv = m.num_kv_heads;
+  const int64_t width = (nh + 2 * nkv) * d;
+  const double head = 2.0 * tokens * d;  // one BF16 head over the tokens
+  const auto qkv = copies({tokens, width}, kBf16), dqkv = copies({tokens, width}, kBf16);
+  // Attention's gradients as SDPA leaves them: [1, heads, tokens, d].
+  const auto dq = copies({nh, tokens, d}, kBf16), dk = copies({nkv, tokens, d}, kBf16);
+  const auto dv = copies({nkv, tokens, d}, kBf16);
+  const at::Tensor cos = torch::rand({tokens, d / 2}, kFloat),
+                   sin = torch::rand({tokens, d / 2}, kFloat);
+  const at::Tensor amax = torch::zeros({1}, kCuda.dtype(at::kInt));
+  const cuda::QkNormRopeStrides fused = qkv_strides(m);
+  const cuda::QkNormRopeStrides sdpa{0, d, tokens * d};
+  // dV copied into dQKV's v slots: the third launch of either backward.
+  auto v_copy = [&](int i) {
+    cuda::RopeArgs a;
+    a.in = dv[i].data_ptr();
+    a.out = static_cast<at::BFloat16*>(dqkv[i].data_ptr()) + (nh + nkv) * d;
+    a.batch = 1;
+    a.seq = tokens;
+    a.heads = nkv;
+    a.head_dim = d;
+    a.in_token_stride = sdpa.token;
+    a.in_head_stride = sdpa.head;
+    a.out_token_stride = fused.token;
+    a.out_head_stride = fused.head;
+    a.rotate = false;
+    a.amax = word(amax);
+    cuda::rope(a, nullptr);
+  };
+  if (!m.qk_norm) {
+    b.row(m.name, "rope forward (q, k in place)", 2 * (nh + nkv) * head, [&](int i) {
+      cuda::RopeArgs a;
+      a.in = qkv[i].data_ptr();
+      a.out = qkv[i].data_ptr();
+      a.batch = 1;
+      a.seq = tokens;
+      a.heads = nh + nkv;
+      a.head_dim = d;
+      a.in_token_stride = a.out_token_stride = fused.token;
+      a.in_head_stride = a.out_head_stride = fused.head;
+      a.cos = cos.data_ptr<float>();
+      a.sin = sin.data_ptr<float>();
+      cuda::rope(a, nullptr);
+    });
+    b.row(m.name, "rope backward (dq, dk; dv copied)", 2 * (nh + 2 * nkv) * head, [&](int i) {
+      for (const bool is_q : {true, false}) {
+        cuda::RopeArgs a;
+        a.in = (is_q ? dq : dk)[i].data_ptr();
+        a.out = static_cast<at::BFloat16*>(dqkv[i].data_ptr()) + (is_q ? 0 : nh * d);
+        a.batch = 1;
+        a.seq = tokens;
+        a.heads = is_q ? nh : nkv;
+        a.head_dim = d;
+        a.in_token_stride = sdpa.token;
+        a.in_head_stride = sdpa.head;
+        a.out_token_stride = fused.token;
+        a.out_head_stride = fused.head;
+        a.cos = cos.data_ptr<float>();
+        a.sin = sin.data_ptr<float>();
+        a.inverse = true;
+        a.amax = word(amax);
+        cuda::rope(a, nullptr);
+      }
+      v_copy(i);
+    });
+    return;
+  }
+  const auto qk = copies({tokens, (nh + nkv) * d}, kBf16);
+  const at::Tensor weight = torch::ones({d}, kFloat), dweight = torch::empty({d}, kFloat);
+  const at::Tensor rstd = torch::ones({tokens * nh}, kFloat);
+  const at::Tensor workspace = torch::empty(
+      {static_cast<int64_t>(cuda::qk_norm_rope_backward_workspace_bytes(tokens * nh, d))},
+      kCuda.dtype(at::kByte));
+  const cuda::QkNormRopeStrides out_strides{0, (nh + nkv) * d, d};
+  b.row(m.name, "qk norm + rope forward (q, k)", 2 * (nh + nkv) * head, [&](int i) {
+    for (const bool is_q : {true, false}) {
+      cuda::QkNormRopeArgs a;
+      a.x = static_cast<const at::BFloat16*>(qkv[i].data_ptr()) + (is_q ? 0 : nh * d);
+      a.x_strides = fused;
+      a.y = static_cast<at::BFloat16*>(qk[i].data_ptr()) + (is_q ? 0 : nh * d);
+      a.y_strides = out_strides;
+      a.weight = weight.data_ptr<float>();
+      a.rstd = rstd.data_ptr<float>();
+      a.batch = 1;
+      a.seq = tokens;
+      a.heads = is_q ? nh : nkv;
+      a.head_dim = d;
+      a.cos = cos.data_ptr<float>();
+      a.sin = sin.data_ptr<float>();
+      cuda::qk_norm_rope_forward(a, nullptr);
+    }
+  });
+  b.row(m.name, "qk norm + rope backward (dq, dk; dv)", (3 * (nh + nkv) + 2 * nkv) * head,
+        [&](int i) {
+          for (const bool is_q : {true, false}) {
+            cuda::QkNormRopeBackwardArgs a;
+            a.dy = (is_q ? dq : dk)[i].data_ptr();
+            a.dy_strides = sdpa;
+            a.x = static_cast<const at::BFloat16*>(qkv[i].data_ptr()) + (is_q ? 0 : nh * d);
+            a.x_strides = fused;
+            a.dx = static_cast<at::BFloat16*>(dqkv[i].data_ptr()) + (is_q ? 0 : nh * d);
+            a.dx_strides = fused;
+            a.weight = weight.data_ptr<float>();
+            a.rstd = rstd.data_ptr<float>();
+            a.dweight = dweight.data_ptr<float>();
+            a.workspace = workspace.data_ptr();
+            a.dx_amax = word(amax);
+            a.batch = 1;
+            a.seq = tokens;
+            a.heads = is_q ? nh : nkv;
+            a.head_dim = d;
+            a.cos = cos.data_ptr<float>();
+            a.sin = sin.data_ptr<float>();
+            cuda::qk_norm_rope_backward(a, nullptr);
+          }
+          v_copy(i);
+        });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!torch::cuda::is_available()) {
+    std::fprintf(stderr, "fused_ops_bench: no CUDA device\n");
+    return 1;
+  }
+  Bench b;
+  const int64_t tokens = int_flag(argc, argv, "--tokens", 4096);
+  b.samples = std::max(1, int_flag(argc, argv, "--samples", 30));
+  b.batch = std::max(1, int_flag(argc, argv, "--batch", 20));
+  std::vector<const workloads::ModelConfig*> models;
+  for (const std::string& name :
+       split_names(string_flag(argc, argv, "--models", "llama2-7b,qwen3-8b"))) {
+    const auto& zoo = workloads::model_zoo();
+    const auto found = std::find_if(
+        zoo.begin(), zoo.end(), [&](const workloads::ModelConfig& m) { return m.name == name; });
+    if (found == zoo.end() || found->is_moe()) {
+      std::fprintf(stderr, "fused_ops_bench: --models takes dense built-in models, not '%s'\n",
+                   name.c_str());
+      return 2;
+    }
+    models.push_back(&*found);
+  }
+  if (tokens <= 0 || models.empty()) {
+    std::fprintf(stderr, "fused_ops_bench: --tokens must be positive and --models not empty\n");
+    return 2;
+  }
+
+  int device = 0, clock_khz = 0, bus_bits = 0;
+  LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device));
+  LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
+  cudaDeviceProp prop{};
+  LPBENCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  b.peak_gbs = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+
+  const int64_t copy_bytes = int64_t{1} << 30;
+  const at::Tensor src = torch::empty({copy_bytes}, kCuda.dtype(at::kByte));
+  const at::Tensor dst = torch::empty({copy_bytes}, kCuda.dtype(at::kByte));
+  const Timing copy = time_ms(
+      [&](int) {
+        LPBENCH_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), copy_bytes,
+                                           cudaMemcpyDeviceToDevice, nullptr));
+      },
+      1, b.samples);
+  b.copy_gbs = 2.0 * copy_bytes / copy.median / 1e6;
+  std::printf(
+      "%s: HBM peak %.0f GB/s (memory clock %d MHz, %d-bit bus); a 1 GiB copy %.0f GB/s "
+      "(%.0f%% of peak); %lld tokens, %d samples of %d calls\n",
+      prop.name, b.peak_gbs, clock_khz / 1000, bus_bits, b.copy_gbs,
+      100.0 * b.copy_gbs / b.peak_gbs, static_cast<long long>(tokens), b.samples, b.batch);
+  std::printf("%-10s %-34s %8s %8s %15s %7s %7s %7s\n", "model", "kernel", "MB", "ms", "(p10-p90)",
+              "GB/s", "of HBM", "of copy");
+  for (const workloads::ModelConfig* m : models) {
+    norms(b, *m, tokens);
+    swiglu(b, *m, tokens);
+    attention_side(b, *m, tokens);
+  }
+  std::printf("lowest: %.0f%% of the HBM peak\n", b.worst);
+  return 0;
+}

@@ -1,7 +1,9 @@
 // Qwen3's per-head norm of q and k and RoPE in one pass each way (qk_norm_rope.cuh). A head
 // vector of head_dim elements is held by head_dim / 8 consecutive lanes (one 8-element vector
 // each, as rmsnorm.cu lays out rows that short, so the sums go in its order); RoPE's pairs are
-// lanes half a row apart, and exchange their values by one shuffle of four packed words.
+// lanes half a row apart, and exchange their values by one shuffle of four packed words. A row's
+// (batch, token, head) come from multiply-high divisions (fast_divmod.cuh): three 64-bit ones a
+// lane held the kernels to a third of the HBM rate (docs/perf-log.md §36).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -11,6 +13,7 @@
 #include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/fast_divmod.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/partial_sums.cuh"
 #include "kernels/cuda/qk_norm_rope.cuh"
@@ -25,8 +28,29 @@ struct RowCoords {
   int64_t b, t, h;
 };
 
-__device__ __forceinline__ RowCoords coords_of(int64_t row, int64_t seq, int64_t heads) {
-  return {row / (seq * heads), (row / heads) % seq, row % heads};
+// Rows (b, t, h) in order: heads a token, tokens a sequence. rows < 2^31 (the launchers check).
+struct RowIndex {
+  uint32_t rows = 0;
+  FastDivmod heads, seq;
+};
+
+__device__ __forceinline__ RowCoords coords_of(uint32_t row, const RowIndex& ix) {
+  uint32_t token_row = 0, b = 0;
+  const uint32_t h = ix.heads.divmod(row, token_row);
+  const uint32_t t = ix.seq.divmod(token_row, b);
+  return {b, t, h};
+}
+
+RowIndex row_index(int64_t batch, int64_t seq, int64_t heads, const char* who) {
+  const int64_t rows = batch * seq * heads;
+  LPBENCH_CUDA_REQUIRE(rows < kFastDivmodLimit, std::string(who) +
+                                                    ": at most 2^31 heads a call, got " +
+                                                    std::to_string(rows) + " (split the batch)");
+  RowIndex ix;
+  ix.rows = static_cast<uint32_t>(rows);
+  ix.heads = FastDivmod(static_cast<uint32_t>(heads));
+  ix.seq = FastDivmod(static_cast<uint32_t>(seq));
+  return ix;
 }
 
 __device__ __forceinline__ int64_t at(const RowCoords& c, const QkNormRopeStrides& s) {
@@ -81,15 +105,15 @@ __device__ __forceinline__ Bf16x8 rotate(const Bf16x8& mine, const Bf16x8& their
   return out;
 }
 
-__global__ void __launch_bounds__(kThreads) forward_kernel(const QkNormRopeArgs a, const int tpr) {
+__global__ void __launch_bounds__(kThreads)
+    forward_kernel(const QkNormRopeArgs a, const int tpr, const RowIndex ix) {
   const int rows_per_block = kThreads / tpr;
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
-  const int64_t rows = a.batch * a.seq * a.heads;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_block + sub;
+  const uint32_t row = blockIdx.x * rows_per_block + sub;
   // No early return for rows past the end: their lanes still take part in the shuffles.
-  const bool live = row < rows;
-  const RowCoords rc = coords_of(live ? row : 0, a.seq, a.heads);
+  const bool live = row < ix.rows;
+  const RowCoords rc = coords_of(live ? row : 0, ix);
   const int col = lane * kBf16PerVector;
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   Bf16x8 v = {};
@@ -118,11 +142,11 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const QkNormRopeArgs 
 }
 
 __global__ void __launch_bounds__(kThreads)
-    backward_kernel(const QkNormRopeBackwardArgs a, const int tpr, float* partial) {
+    backward_kernel(const QkNormRopeBackwardArgs a, const int tpr, const RowIndex ix,
+                    float* partial) {
   const int rows_per_block = kThreads / tpr;
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
-  const int64_t rows = a.batch * a.seq * a.heads;
   const int col = lane * kBf16PerVector;
   const int half = static_cast<int>(a.head_dim / 2);
   const bool first = col < half;
@@ -135,12 +159,12 @@ __global__ void __launch_bounds__(kThreads)
     w[e] = __ldg(a.weight + col + e);
   float dw[kBf16PerVector] = {};
   uint32_t amax = 0;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * rows_per_block;
-  for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_block; base < rows;
-       base += stride) {
-    const int64_t row = base + sub;
-    const bool live = row < rows;
-    const RowCoords rc = coords_of(live ? row : 0, a.seq, a.heads);
+  // rows < 2^31, so base + the grid's stride stays below 2^32.
+  const uint32_t stride = gridDim.x * rows_per_block;
+  for (uint32_t base = blockIdx.x * rows_per_block; base < ix.rows; base += stride) {
+    const uint32_t row = base + sub;
+    const bool live = row < ix.rows;
+    const RowCoords rc = coords_of(live ? row : 0, ix);
     Bf16x8 d = {};
     Bf16x8 xhat = {};
     float rstd = 0.0F;
@@ -224,11 +248,11 @@ void qk_norm_rope_forward(const QkNormRopeArgs& a, cudaStream_t stream) {
                "qk_norm_rope_forward");
   LPBENCH_CUDA_REQUIRE(a.rstd != nullptr, "qk_norm_rope_forward: rstd is needed");
   const NvtxRange range("lpbench qk_norm_rope_forward");
+  const RowIndex ix = row_index(a.batch, a.seq, a.heads, "qk_norm_rope_forward");
   const int tpr = lanes_per_row(a.head_dim);
-  const int64_t rows = a.batch * a.seq * a.heads;
   const int64_t rows_per_block = kThreads / tpr;
-  forward_kernel<<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), kThreads, 0,
-                   stream>>>(a, tpr);
+  forward_kernel<<<static_cast<unsigned>((ix.rows + rows_per_block - 1) / rows_per_block), kThreads,
+                   0, stream>>>(a, tpr, ix);
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 
@@ -246,12 +270,12 @@ void qk_norm_rope_backward(const QkNormRopeBackwardArgs& a, cudaStream_t stream)
   LPBENCH_CUDA_REQUIRE(a.rstd != nullptr && a.dweight != nullptr,
                        "qk_norm_rope_backward: rstd and dweight are needed");
   const NvtxRange range("lpbench qk_norm_rope_backward");
+  const RowIndex ix = row_index(a.batch, a.seq, a.heads, "qk_norm_rope_backward");
   const int tpr = lanes_per_row(a.head_dim);
   const int rows_per_block = kThreads / tpr;
-  const int64_t rows = a.batch * a.seq * a.heads;
-  const int64_t blocks = one_wave_blocks(rows, rows_per_block, kThreads);
+  const int64_t blocks = one_wave_blocks(ix.rows, rows_per_block, kThreads);
   auto* partial = static_cast<float*>(a.workspace);
-  backward_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a, tpr, partial);
+  backward_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a, tpr, ix, partial);
   LPBENCH_CUDA_CHECK_LAUNCH();
   sum_partial_rows(partial, blocks, a.head_dim, a.dweight, stream);
 }

@@ -179,6 +179,7 @@ __global__ void __launch_bounds__(kBackwardThreads)
     const float rstd = live ? a.rstd[row] : 0.0F;
     Bf16x8 g[kVectors];
     Bf16x8 xhat[kVectors];
+    Bf16x8 more[kVectors];
     float dot = 0.0F;
 #pragma unroll
     for (int i = 0; i < kVectors; ++i) {
@@ -189,6 +190,9 @@ __global__ void __launch_bounds__(kBackwardThreads)
         xhat[i] = a.h_kept.values != nullptr
                       ? restore_int8x8(a.h_kept, row, v * kBf16PerVector, a.cols)
                       : load_bf16x8(hx + at);
+        // dh_in is loaded with dy and h, not after the row's sum: a load issued behind the
+        // reduction made each row wait for memory twice (docs/perf-log.md §36).
+        if (dh_in != nullptr) more[i] = load_bf16x8(dh_in + at);
         // The weight stays in L1 across the rows a block walks.
         const float* w = a.weight + v * kBf16PerVector;
 #pragma unroll
@@ -213,10 +217,9 @@ __global__ void __launch_bounds__(kBackwardThreads)
       for (int e = 0; e < kBf16PerVector; ++e)
         out.v[e] = rstd * (g[i].v[e] - xhat[i].v[e] * mean);
       if (dh_in != nullptr) {
-        const Bf16x8 more = load_bf16x8(dh_in + at);
 #pragma unroll
         for (int e = 0; e < kBf16PerVector; ++e)
-          out.v[e] += more.v[e];
+          out.v[e] += more[i].v[e];
       }
       store_bf16x8(dh + at, out, amax);
     }

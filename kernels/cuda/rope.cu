@@ -1,6 +1,8 @@
 // Rotary position embedding, in place or from one strided layout into another (the backward
 // reads attention's dQ/dK and writes them rotated into the gradient of the fused QKV output).
-// One thread rotates 8 pairs: 16 bytes of each half, 32 bytes of cos and sin.
+// One thread rotates 8 pairs: 16 bytes of each half, 32 bytes of cos and sin. The flat index
+// of a group of 8 pairs is split into (batch, token, head, group) by multiply-high divisions
+// (fast_divmod.cuh): 64-bit ones cost more than the group's bytes (docs/perf-log.md §36).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -10,6 +12,7 @@
 #include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/fast_divmod.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/rope.cuh"
 
@@ -19,20 +22,25 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a) {
+// The index space of one call: groups of 8 pairs a head, heads a token, tokens a sequence.
+struct RopeIndex {
+  uint32_t total = 0;
+  FastDivmod groups, heads, seq;
+};
+
+__global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a, const RopeIndex ix) {
   const int64_t half = a.head_dim / 2;
-  const int64_t groups = half / kBf16PerVector;  // 8-pair groups per head
-  const int64_t total = a.batch * a.seq * a.heads * groups;
   const auto* in = static_cast<const __nv_bfloat16*>(a.in);
   auto* out = static_cast<__nv_bfloat16*>(a.out);
   uint32_t amax = 0;
-  for (int64_t item = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; item < total;
-       item += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t g = item % groups;
-    const int64_t h = (item / groups) % a.heads;
-    const int64_t t = (item / (groups * a.heads)) % a.seq;
-    const int64_t b = item / (groups * a.heads * a.seq);
-    const int64_t i = g * kBf16PerVector;
+  // total < 2^31 (the launcher checks), so item + the grid's stride stays below 2^32.
+  for (uint32_t item = blockIdx.x * blockDim.x + threadIdx.x; item < ix.total;
+       item += gridDim.x * blockDim.x) {
+    uint32_t head_item = 0, token_item = 0, b = 0;
+    const uint32_t g = ix.groups.divmod(item, head_item);
+    const uint32_t h = ix.heads.divmod(head_item, token_item);
+    const uint32_t t = ix.seq.divmod(token_item, b);
+    const int64_t i = int64_t{g} * kBf16PerVector;
     const int64_t src = b * a.in_batch_stride + t * a.in_token_stride + h * a.in_head_stride + i;
     const int64_t dst = b * a.out_batch_stride + t * a.out_token_stride + h * a.out_head_stride + i;
     const Bf16x8 x1 = load_bf16x8(in + src);
@@ -84,10 +92,19 @@ void rope(const RopeArgs& a, cudaStream_t stream) {
   const NvtxRange range(!a.rotate   ? "lpbench rope_copy"
                         : a.inverse ? "lpbench rope_backward"
                                     : "lpbench rope_forward");
-  const int64_t items = a.batch * a.seq * a.heads * (a.head_dim / 2 / kBf16PerVector);
+  const int64_t groups = a.head_dim / 2 / kBf16PerVector;
+  const int64_t items = a.batch * a.seq * a.heads * groups;
+  LPBENCH_CUDA_REQUIRE(items < kFastDivmodLimit,
+                       "rope: at most 2^31 groups of 8 pairs a call, got " + std::to_string(items) +
+                           " (split the batch)");
+  RopeIndex ix;
+  ix.total = static_cast<uint32_t>(items);
+  ix.groups = FastDivmod(static_cast<uint32_t>(groups));
+  ix.heads = FastDivmod(static_cast<uint32_t>(a.heads));
+  ix.seq = FastDivmod(static_cast<uint32_t>(a.seq));
   const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads,
                                            a.amax != nullptr ? kAmaxGridCap : 65535LL * 16);
-  rope_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
+  rope_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a, ix);
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 

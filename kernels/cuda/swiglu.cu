@@ -1,5 +1,6 @@
 // SwiGLU forward and backward, each one pass: 8 elements of the gate and of the up half per
-// thread (16-byte accesses), grid-strided.
+// thread (16-byte accesses), grid-strided; a vector's row and column come from a multiply-high
+// division (fast_divmod.cuh), not a 64-bit one.
 //
 // Under saved=int8 the forward writes gate_up's INT8 blocks from the registers it already holds
 // and the backward reads them instead of gate_up (saved_int8_blocks.cuh): 16 threads a block of
@@ -16,6 +17,7 @@
 #include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/fast_divmod.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/saved_int8_blocks.cuh"
 #include "kernels/cuda/swiglu.cuh"
@@ -31,16 +33,17 @@ __device__ __forceinline__ float silu(float x) {
   return x / (1.0F + expf(-x));
 }
 
+// `per_row`: the vectors of a row of out (inner / 8); `total` < 2^31, the launcher checks.
 template <bool kBackward>
-__global__ void __launch_bounds__(kThreads) swiglu_kernel(const SwigluArgs a) {
-  const int64_t per_row = a.inner / kBf16PerVector;
-  const int64_t total = a.rows * per_row;
+__global__ void __launch_bounds__(kThreads)
+    swiglu_kernel(const SwigluArgs a, const FastDivmod per_row, const uint32_t total) {
   const auto* gu = static_cast<const __nv_bfloat16*>(a.gate_up);
   uint32_t amax = 0;
-  for (int64_t item = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; item < total;
-       item += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t row = item / per_row;
-    const int64_t col = (item % per_row) * kBf16PerVector;
+  for (uint32_t item = blockIdx.x * blockDim.x + threadIdx.x; item < total;
+       item += gridDim.x * blockDim.x) {
+    uint32_t row_of_item = 0;
+    const int64_t col = int64_t{per_row.divmod(item, row_of_item)} * kBf16PerVector;
+    const int64_t row = row_of_item;
     const int64_t gate_at = row * 2 * a.inner + col;
     Bf16x8 gate;
     Bf16x8 up;
@@ -97,10 +100,14 @@ void launch(const SwigluArgs& a, cudaStream_t stream) {
   } else {
     check_int8_blocks(a.keep.values, a.keep.scales, a.inner, "swiglu_forward's gate_up halves");
   }
-  const int64_t items = a.rows * (a.inner / kBf16PerVector);
+  const int64_t per_row = a.inner / kBf16PerVector;
+  const int64_t items = a.rows * per_row;
+  LPBENCH_CUDA_REQUIRE(items < kFastDivmodLimit, "swiglu: at most 2^31 vectors of 8 a call, got " +
+                                                     std::to_string(items) + " (split the rows)");
   const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads,
                                            a.amax != nullptr ? kAmaxGridCap : 65535LL * 16);
-  swiglu_kernel<kBackward><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
+  swiglu_kernel<kBackward><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      a, FastDivmod(static_cast<uint32_t>(per_row)), static_cast<uint32_t>(items));
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 

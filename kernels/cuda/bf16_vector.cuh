@@ -14,8 +14,8 @@ struct Bf16x8 {
   float v[kBf16PerVector];
 };
 
-__device__ __forceinline__ Bf16x8 load_bf16x8(const __nv_bfloat16* p) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+// Eight BF16 values as 16 bytes hold them (from memory or a shared-memory ring), widened.
+__device__ __forceinline__ Bf16x8 unpack_bf16x8(const uint4& raw) {
   const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
   Bf16x8 out;
 #pragma unroll
@@ -24,6 +24,10 @@ __device__ __forceinline__ Bf16x8 load_bf16x8(const __nv_bfloat16* p) {
     out.v[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
   }
   return out;
+}
+
+__device__ __forceinline__ Bf16x8 load_bf16x8(const __nv_bfloat16* p) {
+  return unpack_bf16x8(*reinterpret_cast<const uint4*>(p));
 }
 
 // Round to nearest even, as torch's casts to BF16 do.

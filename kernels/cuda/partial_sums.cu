@@ -53,4 +53,11 @@ int64_t one_wave_blocks(int64_t rows, int rows_per_block, int threads) {
   return std::min<int64_t>(needed, int64_t{sm_count()} * std::max(1, 2048 / threads));
 }
 
+int64_t resident_blocks(const void* kernel, int threads, size_t smem_bytes, int64_t bound) {
+  int per_sm = 0;
+  LPBENCH_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes));
+  return std::max<int64_t>(1, std::min<int64_t>(bound, int64_t{sm_count()} * per_sm));
+}
+
 }  // namespace lpbench::cuda

@@ -4,9 +4,10 @@
 // threads (shuffles, then shared memory). Each thread keeps its at most kMaxVectors vectors of
 // the row in registers between the reduction and the output, so the row is read once.
 //
-// The backward walks the rows with a grid of a few blocks per SM, each thread accumulating the
-// weight gradient of its columns in registers over the rows it visits; the per-block partial
-// sums go to the workspace and a second kernel adds them up per column.
+// The backward walks the rows with a grid of as many blocks as the GPU holds, each thread
+// accumulating the weight gradient of its columns in registers over the rows it visits and
+// fetching the rows ahead into a shared-memory ring (cp.async) while it reduces the current one;
+// the per-block partial sums go to the workspace and a second kernel adds them up per column.
 //
 // Under saved=int8 the forward writes h's INT8 blocks from its registers and the backward reads
 // them in place of h (saved_int8_blocks.cuh). A block of 128 is then 16 vectors, held by 16
@@ -20,6 +21,7 @@
 #include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/cp_async.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/partial_sums.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
@@ -99,131 +101,218 @@ __device__ __forceinline__ float row_sum(float v, int tpr, float* shared) {
   return total;
 }
 
+// The forward walks the rows grid-strided too, with a ring like the backward's (below) for x and
+// the residual: one row a block and no ring moved 54 % (63 % with the residual) of the HBM rate,
+// each block waiting on its row's loads, then on the weight's (docs/perf-log.md §36).
+constexpr int kForwardStages = 3;
+
+size_t forward_ring_bytes(int vectors, int threads) {
+  return size_t{kForwardStages} * threads * 2 * vectors * sizeof(uint4);
+}
+
 template <int kVectors>
 __global__ void __launch_bounds__(kForwardThreads)
     rmsnorm_forward_kernel(const RmsNormArgs a, const int tpr, const int rows_per_block) {
   __shared__ float shared[32];
+  extern __shared__ uint4 ring[];  // [stage][operand: x, residual][vector][thread]
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   const auto* r = static_cast<const __nv_bfloat16*>(a.residual);
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_block + sub;
-  const bool live = row < a.rows;
   const int64_t vectors = a.cols / kBf16PerVector;
-  Bf16x8 h[kVectors];
-  float squares = 0.0F;
+  auto slot = [&](int stage, int operand, int i) -> uint4& {
+    return ring[((stage * 2 + operand) * kVectors + i) * blockDim.x + threadIdx.x];
+  };
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * rows_per_block;
+  auto fetch = [&](int64_t row, int stage) {
+    if (row < a.rows) {
 #pragma unroll
-  for (int i = 0; i < kVectors; ++i) {
-    const int64_t v = lane + static_cast<int64_t>(i) * tpr;
-    if (live && v < vectors) {
-      const int64_t at = row * a.cols + v * kBf16PerVector;
-      h[i] = load_bf16x8(x + at);
-      if (r != nullptr) {
-        const Bf16x8 add = load_bf16x8(r + at);
-#pragma unroll
-        for (int e = 0; e < kBf16PerVector; ++e)
-          h[i].v[e] = round_bf16(h[i].v[e] + add.v[e]);
+      for (int i = 0; i < kVectors; ++i) {
+        const int64_t v = lane + static_cast<int64_t>(i) * tpr;
+        if (v >= vectors) continue;
+        const int64_t at = row * a.cols + v * kBf16PerVector;
+        cp_async16(smem_addr(&slot(stage, 0, i)), x + at);
+        if (r != nullptr) cp_async16(smem_addr(&slot(stage, 1, i)), r + at);
       }
-#pragma unroll
-      for (int e = 0; e < kBf16PerVector; ++e)
-        squares += h[i].v[e] * h[i].v[e];
     }
-  }
-  squares = row_sum(squares, tpr, shared);
-  const float rstd = 1.0F / sqrtf(squares / static_cast<float>(a.cols) + a.eps);
+    cp_async_commit();
+  };
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * rows_per_block + sub;
+#pragma unroll
+  for (int stage = 0; stage < kForwardStages - 1; ++stage)
+    fetch(first + stage * stride, stage);
   auto* y = static_cast<__nv_bfloat16*>(a.y);
   auto* h_out = static_cast<__nv_bfloat16*>(a.h);
   uint32_t amax = 0;
-  // No early return for the rows past the end: report_amax synchronizes the whole block.
-  if (live) {
-    if (lane == 0) a.rstd[row] = rstd;
+  int stage = 0;
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_block; base < a.rows;
+       base += stride) {
+    const int64_t row = base + sub;
+    fetch(row + (kForwardStages - 1) * stride, (stage + kForwardStages - 1) % kForwardStages);
+    cp_async_wait<kForwardStages - 1>();  // this row's group has landed
+    const bool live = row < a.rows;
+    Bf16x8 h[kVectors];
+    float squares = 0.0F;
 #pragma unroll
     for (int i = 0; i < kVectors; ++i) {
       const int64_t v = lane + static_cast<int64_t>(i) * tpr;
-      if (v >= vectors) continue;
-      const int64_t col = v * kBf16PerVector;
-      if (r != nullptr && h_out != nullptr) store_bf16x8(h_out + row * a.cols + col, h[i]);
-      if (a.keep.values != nullptr) keep_int8x8(h[i], row, col, a.cols, a.keep);
-      const float4 w0 = *reinterpret_cast<const float4*>(a.weight + col);
-      const float4 w1 = *reinterpret_cast<const float4*>(a.weight + col + 4);
-      const float w[kBf16PerVector] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-      Bf16x8 out;
+      if (live && v < vectors) {
+        h[i] = unpack_bf16x8(slot(stage, 0, i));
+        if (r != nullptr) {
+          const Bf16x8 add = unpack_bf16x8(slot(stage, 1, i));
 #pragma unroll
-      for (int e = 0; e < kBf16PerVector; ++e)
-        out.v[e] = h[i].v[e] * rstd * w[e];
-      store_bf16x8(y + row * a.cols + col, out, amax);
+          for (int e = 0; e < kBf16PerVector; ++e)
+            h[i].v[e] = round_bf16(h[i].v[e] + add.v[e]);
+        }
+#pragma unroll
+        for (int e = 0; e < kBf16PerVector; ++e)
+          squares += h[i].v[e] * h[i].v[e];
+      }
     }
+    squares = row_sum(squares, tpr, shared);
+    const float rstd = 1.0F / sqrtf(squares / static_cast<float>(a.cols) + a.eps);
+    if (live) {
+      if (lane == 0) a.rstd[row] = rstd;
+#pragma unroll
+      for (int i = 0; i < kVectors; ++i) {
+        const int64_t v = lane + static_cast<int64_t>(i) * tpr;
+        if (v >= vectors) continue;
+        const int64_t col = v * kBf16PerVector;
+        if (r != nullptr && h_out != nullptr) store_bf16x8(h_out + row * a.cols + col, h[i]);
+        if (a.keep.values != nullptr) keep_int8x8(h[i], row, col, a.cols, a.keep);
+        const float4 w0 = *reinterpret_cast<const float4*>(a.weight + col);
+        const float4 w1 = *reinterpret_cast<const float4*>(a.weight + col + 4);
+        const float w[kBf16PerVector] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+        Bf16x8 out;
+#pragma unroll
+        for (int e = 0; e < kBf16PerVector; ++e)
+          out.v[e] = h[i].v[e] * rstd * w[e];
+        store_bf16x8(y + row * a.cols + col, out, amax);
+      }
+    }
+    stage = (stage + 1) % kForwardStages;
   }
+  cp_async_wait<0>();  // the groups fetched past the last row carry nothing; none is left open
+  // No early return above for the rows past the end: report_amax synchronizes the whole block.
   report_amax(a.y_amax, amax_of_pairs(amax));
 }
 
+// The backward's ring: each thread copies its own 16-byte words of dy, h and dh_in (and the row's
+// rstd) for the rows after the current one into shared memory while the current one is reduced,
+// and reads back only what it copied, so the ring needs no barrier of its own. Three stages keep
+// two rows in flight a block; a thread waited on each row's loads in turn before, and the kernel
+// moved 33-39 % of the HBM rate (docs/perf-log.md §36).
+constexpr int kBackwardStages = 3;
+constexpr int kStagedOperands = 3;  // dy, h, dh_in
+
+size_t backward_ring_bytes(int vectors, int threads) {
+  return size_t{kBackwardStages} * threads *
+         (kStagedOperands * vectors * sizeof(uint4) + sizeof(float));
+}
+
 template <int kVectors>
-__global__ void __launch_bounds__(kBackwardThreads)
+__global__ void __launch_bounds__(kBackwardThreads, kVectors == 1 ? 2 : 1)
     rmsnorm_backward_kernel(const RmsNormBackwardArgs a, const int tpr, const int rows_per_block,
                             float* partial) {
   __shared__ float shared[32];
+  extern __shared__ uint4 ring[];  // [stage][operand][vector][thread], then rstd [stage][thread]
+  float* ring_rstd =
+      reinterpret_cast<float*>(ring + kBackwardStages * kStagedOperands * kVectors * blockDim.x);
   const auto* dy = static_cast<const __nv_bfloat16*>(a.dy);
   const auto* hx = static_cast<const __nv_bfloat16*>(a.h);
   const auto* dh_in = static_cast<const __nv_bfloat16*>(a.dh_in);
   auto* dh = static_cast<__nv_bfloat16*>(a.dh);
+  const bool kept = a.h_kept.values != nullptr;  // h from its INT8 blocks, read when reduced
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
   const int64_t vectors = a.cols / kBf16PerVector;
+  auto slot = [&](int stage, int operand, int i) -> uint4& {
+    return ring[((stage * kStagedOperands + operand) * kVectors + i) * blockDim.x + threadIdx.x];
+  };
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * rows_per_block;
+  // This thread's part of `row` into `stage`, as one commit group (empty past the last row).
+  auto fetch = [&](int64_t row, int stage) {
+    if (row < a.rows) {
+#pragma unroll
+      for (int i = 0; i < kVectors; ++i) {
+        const int64_t v = lane + static_cast<int64_t>(i) * tpr;
+        if (v >= vectors) continue;
+        const int64_t at = row * a.cols + v * kBf16PerVector;
+        cp_async16(smem_addr(&slot(stage, 0, i)), dy + at);
+        if (!kept) cp_async16(smem_addr(&slot(stage, 1, i)), hx + at);
+        if (dh_in != nullptr) cp_async16(smem_addr(&slot(stage, 2, i)), dh_in + at);
+      }
+      cp_async4(smem_addr(&ring_rstd[stage * blockDim.x + threadIdx.x]), a.rstd + row);
+    }
+    cp_async_commit();
+  };
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * rows_per_block + sub;
+#pragma unroll
+  for (int stage = 0; stage < kBackwardStages - 1; ++stage)
+    fetch(first + stage * stride, stage);
+
+  // This thread's columns of the weight, held across the rows.
+  float w[kVectors][kBf16PerVector] = {};
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) {
+    const int64_t v = lane + static_cast<int64_t>(i) * tpr;
+    if (v >= vectors) continue;
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e)
+      w[i][e] = __ldg(a.weight + v * kBf16PerVector + e);
+  }
   float dw[kVectors][kBf16PerVector] = {};
   uint32_t amax = 0;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * rows_per_block;
+  int stage = 0;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_block; base < a.rows;
        base += stride) {
     const int64_t row = base + sub;
+    fetch(row + (kBackwardStages - 1) * stride, (stage + kBackwardStages - 1) % kBackwardStages);
+    cp_async_wait<kBackwardStages - 1>();  // this row's group has landed
     const bool live = row < a.rows;
-    const float rstd = live ? a.rstd[row] : 0.0F;
+    const float rstd = live ? ring_rstd[stage * blockDim.x + threadIdx.x] : 0.0F;
     Bf16x8 g[kVectors];
     Bf16x8 xhat[kVectors];
-    Bf16x8 more[kVectors];
     float dot = 0.0F;
 #pragma unroll
     for (int i = 0; i < kVectors; ++i) {
       const int64_t v = lane + static_cast<int64_t>(i) * tpr;
       if (live && v < vectors) {
-        const int64_t at = row * a.cols + v * kBf16PerVector;
-        g[i] = load_bf16x8(dy + at);
-        xhat[i] = a.h_kept.values != nullptr
-                      ? restore_int8x8(a.h_kept, row, v * kBf16PerVector, a.cols)
-                      : load_bf16x8(hx + at);
-        // dh_in is loaded with dy and h, not after the row's sum: a load issued behind the
-        // reduction made each row wait for memory twice (docs/perf-log.md §36).
-        if (dh_in != nullptr) more[i] = load_bf16x8(dh_in + at);
-        // The weight stays in L1 across the rows a block walks.
-        const float* w = a.weight + v * kBf16PerVector;
+        g[i] = unpack_bf16x8(slot(stage, 0, i));
+        xhat[i] = kept ? restore_int8x8(a.h_kept, row, v * kBf16PerVector, a.cols)
+                       : unpack_bf16x8(slot(stage, 1, i));
 #pragma unroll
         for (int e = 0; e < kBf16PerVector; ++e) {
           xhat[i].v[e] *= rstd;
           dw[i][e] += g[i].v[e] * xhat[i].v[e];
-          g[i].v[e] *= __ldg(w + e);
+          g[i].v[e] *= w[i][e];
           dot += g[i].v[e] * xhat[i].v[e];
         }
       }
     }
     dot = row_sum(dot, tpr, shared);
     const float mean = dot / static_cast<float>(a.cols);
-    if (!live) continue;
+    if (live) {
 #pragma unroll
-    for (int i = 0; i < kVectors; ++i) {
-      const int64_t v = lane + static_cast<int64_t>(i) * tpr;
-      if (v >= vectors) continue;
-      const int64_t at = row * a.cols + v * kBf16PerVector;
-      Bf16x8 out;
-#pragma unroll
-      for (int e = 0; e < kBf16PerVector; ++e)
-        out.v[e] = rstd * (g[i].v[e] - xhat[i].v[e] * mean);
-      if (dh_in != nullptr) {
+      for (int i = 0; i < kVectors; ++i) {
+        const int64_t v = lane + static_cast<int64_t>(i) * tpr;
+        if (v >= vectors) continue;
+        Bf16x8 out;
 #pragma unroll
         for (int e = 0; e < kBf16PerVector; ++e)
-          out.v[e] += more[i].v[e];
+          out.v[e] = rstd * (g[i].v[e] - xhat[i].v[e] * mean);
+        if (dh_in != nullptr) {
+          const Bf16x8 more = unpack_bf16x8(slot(stage, 2, i));
+#pragma unroll
+          for (int e = 0; e < kBf16PerVector; ++e)
+            out.v[e] += more.v[e];
+        }
+        store_bf16x8(dh + row * a.cols + v * kBf16PerVector, out, amax);
       }
-      store_bf16x8(dh + at, out, amax);
     }
+    stage = (stage + 1) % kBackwardStages;
   }
+  cp_async_wait<0>();  // the groups fetched past the last row carry nothing; none is left open
   report_amax(a.dh_amax, amax_of_pairs(amax));
   // This thread's columns, summed over the rows it visited: one partial row per (block, sub).
   float* mine = partial + (static_cast<int64_t>(blockIdx.x) * rows_per_block + sub) * a.cols;
@@ -262,10 +351,14 @@ void rmsnorm_forward(const RmsNormArgs& a, cudaStream_t stream) {
   check_int8_blocks(a.keep.values, a.keep.scales, a.cols, "rmsnorm_forward");
   const NvtxRange range("lpbench rmsnorm_forward");
   const Layout l = layout_for(a.cols, kForwardVectors, kForwardThreads);
-  const auto blocks = static_cast<unsigned>((a.rows + l.rows_per_block - 1) / l.rows_per_block);
   with_vectors<kForwardVectors>(l.vectors, [&](auto n) {
-    rmsnorm_forward_kernel<decltype(n)::value>
-        <<<blocks, l.threads, 0, stream>>>(a, l.tpr, l.rows_per_block);
+    const auto kernel = rmsnorm_forward_kernel<decltype(n)::value>;
+    const size_t ring = forward_ring_bytes(decltype(n)::value, l.threads);
+    LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(ring)));
+    const int64_t blocks = resident_blocks(reinterpret_cast<const void*>(kernel), l.threads, ring,
+                                           (a.rows + l.rows_per_block - 1) / l.rows_per_block);
+    kernel<<<static_cast<unsigned>(blocks), l.threads, ring, stream>>>(a, l.tpr, l.rows_per_block);
   });
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
@@ -288,12 +381,19 @@ void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
   check_int8_blocks(a.h_kept.values, a.h_kept.scales, a.cols, "rmsnorm_backward");
   const NvtxRange range("lpbench rmsnorm_backward");
   const Layout l = layout_for(a.cols, 1, kBackwardThreads);
-  const int64_t blocks = one_wave_blocks(a.rows, l.rows_per_block, l.threads);
   auto* partial = static_cast<float*>(a.workspace);
+  int64_t blocks = 0;
   with_vectors<kBackwardVectors>(l.vectors, [&](auto n) {
-    rmsnorm_backward_kernel<decltype(n)::value>
-        <<<static_cast<unsigned>(blocks), l.threads, 0, stream>>>(a, l.tpr, l.rows_per_block,
-                                                                  partial);
+    const auto kernel = rmsnorm_backward_kernel<decltype(n)::value>;
+    const size_t ring = backward_ring_bytes(decltype(n)::value, l.threads);
+    LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(ring)));
+    // As many blocks as the GPU holds at once (within the workspace's one wave): each walks its
+    // rows with its own ring.
+    blocks = resident_blocks(reinterpret_cast<const void*>(kernel), l.threads, ring,
+                             one_wave_blocks(a.rows, l.rows_per_block, l.threads));
+    kernel<<<static_cast<unsigned>(blocks), l.threads, ring, stream>>>(a, l.tpr, l.rows_per_block,
+                                                                       partial);
   });
   LPBENCH_CUDA_CHECK_LAUNCH();
   sum_partial_rows(partial, blocks * l.rows_per_block, a.cols, a.dweight, stream);

@@ -106,73 +106,51 @@ __device__ __forceinline__ Bf16x8 rotate(const Bf16x8& mine, const Bf16x8& their
   return out;
 }
 
-// Both kernels walk the rows grid-strided and fetch the rows ahead into a shared-memory ring
-// (cp.async) while they reduce the current ones: each thread copies its own 16-byte words of the
-// operands (and the backward the row's rstd) and reads back only those, so the ring needs no
-// barrier. With one row a thread and no ring the forward moved 38 % of the HBM rate and the
-// backward 35 % (docs/perf-log.md §36).
-constexpr int kStages = 3;
-
-size_t ring_bytes(int operands, bool rstd) {
-  return size_t{kStages} * kThreads * (operands * sizeof(uint4) + (rstd ? sizeof(float) : 0));
-}
-
 __global__ void __launch_bounds__(kThreads)
     forward_kernel(const QkNormRopeArgs a, const int tpr, const RowIndex ix) {
-  extern __shared__ uint4 ring[];  // x: [stage][thread]
   const int rows_per_block = kThreads / tpr;
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
+  const uint32_t row = blockIdx.x * rows_per_block + sub;
+  // No early return for rows past the end: their lanes still take part in the shuffles.
+  const bool live = row < ix.rows;
+  const RowCoords rc = coords_of(live ? row : 0, ix);
   const int col = lane * kBf16PerVector;
-  const int half = static_cast<int>(a.head_dim / 2);
-  const bool first = col < half;
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
+  Bf16x8 v = {};
+  if (live) v = load_bf16x8(x + at(rc, a.x_strides) + col);
+  float squares = 0.0F;
+#pragma unroll
+  for (int e = 0; e < kBf16PerVector; ++e)
+    squares += v.v[e] * v.v[e];
+  squares = lanes_sum(squares, tpr);
+  const float rstd = 1.0F / sqrtf(squares / static_cast<float>(a.head_dim) + a.eps);
   const float4 w0 = *reinterpret_cast<const float4*>(a.weight + col);
   const float4 w1 = *reinterpret_cast<const float4*>(a.weight + col + 4);
   const float w[kBf16PerVector] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-  // rows < 2^31 and a grid holds far fewer than 2^30 rows, so no row index below wraps.
-  const uint32_t stride = gridDim.x * rows_per_block;
-  auto fetch = [&](uint32_t row, int stage) {
-    if (row < ix.rows) {
-      cp_async16(smem_addr(&ring[stage * kThreads + threadIdx.x]),
-                 x + at(coords_of(row, ix), a.x_strides) + col);
-    }
-    cp_async_commit();
-  };
-  const uint32_t start = blockIdx.x * rows_per_block;
+  Bf16x8 n;
 #pragma unroll
-  for (int stage = 0; stage < kStages - 1; ++stage)
-    fetch(start + sub + stage * stride, stage);
-  int stage = 0;
-  for (uint32_t base = start; base < ix.rows; base += stride) {
-    const uint32_t row = base + sub;
-    fetch(row + (kStages - 1) * stride, (stage + kStages - 1) % kStages);
-    cp_async_wait<kStages - 1>();  // this row's group has landed
-    // Rows past the end go through the arithmetic too: their lanes take part in the shuffles.
-    const bool live = row < ix.rows;
-    const RowCoords rc = coords_of(live ? row : 0, ix);
-    const Bf16x8 v = live ? unpack_bf16x8(ring[stage * kThreads + threadIdx.x]) : Bf16x8{};
-    float squares = 0.0F;
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e)
-      squares += v.v[e] * v.v[e];
-    squares = lanes_sum(squares, tpr);
-    const float rstd = 1.0F / sqrtf(squares / static_cast<float>(a.head_dim) + a.eps);
-    Bf16x8 n;
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e)
-      n.v[e] = round_bf16(v.v[e] * rstd * w[e]);  // the norm's output, as its kernel stores it
-    const Bf16x8 other = partner_of(n, tpr);
-    const int64_t table = rc.t * half + (first ? col : col - half);
-    const Bf16x8 y = rotate(n, other, first, a.cos + table, a.sin + table, /*inverse=*/false);
-    if (live) {
-      if (lane == 0) a.rstd[row] = rstd;
-      store_bf16x8(static_cast<__nv_bfloat16*>(a.y) + at(rc, a.y_strides) + col, y);
-    }
-    stage = (stage + 1) % kStages;
-  }
-  cp_async_wait<0>();  // the groups fetched past the last row carry nothing; none is left open
+  for (int e = 0; e < kBf16PerVector; ++e)
+    n.v[e] = round_bf16(v.v[e] * rstd * w[e]);  // the norm's output, as its kernel stores it
+  const Bf16x8 other = partner_of(n, tpr);
+  const int half = static_cast<int>(a.head_dim / 2);
+  const bool first = col < half;
+  const int64_t table = rc.t * half + (first ? col : col - half);
+  const Bf16x8 y = rotate(n, other, first, a.cos + table, a.sin + table, /*inverse=*/false);
+  if (!live) return;
+  if (lane == 0) a.rstd[row] = rstd;
+  store_bf16x8(static_cast<__nv_bfloat16*>(a.y) + at(rc, a.y_strides) + col, y);
 }
+
+// The backward walks the rows grid-strided and fetches the rows ahead into a shared-memory ring
+// (cp.async) while it reduces the current ones: each thread copies its own 16-byte words of dy
+// and x and the row's rstd, and reads back only those, so the ring needs no barrier. Without the
+// ring it moved 35 % of the HBM rate, with it 42 %. The forward, one row a thread, stays without:
+// a ring made it no faster (38 % and 36 %; docs/perf-log.md §36).
+constexpr int kStages = 3;
+
+// dy and x, then rstd: [stage][operand][thread], then [stage][thread].
+constexpr size_t kRingBytes = size_t{kStages} * kThreads * (2 * sizeof(uint4) + sizeof(float));
 
 __global__ void __launch_bounds__(kThreads)
     backward_kernel(const QkNormRopeBackwardArgs a, const int tpr, const RowIndex ix,
@@ -306,10 +284,8 @@ void qk_norm_rope_forward(const QkNormRopeArgs& a, cudaStream_t stream) {
   const RowIndex ix = row_index(a.batch, a.seq, a.heads, "qk_norm_rope_forward");
   const int tpr = lanes_per_row(a.head_dim);
   const int64_t rows_per_block = kThreads / tpr;
-  const size_t ring = ring_bytes(1, false);
-  const int64_t blocks = resident_blocks(reinterpret_cast<const void*>(forward_kernel), kThreads,
-                                         ring, (ix.rows + rows_per_block - 1) / rows_per_block);
-  forward_kernel<<<static_cast<unsigned>(blocks), kThreads, ring, stream>>>(a, tpr, ix);
+  forward_kernel<<<static_cast<unsigned>((ix.rows + rows_per_block - 1) / rows_per_block), kThreads,
+                   0, stream>>>(a, tpr, ix);
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 
@@ -330,11 +306,12 @@ void qk_norm_rope_backward(const QkNormRopeBackwardArgs& a, cudaStream_t stream)
   const RowIndex ix = row_index(a.batch, a.seq, a.heads, "qk_norm_rope_backward");
   const int tpr = lanes_per_row(a.head_dim);
   const int rows_per_block = kThreads / tpr;
-  const size_t ring = ring_bytes(2, true);
-  const int64_t blocks = resident_blocks(reinterpret_cast<const void*>(backward_kernel), kThreads,
-                                         ring, one_wave_blocks(ix.rows, rows_per_block, kThreads));
+  const int64_t blocks =
+      resident_blocks(reinterpret_cast<const void*>(backward_kernel), kThreads, kRingBytes,
+                      one_wave_blocks(ix.rows, rows_per_block, kThreads));
   auto* partial = static_cast<float*>(a.workspace);
-  backward_kernel<<<static_cast<unsigned>(blocks), kThreads, ring, stream>>>(a, tpr, ix, partial);
+  backward_kernel<<<static_cast<unsigned>(blocks), kThreads, kRingBytes, stream>>>(a, tpr, ix,
+                                                                                   partial);
   LPBENCH_CUDA_CHECK_LAUNCH();
   sum_partial_rows(partial, blocks, a.head_dim, a.dweight, stream);
 }

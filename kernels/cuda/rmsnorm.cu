@@ -32,14 +32,14 @@ namespace lpbench::cuda {
 namespace {
 
 constexpr int kSmallBlock = 256;  // threads of a block holding several short rows
-// Registers bound what a thread holds: the forward keeps 8 values a vector, the backward 16 (the
-// weight and the weight gradient's sums; the row itself it reads from its ring). 512 threads with
-// 4 vectors each stay within the register file without spills (ptxas, sm_90a): rows of up to
-// 16384 elements, past every seed model's hidden size.
+// Registers bound what a thread holds: the forward keeps 8 values a vector, the backward 24 (the
+// gradient, the normalized input, the weight gradient's sums). 512 threads with 4 and 2 vectors
+// each stay within the register file without spills (ptxas, sm_90a): rows of up to 16384 and
+// 8192 elements, past every seed model's hidden size.
 constexpr int kForwardThreads = 512;
 constexpr int kForwardVectors = 4;
 constexpr int kBackwardThreads = 512;
-constexpr int kBackwardVectors = 4;
+constexpr int kBackwardVectors = 2;
 
 struct Layout {
   int tpr = 1;             // threads per row, a power of two
@@ -200,17 +200,12 @@ __global__ void __launch_bounds__(kForwardThreads)
 // The backward's ring: each thread copies its own 16-byte words of dy, h and dh_in (and the row's
 // rstd) for the rows after the current one into shared memory while the current one is reduced,
 // and reads back only what it copied, so the ring needs no barrier of its own. Three stages keep
-// two rows in flight a block. A thread holds 4 vectors of a row (128 threads for 4096 columns)
-// and reads them from the ring twice, for the row's sum and then for dh, instead of keeping them
-// in registers: the sum, the barriers and the index arithmetic of a row are shared by 32 values
-// a thread, not 8. One vector a thread and no ring moved 33-39 % of the HBM rate, the ring alone
-// 46-58 %, issuing ~360 instructions a warp for each row (docs/perf-log.md §36).
+// two rows in flight a block; a thread waited on each row's loads in turn before, and the kernel
+// moved 33-39 % of the HBM rate, 46-58 % with the ring. Four vectors a thread, each read twice
+// from the ring (the sum, then dh) so as not to hold them, ran no faster: 46-56 %, ~3 % slower
+// with dh_in (docs/perf-log.md §36).
 constexpr int kBackwardStages = 3;
 constexpr int kStagedOperands = 3;  // dy, h, dh_in
-
-Layout backward_layout(int64_t cols) {
-  return layout_for(cols, kBackwardVectors, kBackwardThreads);
-}
 
 size_t backward_ring_bytes(int vectors, int threads) {
   return size_t{kBackwardStages} * threads *
@@ -218,7 +213,7 @@ size_t backward_ring_bytes(int vectors, int threads) {
 }
 
 template <int kVectors>
-__global__ void __launch_bounds__(kBackwardThreads)
+__global__ void __launch_bounds__(kBackwardThreads, kVectors == 1 ? 2 : 1)
     rmsnorm_backward_kernel(const RmsNormBackwardArgs a, const int tpr, const int rows_per_block,
                             float* partial) {
   __shared__ float shared[32];
@@ -229,7 +224,7 @@ __global__ void __launch_bounds__(kBackwardThreads)
   const auto* hx = static_cast<const __nv_bfloat16*>(a.h);
   const auto* dh_in = static_cast<const __nv_bfloat16*>(a.dh_in);
   auto* dh = static_cast<__nv_bfloat16*>(a.dh);
-  const bool kept = a.h_kept.values != nullptr;  // h from its INT8 blocks, read when used
+  const bool kept = a.h_kept.values != nullptr;  // h from its INT8 blocks, read when reduced
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
   const int64_t vectors = a.cols / kBf16PerVector;
@@ -252,15 +247,6 @@ __global__ void __launch_bounds__(kBackwardThreads)
       cp_async4(smem_addr(&ring_rstd[stage * blockDim.x + threadIdx.x]), a.rstd + row);
     }
     cp_async_commit();
-  };
-  // The row's normalized input, x·rstd, of vector i (from the ring, or from h's INT8 blocks).
-  auto xhat_of = [&](int stage, int i, int64_t row, int64_t v, float rstd) {
-    Bf16x8 x = kept ? restore_int8x8(a.h_kept, row, v * kBf16PerVector, a.cols)
-                    : unpack_bf16x8(slot(stage, 1, i));
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e)
-      x.v[e] *= rstd;
-    return x;
   };
   const int64_t first = static_cast<int64_t>(blockIdx.x) * rows_per_block + sub;
 #pragma unroll
@@ -287,36 +273,36 @@ __global__ void __launch_bounds__(kBackwardThreads)
     cp_async_wait<kBackwardStages - 1>();  // this row's group has landed
     const bool live = row < a.rows;
     const float rstd = live ? ring_rstd[stage * blockDim.x + threadIdx.x] : 0.0F;
-    // First read: the weight gradient's terms and the row's sum of (dy·w)·x̂.
+    Bf16x8 g[kVectors];
+    Bf16x8 xhat[kVectors];
     float dot = 0.0F;
 #pragma unroll
     for (int i = 0; i < kVectors; ++i) {
       const int64_t v = lane + static_cast<int64_t>(i) * tpr;
-      if (!live || v >= vectors) continue;
-      const Bf16x8 g = unpack_bf16x8(slot(stage, 0, i));
-      const Bf16x8 xhat = xhat_of(stage, i, row, v, rstd);
+      if (live && v < vectors) {
+        g[i] = unpack_bf16x8(slot(stage, 0, i));
+        xhat[i] = kept ? restore_int8x8(a.h_kept, row, v * kBf16PerVector, a.cols)
+                       : unpack_bf16x8(slot(stage, 1, i));
 #pragma unroll
-      for (int e = 0; e < kBf16PerVector; ++e) {
-        dw[i][e] += g.v[e] * xhat.v[e];
-        dot += __fmul_rn(g.v[e], w[i][e]) * xhat.v[e];
+        for (int e = 0; e < kBf16PerVector; ++e) {
+          xhat[i].v[e] *= rstd;
+          dw[i][e] += g[i].v[e] * xhat[i].v[e];
+          g[i].v[e] *= w[i][e];
+          dot += g[i].v[e] * xhat[i].v[e];
+        }
       }
     }
     dot = row_sum(dot, tpr, shared);
     const float mean = dot / static_cast<float>(a.cols);
-    // Second read: dh = rstd·(dy·w − x̂·mean) (+ dh_in), the same products as the first. dy·w
-    // is rounded on its own (__fmul_rn) in both reads, as qk_norm_rope.cu's copy of this
-    // arithmetic rounds it, so that the two kernels give the same bits.
     if (live) {
 #pragma unroll
       for (int i = 0; i < kVectors; ++i) {
         const int64_t v = lane + static_cast<int64_t>(i) * tpr;
         if (v >= vectors) continue;
-        const Bf16x8 g = unpack_bf16x8(slot(stage, 0, i));
-        const Bf16x8 xhat = xhat_of(stage, i, row, v, rstd);
         Bf16x8 out;
 #pragma unroll
         for (int e = 0; e < kBf16PerVector; ++e)
-          out.v[e] = rstd * (__fmul_rn(g.v[e], w[i][e]) - xhat.v[e] * mean);
+          out.v[e] = rstd * (g[i].v[e] - xhat[i].v[e] * mean);
         if (dh_in != nullptr) {
           const Bf16x8 more = unpack_bf16x8(slot(stage, 2, i));
 #pragma unroll
@@ -380,7 +366,7 @@ void rmsnorm_forward(const RmsNormArgs& a, cudaStream_t stream) {
 }
 
 size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols) {
-  const Layout l = backward_layout(cols);
+  const Layout l = layout_for(cols, 1, kBackwardThreads);
   return static_cast<size_t>(one_wave_blocks(rows, l.rows_per_block, l.threads) * l.rows_per_block *
                              cols) *
          sizeof(float);
@@ -396,7 +382,7 @@ void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
     check_aligned(p, "rmsnorm_backward's matrices");
   check_int8_blocks(a.h_kept.values, a.h_kept.scales, a.cols, "rmsnorm_backward");
   const NvtxRange range("lpbench rmsnorm_backward");
-  const Layout l = backward_layout(a.cols);
+  const Layout l = layout_for(a.cols, 1, kBackwardThreads);
   auto* partial = static_cast<float*>(a.workspace);
   int64_t blocks = 0;
   with_vectors<kBackwardVectors>(l.vectors, [&](auto n) {

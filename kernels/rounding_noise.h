@@ -2,15 +2,12 @@
 
 #include <cstdint>
 
+#include "kernels/host_device.h"
+
 // The random numbers of stochastic rounding, one per element, from a counter-based hash: the
 // value for element `index` of a quantization drawn with `seed` depends on nothing else, so the
 // CUDA kernels (any thread, any order) and the CPU reference produce the same bits, and a run
 // replays exactly from its seed.
-#if defined(__CUDACC__)
-#define LPBENCH_HOST_DEVICE __host__ __device__
-#else
-#define LPBENCH_HOST_DEVICE
-#endif
 
 namespace lpbench::kernels {
 

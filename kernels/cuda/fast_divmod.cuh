@@ -13,11 +13,7 @@
 // of 2^31 and more. Host and device compute the same, so the CPU tests check it.
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define LPBENCH_HOST_DEVICE __host__ __device__
-#else
-#define LPBENCH_HOST_DEVICE
-#endif
+#include "kernels/host_device.h"
 
 namespace lpbench::cuda {
 

@@ -192,23 +192,29 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   const at::Tensor amax = torch::zeros({1}, kCuda.dtype(at::kInt));
   const cuda::QkNormRopeStrides fused = qkv_strides(m);
   const cuda::QkNormRopeStrides sdpa{0, d, tokens * d};
-  // dV copied into dQKV's v slots: the third launch of either backward.
-  auto v_copy = [&](int i) {
+  // RoPE's launch from SDPA's gradient `in` ([1, heads, tokens, d]) into dQKV's heads from
+  // `first` on: rotated back (dq, dk) or copied (dv, the third launch of either backward).
+  auto from_sdpa = [&](const at::Tensor& in, const at::Tensor& dqkv_i, int64_t first, int64_t heads,
+                       bool rotate) {
     cuda::RopeArgs a;
-    a.in = dv[i].data_ptr();
-    a.out = static_cast<at::BFloat16*>(dqkv[i].data_ptr()) + (nh + nkv) * d;
+    a.in = in.data_ptr();
+    a.out = static_cast<at::BFloat16*>(dqkv_i.data_ptr()) + first * d;
     a.batch = 1;
     a.seq = tokens;
-    a.heads = nkv;
+    a.heads = heads;
     a.head_dim = d;
     a.in_token_stride = sdpa.token;
     a.in_head_stride = sdpa.head;
     a.out_token_stride = fused.token;
     a.out_head_stride = fused.head;
-    a.rotate = false;
+    a.cos = cos.data_ptr<float>();
+    a.sin = sin.data_ptr<float>();
+    a.inverse = true;
+    a.rotate = rotate;
     a.amax = word(amax);
     cuda::rope(a, nullptr);
   };
+  auto v_copy = [&](int i) { from_sdpa(dv[i], dqkv[i], nh + nkv, nkv, /*rotate=*/false); };
   if (!m.qk_norm) {
     b.row(m.name, "rope forward (q, k in place)", 2 * (nh + nkv) * head, [&](int i) {
       cuda::RopeArgs a;
@@ -225,24 +231,8 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
       cuda::rope(a, nullptr);
     });
     b.row(m.name, "rope backward (dq, dk; dv copied)", 2 * (nh + 2 * nkv) * head, [&](int i) {
-      for (const bool is_q : {true, false}) {
-        cuda::RopeArgs a;
-        a.in = (is_q ? dq : dk)[i].data_ptr();
-        a.out = static_cast<at::BFloat16*>(dqkv[i].data_ptr()) + (is_q ? 0 : nh * d);
-        a.batch = 1;
-        a.seq = tokens;
-        a.heads = is_q ? nh : nkv;
-        a.head_dim = d;
-        a.in_token_stride = sdpa.token;
-        a.in_head_stride = sdpa.head;
-        a.out_token_stride = fused.token;
-        a.out_head_stride = fused.head;
-        a.cos = cos.data_ptr<float>();
-        a.sin = sin.data_ptr<float>();
-        a.inverse = true;
-        a.amax = word(amax);
-        cuda::rope(a, nullptr);
-      }
+      from_sdpa(dq[i], dqkv[i], 0, nh, /*rotate=*/true);
+      from_sdpa(dk[i], dqkv[i], nh, nkv, /*rotate=*/true);
       v_copy(i);
     });
     return;

@@ -1,7 +1,5 @@
 #include <cuda_runtime.h>
 
-#include <algorithm>
-
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/partial_sums.cuh"
 
@@ -31,14 +29,6 @@ __global__ void __launch_bounds__(kSumColumns* kSumSplits)
   out[col] = total;
 }
 
-int sm_count() {
-  int device = 0;
-  int count = 0;
-  LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
-  LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
-}
-
 }  // namespace
 
 void sum_partial_rows(const float* partial, int64_t parts, int64_t cols, float* out,
@@ -46,18 +36,6 @@ void sum_partial_rows(const float* partial, int64_t parts, int64_t cols, float* 
   sum_partials_kernel<<<static_cast<unsigned>((cols + kSumColumns - 1) / kSumColumns),
                         dim3(kSumColumns, kSumSplits), 0, stream>>>(partial, parts, cols, out);
   LPBENCH_CUDA_CHECK_LAUNCH();
-}
-
-int64_t one_wave_blocks(int64_t rows, int rows_per_block, int threads) {
-  const int64_t needed = (rows + rows_per_block - 1) / rows_per_block;
-  return std::min<int64_t>(needed, int64_t{sm_count()} * std::max(1, 2048 / threads));
-}
-
-int64_t resident_blocks(const void* kernel, int threads, size_t smem_bytes, int64_t bound) {
-  int per_sm = 0;
-  LPBENCH_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes));
-  return std::max<int64_t>(1, std::min<int64_t>(bound, int64_t{sm_count()} * per_sm));
 }
 
 }  // namespace lpbench::cuda

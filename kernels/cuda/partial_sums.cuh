@@ -14,13 +14,4 @@ namespace lpbench::cuda {
 void sum_partial_rows(const float* partial, int64_t parts, int64_t cols, float* out,
                       cudaStream_t stream);
 
-// The blocks of a grid-strided backward over `rows` rows, `rows_per_block` at a time, with
-// `threads` threads a block: one wave (2048 threads an SM), fewer where the rows run out. Each
-// block then walks several rows, and keeps one partial row per row slot.
-int64_t one_wave_blocks(int64_t rows, int rows_per_block, int threads);
-
-// The blocks of `kernel` (with `threads` threads and `smem_bytes` of dynamic shared memory a
-// block) that the GPU runs at once, at most `bound` (one_wave_blocks, which sizes the workspace).
-int64_t resident_blocks(const void* kernel, int threads, size_t smem_bytes, int64_t bound);
-
 }  // namespace lpbench::cuda

@@ -18,6 +18,7 @@
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/partial_sums.cuh"
 #include "kernels/cuda/qk_norm_rope.cuh"
+#include "kernels/cuda/resident_grid.cuh"
 
 namespace lpbench::cuda {
 

@@ -24,6 +24,7 @@
 #include "kernels/cuda/cp_async.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/partial_sums.cuh"
+#include "kernels/cuda/resident_grid.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/saved_int8_blocks.cuh"
 
@@ -356,8 +357,7 @@ void rmsnorm_forward(const RmsNormArgs& a, cudaStream_t stream) {
   with_vectors<kForwardVectors>(l.vectors, [&](auto n) {
     const auto kernel = rmsnorm_forward_kernel<decltype(n)::value>;
     const size_t ring = forward_ring_bytes(decltype(n)::value, l.threads);
-    LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(ring)));
+    allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), ring);
     const int64_t blocks = resident_blocks(reinterpret_cast<const void*>(kernel), l.threads, ring,
                                            (a.rows + l.rows_per_block - 1) / l.rows_per_block);
     kernel<<<static_cast<unsigned>(blocks), l.threads, ring, stream>>>(a, l.tpr, l.rows_per_block);
@@ -388,8 +388,7 @@ void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
   with_vectors<kBackwardVectors>(l.vectors, [&](auto n) {
     const auto kernel = rmsnorm_backward_kernel<decltype(n)::value>;
     const size_t ring = backward_ring_bytes(decltype(n)::value, l.threads);
-    LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(ring)));
+    allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), ring);
     // As many blocks as the GPU holds at once (within the workspace's one wave): each walks its
     // rows with its own ring.
     blocks = resident_blocks(reinterpret_cast<const void*>(kernel), l.threads, ring,

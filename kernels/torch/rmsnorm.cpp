@@ -161,6 +161,23 @@ class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
   }
 };
 
+// x returned as it came (autograd makes it a view of x whose gradient comes here), so that the
+// gradient reaching x along the residual path arrives with the norm's own.
+class RmsNormResidualFunction : public torch::autograd::Function<RmsNormResidualFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
+                               double eps, bool report_amax, bool int8_saved) {
+    const NormForward f = norm_forward(x, at::Tensor(), weight, eps, report_amax, int8_saved);
+    save(ctx, f, x, weight, report_amax);
+    return {x, f.out.y};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    // grads[0] reaches x along the residual path (undefined where nothing used it), grads[1] y.
+    reference::RmsNormGrads g = backward_of(ctx, grads[1], grads[0]);
+    return {g.dh, g.dweight, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 class AddRmsNormFunction : public torch::autograd::Function<AddRmsNormFunction> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x,
@@ -182,6 +199,12 @@ class AddRmsNormFunction : public torch::autograd::Function<AddRmsNormFunction> 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, bool report_amax,
                     bool int8_saved) {
   return RmsNormFunction::apply(x, weight, eps, report_amax, int8_saved);
+}
+
+std::pair<at::Tensor, at::Tensor> rms_norm_residual(const at::Tensor& x, const at::Tensor& weight,
+                                                    double eps, bool report_amax, bool int8_saved) {
+  const variable_list out = RmsNormResidualFunction::apply(x, weight, eps, report_amax, int8_saved);
+  return {out[0], out[1]};
 }
 
 std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,

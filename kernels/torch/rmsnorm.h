@@ -16,6 +16,13 @@ namespace lpbench::kernels {
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps,
                     bool report_amax = false, bool int8_saved = false);
 
+// (x, y = RMSNorm(x)·weight) for an x that also goes on along the residual path: the x returned
+// carries that path's gradient into the norm's backward pass, which adds it to the norm's own
+// (as add_rms_norm's does), so that autograd runs no sum of x's two gradients of its own.
+std::pair<at::Tensor, at::Tensor> rms_norm_residual(const at::Tensor& x, const at::Tensor& weight,
+                                                    double eps, bool report_amax = false,
+                                                    bool int8_saved = false);
+
 // h = x + residual and y = RMSNorm(h)·weight, in one pass; the backward adds the gradient
 // reaching h along the residual path to the norm's own, also in one pass.
 std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,

@@ -66,6 +66,46 @@ TEST(FusedOperators, AddRmsNormMatchesTheAddThenTheNormWithGradients) {
   EXPECT_LT(relative_error(w2.grad(), w2u.grad()), 1e-4);
 }
 
+// The norm of an x the residual stream carries on: x itself comes back, and the stream's
+// gradient reaches x through the norm's backward, the same bits as add_rms_norm's backward at the
+// same sum (so a layer gets the same gradients whether its input arrives added or not), and
+// within one rounding of autograd summing the two gradients after the plain norm.
+TEST(FusedOperators, RmsNormResidualTakesTheStreamsGradientIntoTheNormsBackward) {
+  torch::manual_seed(2);
+  const at::Tensor a0 = torch::randn({3, 5, 64}).to(at::kBFloat16);
+  const at::Tensor b0 = torch::randn({3, 5, 64}).to(at::kBFloat16);
+  const at::Tensor w0 = 1.0 + 0.1 * torch::randn({64});
+  const at::Tensor dy = torch::randn({3, 5, 64}).to(at::kBFloat16);
+  const at::Tensor dh = torch::randn({3, 5, 64}).to(at::kBFloat16);
+
+  at::Tensor a = leaf(a0), b = leaf(b0), w = leaf(w0);
+  const at::Tensor sum = a + b;
+  auto [x, y] = rms_norm_residual(sum, w, 1e-5);
+  EXPECT_TRUE(x.equal(sum));
+  EXPECT_EQ(x.data_ptr(), sum.data_ptr());  // no copy
+  torch::autograd::backward({y, x}, {dy, dh});
+
+  at::Tensor af = leaf(a0), bf = leaf(b0), wf = leaf(w0);
+  auto [h, yf] = add_rms_norm(af, bf, wf, 1e-5);
+  torch::autograd::backward({yf, h}, {dy, dh});
+  EXPECT_TRUE(y.equal(yf));
+  EXPECT_TRUE(a.grad().equal(af.grad()));
+  EXPECT_TRUE(b.grad().equal(bf.grad()));
+  EXPECT_TRUE(w.grad().equal(wf.grad()));
+
+  at::Tensor xu = leaf(sum.detach()), wu = leaf(w0);
+  torch::autograd::backward({rms_norm(xu, wu, 1e-5), xu * 1}, {dy, dh});
+  EXPECT_LT(relative_error(a.grad(), xu.grad()), 2 * kBf16);
+  EXPECT_LT(relative_error(w.grad(), wu.grad()), 1e-4);
+
+  // Nothing used the stream: the norm's gradient alone, as rms_norm's.
+  at::Tensor xs = leaf(sum.detach()), ws = leaf(w0);
+  rms_norm_residual(xs, ws, 1e-5).second.backward(dy);
+  at::Tensor xp = leaf(sum.detach()), wp = leaf(w0);
+  rms_norm(xp, wp, 1e-5).backward(dy);
+  EXPECT_TRUE(xs.grad().equal(xp.grad()));
+}
+
 TEST(FusedOperators, SwigluMatchesSiluTimesUpWithGradients) {
   torch::manual_seed(2);
   const at::Tensor gu0 = (2 * torch::randn({4, 7, 48})).to(at::kBFloat16);

@@ -9,6 +9,7 @@
 #include "workloads/levels/workload.h"
 #include "workloads/models/decoder.h"
 #include "workloads/models/layer_copies.h"
+#include "workloads/models/rope.h"
 #include "workloads/models/storage.h"
 
 namespace lpbench::workloads {
@@ -216,6 +217,48 @@ TEST(ActivationCheckpointing, GivesTheSameGradients) {
     for (size_t i = 0; i < grads[0].size(); ++i) {
       EXPECT_TRUE(torch::equal(grads[0][i], grads[c][i]))
           << recomputed[c] << " layers recomputed, parameter " << i;
+    }
+  }
+}
+
+// A layer on the residual stream with the previous add still to do (decoder.h) computes the
+// same bits as the layer on that sum, values and gradients, fused and unfused: which of the two
+// a layer gets (after a recomputed layer the stream arrives summed) changes nothing.
+TEST(ResidualStream, ALayerComputesTheSameBitsOnTheStreamAsOnItsSum) {
+  const ModelConfig& config = builtin_model("tiny");
+  auto [cos, sin] = rope_tables(config, 16);
+  torch::manual_seed(4);
+  const torch::Tensor h0 = torch::randn({2, 16, config.hidden_size}).to(torch::kBFloat16);
+  const torch::Tensor d0 = torch::randn({2, 16, config.hidden_size}).to(torch::kBFloat16);
+  const torch::Tensor g = torch::randn({2, 16, config.hidden_size}).to(torch::kBFloat16);
+  for (const Fusion fusion : {Fusion::none, Fusion::fused}) {
+    for (const char* recipe : {"bf16", "int8-tensor"}) {
+      const std::string what = std::string(to_string(fusion)) + " " + recipe;
+      auto make = [&] {
+        torch::manual_seed(9);
+        PrecisionPlan plan(kernels::recipe_by_name(recipe), torch::kCPU, fusion);
+        return DecoderLayer(config, 0, plan);
+      };
+      DecoderLayer on_stream = make();
+      DecoderLayer on_sum = make();
+      const torch::Tensor h = h0.clone().requires_grad_(true);
+      const torch::Tensor d = d0.clone().requires_grad_(true);
+      const ResidualStream out = on_stream->forward_stream({h, d}, cos, sin);
+      torch::autograd::backward({out.h, out.delta}, {g, g});
+
+      const torch::Tensor hs = h0.clone().requires_grad_(true);
+      const torch::Tensor ds = d0.clone().requires_grad_(true);
+      const torch::Tensor y = on_sum->forward(hs + ds, cos, sin);
+      y.backward(g);
+
+      EXPECT_TRUE(out.sum().equal(y)) << what;
+      EXPECT_TRUE(h.grad().equal(hs.grad())) << what;
+      EXPECT_TRUE(d.grad().equal(ds.grad())) << what;
+      const auto a = on_stream->parameters();
+      const auto b = on_sum->parameters();
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t p = 0; p < a.size(); ++p)
+        EXPECT_TRUE(a[p].grad().equal(b[p].grad())) << what << " parameter " << p;
     }
   }
 }

@@ -33,7 +33,10 @@ LayerLevel::LayerLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   sin_ = sin.to(device);
   const auto bf16 = torch::dtype(torch::kBFloat16).device(device);
   const std::vector<int64_t> shape{options.micro_batch, options.seq_len, model.hidden_size};
+  // A layer inside the model: the stream comes in as the previous layer left it, its residual
+  // sum and its MLP's output not yet added (decoder.h, ResidualStream), and leaves the same way.
   x_ = torch::randn(shape, bf16).requires_grad_(true);
+  delta_ = torch::randn(shape, bf16);
   grad_y_ = torch::randn(shape, bf16);
   operators_ = describe_operators(
       options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim}, options.seq_len,
@@ -46,15 +49,20 @@ StepOutput LayerLevel::step(int64_t /*index*/) {
   layer_->zero_grad(/*set_to_none=*/true);
   {
     const profiling::Range range("forward");
-    y_ = layer_->forward(x_, cos_, sin_);
+    const ResidualStream out = layer_->forward_stream({x_, delta_}, cos_, sin_);
+    y_ = out.h;
+    y_delta_ = out.delta;
   }
   {
     const profiling::Range range("backward");
-    y_.backward(grad_y_);
+    // The stream's two parts are summed downstream: both receive its gradient.
+    torch::autograd::backward({y_, y_delta_}, {grad_y_, grad_y_});
   }
-  // Only its values are read after the step: holding its autograd graph would keep this step's
-  // AccumulateGrad nodes, and their stream, for the next (which CUDA graph capture refuses).
+  // Only their values are read after the step: holding the autograd graph would keep this
+  // step's AccumulateGrad nodes, and their stream, for the next (which CUDA graph capture
+  // refuses).
   y_ = y_.detach();
+  y_delta_ = y_delta_.detach();
   fallback_.absorb();
   return {std::nullopt, std::nullopt, 0.0, tokens_per_step()};
 }
@@ -88,7 +96,8 @@ std::vector<StepMetric> LayerLevel::step_metrics() {
 }
 
 bool LayerLevel::last_step_finite() const {
-  return torch::isfinite(y_).all().item<bool>() && torch::isfinite(x_.grad()).all().item<bool>();
+  return torch::isfinite(y_).all().item<bool>() && torch::isfinite(y_delta_).all().item<bool>() &&
+         torch::isfinite(x_.grad()).all().item<bool>();
 }
 
 std::string LayerLevel::shape_description() const {

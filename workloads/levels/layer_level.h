@@ -7,7 +7,8 @@
 namespace lpbench::workloads {
 
 // One decoder layer of a model at full width (dense, or mixture of experts), forward and
-// backward on a micro-batch × sequence-length input.
+// backward on a micro-batch × sequence-length input, as a layer inside the model runs it: on
+// the residual stream as the previous layer left it (ResidualStream).
 class LayerLevel final : public Workload {
  public:
   LayerLevel(const ModelConfig& model, const kernels::Recipe& recipe,
@@ -27,7 +28,7 @@ class LayerLevel final : public Workload {
   ModelConfig model_;
   TrainingOptions options_;
   DecoderLayer layer_{nullptr};
-  torch::Tensor cos_, sin_, x_, grad_y_, y_;
+  torch::Tensor cos_, sin_, x_, delta_, grad_y_, y_, y_delta_;
   std::vector<kernels::ModuleDecision> decisions_;
   FallbackTally fallback_;
   std::string operators_;

@@ -96,8 +96,8 @@ double fused_bytes_per_token(const ModelConfig& m, const kernels::Recipe& recipe
   const double kv = static_cast<double>(m.num_kv_heads * m.head_dim);
   const double f = static_cast<double>(m.intermediate_size);
   const bool out_quantized = gemms_of(recipe, "layers.0.attention.out").wgrad.quantized();
-  // The attention norm keeps the layer's input, the MLP's add-norm the residual sum, each with
-  // its FP32 inverse RMS per token.
+  // The attention norm keeps the layer's input (the stream's sum), the MLP's add-norm the residual
+  // sum, each with its FP32 inverse RMS per token.
   double bytes = 2 * kept_row_bytes(h, int8) + 8;
   // The qkv product keeps its input (the norm's output, or its quantized copy).
   bytes += saved_bytes(gemms_of(recipe, "layers.0.attention.qkv").wgrad) * h;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 #include "kernels/profiling/range.h"
 #include "kernels/torch/embedding.h"
@@ -81,6 +82,10 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps, const PrecisionPlan& plan)
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   return ops_.norm(x, weight_, eps_);
+}
+
+std::pair<torch::Tensor, torch::Tensor> RMSNormImpl::residual_forward(const torch::Tensor& x) {
+  return ops_.residual_norm(x, weight_, eps_);
 }
 
 std::pair<torch::Tensor, torch::Tensor> RMSNormImpl::add_forward(const torch::Tensor& x,
@@ -192,12 +197,23 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config, int64_t index, Pre
   }
 }
 
+ResidualStream DecoderLayerImpl::forward_stream(const ResidualStream& in, const torch::Tensor& cos,
+                                                const torch::Tensor& sin) {
+  const profiling::Range range("layer", name_);
+  // The previous layer's residual add and this layer's attention norm in one operator, and the
+  // attention's residual add and the MLP's norm in another (one pass each, fused); with no add
+  // to take, the norm still takes the stream's gradient into its backward. Either way the
+  // gradients are the same bits: the add rounds as torch's does, and the norm's backward adds
+  // the stream's gradient in FP32 and rounds once.
+  const auto [x, attention_in] = in.delta.defined() ? attention_norm_->add_forward(in.h, in.delta)
+                                                    : attention_norm_->residual_forward(in.h);
+  const auto [h, normed] = mlp_norm_->add_forward(x, attention_(attention_in, cos, sin));
+  return {h, moe_ ? moe_(normed) : mlp_(normed)};
+}
+
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                         const torch::Tensor& sin) {
-  const profiling::Range range("layer", name_);
-  // The attention's residual add and the MLP's norm in one operator (one pass, fused).
-  const auto [h, normed] = mlp_norm_->add_forward(x, attention_(attention_norm_(x), cos, sin));
-  return h + (moe_ ? moe_(normed) : mlp_(normed));
+  return forward_stream({x, {}}, cos, sin).sum();
 }
 
 DecoderImpl::DecoderImpl(const ModelConfig& config, const kernels::Recipe& recipe,
@@ -232,9 +248,10 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, const kernels::Recipe& recip
 }
 
 torch::Tensor DecoderImpl::hidden(const torch::Tensor& tokens) {
-  torch::Tensor h = embedding_compute_.defined()
-                        ? kernels::embedding(embedding_compute_, embedding_, tokens)
-                        : torch::embedding(embedding_.to(kCompute), tokens);
+  ResidualStream stream{embedding_compute_.defined()
+                            ? kernels::embedding(embedding_compute_, embedding_, tokens)
+                            : torch::embedding(embedding_.to(kCompute), tokens),
+                        {}};
   const bool recording = torch::GradMode::is_enabled() && is_training();
   for (size_t i = 0; i < layers_.size(); ++i) {
     DecoderLayer& layer = layers_[i];
@@ -252,20 +269,23 @@ torch::Tensor DecoderImpl::hidden(const torch::Tensor& tokens) {
                  [owner, index] { owner->before_backward(index); },
                  [owner, index] { owner->after_backward(index); }};
       }
-      h = checkpointed(
-          [impl, cos, sin](const torch::Tensor& x) { return impl->forward(x, cos, sin); }, h,
-          std::move(hooks));
+      // A recomputed layer keeps one tensor, its input: the stream summed on the way in.
+      stream = {checkpointed(
+                    [impl, cos, sin](const torch::Tensor& x) { return impl->forward(x, cos, sin); },
+                    stream.sum(), std::move(hooks)),
+                {}};
     } else {
       if (hooks_ && recording && hooks_->needs_recomputation()) {
         throw std::logic_error(
             "Decoder: training with these parameter hooks needs every layer checkpointed");
       }
       if (hooks_) hooks_->before_forward(index);
-      h = layer(h, rope_cos_, rope_sin_);
+      stream = layer->forward_stream(stream, rope_cos_, rope_sin_);
       if (hooks_) hooks_->after_forward(index);
     }
   }
-  return final_norm_(h);
+  if (stream.delta.defined()) return final_norm_->add_forward(stream.h, stream.delta).second;
+  return final_norm_(stream.h);
 }
 
 torch::Tensor DecoderImpl::forward(const torch::Tensor& tokens) {

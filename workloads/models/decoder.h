@@ -107,6 +107,8 @@ class RMSNormImpl : public torch::nn::Module {
  public:
   RMSNormImpl(int64_t dim, double eps, const PrecisionPlan& plan);
   torch::Tensor forward(const torch::Tensor& x);
+  // (x, the norm of x) for an x the residual stream carries on (Operators::residual_norm).
+  std::pair<torch::Tensor, torch::Tensor> residual_forward(const torch::Tensor& x);
   // (x + residual, the norm of that sum), in one pass where fused.
   std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x,
                                                       const torch::Tensor& residual);
@@ -161,9 +163,26 @@ class MoeImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Moe);
 
+// The residual stream between two layers with its last add still to do: the stream is
+// h + delta (delta undefined: h alone). A layer's first norm takes that add in its own pass
+// (add_rms_norm, forward and backward) and the layer hands its MLP's output on as the next
+// delta, so that no layer runs the residual add, or autograd's sum of the stream's two
+// gradients, as a kernel of its own; the final norm takes the last layer's add. Fused stacks
+// (Megatron, FlashAttention's GPT blocks) pass (hidden, residual) between blocks the same way.
+struct ResidualStream {
+  torch::Tensor h;
+  torch::Tensor delta;
+  // h + delta as one tensor (an add, where delta is defined).
+  torch::Tensor sum() const { return delta.defined() ? h + delta : h; }
+};
+
 class DecoderLayerImpl : public torch::nn::Module {
  public:
   DecoderLayerImpl(const ModelConfig& config, int64_t index, PrecisionPlan& plan);
+  // The layer on the stream in.h + in.delta; the stream out as (residual sum, MLP output).
+  ResidualStream forward_stream(const ResidualStream& in, const torch::Tensor& cos,
+                                const torch::Tensor& sin);
+  // The layer on x, its output summed: forward_stream({x}, ...).sum().
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
   // The MoE block, or nullptr for a dense layer.
   const Moe& moe() const { return moe_; }

@@ -38,6 +38,15 @@ torch::Tensor Operators::norm(const torch::Tensor& x, const torch::Tensor& weigh
   return unfused_norm(x, weight, eps);
 }
 
+std::pair<torch::Tensor, torch::Tensor> Operators::residual_norm(const torch::Tensor& x,
+                                                                 const torch::Tensor& weight,
+                                                                 double eps) const {
+  if (fusion_ == Fusion::fused) {
+    return kernels::rms_norm_residual(x, weight, eps, producer_amax_, int8_saved_);
+  }
+  return {x, unfused_norm(x, weight, eps)};
+}
+
 std::pair<torch::Tensor, torch::Tensor> Operators::add_norm(const torch::Tensor& x,
                                                             const torch::Tensor& residual,
                                                             const torch::Tensor& weight,

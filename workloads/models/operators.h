@@ -40,6 +40,11 @@ class Operators {
 
   // RMSNorm over the last dimension (statistics in FP32), the result in x's type.
   torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) const;
+  // (x, RMSNorm(x)) for an x that the residual stream also carries on; fused, the stream's
+  // gradient joins the norm's in the norm's backward pass.
+  std::pair<torch::Tensor, torch::Tensor> residual_norm(const torch::Tensor& x,
+                                                        const torch::Tensor& weight,
+                                                        double eps) const;
   // (x + residual, RMSNorm(x + residual)): the residual stream and the next sublayer's input.
   std::pair<torch::Tensor, torch::Tensor> add_norm(const torch::Tensor& x,
                                                    const torch::Tensor& residual,

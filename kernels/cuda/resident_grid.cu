@@ -1,0 +1,72 @@
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/resident_grid.cuh"
+
+namespace lpbench::cuda {
+
+namespace {
+
+int current_device() {
+  int device = 0;
+  LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+std::mutex& answers_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+int sm_count(int device) {
+  static std::map<int, int> counts;
+  const std::lock_guard<std::mutex> lock(answers_mutex());
+  auto [it, fresh] = counts.try_emplace(device, 0);
+  if (fresh) {
+    LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&it->second, cudaDevAttrMultiProcessorCount, device));
+  }
+  return it->second;
+}
+
+}  // namespace
+
+int64_t one_wave_blocks(int64_t rows, int rows_per_block, int threads) {
+  const int64_t needed = (rows + rows_per_block - 1) / rows_per_block;
+  return std::min<int64_t>(needed,
+                           int64_t{sm_count(current_device())} * std::max(1, 2048 / threads));
+}
+
+int64_t resident_blocks(const void* kernel, int threads, size_t smem_bytes, int64_t bound) {
+  const int device = current_device();
+  const int sms = sm_count(device);
+  static std::map<std::tuple<int, const void*, int, size_t>, int> per_sm;
+  int blocks = 0;
+  {
+    const std::lock_guard<std::mutex> lock(answers_mutex());
+    auto [it, fresh] = per_sm.try_emplace({device, kernel, threads, smem_bytes}, 0);
+    if (fresh) {
+      LPBENCH_CUDA_CHECK(
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&it->second, kernel, threads, smem_bytes));
+    }
+    blocks = it->second;
+  }
+  return std::max<int64_t>(1, std::min<int64_t>(bound, int64_t{sms} * blocks));
+}
+
+void allow_dynamic_shared_memory(const void* kernel, size_t bytes) {
+  static std::map<std::pair<int, const void*>, size_t> allowed;
+  const int device = current_device();
+  const std::lock_guard<std::mutex> lock(answers_mutex());
+  size_t& already = allowed[{device, kernel}];
+  if (bytes <= already) return;
+  LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(bytes)));
+  already = bytes;
+}
+
+}  // namespace lpbench::cuda

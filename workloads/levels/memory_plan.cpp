@@ -236,8 +236,9 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
       e.weights_gib = gib(4 * w.params);
       e.gradients_gib = gib(4 * w.params);
       e.weight_copies_gib = gib(kept_copy_bytes(w, o.fusion) + saved_copy_bytes(w, o.fusion));
-      // Saved activations, plus the input, its gradient, the output and the upstream gradient.
-      e.activations_gib = gib(tokens * (activation_bytes_per_token(m, recipe, o.fusion) + 8 * h));
+      // Saved activations, plus the input stream's two parts (ResidualStream), its gradient, the
+      // output stream's two parts and the upstream gradient.
+      e.activations_gib = gib(tokens * (activation_bytes_per_token(m, recipe, o.fusion) + 12 * h));
       return e;
     }
     case Level::model: {

@@ -36,4 +36,10 @@ struct RopeArgs {
 
 void rope(const RopeArgs& args, cudaStream_t stream);
 
+// Up to kRopeMaxParts calls of `rope` in one launch, each part the same bits as its own call:
+// the backward's dQ and dK rotated back and dV copied into one gradient, where three launches
+// paid three ramps and drains (docs/perf-log.md §37). Every part's amax is the same (or none).
+constexpr int kRopeMaxParts = 3;
+void rope_parts(const RopeArgs* parts, int count, cudaStream_t stream);
+
 }  // namespace lpbench::cuda

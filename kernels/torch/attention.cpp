@@ -3,6 +3,8 @@
 #include <ATen/ops/_fused_sdp_choice.h>
 #include <torch/autograd.h>
 
+#include <optional>
+
 #include "kernels/profiling/range.h"
 #include "kernels/reference/rope.h"
 #include "kernels/torch/amax_registry.h"
@@ -23,37 +25,75 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+#ifdef LPBENCH_CUDA_GLUE
+// The kernel's arguments for out = RoPE(in) (or, with `rotate` false, a copy) where the kernel
+// takes these tensors; nothing otherwise.
+std::optional<cuda::RopeArgs> kernel_args(const at::Tensor& in, const at::Tensor& out,
+                                          const at::Tensor& cos, const at::Tensor& sin,
+                                          bool inverse, bool rotate, const at::Tensor& amax) {
+  if (!in.is_cuda() || in.scalar_type() != at::kBFloat16 || in.size(3) % 16 != 0 ||
+      in.stride(3) != 1 || out.stride(3) != 1) {
+    return std::nullopt;
+  }
+  cuda::RopeArgs a;
+  a.in = in.data_ptr();
+  a.out = out.data_ptr();
+  a.batch = in.size(0);
+  a.seq = in.size(1);
+  a.heads = in.size(2);
+  a.head_dim = in.size(3);
+  a.in_batch_stride = in.stride(0);
+  a.in_token_stride = in.stride(1);
+  a.in_head_stride = in.stride(2);
+  a.out_batch_stride = out.stride(0);
+  a.out_token_stride = out.stride(1);
+  a.out_head_stride = out.stride(2);
+  a.cos = cos.data_ptr<float>();
+  a.sin = sin.data_ptr<float>();
+  a.inverse = inverse;
+  a.rotate = rotate;
+  if (amax.defined()) a.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
+  return a;
+}
+
+cudaStream_t stream_of(const at::Tensor& t) {
+  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+}
+#endif
+
 // in and out [B, T, heads, D] (any strides, possibly the same tensor): out = RoPE(in), or with
 // `rotate` false a copy; `amax` (optional, a device int32): max |out| folded in.
 void rotate(const at::Tensor& in, const at::Tensor& out, const at::Tensor& cos,
             const at::Tensor& sin, bool inverse, bool rotate = true, const at::Tensor& amax = {}) {
 #ifdef LPBENCH_CUDA_GLUE
-  if (in.is_cuda() && in.scalar_type() == at::kBFloat16 && in.size(3) % 16 == 0 &&
-      in.stride(3) == 1 && out.stride(3) == 1) {
-    cuda::RopeArgs a;
-    a.in = in.data_ptr();
-    a.out = out.data_ptr();
-    a.batch = in.size(0);
-    a.seq = in.size(1);
-    a.heads = in.size(2);
-    a.head_dim = in.size(3);
-    a.in_batch_stride = in.stride(0);
-    a.in_token_stride = in.stride(1);
-    a.in_head_stride = in.stride(2);
-    a.out_batch_stride = out.stride(0);
-    a.out_token_stride = out.stride(1);
-    a.out_head_stride = out.stride(2);
-    a.cos = cos.data_ptr<float>();
-    a.sin = sin.data_ptr<float>();
-    a.inverse = inverse;
-    a.rotate = rotate;
-    if (amax.defined()) a.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
-    cuda::rope(a, c10::cuda::getCurrentCUDAStream(in.device().index()).stream());
+  if (const auto a = kernel_args(in, out, cos, sin, inverse, rotate, amax)) {
+    cuda::rope(*a, stream_of(in));
     return;
   }
 #endif
   out.copy_(rotate ? reference::rope(in, cos, sin, inverse) : in);
   if (amax.defined()) fold_amax(amax, out);
+}
+
+// RoPE's backward into the gradient of the fused QKV product: attention's dQ and dK ([B, T,
+// heads, D], any strides) rotated back into d.q and d.k, dV copied into d.v; in one launch where
+// the kernel takes all three.
+void rotate_back(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
+                 const at::Tensor& out_q, const at::Tensor& out_k, const at::Tensor& out_v,
+                 const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& amax) {
+#ifdef LPBENCH_CUDA_GLUE
+  const auto q = kernel_args(dq, out_q, cos, sin, /*inverse=*/true, /*rotate=*/true, amax);
+  const auto k = kernel_args(dk, out_k, cos, sin, /*inverse=*/true, /*rotate=*/true, amax);
+  const auto v = kernel_args(dv, out_v, cos, sin, /*inverse=*/false, /*rotate=*/false, amax);
+  if (q && k && v) {
+    const cuda::RopeArgs parts[] = {*q, *k, *v};
+    cuda::rope_parts(parts, 3, stream_of(dq));
+    return;
+  }
+#endif
+  rotate(dq, out_q, cos, sin, /*inverse=*/true, true, amax);
+  rotate(dk, out_k, cos, sin, /*inverse=*/true, true, amax);
+  rotate(dv, out_v, cos, sin, false, /*rotate=*/false, amax);
 }
 
 // [B, T, (H + 2·KV)·D] → the q, k and v heads as [B, T, heads, D] views.
@@ -209,9 +249,8 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
       rotate(dqkv_parts[2].transpose(1, 2), d.v, cos, sin, false, /*rotate=*/false, amax);
     } else {
       const profiling::Range range("rope backward");
-      rotate(dqkv_parts[0].transpose(1, 2), d.q, cos, sin, /*inverse=*/true, true, amax);
-      rotate(dqkv_parts[1].transpose(1, 2), d.k, cos, sin, /*inverse=*/true, true, amax);
-      rotate(dqkv_parts[2].transpose(1, 2), d.v, cos, sin, false, /*rotate=*/false, amax);
+      rotate_back(dqkv_parts[0].transpose(1, 2), dqkv_parts[1].transpose(1, 2),
+                  dqkv_parts[2].transpose(1, 2), d.q, d.k, d.v, cos, sin, amax);
     }
     if (report_amax) remember_amax(dqkv, amax);
     return {dqkv,         at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),

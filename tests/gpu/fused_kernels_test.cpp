@@ -9,10 +9,12 @@
 #include <ATen/ops/_fused_adamw.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <cstring>
 #include <limits>
 
 #include "kernels/cuda/quantize_hadamard.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
+#include "kernels/cuda/rope.cuh"
 #include "kernels/cuda/swiglu.cuh"
 #include "kernels/recipe.h"
 #include "kernels/reference/hadamard.h"
@@ -114,6 +116,57 @@ TEST_F(FusedKernels, RopeIsBitExactStridedAndInPlaceForwardAndBackward) {
     at::Tensor x = leaf(qk);
     rope(x, cos, sin).backward(g);
     EXPECT_TRUE(x.grad().equal(reference::rope(g, cos, sin, /*inverse=*/true))) << head_dim;
+  }
+}
+
+// RoPE's backward in one launch (dQ and dK rotated back, dV copied, into the QKV product's
+// gradient) gives the bits of the reference part by part, and the amax of all it wrote; with
+// grouped heads, at two head sizes and a sequence that ends inside a block.
+TEST_F(FusedKernels, RopeBackwardInOneLaunchIsThePartsBitForBit) {
+  const int64_t seq = 300, heads = 8, kv = 2;
+  for (const int64_t d : {64, 128}) {
+    const at::Tensor cos = rope_table(seq, d, true);
+    const at::Tensor sin = rope_table(seq, d, false);
+    torch::manual_seed(d + 1);
+    // Attention's gradients as SDPA leaves them, [B, H, T, D], seen as [B, T, H, D].
+    const at::Tensor dq = torch::randn({2, heads, seq, d}, kBf16).transpose(1, 2);
+    const at::Tensor dk = torch::randn({2, kv, seq, d}, kBf16).transpose(1, 2);
+    const at::Tensor dv = torch::randn({2, kv, seq, d}, kBf16).transpose(1, 2);
+    const at::Tensor dqkv = torch::full({2, seq, heads + 2 * kv, d}, 7.0, kBf16);
+    const at::Tensor amax = torch::zeros({1}, kBf16.dtype(at::kInt));
+    auto part = [&](const at::Tensor& in, int64_t first, int64_t n, bool rotate) {
+      const at::Tensor out = dqkv.narrow(2, first, n);
+      cuda::RopeArgs a;
+      a.in = in.data_ptr();
+      a.out = out.data_ptr();
+      a.batch = 2;
+      a.seq = seq;
+      a.heads = n;
+      a.head_dim = d;
+      a.in_batch_stride = in.stride(0);
+      a.in_token_stride = in.stride(1);
+      a.in_head_stride = in.stride(2);
+      a.out_batch_stride = out.stride(0);
+      a.out_token_stride = out.stride(1);
+      a.out_head_stride = out.stride(2);
+      a.cos = cos.data_ptr<float>();
+      a.sin = sin.data_ptr<float>();
+      a.inverse = true;
+      a.rotate = rotate;
+      a.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
+      return a;
+    };
+    const cuda::RopeArgs parts[] = {part(dq, 0, heads, true), part(dk, heads, kv, true),
+                                    part(dv, heads + kv, kv, false)};
+    cuda::rope_parts(parts, 3, c10::cuda::getCurrentCUDAStream().stream());
+    EXPECT_TRUE(dqkv.narrow(2, 0, heads).equal(reference::rope(dq, cos, sin, true))) << d;
+    EXPECT_TRUE(dqkv.narrow(2, heads, kv).equal(reference::rope(dk, cos, sin, true))) << d;
+    EXPECT_TRUE(dqkv.narrow(2, heads + kv, kv).equal(dv)) << d;
+    const float written = dqkv.abs().max().to(at::kFloat).item<float>();
+    float reported = 0;
+    const int32_t bits = amax.item<int32_t>();
+    std::memcpy(&reported, &bits, sizeof reported);
+    EXPECT_EQ(reported, written) << d;
   }
 }
 

@@ -217,10 +217,10 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   const at::Tensor amax = torch::zeros({1}, kCuda.dtype(at::kInt));
   const cuda::QkNormRopeStrides fused = qkv_strides(m);
   const cuda::QkNormRopeStrides sdpa{0, d, tokens * d};
-  // RoPE's launch from SDPA's gradient `in` ([1, heads, tokens, d]) into dQKV's heads from
-  // `first` on: rotated back (dq, dk) or copied (dv, the third launch of either backward).
-  auto from_sdpa = [&](const at::Tensor& in, const at::Tensor& dqkv_i, int64_t first, int64_t heads,
-                       bool rotate) {
+  // RoPE from SDPA's gradient `in` ([1, heads, tokens, d]) into dQKV's heads from `first` on:
+  // rotated back (dq, dk) or copied (dv, the third part of either backward).
+  auto from_sdpa_args = [&](const at::Tensor& in, const at::Tensor& dqkv_i, int64_t first,
+                            int64_t heads, bool rotate) {
     cuda::RopeArgs a;
     a.in = in.data_ptr();
     a.out = static_cast<at::BFloat16*>(dqkv_i.data_ptr()) + first * d;
@@ -237,9 +237,11 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
     a.inverse = true;
     a.rotate = rotate;
     a.amax = word(amax);
-    cuda::rope(a, nullptr);
+    return a;
   };
-  auto v_copy = [&](int i) { from_sdpa(dv[i], dqkv[i], nh + nkv, nkv, /*rotate=*/false); };
+  auto v_copy = [&](int i) {
+    cuda::rope(from_sdpa_args(dv[i], dqkv[i], nh + nkv, nkv, /*rotate=*/false), nullptr);
+  };
   if (!m.qk_norm) {
     b.row(m.name, "rope forward (q, k in place)", 2 * (nh + nkv) * head, [&](int i) {
       cuda::RopeArgs a;
@@ -255,9 +257,16 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
       a.sin = sin.data_ptr<float>();
       cuda::rope(a, nullptr);
     });
+    // As the layer's backward runs it: the three parts in one launch (rope_parts).
     b.row(m.name, "rope backward (dq, dk; dv copied)", 2 * (nh + 2 * nkv) * head, [&](int i) {
-      from_sdpa(dq[i], dqkv[i], 0, nh, /*rotate=*/true);
-      from_sdpa(dk[i], dqkv[i], nh, nkv, /*rotate=*/true);
+      const cuda::RopeArgs parts[] = {from_sdpa_args(dq[i], dqkv[i], 0, nh, /*rotate=*/true),
+                                      from_sdpa_args(dk[i], dqkv[i], nh, nkv, /*rotate=*/true),
+                                      from_sdpa_args(dv[i], dqkv[i], nh + nkv, nkv, false)};
+      cuda::rope_parts(parts, 3, nullptr);
+    });
+    b.row(m.name, "rope backward, three launches", 2 * (nh + 2 * nkv) * head, [&](int i) {
+      cuda::rope(from_sdpa_args(dq[i], dqkv[i], 0, nh, /*rotate=*/true), nullptr);
+      cuda::rope(from_sdpa_args(dk[i], dqkv[i], nh, nkv, /*rotate=*/true), nullptr);
       v_copy(i);
     });
     return;

@@ -78,15 +78,19 @@ struct RopeLaunch {
   uint32_t end[kRopeMaxParts] = {0, 0, 0};
 };
 
-// Each branch names its part by a constant index, so that the arguments stay in the parameter
-// bank (an index computed at run time would copy them into local memory).
+// kParts: 1 for a call alone (the forward, whose loop then has no branches: with three it ran 8 %
+// slower, docs/perf-log.md §37), 3 for rope_parts. Each branch names its part by a constant
+// index, so that the arguments stay in the parameter bank (an index computed at run time would
+// copy them into local memory).
+template <int kParts>
 __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ RopeLaunch l) {
+  static_assert(kParts == 1 || kParts == kRopeMaxParts);
   uint32_t amax = 0;
   // Fewer than 2^31 items in all (the launcher checks), so item + the grid's stride stays below
   // 2^32.
-  for (uint32_t item = blockIdx.x * blockDim.x + threadIdx.x; item < l.end[kRopeMaxParts - 1];
+  for (uint32_t item = blockIdx.x * blockDim.x + threadIdx.x; item < l.end[kParts - 1];
        item += gridDim.x * blockDim.x) {
-    if (item < l.end[0]) {
+    if (kParts == 1 || item < l.end[0]) {
       rope_item(l.part[0], l.ix[0], item, amax);
     } else if (item < l.end[1]) {
       rope_item(l.part[1], l.ix[1], item - l.end[0], amax);
@@ -148,7 +152,11 @@ void rope_parts(const RopeArgs* parts, int count, cudaStream_t stream) {
                                   : "lpbench rope_forward");
   const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads,
                                            parts[0].amax != nullptr ? kAmaxGridCap : 65535LL * 16);
-  rope_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l);
+  if (count == 1) {
+    rope_kernel<1><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l);
+  } else {
+    rope_kernel<kRopeMaxParts><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l);
+  }
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 

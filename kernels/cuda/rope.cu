@@ -78,19 +78,29 @@ struct RopeLaunch {
   uint32_t end[kRopeMaxParts] = {0, 0, 0};
 };
 
-// kParts: 1 for a call alone (the forward, whose loop then has no branches: with three it ran 8 %
-// slower, docs/perf-log.md §37), 3 for rope_parts. Each branch names its part by a constant
-// index, so that the arguments stay in the parameter bank (an index computed at run time would
-// copy them into local memory).
-template <int kParts>
-__global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ RopeLaunch l) {
-  static_assert(kParts == 1 || kParts == kRopeMaxParts);
+// A call alone (the forward): its arguments by value, as the kernel took them before rope_parts
+// (in one kernel with the parts' branches the forward ran 8 % slower, and with those branches
+// compiled out under a template 4 % slower: docs/perf-log.md §37).
+__global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a, const RopeIndex ix) {
+  uint32_t amax = 0;
+  // total < 2^31 (the launcher checks), so item + the grid's stride stays below 2^32.
+  for (uint32_t item = blockIdx.x * blockDim.x + threadIdx.x; item < ix.total;
+       item += gridDim.x * blockDim.x) {
+    rope_item(a, ix, item, amax);
+  }
+  report_amax(a.amax, amax_of_pairs(amax));
+}
+
+// rope_parts: each branch names its part by a constant index, so that the arguments stay in the
+// parameter bank (an index computed at run time would copy them into local memory).
+__global__ void __launch_bounds__(kThreads)
+    rope_parts_kernel(const __grid_constant__ RopeLaunch l) {
   uint32_t amax = 0;
   // Fewer than 2^31 items in all (the launcher checks), so item + the grid's stride stays below
   // 2^32.
-  for (uint32_t item = blockIdx.x * blockDim.x + threadIdx.x; item < l.end[kParts - 1];
+  for (uint32_t item = blockIdx.x * blockDim.x + threadIdx.x; item < l.end[kRopeMaxParts - 1];
        item += gridDim.x * blockDim.x) {
-    if (kParts == 1 || item < l.end[0]) {
+    if (item < l.end[0]) {
       rope_item(l.part[0], l.ix[0], item, amax);
     } else if (item < l.end[1]) {
       rope_item(l.part[1], l.ix[1], item - l.end[0], amax);
@@ -141,6 +151,7 @@ void rope_parts(const RopeArgs* parts, int count, cudaStream_t stream) {
     l.ix[p].groups = FastDivmod(static_cast<uint32_t>(groups));
     l.ix[p].heads = FastDivmod(static_cast<uint32_t>(a.heads));
     l.ix[p].seq = FastDivmod(static_cast<uint32_t>(a.seq));
+    l.ix[p].total = static_cast<uint32_t>(a.batch * a.seq * a.heads * groups);
     l.end[p] = static_cast<uint32_t>(items);
     inverse = inverse || (a.rotate && a.inverse);
     copy_only = copy_only && !a.rotate;
@@ -153,9 +164,9 @@ void rope_parts(const RopeArgs* parts, int count, cudaStream_t stream) {
   const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads,
                                            parts[0].amax != nullptr ? kAmaxGridCap : 65535LL * 16);
   if (count == 1) {
-    rope_kernel<1><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l);
+    rope_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l.part[0], l.ix[0]);
   } else {
-    rope_kernel<kRopeMaxParts><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l);
+    rope_parts_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l);
   }
   LPBENCH_CUDA_CHECK_LAUNCH();
 }

@@ -78,9 +78,9 @@ struct RopeLaunch {
   uint32_t end[kRopeMaxParts] = {0, 0, 0};
 };
 
-// A call alone (the forward): its arguments by value, as the kernel took them before rope_parts
-// (in one kernel with the parts' branches the forward ran 8 % slower, and with those branches
-// compiled out under a template 4 % slower: docs/perf-log.md §37).
+// A call alone (the forward): its arguments by value, the kernel (and PTX) it was before
+// rope_parts. Through the parts' kernel the forward ran 8 % slower, and through a template of it
+// with the branches compiled out 4–5 % slower (docs/perf-log.md §37).
 __global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a, const RopeIndex ix) {
   uint32_t amax = 0;
   // total < 2^31 (the launcher checks), so item + the grid's stride stays below 2^32.

@@ -111,10 +111,6 @@ __global__ void __launch_bounds__(kThreads)
   report_amax(l.part[0].amax, amax_of_pairs(amax));
 }
 
-}  // namespace
-
-namespace {
-
 void check(const RopeArgs& a) {
   LPBENCH_CUDA_REQUIRE(a.in && a.out && (!a.rotate || (a.cos && a.sin)),
                        "in, out, and to rotate cos and sin, are needed");
@@ -143,7 +139,8 @@ void rope_parts(const RopeArgs* parts, int count, cudaStream_t stream) {
     check(a);
     LPBENCH_CUDA_REQUIRE(a.amax == parts[0].amax, "rope: the parts of a launch share one amax");
     const int64_t groups = a.head_dim / 2 / kBf16PerVector;
-    items += a.batch * a.seq * a.heads * groups;
+    const int64_t part_items = a.batch * a.seq * a.heads * groups;
+    items += part_items;
     LPBENCH_CUDA_REQUIRE(items < kFastDivmodLimit,
                          "rope: at most 2^31 groups of 8 pairs a launch, got " +
                              std::to_string(items) + " (split the batch)");
@@ -151,7 +148,7 @@ void rope_parts(const RopeArgs* parts, int count, cudaStream_t stream) {
     l.ix[p].groups = FastDivmod(static_cast<uint32_t>(groups));
     l.ix[p].heads = FastDivmod(static_cast<uint32_t>(a.heads));
     l.ix[p].seq = FastDivmod(static_cast<uint32_t>(a.seq));
-    l.ix[p].total = static_cast<uint32_t>(a.batch * a.seq * a.heads * groups);
+    l.ix[p].total = static_cast<uint32_t>(part_items);
     l.end[p] = static_cast<uint32_t>(items);
     inverse = inverse || (a.rotate && a.inverse);
     copy_only = copy_only && !a.rotate;

@@ -63,6 +63,8 @@
 //   NO_STORE=1     the epilogue computes its values but stores none (what the stores cost)
 //   GENERAL_EPILOGUE=1  every tile takes the epilogue with per-pair checks (as before §24)
 //   FULL_DESC=1    each wgmma's descriptors built afresh from the address (as before §24)
+//   PAIR_STORES=1  BF16 interior tiles store each thread's pairs as they lie (4 bytes, half a
+//                  sector a row an instruction) instead of quads traded in a lane pair (§38)
 // (wgmma_config.cpp holds the heuristic's: PINGPONG=0, PP_STAGES=S.)
 #ifndef LPBENCH_WGMMA_NO_STORE
 #define LPBENCH_WGMMA_NO_STORE 0
@@ -72,6 +74,9 @@
 #endif
 #ifndef LPBENCH_WGMMA_FULL_DESC
 #define LPBENCH_WGMMA_FULL_DESC 0
+#endif
+#ifndef LPBENCH_WGMMA_PAIR_STORES
+#define LPBENCH_WGMMA_PAIR_STORES 0
 #endif
 
 namespace lpbench::cuda {
@@ -111,7 +116,8 @@ struct Params {
   bool column_in_stages;
   const float* bias;
   void* c;
-  bool vec_c;  // paired stores: c aligned, N even
+  bool vec_c;   // paired stores: c aligned, N even
+  bool quad_c;  // BF16 C stored four columns at a time: c 8-byte aligned, N a multiple of 4
 };
 
 // Shared memory, from the dynamic block's base, which `__align__(1024)` puts on the 128-byte
@@ -636,7 +642,53 @@ __global__ void __launch_bounds__(kThreads, 1)
     // (N under 2^24 keeps a tile's row offsets, up to 72·N, in 32 bits.)
     const bool interior = !LPBENCH_WGMMA_GENERAL_EPILOGUE && p.vec_c && p.bias == nullptr &&
                           m0 + kBM <= p.m && n0 + BN <= p.n && p.n < (1 << 24);
-    if (interior) {
+    if constexpr (sizeof(OutT) == 2 && !LPBENCH_WGMMA_PAIR_STORES) {
+      if (interior && p.quad_c) {
+        // A warp's pair stores write 16 of a row's 32-byte sector per instruction, and the next
+        // column group the other 16. Each lane pair (t, t ^ 1) trades one packed pair of every
+        // two column groups, so that a lane stores four adjacent columns at once and a quad a
+        // whole sector per row: half the store instructions, no sector written in halves.
+        // Lane t even ends with columns 8j + 2t .. + 3, odd with 8j + 2t + 6 .. + 9.
+        const bool odd = (t & 1) != 0;
+        OutT* const tile_c = c + static_cast<int64_t>(row0[0]) * p.n + n0 + 2 * t + (odd ? 6 : 0);
+#pragma unroll
+        for (int j = 0; j < BN / 8; j += 2) {
+          float sb[2][2] = {};
+          if constexpr (!kBlocked) {
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {
+              sb[q][0] = tile_sb[8 * (j + q) + 2 * t];
+              sb[q][1] = tile_sb[8 * (j + q) + 2 * t + 1];
+            }
+          }
+#pragma unroll
+          for (int half = 0; half < kHalves; ++half) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              // The pair this lane sends (its partner's columns), then the pair it keeps.
+              const auto packed = [&](int q) {
+                const __nv_bfloat162 pair =
+                    __floats2bfloat162_rn(dequantized(half, j + q, h, 0, sb[q][0]),
+                                          dequantized(half, j + q, h, 1, sb[q][1]));
+                return *reinterpret_cast<const uint32_t*>(&pair);
+              };
+              const uint32_t sent = odd ? packed(0) : packed(1);
+              const uint32_t got = __shfl_xor_sync(0xffffffffu, sent, 1);
+              const uint32_t kept = odd ? packed(1) : packed(0);
+              const uint2 quad = odd ? make_uint2(got, kept) : make_uint2(kept, got);
+              OutT* const dst = tile_c + (row0[half] - row0[0] + 8 * h) * p.n + 8 * j;
+              if (LPBENCH_WGMMA_NO_STORE && quad.x != 0x12345678u) continue;
+              *reinterpret_cast<uint2*>(dst) = quad;
+            }
+          }
+        }
+        continue;
+      }
+    }
+    // (BF16 C not aligned for quads takes the general path: a third copy of the epilogue in a
+    // BF16 kernel made ptxas spill.)
+    constexpr bool kQuadStores = sizeof(OutT) == 2 && !LPBENCH_WGMMA_PAIR_STORES;
+    if (!kQuadStores && interior) {
       OutT* const tile_c = c + static_cast<int64_t>(row0[0]) * p.n + n0 + 2 * t;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
@@ -1045,6 +1097,7 @@ void wgmma_scaled_gemm(const ScaledGemmArgs& args, cudaStream_t stream, const Wg
   p.bias = args.bias;
   p.c = args.c;
   p.vec_c = args.n % 2 == 0 && aligned(args.c, args.c_type == DType::bf16 ? 4 : 8);
+  p.quad_c = args.c_type == DType::bf16 && args.n % 4 == 0 && aligned(args.c, 8);
   LPBENCH_CUDA_REQUIRE(!args.accumulate || args.c_type == DType::fp32,
                        "accumulate takes an FP32 C");
   run(problem, args.a, args.b, p, config, stream, args.accumulate);

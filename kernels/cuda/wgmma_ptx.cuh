@@ -60,6 +60,12 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
 
+// The barrier timeout's trap, called rather than inlined: a trap inline in the consumers' path
+// held ptxas to the launch's 168 registers there instead of setmaxnreg's (perf-log §32, §38).
+static __device__ __noinline__ void timeout_trap() {
+  __trap();
+}
+
 __device__ __forceinline__ uint64_t global_ns() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
@@ -89,11 +95,12 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       } else if (now - start > 20000000000ull) {
 #if defined(LPBENCH_WGMMA_NO_TRAP)
         // Timing experiment (docs/perf-log.md §33): the timeout leaves the wait instead of
-        // trapping, which lets ptxas give the consumers setmaxnreg's registers (§32). Results
-        // after a timeout are wrong and nothing reports it; never a shipped build.
+        // trapping, which let ptxas give the consumers setmaxnreg's registers (§32) before the
+        // trap became a call (§38). Results after a timeout are wrong and nothing reports it;
+        // never a shipped build.
         return;
 #else
-        __trap();
+        timeout_trap();
 #endif
       }
     }

@@ -176,6 +176,7 @@ struct ScaledCase {
   // A all −128, B's rows all −128 and all 127 in turn: each K block's partial is ±kb·128·128 or
   // −kb·128·127, the largest magnitudes INT8 operands can give.
   bool extreme = false;
+  int64_t c_offset = 0;  // C starts this many elements into its allocation (alignment cases)
 };
 
 std::string describe(const ScaledCase& g) {
@@ -185,7 +186,8 @@ std::string describe(const ScaledCase& g) {
                                               std::to_string(g.kblock) + ")"
                                         : "") +
          " -> " + dtype_name(g.c_type) + (g.bias ? " +bias" : "") +
-         (g.accumulate ? " (into C)" : "") + (g.extreme ? " (extreme values)" : "");
+         (g.accumulate ? " (into C)" : "") + (g.extreme ? " (extreme values)" : "") +
+         (g.c_offset != 0 ? " (C at +" + std::to_string(g.c_offset) + ")" : "");
 }
 
 // Random INT8 operands and positive scales over several binades, laid out as the recipes'
@@ -216,7 +218,10 @@ ScaledRun run_scaled(const ScaledCase& g, const WgmmaConfig* config, bool cpu_re
   const ref::Quantized b{values(g.n, true), scales(g.n, bbr), {NumberFormat::int8, bbr, kblock}};
   const at::Tensor bias = g.bias ? torch::randn({g.n}, opts) : at::Tensor();
   const at::ScalarType out = g.c_type == DType::bf16 ? at::kBFloat16 : at::kFloat;
-  at::Tensor c = torch::full({g.m, g.n}, std::numeric_limits<float>::quiet_NaN(), opts.dtype(out));
+  at::Tensor c = torch::full({g.m * g.n + g.c_offset}, std::numeric_limits<float>::quiet_NaN(),
+                             opts.dtype(out))
+                     .narrow(0, g.c_offset, g.m * g.n)
+                     .view({g.m, g.n});
   // Adding into C: what it held before, over magnitudes from below the product's to above.
   const at::Tensor before =
       g.accumulate ? torch::randn({g.m, g.n}, opts) * torch::exp(2 * torch::randn({g.m, g.n}, opts))
@@ -369,6 +374,25 @@ TEST_F(WgmmaGemm, ScaledEdgeShapesEveryModeAndConfig) {
       torch::manual_seed(++i);
       check_scaled({2048, 2304, 128 * 9 + 16, mode, 128, DType::bf16, true}, &c);
       check_scaled({130, 300, 272, mode, 1, DType::fp32, false}, &c);
+    }
+  }
+}
+
+TEST_F(WgmmaGemm, Bf16InteriorTilesStoreTheSameBitsAlignedOrNot) {
+  // BF16 C's whole tiles are stored four columns a lane where C is 8-byte aligned and N a
+  // multiple of 4, and by the general path's pairs otherwise: each way, every config.
+  int64_t i = 500;
+  for (const WgmmaConfig& c :
+       {forced(128, 4), forced(256, 4), forced(128, 4, 2), pingpong(6), pingpong(6, 2)}) {
+    for (WgmmaScaling mode : {WgmmaScaling::tensor, WgmmaScaling::row, WgmmaScaling::block}) {
+      if (mode == WgmmaScaling::block && (c.tile_n == 256 || c.pingpong)) continue;
+      for (const auto& [n, offset] :
+           std::vector<std::pair<int64_t, int64_t>>{{1024, 0}, {1030, 0}, {1024, 2}, {1024, 4}}) {
+        torch::manual_seed(++i);
+        ScaledCase g{1024, n, 400, mode, 128, DType::bf16};
+        g.c_offset = offset;
+        check_scaled(g, &c);
+      }
     }
   }
 }

@@ -63,8 +63,8 @@
 //   NO_STORE=1     the epilogue computes its values but stores none (what the stores cost)
 //   GENERAL_EPILOGUE=1  every tile takes the epilogue with per-pair checks (as before §24)
 //   FULL_DESC=1    each wgmma's descriptors built afresh from the address (as before §24)
-//   PAIR_STORES=1  BF16 interior tiles store each thread's pairs as they lie (4 bytes, half a
-//                  sector a row an instruction) instead of quads traded in a lane pair (§38)
+//   PAIR_STORES=M  interior tiles store each thread's pairs as they lie instead of four
+//                  columns traded in a lane pair (§38): M = 1 BF16 C, 2 FP32 C, 3 both
 // (wgmma_config.cpp holds the heuristic's: PINGPONG=0, PP_STAGES=S.)
 #ifndef LPBENCH_WGMMA_NO_STORE
 #define LPBENCH_WGMMA_NO_STORE 0
@@ -117,7 +117,7 @@ struct Params {
   const float* bias;
   void* c;
   bool vec_c;   // paired stores: c aligned, N even
-  bool quad_c;  // BF16 C stored four columns at a time: c 8-byte aligned, N a multiple of 4
+  bool quad_c;  // C stored four columns a lane: c aligned for four, N a multiple of 4
 };
 
 // Shared memory, from the dynamic block's base, which `__align__(1024)` puts on the 128-byte
@@ -642,13 +642,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     // (N under 2^24 keeps a tile's row offsets, up to 72·N, in 32 bits.)
     const bool interior = !LPBENCH_WGMMA_GENERAL_EPILOGUE && p.vec_c && p.bias == nullptr &&
                           m0 + kBM <= p.m && n0 + BN <= p.n && p.n < (1 << 24);
-    if constexpr (sizeof(OutT) == 2 && !LPBENCH_WGMMA_PAIR_STORES) {
+    // Whole tiles of BF16 or FP32 C (not added into) are stored four columns a lane where C is
+    // aligned for it; the rest by pairs. (Unaligned C takes the general path: a third copy of
+    // the epilogue in a kernel made ptxas spill.)
+    constexpr bool kQuadStores =
+        !kRaw && !kAccumulate && (LPBENCH_WGMMA_PAIR_STORES & (sizeof(OutT) == 2 ? 1 : 2)) == 0;
+    if constexpr (kQuadStores) {
       if (interior && p.quad_c) {
-        // A warp's pair stores write 16 of a row's 32-byte sector per instruction, and the next
-        // column group the other 16. Each lane pair (t, t ^ 1) trades one packed pair of every
-        // two column groups, so that a lane stores four adjacent columns at once and a quad a
-        // whole sector per row: half the store instructions, no sector written in halves.
+        // A warp's pair stores write half of a row's 32-byte sector per instruction (BF16), or
+        // one sector (FP32), and the next column group the rest. Each lane pair (t, t ^ 1)
+        // trades one pair of every two column groups, so that a lane stores four adjacent
+        // columns at once: half the store instructions, and no BF16 sector written in halves.
         // Lane t even ends with columns 8j + 2t .. + 3, odd with 8j + 2t + 6 .. + 9.
+        using Pair = std::conditional_t<sizeof(OutT) == 2, uint32_t, uint2>;
         const bool odd = (t & 1) != 0;
         OutT* const tile_c = c + static_cast<int64_t>(row0[0]) * p.n + n0 + 2 * t + (odd ? 6 : 0);
 #pragma unroll
@@ -665,29 +671,43 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int half = 0; half < kHalves; ++half) {
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-              // The pair this lane sends (its partner's columns), then the pair it keeps.
-              const auto packed = [&](int q) {
-                const __nv_bfloat162 pair =
-                    __floats2bfloat162_rn(dequantized(half, j + q, h, 0, sb[q][0]),
-                                          dequantized(half, j + q, h, 1, sb[q][1]));
-                return *reinterpret_cast<const uint32_t*>(&pair);
+              // The pair of column group j + q as stored: packed BF16, or two FP32 words.
+              const auto pair = [&](int q) -> Pair {
+                const float v0 = dequantized(half, j + q, h, 0, sb[q][0]);
+                const float v1 = dequantized(half, j + q, h, 1, sb[q][1]);
+                if constexpr (sizeof(OutT) == 2) {
+                  const __nv_bfloat162 b = __floats2bfloat162_rn(v0, v1);
+                  return *reinterpret_cast<const uint32_t*>(&b);
+                } else {
+                  return make_uint2(__float_as_uint(v0), __float_as_uint(v1));
+                }
               };
-              const uint32_t sent = odd ? packed(0) : packed(1);
-              const uint32_t got = __shfl_xor_sync(0xffffffffu, sent, 1);
-              const uint32_t kept = odd ? packed(1) : packed(0);
-              const uint2 quad = odd ? make_uint2(got, kept) : make_uint2(kept, got);
+              // The pair this lane sends (its partner's columns), then the pair it keeps.
+              const Pair sent = odd ? pair(0) : pair(1);
+              Pair got;
+              if constexpr (sizeof(OutT) == 2) {
+                got = __shfl_xor_sync(0xffffffffu, sent, 1);
+              } else {
+                got.x = __shfl_xor_sync(0xffffffffu, sent.x, 1);
+                got.y = __shfl_xor_sync(0xffffffffu, sent.y, 1);
+              }
+              const Pair kept = odd ? pair(1) : pair(0);
+              const Pair lo = odd ? got : kept;
+              const Pair hi = odd ? kept : got;
               OutT* const dst = tile_c + (row0[half] - row0[0] + 8 * h) * p.n + 8 * j;
-              if (LPBENCH_WGMMA_NO_STORE && quad.x != 0x12345678u) continue;
-              *reinterpret_cast<uint2*>(dst) = quad;
+              if constexpr (sizeof(OutT) == 2) {
+                if (LPBENCH_WGMMA_NO_STORE && lo != 0x12345678u) continue;
+                *reinterpret_cast<uint2*>(dst) = make_uint2(lo, hi);
+              } else {
+                if (LPBENCH_WGMMA_NO_STORE && lo.x != 0x12345678u) continue;
+                *reinterpret_cast<uint4*>(dst) = make_uint4(lo.x, lo.y, hi.x, hi.y);
+              }
             }
           }
         }
         continue;
       }
     }
-    // (BF16 C not aligned for quads takes the general path: a third copy of the epilogue in a
-    // BF16 kernel made ptxas spill.)
-    constexpr bool kQuadStores = sizeof(OutT) == 2 && !LPBENCH_WGMMA_PAIR_STORES;
     if (!kQuadStores && interior) {
       OutT* const tile_c = c + static_cast<int64_t>(row0[0]) * p.n + n0 + 2 * t;
 #pragma unroll
@@ -1097,7 +1117,7 @@ void wgmma_scaled_gemm(const ScaledGemmArgs& args, cudaStream_t stream, const Wg
   p.bias = args.bias;
   p.c = args.c;
   p.vec_c = args.n % 2 == 0 && aligned(args.c, args.c_type == DType::bf16 ? 4 : 8);
-  p.quad_c = args.c_type == DType::bf16 && args.n % 4 == 0 && aligned(args.c, 8);
+  p.quad_c = args.n % 4 == 0 && aligned(args.c, args.c_type == DType::bf16 ? 8 : 16);
   LPBENCH_CUDA_REQUIRE(!args.accumulate || args.c_type == DType::fp32,
                        "accumulate takes an FP32 C");
   run(problem, args.a, args.b, p, config, stream, args.accumulate);

@@ -378,20 +378,24 @@ TEST_F(WgmmaGemm, ScaledEdgeShapesEveryModeAndConfig) {
   }
 }
 
-TEST_F(WgmmaGemm, Bf16InteriorTilesStoreTheSameBitsAlignedOrNot) {
-  // BF16 C's whole tiles are stored four columns a lane where C is 8-byte aligned and N a
-  // multiple of 4, and by the general path's pairs otherwise: each way, every config.
+TEST_F(WgmmaGemm, InteriorTilesStoreTheSameBitsAlignedForQuadsOrNot) {
+  // Whole tiles of BF16 and FP32 C are stored four columns a lane where C is aligned for four
+  // (8 or 16 bytes) and N a multiple of 4, and by the general path's pairs otherwise: N ≡ 2
+  // mod 4, C at +2 elements (BF16: 4 bytes, FP32: 8), C at +4 (both aligned again).
   int64_t i = 500;
+  const std::vector<std::pair<int64_t, int64_t>> n_and_offset = {
+      {1024, 0}, {1030, 0}, {1024, 2}, {1024, 4}};
   for (const WgmmaConfig& c :
        {forced(128, 4), forced(256, 4), forced(128, 4, 2), pingpong(6), pingpong(6, 2)}) {
     for (WgmmaScaling mode : {WgmmaScaling::tensor, WgmmaScaling::row, WgmmaScaling::block}) {
       if (mode == WgmmaScaling::block && (c.tile_n == 256 || c.pingpong)) continue;
-      for (const auto& [n, offset] :
-           std::vector<std::pair<int64_t, int64_t>>{{1024, 0}, {1030, 0}, {1024, 2}, {1024, 4}}) {
-        torch::manual_seed(++i);
-        ScaledCase g{1024, n, 400, mode, 128, DType::bf16};
-        g.c_offset = offset;
-        check_scaled(g, &c);
+      for (DType c_type : {DType::bf16, DType::fp32}) {
+        for (const auto& [n, offset] : n_and_offset) {
+          torch::manual_seed(++i);
+          ScaledCase g{1024, n, 400, mode, 128, c_type};
+          g.c_offset = offset;
+          check_scaled(g, &c);
+        }
       }
     }
   }

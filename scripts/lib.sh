@@ -38,14 +38,22 @@ as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
+# The commit sent (from the bundle), exported for every build step of a GPU visit: the build
+# re-stamps its provenance (cmake/WriteBuildInfo.cmake) and without these falls back to the
+# machine's .git, which may be older (perf-log §38: rebuilds inside gpu-measure were stamped so).
+lpbench_gpu_provenance() {
+  local bundle="$LPBENCH_ROOT/.gpu-bundle"
+  export LPBENCH_GIT_COMMIT LPBENCH_GIT_DIRTY
+  LPBENCH_GIT_COMMIT=$(cat "$bundle/git-commit" 2>/dev/null || echo unknown)
+  LPBENCH_GIT_DIRTY=$(cat "$bundle/git-dirty" 2>/dev/null || echo 0)
+}
+
 # Configures build/gpu on the GPU machine (after scripts/gpu-bundle here, with .gpu-bundle
 # carried): SQLite's header from the bundle and the machine's library, and the commit sent (from
 # the bundle) stamped into every run's provenance. Extra arguments go to cmake.
 lpbench_gpu_configure() {
   local bundle="$LPBENCH_ROOT/.gpu-bundle" sqlite_lib
-  export LPBENCH_GIT_COMMIT LPBENCH_GIT_DIRTY
-  LPBENCH_GIT_COMMIT=$(cat "$bundle/git-commit" 2>/dev/null || echo unknown)
-  LPBENCH_GIT_DIRTY=$(cat "$bundle/git-dirty" 2>/dev/null || echo 0)
+  lpbench_gpu_provenance
   sqlite_lib=$(ls /usr/lib/x86_64-linux-gnu/libsqlite3.so* 2>/dev/null | head -n 1)
   (cd "$LPBENCH_ROOT" && cmake --preset gpu -DSQLite3_INCLUDE_DIR="$bundle/sqlite/usr/include" \
     -DLPBENCH_GLOO_INCLUDE_DIR="$bundle/gloo/usr/include" \

@@ -56,6 +56,23 @@ __device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in,
   *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
 }
 
+// The same store, folding the stored magnitudes into `row2` (all eight, pairwise as above) and
+// into `cols2`, word by word: cols2[i] keeps the running max of elements 2i and 2i + 1 apart,
+// for a thread that stores the same columns of many rows (each row's and each column's amax).
+__device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in, uint32_t& row2,
+                                             uint32_t (&cols2)[4]) {
+  uint32_t words[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(in.v[2 * i], in.v[2 * i + 1]);
+    words[i] = *reinterpret_cast<const uint32_t*>(&pair);
+    const uint32_t magnitudes = words[i] & 0x7fff7fffu;
+    row2 = __vmaxu2(row2, magnitudes);
+    cols2[i] = __vmaxu2(cols2[i], magnitudes);
+  }
+  *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
+}
+
 __device__ __forceinline__ uint32_t amax_of_pairs(uint32_t amax2) {
   const uint32_t lo = amax2 & 0xffffu;
   const uint32_t hi = amax2 >> 16;

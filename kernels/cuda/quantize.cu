@@ -776,6 +776,8 @@ void validate(const QuantizeArgs& a) {
                          "copy_rowwise takes no amax (it finds each row's and column's)");
     return;
   }
+  LPBENCH_CUDA_REQUIRE(a.line_amax == nullptr,
+                       "line_amax (each row's and column's amax) is for copy_rowwise only");
   if (a.values_t != nullptr || a.scales_t != nullptr) {
     LPBENCH_CUDA_REQUIRE(a.values_t != nullptr && a.scales_t != nullptr,
                          "the transposed copy needs both values_t and scales_t");
@@ -854,6 +856,7 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
     // kernel, Xᵀ per row by the general one.
     QuantizeArgs x_only = args;
     x_only.copy_rowwise = false;
+    x_only.line_amax = nullptr;
     x_only.values_t = nullptr;
     x_only.scales_t = nullptr;
     quantize(x_only, stream);

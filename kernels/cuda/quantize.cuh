@@ -39,6 +39,10 @@ struct QuantizeArgs {
   // int8-row, fp8-row and the dy=row modifier read an operand in, which do not transpose into
   // each other. One amax pass finds both the row and the column amaxes, one pass writes both.
   bool copy_rowwise = false;
+  // copy_rowwise only, optional: every row's max |x|, then every column's, already known
+  // ([rows + cols] FP32 bits; the kernel that produced X reported them: kernels/cuda/amax.cuh),
+  // so the row pair skips its amax pass. The paths off the row pair's grid ignore it.
+  const uint32_t* line_amax = nullptr;
   // Tensorwise and full-row/column reductions need a device scratch of at least
   // quantize_workspace_bytes(args) bytes.
   void* workspace = nullptr;

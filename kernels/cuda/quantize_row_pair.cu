@@ -8,7 +8,8 @@
 // five launches. Here one pass finds every row's and every column's amax together, a small
 // kernel turns them into scales and inverse scales, and one pass quantizes each value twice
 // in registers, storing X's bytes straight away and stashing Xᵀ's in the byte tile
-// (quantize_byte_tile.cuh): two reads of X.
+// (quantize_byte_tile.cuh): two reads of X. Where the kernel that wrote X reported every row's
+// and column's amax (QuantizeArgs::line_amax), the amax pass is skipped: one read.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -74,21 +75,22 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// The rows' scales into scales [rows], the columns' into scales_t [cols], and each amax
-// replaced by its inverse scale, in place.
-__global__ void row_pair_scales_kernel(uint32_t* amax_inv, int64_t rows, int64_t cols,
-                                       float* scales, float* scales_t, float fmax) {
+// The rows' scales into scales [rows], the columns' into scales_t [cols], and each line's
+// inverse scale into inv [rows + cols] (`amax` itself where this pass found it, a producer's
+// report where one came: that one is left as it is).
+__global__ void row_pair_scales_kernel(const uint32_t* amax, uint32_t* inv_out, int64_t rows,
+                                       int64_t cols, float* scales, float* scales_t, float fmax) {
   for (int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; b < rows + cols;
        b += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float scale;
     float inv;
-    quant::scale_of(amax_inv[b], fmax, &scale, &inv);
+    quant::scale_of(amax[b], fmax, &scale, &inv);
     if (b < rows) {
       scales[b] = scale;
     } else {
       scales_t[b - rows] = scale;
     }
-    amax_inv[b] = __float_as_uint(inv);
+    inv_out[b] = __float_as_uint(inv);
   }
 }
 
@@ -156,16 +158,22 @@ void quantize_row_pair(const QuantizeArgs& a, cudaStream_t stream) {
   LPBENCH_CUDA_REQUIRE(row_pair_kernel_applies(a), "the row-pair kernel does not apply");
   LPBENCH_CUDA_REQUIRE(a.workspace != nullptr,
                        "rowwise pairs need a workspace of quantize_workspace_bytes()");
-  auto* amax = static_cast<uint32_t*>(a.workspace);
-  LPBENCH_CUDA_CHECK(cudaMemsetAsync(amax, 0, row_pair_workspace_bytes(a), stream));
+  auto* inv = static_cast<uint32_t*>(a.workspace);
   const dim3 grid(static_cast<unsigned>(a.cols / kTile), static_cast<unsigned>(a.rows / kTile));
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
-  row_col_amax_kernel<<<grid, kThreads, 0, stream>>>(x, a.ld, amax, amax + a.rows);
-  LPBENCH_CUDA_CHECK_LAUNCH();
+  // The amaxes the producer of X reported, or this call's own pass over X into the workspace
+  // (whose amaxes the scales kernel then overwrites with their inverses).
+  const uint32_t* amax = a.line_amax;
+  if (amax == nullptr) {
+    LPBENCH_CUDA_CHECK(cudaMemsetAsync(inv, 0, row_pair_workspace_bytes(a), stream));
+    row_col_amax_kernel<<<grid, kThreads, 0, stream>>>(x, a.ld, inv, inv + a.rows);
+    LPBENCH_CUDA_CHECK_LAUNCH();
+    amax = inv;
+  }
   const int64_t n = a.rows + a.cols;
   row_pair_scales_kernel<<<static_cast<unsigned>(
                                std::min<int64_t>((n + kThreads - 1) / kThreads, 1024)),
-                           kThreads, 0, stream>>>(amax, a.rows, a.cols, a.scales, a.scales_t,
+                           kThreads, 0, stream>>>(amax, inv, a.rows, a.cols, a.scales, a.scales_t,
                                                   format_max(a.out_type));
   LPBENCH_CUDA_CHECK_LAUNCH();
   RowPairParams p{};
@@ -173,8 +181,8 @@ void quantize_row_pair(const QuantizeArgs& a, cudaStream_t stream) {
   p.ld = a.ld;
   p.rows = a.rows;
   p.cols = a.cols;
-  p.row_inv = reinterpret_cast<const float*>(amax);
-  p.col_inv = reinterpret_cast<const float*>(amax + a.rows);
+  p.row_inv = reinterpret_cast<const float*>(inv);
+  p.col_inv = reinterpret_cast<const float*>(inv + a.rows);
   p.fmt = a.out_type;
   p.values = static_cast<uint8_t*>(a.values);
   p.values_t = static_cast<uint8_t*>(a.values_t);

@@ -6,6 +6,9 @@
 // and the backward reads them instead of gate_up (saved_int8_blocks.cuh): 16 threads a block of
 // 128, which the layout gives when inner is a multiple of 128.
 //
+// Asked for every row's and column's amax of what it writes (int8-row's X, dY under dy=row), a
+// second kernel walks the rows with the columns fixed per thread (swiglu_lines_kernel below).
+//
 // Both round as kernels/reference/swiglu.h defines: silu(gate) to BF16 as torch's silu of a BF16
 // tensor does, the rest in FP32 and rounded once.
 #include <cuda_bf16.h>
@@ -19,6 +22,7 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/fast_divmod.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
+#include "kernels/cuda/resident_grid.cuh"
 #include "kernels/cuda/saved_int8_blocks.cuh"
 #include "kernels/cuda/swiglu.cuh"
 
@@ -33,55 +37,136 @@ __device__ __forceinline__ float silu(float x) {
   return x / (1.0F + expf(-x));
 }
 
+// One vector of 8 columns at (row, col) of out: the forward's values of out into `first`; the
+// backward's d_gate into `first` and d_up into `second`.
+template <bool kBackward>
+__device__ __forceinline__ void swiglu_vector(const SwigluArgs& a, int64_t row, int64_t col,
+                                              Bf16x8& first, Bf16x8& second) {
+  const auto* gu = static_cast<const __nv_bfloat16*>(a.gate_up);
+  const int64_t gate_at = row * 2 * a.inner + col;
+  Bf16x8 gate;
+  Bf16x8 up;
+  if (kBackward && a.kept.values != nullptr) {
+    gate = restore_int8x8(a.kept, row, col, 2 * a.inner);
+    up = restore_int8x8(a.kept, row, col + a.inner, 2 * a.inner);
+  } else {
+    gate = load_bf16x8(gu + gate_at);
+    up = load_bf16x8(gu + gate_at + a.inner);
+  }
+  if constexpr (!kBackward) {
+    if (a.keep.values != nullptr) {
+      keep_int8x8(gate, row, col, 2 * a.inner, a.keep);
+      keep_int8x8(up, row, col + a.inner, 2 * a.inner, a.keep);
+    }
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e)
+      first.v[e] = round_bf16(silu(gate.v[e])) * up.v[e];
+  } else {
+    const Bf16x8 d = load_bf16x8(static_cast<const __nv_bfloat16*>(a.d_out) + row * a.inner + col);
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e) {
+      const float g = gate.v[e];
+      const float sigmoid = 1.0F / (1.0F + expf(-g));
+      second.v[e] = d.v[e] * round_bf16(silu(g));
+      first.v[e] = d.v[e] * up.v[e] * sigmoid * (1.0F + g * (1.0F - sigmoid));
+    }
+  }
+}
+
 // `per_row`: the vectors of a row of out (inner / 8); `total` < 2^31, the launcher checks.
 template <bool kBackward>
 __global__ void __launch_bounds__(kThreads)
     swiglu_kernel(const SwigluArgs a, const FastDivmod per_row, const uint32_t total) {
-  const auto* gu = static_cast<const __nv_bfloat16*>(a.gate_up);
   uint32_t amax = 0;
   for (uint32_t item = blockIdx.x * blockDim.x + threadIdx.x; item < total;
        item += gridDim.x * blockDim.x) {
     uint32_t row_of_item = 0;
     const int64_t col = int64_t{per_row.divmod(item, row_of_item)} * kBf16PerVector;
     const int64_t row = row_of_item;
-    const int64_t gate_at = row * 2 * a.inner + col;
-    Bf16x8 gate;
-    Bf16x8 up;
-    if (kBackward && a.kept.values != nullptr) {
-      gate = restore_int8x8(a.kept, row, col, 2 * a.inner);
-      up = restore_int8x8(a.kept, row, col + a.inner, 2 * a.inner);
-    } else {
-      gate = load_bf16x8(gu + gate_at);
-      up = load_bf16x8(gu + gate_at + a.inner);
-    }
+    Bf16x8 first;
+    Bf16x8 second;
+    swiglu_vector<kBackward>(a, row, col, first, second);
     if constexpr (!kBackward) {
-      if (a.keep.values != nullptr) {
-        keep_int8x8(gate, row, col, 2 * a.inner, a.keep);
-        keep_int8x8(up, row, col + a.inner, 2 * a.inner, a.keep);
-      }
-      Bf16x8 out;
-#pragma unroll
-      for (int e = 0; e < kBf16PerVector; ++e)
-        out.v[e] = round_bf16(silu(gate.v[e])) * up.v[e];
-      store_bf16x8(static_cast<__nv_bfloat16*>(a.out) + row * a.inner + col, out, amax);
+      store_bf16x8(static_cast<__nv_bfloat16*>(a.out) + row * a.inner + col, first, amax);
     } else {
-      const Bf16x8 d =
-          load_bf16x8(static_cast<const __nv_bfloat16*>(a.d_out) + row * a.inner + col);
-      Bf16x8 d_gate;
-      Bf16x8 d_up;
-#pragma unroll
-      for (int e = 0; e < kBf16PerVector; ++e) {
-        const float g = gate.v[e];
-        const float sigmoid = 1.0F / (1.0F + expf(-g));
-        d_up.v[e] = d.v[e] * round_bf16(silu(g));
-        d_gate.v[e] = d.v[e] * up.v[e] * sigmoid * (1.0F + g * (1.0F - sigmoid));
-      }
-      auto* dgu = static_cast<__nv_bfloat16*>(a.d_gate_up);
-      store_bf16x8(dgu + gate_at, d_gate, amax);
-      store_bf16x8(dgu + gate_at + a.inner, d_up, amax);
+      auto* dgu = static_cast<__nv_bfloat16*>(a.d_gate_up) + row * 2 * a.inner + col;
+      store_bf16x8(dgu, first, amax);
+      store_bf16x8(dgu + a.inner, second, amax);
     }
   }
   report_amax(a.amax, amax_of_pairs(amax));
+}
+
+// With every row's and column's amax asked for (SwigluArgs::line_amax), the columns stay put: a
+// warp holds 32 vectors of one row side by side, a block 8 rows at a time, and each thread walks
+// `rows_per_thread` rows down the same columns, keeping their maxima in registers. A row's
+// amax is then a warp's reduction and one atomic; a column's, the block's warps' maxima through
+// shared memory and one atomic a column a block. (The flat kernel's grid-stride walk moves a
+// thread across columns, which would leave a column's maximum spread over all its threads.)
+// The launcher sizes the grid to one wave of resident blocks: fewer blocks down the rows means
+// fewer column atomics, and no second, partial wave.
+constexpr int kLineLanes = 32;
+constexpr int kLineWarps = 8;
+
+template <bool kBackward>
+__global__ void __launch_bounds__(kLineLanes* kLineWarps)
+    swiglu_lines_kernel(const SwigluArgs a, const int rows_per_thread) {
+  // The thread's columns two a word: out's 8, or d_gate's 8 then d_up's 8.
+  constexpr int kWords = kBackward ? 8 : 4;
+  __shared__ uint32_t warp_cols[kLineWarps][kWords][kLineLanes];
+  const int lane = static_cast<int>(threadIdx.x);
+  const int warp = static_cast<int>(threadIdx.y);
+  const int64_t per_row = a.inner / kBf16PerVector;
+  const int64_t vector = int64_t{blockIdx.x} * kLineLanes + lane;
+  const bool live = vector < per_row;
+  const int64_t col = vector * kBf16PerVector;
+  uint32_t* row_amax = a.line_amax;
+  uint32_t first_cols[4] = {0, 0, 0, 0};
+  uint32_t second_cols[4] = {0, 0, 0, 0};
+  const int64_t first_row = int64_t{blockIdx.y} * kLineWarps * rows_per_thread + warp;
+  for (int j = 0; j < rows_per_thread; ++j) {
+    const int64_t row = first_row + int64_t{j} * kLineWarps;
+    if (row >= a.rows) break;  // the same row for the whole warp
+    uint32_t row2 = 0;
+    if (live) {
+      Bf16x8 first;
+      Bf16x8 second;
+      swiglu_vector<kBackward>(a, row, col, first, second);
+      if constexpr (!kBackward) {
+        store_bf16x8(static_cast<__nv_bfloat16*>(a.out) + row * a.inner + col, first, row2,
+                     first_cols);
+      } else {
+        auto* dgu = static_cast<__nv_bfloat16*>(a.d_gate_up) + row * 2 * a.inner + col;
+        store_bf16x8(dgu, first, row2, first_cols);
+        store_bf16x8(dgu + a.inner, second, row2, second_cols);
+      }
+    }
+    const uint32_t m = __reduce_max_sync(0xffffffffu, amax_of_pairs(row2));
+    if (lane == 0 && m != 0) atomicMax(row_amax + row, m);
+  }
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    warp_cols[warp][w][lane] = first_cols[w];
+    if constexpr (kBackward) warp_cols[warp][4 + w][lane] = second_cols[w];
+  }
+  __syncthreads();
+  // One thread a (word, vector) of the block: the max over the warps, then a column's atomic.
+  const int t = warp * kLineLanes + lane;
+  if (t >= kWords * kLineLanes) return;
+  const int w = t / kLineLanes;
+  const int l = t % kLineLanes;
+  const int64_t v = int64_t{blockIdx.x} * kLineLanes + l;
+  if (v >= per_row) return;
+  uint32_t m2 = 0;
+#pragma unroll
+  for (int y = 0; y < kLineWarps; ++y)
+    m2 = __vmaxu2(m2, warp_cols[y][w][l]);
+  uint32_t* col_amax =
+      a.line_amax + a.rows + (w >= 4 ? a.inner : 0) + v * kBf16PerVector + 2 * (w % 4);
+  const uint32_t lo = (m2 & 0xffffu) << 16;  // the pair's first column
+  const uint32_t hi = m2 & 0xffff0000u;
+  if (lo != 0) atomicMax(col_amax, lo);
+  if (hi != 0) atomicMax(col_amax + 1, hi);
 }
 
 template <bool kBackward>
@@ -104,6 +189,25 @@ void launch(const SwigluArgs& a, cudaStream_t stream) {
   const int64_t items = a.rows * per_row;
   LPBENCH_CUDA_REQUIRE(items < kFastDivmodLimit, "swiglu: at most 2^31 vectors of 8 a call, got " +
                                                      std::to_string(items) + " (split the rows)");
+  if (a.line_amax != nullptr) {
+    LPBENCH_CUDA_REQUIRE(a.amax == nullptr && a.keep.values == nullptr && !int8_in,
+                         "swiglu: line_amax excludes the tensor's amax and saved=int8's blocks");
+    const auto kernel = swiglu_lines_kernel<kBackward>;
+    const int64_t col_blocks = (per_row + kLineLanes - 1) / kLineLanes;
+    const int64_t row_groups = (a.rows + kLineWarps - 1) / kLineWarps;
+    const int64_t resident = resident_blocks(reinterpret_cast<const void*>(kernel),
+                                             kLineLanes * kLineWarps, 0, col_blocks * row_groups);
+    const int64_t wanted_row_blocks = std::max<int64_t>(1, resident / col_blocks);
+    const int64_t rows_per_thread = (row_groups + wanted_row_blocks - 1) / wanted_row_blocks;
+    const int64_t row_blocks = (row_groups + rows_per_thread - 1) / rows_per_thread;
+    LPBENCH_CUDA_REQUIRE(
+        col_blocks < (1LL << 31) && row_blocks <= 65535 && rows_per_thread < (1LL << 31),
+        "swiglu: too many rows or columns for line_amax (split the rows)");
+    const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(row_blocks));
+    kernel<<<grid, dim3(kLineLanes, kLineWarps), 0, stream>>>(a, static_cast<int>(rows_per_thread));
+    LPBENCH_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads,
                                            a.amax != nullptr ? kAmaxGridCap : 65535LL * 16);
   swiglu_kernel<kBackward><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(

@@ -23,8 +23,12 @@ struct SwigluArgs {
   const void* d_out = nullptr;  // backward: [rows, inner] bf16
   void* d_gate_up = nullptr;    // backward: [rows, 2·inner] bf16
   uint32_t* amax = nullptr;     // optional: max |what the call writes| (amax.cuh)
-  Int8Blocks keep;              // forward, optional: gate_up's INT8 blocks written
-  KeptInt8Blocks kept;          // backward, optional: gate_up read from these
+  // Optional, instead of `amax` and without keep/kept: every row's max |x| of what the call
+  // writes, then every column's ([rows + inner] forward, [rows + 2·inner] backward; zeroed by
+  // the caller), for a quantization per row of it and per row of its transpose.
+  uint32_t* line_amax = nullptr;
+  Int8Blocks keep;      // forward, optional: gate_up's INT8 blocks written
+  KeptInt8Blocks kept;  // backward, optional: gate_up read from these
 };
 
 void swiglu_forward(const SwigluArgs& args, cudaStream_t stream);

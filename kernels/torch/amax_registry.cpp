@@ -18,6 +18,7 @@ struct Entry {
   int64_t numel = 0;
   uint32_t version = 0;
   at::Tensor amax;
+  int64_t line_cols = 0;  // 0: the tensor's amax; else each row's and column's, rows this wide
 };
 
 // Entries by the address of their storage (a dead storage's entry never matches: its weak
@@ -33,25 +34,14 @@ uint32_t version_of(const at::Tensor& t) {
   return t.unsafeGetTensorImpl()->version_counter().current_version();
 }
 
-}  // namespace
-
-at::Tensor new_amax(const at::Tensor& like) {
-  return at::zeros({1}, like.options().dtype(at::kInt));
-}
-
-void fold_amax(const at::Tensor& amax_bits, const at::Tensor& written) {
-  // |x| as FP32 bits, the sign bit cleared, compared as integers (a NaN above +Inf), as the
-  // kernels' atomics compare them (amax.cuh); a float max would not rank a NaN.
-  const at::Tensor mine =
-      written.to(at::kFloat).contiguous().view(at::kInt).bitwise_and(0x7fffffff).max().reshape({1});
-  amax_bits.copy_(at::maximum(amax_bits, mine));
-}
-
-void remember_amax(const at::Tensor& tensor, const at::Tensor& amax_bits) {
-  if (!tensor.is_non_overlapping_and_dense()) return;
+void remember(const at::Tensor& tensor, const at::Tensor& amax_bits, int64_t line_cols) {
   const c10::StorageImpl* key = tensor.storage().unsafeGetStorageImpl();
-  Entry e{tensor.storage().getWeakStorageImpl(), tensor.storage_offset(), tensor.numel(),
-          version_of(tensor), amax_bits};
+  Entry e{tensor.storage().getWeakStorageImpl(),
+          tensor.storage_offset(),
+          tensor.numel(),
+          version_of(tensor),
+          amax_bits,
+          line_cols};
   const std::lock_guard<std::mutex> lock(g_mutex);
   std::vector<Entry>& same_storage = g_entries[key];
   for (Entry& old : same_storage) {
@@ -72,8 +62,7 @@ void remember_amax(const at::Tensor& tensor, const at::Tensor& amax_bits) {
   }
 }
 
-std::optional<at::Tensor> recall_amax(const at::Tensor& tensor) {
-  if (!tensor.has_storage() || !tensor.is_non_overlapping_and_dense()) return std::nullopt;
+std::optional<at::Tensor> recall(const at::Tensor& tensor, int64_t line_cols) {
   const c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
   const std::lock_guard<std::mutex> lock(g_mutex);
   const auto it = g_entries.find(storage);
@@ -82,10 +71,50 @@ std::optional<at::Tensor> recall_amax(const at::Tensor& tensor) {
     if (e.offset != tensor.storage_offset() || e.numel != tensor.numel()) continue;
     // A storage freed since, whose address a new one took, is not this tensor's.
     if (e.storage.lock().get() != storage) return std::nullopt;
-    if (e.version != version_of(tensor)) return std::nullopt;
+    if (e.version != version_of(tensor) || e.line_cols != line_cols) return std::nullopt;
     return e.amax;
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+at::Tensor new_amax(const at::Tensor& like) {
+  return at::zeros({1}, like.options().dtype(at::kInt));
+}
+
+at::Tensor new_line_amax(const at::Tensor& like, int64_t rows, int64_t cols) {
+  return at::zeros({rows + cols}, like.options().dtype(at::kInt));
+}
+
+void fold_amax(const at::Tensor& amax_bits, const at::Tensor& written) {
+  // |x| as FP32 bits, the sign bit cleared, compared as integers (a NaN above +Inf), as the
+  // kernels' atomics compare them (amax.cuh); a float max would not rank a NaN.
+  const at::Tensor mine =
+      written.to(at::kFloat).contiguous().view(at::kInt).bitwise_and(0x7fffffff).max().reshape({1});
+  amax_bits.copy_(at::maximum(amax_bits, mine));
+}
+
+void remember_amax(const at::Tensor& tensor, const at::Tensor& amax_bits) {
+  if (tensor.is_non_overlapping_and_dense()) remember(tensor, amax_bits, 0);
+}
+
+std::optional<at::Tensor> recall_amax(const at::Tensor& tensor) {
+  if (!tensor.has_storage() || !tensor.is_non_overlapping_and_dense()) return std::nullopt;
+  return recall(tensor, 0);
+}
+
+void remember_line_amax(const at::Tensor& tensor, const at::Tensor& line_bits, int64_t cols) {
+  TORCH_CHECK(
+      cols > 0 && tensor.numel() % cols == 0 && line_bits.numel() == tensor.numel() / cols + cols,
+      "remember_line_amax: ", line_bits.numel(), " amaxes for ", tensor.numel(),
+      " elements in rows of ", cols);
+  if (tensor.is_contiguous()) remember(tensor, line_bits, cols);
+}
+
+std::optional<at::Tensor> recall_line_amax(const at::Tensor& tensor, int64_t cols) {
+  if (!tensor.has_storage() || !tensor.is_contiguous() || cols <= 0) return std::nullopt;
+  return recall(tensor, cols);
 }
 
 }  // namespace lpbench::kernels

@@ -21,6 +21,22 @@ std::optional<at::Tensor> recall_amax(const at::Tensor& tensor);
 // A fresh zeroed amax for a producer to fill, on `like`'s device.
 at::Tensor new_amax(const at::Tensor& like);
 
+// Every row's max |x|, then every column's, of what a producer wrote, read as a row-major
+// [rows, cols] matrix: `line_bits` holds rows + cols int32 (FP32 bits, as amax_bits). A
+// quantization per row of the matrix and per row of its transpose (quantize_rowwise_pair) asks
+// for them and skips its amax pass. Found again only for a contiguous tensor of the same
+// elements read with the same `cols`; recall_amax never returns them.
+void remember_line_amax(const at::Tensor& tensor, const at::Tensor& line_bits, int64_t cols);
+std::optional<at::Tensor> recall_line_amax(const at::Tensor& tensor, int64_t cols);
+at::Tensor new_line_amax(const at::Tensor& like, int64_t rows, int64_t cols);
+
+// Which of an operator's outputs report their lines' amaxes instead of the tensor's: the
+// forward's (X, read per row by int8-row) and the backward's (dY, under int8-row and dy=row).
+struct LineAmax {
+  bool forward = false;
+  bool backward = false;
+};
+
 // Folds max |written| into `amax_bits`: what a producer's kernel does as it stores, for the
 // producer's path that has no kernel (shapes the kernel does not take).
 void fold_amax(const at::Tensor& amax_bits, const at::Tensor& written);

@@ -103,6 +103,28 @@ bool layout_sharing() {
   return g_layout_sharing.load();
 }
 
+namespace {
+
+// Whether the two uses may share a quantization at all: both quantized, the same spec, no
+// rotation (a rotated operand is rotated along each use's own K: never one for both).
+bool may_share(const OperandUse& direct, const OperandUse& transposed) {
+  return layout_sharing() && format_of(direct.spec, direct.side) != NumberFormat::bf16 &&
+         format_of(transposed.spec, transposed.side) != NumberFormat::bf16 &&
+         direct.spec.hadamard_block == 0 && transposed.spec.hadamard_block == 0 &&
+         operand_spec(direct.spec, direct.kind, direct.side) ==
+             operand_spec(transposed.spec, transposed.kind, transposed.side);
+}
+
+}  // namespace
+
+bool quantized_as_rowwise_pair(const OperandUse& direct, const OperandUse& transposed) {
+  // Per row both ways is not one quantization, but one amax pass and one pass make the two.
+  // (Stochastic rounding draws a seed per layout: apart.)
+  if (!may_share(direct, transposed)) return false;
+  const QuantSpec spec = operand_spec(direct.spec, direct.kind, direct.side);
+  return is_rowwise(spec) && spec.rounding == Rounding::nearest && direct.spec.amax_history == 0;
+}
+
 std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
                                                          const OperandUse& direct,
                                                          const OperandUse& transposed,
@@ -113,18 +135,9 @@ std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
                           prepare_operand(t, transposed.spec, transposed.kind, transposed.side,
                                           /*transpose=*/true, history));
   };
-  // A rotated operand is rotated along each use's own K: never one quantization for both.
-  if (!layout_sharing() || format_of(direct.spec, direct.side) == NumberFormat::bf16 ||
-      format_of(transposed.spec, transposed.side) == NumberFormat::bf16 ||
-      direct.spec.hadamard_block > 0 || transposed.spec.hadamard_block > 0) {
-    return apart();
-  }
+  if (!may_share(direct, transposed)) return apart();
   const QuantSpec spec = operand_spec(direct.spec, direct.kind, direct.side);
-  if (spec != operand_spec(transposed.spec, transposed.kind, transposed.side)) return apart();
-  // Per row both ways (int8-row, fp8-row, dY under dy=row) is not one quantization, but one
-  // amax pass and one pass make the two. (Stochastic rounding draws a seed per layout: apart.)
-  const bool rowwise_pair =
-      is_rowwise(spec) && spec.rounding == Rounding::nearest && direct.spec.amax_history == 0;
+  const bool rowwise_pair = quantized_as_rowwise_pair(direct, transposed);
   if (!rowwise_pair && !transposes_exactly(spec)) return apart();
   const profiling::Range range("quantize", std::string(to_string(direct.kind)) + "+" +
                                                std::string(to_string(transposed.kind)));

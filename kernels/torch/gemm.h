@@ -62,6 +62,10 @@ std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
                                                          const OperandUse& direct,
                                                          const OperandUse& transposed,
                                                          AmaxHistory* history = nullptr);
+// Whether prepare_operand_pair quantizes the source per row for `direct` and per row of its
+// transpose for `transposed` in one call (int8-row's operands, dY under dy=row): the
+// quantization a producer's report of each row's and column's amax saves a pass for.
+bool quantized_as_rowwise_pair(const OperandUse& direct, const OperandUse& transposed);
 
 // C[M,N] = A·Bᵀ under `spec`, as `out_dtype`. For int8-fallback, left-operand blocks whose amax
 // exceeds outlier_ratio × the median block amax get a second INT8 product of their quantization

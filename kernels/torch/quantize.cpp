@@ -64,6 +64,9 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
                                          : spec.block_rows == 0 && spec.block_cols == 0
                                              ? recall_amax(x)
                                              : std::nullopt;
+  // Rowwise both ways: each row's and column's amax, where the kernel that wrote x reported them.
+  const std::optional<at::Tensor> lines =
+      rowwise_copy && !transpose ? recall_line_amax(x, x.size(1)) : std::nullopt;
   at::Tensor input = x;
   if (input.stride(1) != 1) input = input.contiguous();
   TORCH_CHECK(input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kFloat,
@@ -102,6 +105,7 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
     args.copy_rowwise = rowwise_copy;
   }
   if (amax) args.amax = reinterpret_cast<const uint32_t*>(amax->data_ptr<int32_t>());
+  if (lines) args.line_amax = reinterpret_cast<const uint32_t*>(lines->data_ptr<int32_t>());
   args.delayed = delayed.has_value();
   args.stochastic = spec.rounding == Rounding::stochastic;
   args.seed = seed;

@@ -42,9 +42,10 @@ cudaStream_t stream_of(const at::Tensor& t) {
 class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up, bool report_amax,
-                            bool int8_saved) {
+                            bool int8_saved, bool lines_forward, bool lines_backward) {
     const profiling::Range range("swiglu");
     ctx->saved_data["amax"] = report_amax;
+    ctx->saved_data["lines"] = lines_backward;
     ctx->saved_data["type"] = static_cast<int64_t>(gate_up.scalar_type());
 #ifdef LPBENCH_CUDA_GLUE
     if (on_kernel(gate_up)) {
@@ -59,10 +60,20 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
       const SavedActivation saved = keeps ? int8_room(gu) : save_activation(gu, int8_saved);
       if (keeps) a.keep = blocks_of(saved);
       ctx->save_for_backward({saved.values, saved.scales});
-      const at::Tensor amax = report_amax ? new_amax(gu) : at::Tensor();
-      if (report_amax) a.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
+      const bool lines = lines_forward && !keeps;
+      const at::Tensor amax = lines         ? new_line_amax(gu, a.rows, a.inner)
+                              : report_amax ? new_amax(gu)
+                                            : at::Tensor();
+      if (amax.defined()) {
+        uint32_t* bits = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
+        (lines ? a.line_amax : a.amax) = bits;
+      }
       cuda::swiglu_forward(a, stream_of(gu));
-      if (report_amax) remember_amax(out, amax);
+      if (lines) {
+        remember_line_amax(out, amax, a.inner);
+      } else if (report_amax) {
+        remember_amax(out, amax);
+      }
       return out;
     }
 #endif
@@ -93,23 +104,34 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
       a.d_out = d.data_ptr();
       a.d_gate_up = d_gate_up.data_ptr();
       const bool report_amax = ctx->saved_data["amax"].toBool();
-      const at::Tensor amax = report_amax ? new_amax(gu) : at::Tensor();
-      if (report_amax) a.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
+      const bool lines = ctx->saved_data["lines"].toBool() && !reads_blocks;
+      const at::Tensor amax = lines         ? new_line_amax(gu, a.rows, 2 * a.inner)
+                              : report_amax ? new_amax(gu)
+                                            : at::Tensor();
+      if (amax.defined()) {
+        uint32_t* bits = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
+        (lines ? a.line_amax : a.amax) = bits;
+      }
       cuda::swiglu_backward(a, stream_of(gu));
-      if (report_amax) remember_amax(d_gate_up, amax);
-      return {d_gate_up, at::Tensor(), at::Tensor()};
+      if (lines) {
+        remember_line_amax(d_gate_up, amax, 2 * a.inner);
+      } else if (report_amax) {
+        remember_amax(d_gate_up, amax);
+      }
+      return {d_gate_up, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     }
 #else
     const at::Tensor gate_up = restore_activation({kept[0], kept[1]}, type);
 #endif
-    return {reference::swiglu_backward(grads[0], gate_up), at::Tensor(), at::Tensor()};
+    return {reference::swiglu_backward(grads[0], gate_up), at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor()};
   }
 };
 
 }  // namespace
 
-at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax, bool int8_saved) {
-  return SwigluFunction::apply(gate_up, report_amax, int8_saved);
+at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax, bool int8_saved, LineAmax lines) {
+  return SwigluFunction::apply(gate_up, report_amax, int8_saved, lines.forward, lines.backward);
 }
 
 }  // namespace lpbench::kernels

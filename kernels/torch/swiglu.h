@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include "kernels/torch/amax_registry.h"
+
 // SwiGLU on the fused gate/up product as one differentiable operator: silu(gate) · up, forward
 // and backward each one pass on the GPU (kernels/cuda/swiglu.cuh), the reference elsewhere.
 namespace lpbench::kernels {
@@ -9,7 +11,10 @@ namespace lpbench::kernels {
 // gate_up [..., 2·inner] (gate first) → [..., inner]. `report_amax`: the kernels also report
 // max |out| (and the backward max |d gate_up|) for a tensorwise quantization (amax_registry.h).
 // `int8_saved`: gate_up is kept for backward as INT8 blocks (saved_activation.h), and the
-// backward differentiates at the restored gate_up.
-at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax = false, bool int8_saved = false);
+// backward differentiates at the restored gate_up. `lines`: the forward's out or the
+// backward's d gate_up reports every row's and column's amax instead (for a quantization per
+// row both ways), where the kernel runs and gate_up is not kept as INT8.
+at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax = false, bool int8_saved = false,
+                  LineAmax lines = {});
 
 }  // namespace lpbench::kernels

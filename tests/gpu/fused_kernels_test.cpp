@@ -357,6 +357,96 @@ TEST_F(FusedKernels, ProducersReportTheAmaxOfLargeAndRaggedTensors) {
   expect_producers_report_amax({16, 4, 128}, 3, 1399, 2048);
 }
 
+// Each row's and column's max |x| of what a tensor's producer wrote, as FP32 bits: what SwiGLU
+// reports for a quantization per row both ways.
+at::Tensor line_amax_of(const at::Tensor& t) {
+  const at::Tensor a = t.reshape({-1, t.size(-1)}).abs().to(at::kFloat);
+  return at::cat({std::get<0>(a.max(1)), std::get<0>(a.max(0))}).view(at::kInt);
+}
+
+// SwiGLU's row and column amaxes (int8-row's X, dY under dy=row and int8-row) are each line's
+// max |x| of what it wrote; its values are the flat kernel's, bit for bit; and a quantization per
+// row both ways that takes them gives the bits of one that finds them itself. On the row pair's
+// 128 grid and off it: rows past the last block's, vectors that leave part of a warp idle, the
+// largest values in the last row.
+TEST_F(FusedKernels, SwigluReportsEachRowsAndColumnsAmax) {
+  for (const auto& [rows, inner] : {std::pair<int64_t, int64_t>{256, 512}, {1399, 520}}) {
+    SCOPED_TRACE(std::to_string(rows) + " rows, inner " + std::to_string(inner));
+    torch::manual_seed(5);
+    const at::Tensor gu0 = 3.0 * torch::randn({rows, 2 * inner}, kBf16);
+    gu0.narrow(0, rows - 1, 1).mul_(8);
+    const at::Tensor d = torch::randn({rows, inner}, kBf16);
+    const at::Tensor gu = leaf(gu0);
+    const at::Tensor out = swiglu(gu, /*report_amax=*/false, false, {true, true});
+    const at::Tensor dgu = torch::autograd::grad({out}, {gu}, {d})[0];
+    const at::Tensor flat_gu = leaf(gu0);
+    const at::Tensor flat = swiglu(flat_gu);
+    const at::Tensor flat_dgu = torch::autograd::grad({flat}, {flat_gu}, {d})[0];
+    EXPECT_TRUE(out.equal(flat));
+    EXPECT_TRUE(dgu.equal(flat_dgu));
+    for (const auto& [what, t] :
+         {std::pair<const char*, at::Tensor>{"forward", out.detach()}, {"backward", dgu}}) {
+      SCOPED_TRACE(what);
+      const std::optional<at::Tensor> lines = recall_line_amax(t, t.size(-1));
+      ASSERT_TRUE(lines.has_value());
+      EXPECT_TRUE(lines->equal(line_amax_of(t)));
+      EXPECT_FALSE(recall_amax(t).has_value());
+      for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e4m3}) {
+        const auto [q, qt] = quantize_rowwise_pair(t, {format, 1, 0});
+        const auto [alone, alone_t] = quantize_rowwise_pair(t.clone(), {format, 1, 0});
+        EXPECT_TRUE(q.values.equal(alone.values) && q.scales.equal(alone.scales));
+        EXPECT_TRUE(qt.values.equal(alone_t.values) && qt.scales.equal(alone_t.scales));
+      }
+    }
+  }
+}
+
+// A recipe that quantizes per row both ways steps a layer to the same bits whether SwiGLU
+// reports its lines' amaxes or each quantization finds them: the layer's output, and the
+// gradients of the MLP's weights, which backward computes before attention's (whose cuDNN
+// backward may sum in another order from run to run: the rest within 1e-2).
+TEST(LineAmaxOnGpu, ALayerStepsToTheSameBitsWithSwiglusLineAmaxes) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const torch::Device gpu(torch::kCUDA, 0);
+  const workloads::ModelConfig model = workloads::builtin_model("small");
+  const int64_t seq = 256;
+  const at::Tensor cos = rope_table(seq, model.head_dim, true);
+  const at::Tensor sin = rope_table(seq, model.head_dim, false);
+  const auto bf16 = torch::dtype(torch::kBFloat16).device(gpu);
+  for (const char* name : {"int8-row", "int8-tensor:dy=row"}) {
+    SCOPED_TRACE(name);
+    std::vector<std::pair<std::string, at::Tensor>> got[2];
+    at::Tensor y[2];
+    for (const bool producer_amax : {false, true}) {
+      torch::manual_seed(5);
+      workloads::PrecisionPlan plan(kernels::parse_recipe(name), gpu, workloads::Fusion::fused,
+                                    producer_amax);
+      workloads::DecoderLayer layer(model, 0, plan);
+      layer->to(gpu);
+      const at::Tensor x = torch::randn({2, seq, model.hidden_size}, bf16).requires_grad_(true);
+      const at::Tensor out = layer->forward(x, cos, sin);
+      out.backward(torch::randn_like(out));
+      y[producer_amax] = out.detach();
+      for (const auto& p : layer->named_parameters())
+        got[producer_amax].emplace_back(p.key(), p.value().grad().clone());
+    }
+    EXPECT_TRUE(y[0].equal(y[1]));
+    ASSERT_EQ(got[0].size(), got[1].size());
+    int mlp = 0;
+    for (size_t i = 0; i < got[0].size(); ++i) {
+      const auto& [key, grad] = got[0][i];
+      SCOPED_TRACE(key);
+      if (key.find("mlp") != std::string::npos) {
+        ++mlp;
+        EXPECT_TRUE(grad.equal(got[1][i].second));
+      } else {
+        EXPECT_LT(relative_error(grad, got[1][i].second), 1e-2);
+      }
+    }
+    EXPECT_GE(mlp, 2);
+  }
+}
+
 // Delayed scaling on the GPU is the reference's, bit for bit, step after step: the same values
 // and scales from the same history, and the same amax recorded by the quantizing pass itself
 // (one layout, the transposed one, and both from one pass; a ragged shape and a large one; a

@@ -196,6 +196,28 @@ void swiglu(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
     a.amax = word(amax);
     cuda::swiglu_backward(a, nullptr);
   });
+  // Reporting every row's and column's amax instead (int8-row's X, dY under dy=row), which
+  // spares the row pair's own pass over them: the same bytes, plus the lines' atomics.
+  const at::Tensor lines = torch::zeros({tokens + 2 * inner}, kCuda.dtype(at::kInt));
+  b.row(m.name, "swiglu forward, line amax", 3 * one, [&](int i) {
+    cuda::SwigluArgs a;
+    a.gate_up = gu[i].data_ptr();
+    a.rows = tokens;
+    a.inner = inner;
+    a.out = out[i].data_ptr();
+    a.line_amax = word(lines);
+    cuda::swiglu_forward(a, nullptr);
+  });
+  b.row(m.name, "swiglu backward, line amax", 5 * one, [&](int i) {
+    cuda::SwigluArgs a;
+    a.gate_up = gu[i].data_ptr();
+    a.rows = tokens;
+    a.inner = inner;
+    a.d_out = out[i].data_ptr();
+    a.d_gate_up = dgu[i].data_ptr();
+    a.line_amax = word(lines);
+    cuda::swiglu_backward(a, nullptr);
+  });
 }
 
 // The fused QKV product's heads as [1, tokens, heads, d]: a token's row holds every head.

@@ -12,6 +12,8 @@
 // With --scheme row, each operand per row and its transpose per row (int8-row's quantizations,
 // QuantizeArgs::copy_rowwise): the row-pair kernel against the two paths it replaced (the rows
 // kernel for X, the general path for Xᵀ); no amax is given, bytes are two reads and two writes.
+// --producer-lines 1 gives X and dY every row's and column's amax, as if each one's producer
+// reported them (SwiGLU does; the norms and attention do not yet): one read for those.
 //
 // With --scheme hadamard, the operands int8-tensor:hadamard=<b> rotates (dY, Wᵀ for dgrad; dYᵀ, Xᵀ
 // for wgrad), each rotated in blocks of --block (128) and quantized per tensor: the fused kernel
@@ -28,6 +30,7 @@
 //
 //   quantize_bench [--tokens 4096] [--samples 50] [--format int8|fp8_e4m3]
 //                  [--scheme tensor|row|hadamard|block] [--block 128] [--k-block 512] [--batch 1]
+//                  [--producer-lines 0|1]
 //
 // --batch n times n back-to-back calls a sample and divides (launch_timing.h): the queue stays
 // full, as in a training step, so the host's submission latency between the start event and the
@@ -278,6 +281,9 @@ int main(int argc, char** argv) {
   const int64_t block = int_flag(argc, argv, "--block", 128);
   DType format = DType::int8;
   const int64_t k_block = int_flag(argc, argv, "--k-block", 512);
+  // --scheme row: X and dY come with every row's and column's amax, as SwiGLU reports them
+  // (QuantizeArgs::line_amax), so the row pair makes one pass over them where it made two.
+  const bool producer_lines = int_flag(argc, argv, "--producer-lines", 0) != 0;
   bool row = false;
   bool hadamard = false;
   bool blocked = false;
@@ -355,11 +361,15 @@ int main(int argc, char** argv) {
         std::max<int64_t>(2, (4 * static_cast<int64_t>(prop.l2CacheSize)) / (2 * elems) + 1));
     std::vector<at::Tensor> xs;
     std::vector<at::Tensor> amaxes;
+    std::vector<at::Tensor> lines;  // each row's amax, then each column's
     for (int c = 0; c < copies; ++c) {
       xs.push_back(torch::randn({op.rows, op.cols}, cuda).mul(1 + c).to(at::kBFloat16));
       amaxes.push_back(
           xs.back().abs().max().to(at::kFloat).reshape({1}).view(at::kInt).contiguous());
+      const at::Tensor a = xs.back().abs().to(at::kFloat);
+      lines.push_back(at::cat({std::get<0>(a.max(1)), std::get<0>(a.max(0))}).view(at::kInt));
     }
+    const bool given_lines = row && producer_lines && op.producer_amax;
     const at::Tensor values = torch::empty({op.rows, op.cols}, cuda.dtype(at::kByte));
     const at::Tensor values_t = torch::empty({op.cols, op.rows}, cuda.dtype(at::kByte));
     const at::Tensor scales = torch::empty({op.rows}, cuda.dtype(at::kFloat));
@@ -381,6 +391,8 @@ int main(int argc, char** argv) {
       if (row) {
         a.block_rows = 1;
         a.copy_rowwise = true;
+        if (given_lines)
+          a.line_amax = reinterpret_cast<const uint32_t*>(lines[c].data_ptr<int32_t>());
       } else if (op.producer_amax) {
         a.amax = reinterpret_cast<const uint32_t*>(amaxes[c].data_ptr<int32_t>());
       }
@@ -397,7 +409,7 @@ int main(int argc, char** argv) {
         time_ms([&](int c) { cuda::quantize(args(c, false), nullptr); }, copies, samples, batch);
     const Timing t_tile =
         time_ms([&](int c) { cuda::quantize(args(c, true), nullptr); }, copies, samples, batch);
-    const bool amax_pass = row || !op.producer_amax;
+    const bool amax_pass = row ? !given_lines : !op.producer_amax;
     const double bytes = static_cast<double>(elems) * (amax_pass ? 4 : 2) + 2.0 * elems;
     totals.row(op.name, op.rows, op.cols, bytes, t_new, t_tile, ceiling, same);
   }

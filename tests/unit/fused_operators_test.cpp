@@ -313,6 +313,35 @@ TEST(AmaxRegistry, RecallsOnlyWhatWasReportedForTheSameElements) {
   }
 }
 
+// A producer's row and column amaxes are found again only by a quantization per row both ways
+// of the same elements read as rows of the same width: not through recall_amax (a tensorwise
+// quantization would take the first row's amax for the tensor's), not for a transpose, whose
+// rows are the other lines, and not with another width.
+TEST(AmaxRegistry, RecallsLineAmaxesOnlyForTheSameRows) {
+  const at::Tensor x = torch::randn({2, 3, 8});
+  const at::Tensor lines = new_line_amax(x, 6, 8);
+  ASSERT_EQ(lines.numel(), 14);
+  EXPECT_EQ(lines.scalar_type(), at::kInt);
+  EXPECT_TRUE(lines.eq(0).all().item<bool>());
+  remember_line_amax(x, lines, 8);
+  ASSERT_TRUE(recall_line_amax(x.reshape({6, 8}), 8).has_value());
+  EXPECT_TRUE(recall_line_amax(x.reshape({6, 8}), 8)->is_same(lines));
+  EXPECT_FALSE(recall_amax(x).has_value());
+  EXPECT_FALSE(recall_line_amax(x.reshape({6, 8}).t(), 6).has_value());  // the transpose
+  EXPECT_FALSE(recall_line_amax(x.reshape({12, 4}), 4).has_value());     // other rows
+  EXPECT_FALSE(recall_line_amax(x.reshape({6, 8}).narrow(0, 0, 3), 8).has_value());
+  // A tensor amax reported later for the same elements replaces the lines, and the other way.
+  remember_amax(x, torch::tensor({7}, torch::kInt));
+  EXPECT_FALSE(recall_line_amax(x, 8).has_value());
+  EXPECT_TRUE(recall_amax(x).has_value());
+  remember_line_amax(x, lines, 8);
+  EXPECT_FALSE(recall_amax(x).has_value());
+  x.add_(1);  // changed in place
+  EXPECT_FALSE(recall_line_amax(x, 8).has_value());
+  // A count of amaxes that is not rows + cols is the caller's mistake, said as such.
+  EXPECT_THROW(remember_line_amax(x, new_line_amax(x, 6, 9), 8), c10::Error);
+}
+
 // A producer's path without a kernel folds max |x| of what it wrote into the amax, as the kernels'
 // atomics do: the larger of the two as FP32 bits, a NaN above everything.
 TEST(AmaxRegistry, AProducerWithoutAKernelFoldsItsAmaxAsTheKernelsDo) {

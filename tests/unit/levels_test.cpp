@@ -361,7 +361,7 @@ TEST(Fusion, ProducerAmaxIsRecordedOnlyWhereItActs) {
   const auto operators_of = [&](const char* recipe, Fusion fusion) {
     o.fusion = fusion;
     return make_workload(parse_workload("layer:tiny"), builtin_model("tiny"),
-                         kernels::recipe_by_name(recipe), o, torch::kCPU)
+                         kernels::parse_recipe(recipe), o, torch::kCPU)
         ->operators();
   };
   const std::string marker = "producers report amax";
@@ -373,6 +373,33 @@ TEST(Fusion, ProducerAmaxIsRecordedOnlyWhereItActs) {
   const std::string saved = "activations saved as INT8";
   EXPECT_NE(operators_of("int8-dataflow", Fusion::fused).find(saved), std::string::npos);
   EXPECT_EQ(operators_of("int8-block", Fusion::fused).find(saved), std::string::npos);
+  // SwiGLU's row and column amaxes: for the operands the recipe quantizes per row both ways.
+  const std::string lines = "SwiGLU reports the row and column amaxes of ";
+  EXPECT_NE(operators_of("int8-row", Fusion::fused).find(lines + "its output and gradient"),
+            std::string::npos);
+  EXPECT_NE(operators_of("int8-tensor:dy=row", Fusion::fused).find(lines + "its gradient"),
+            std::string::npos);
+  EXPECT_EQ(operators_of("int8-row", Fusion::none).find(lines), std::string::npos);
+  EXPECT_EQ(operators_of("int8-tensor", Fusion::fused).find(lines), std::string::npos);
+  EXPECT_EQ(operators_of("int8-block", Fusion::fused).find(lines), std::string::npos);
+  EXPECT_EQ(operators_of("int8-row:saved=int8", Fusion::fused).find(lines), std::string::npos);
+  o.producer_amax = false;
+  EXPECT_EQ(operators_of("int8-row", Fusion::fused).find(lines), std::string::npos);
+}
+
+// Which operands a recipe quantizes per row both ways is the rule prepare_operand_pair follows.
+TEST(Fusion, SwigluReportsLineAmaxesForTheOperandsQuantizedPerRowBothWays) {
+  const auto lines = [](const char* recipe, bool producer_amax = true) {
+    const kernels::LineAmax l = swiglu_line_amax(kernels::parse_recipe(recipe), producer_amax);
+    return std::make_pair(l.forward, l.backward);
+  };
+  EXPECT_EQ(lines("int8-row"), std::make_pair(true, true));
+  EXPECT_EQ(lines("fp8-row"), std::make_pair(true, true));
+  EXPECT_EQ(lines("int8-tensor:dy=row"), std::make_pair(false, true));
+  EXPECT_EQ(lines("int8-tensor"), std::make_pair(false, false));
+  EXPECT_EQ(lines("bf16"), std::make_pair(false, false));
+  EXPECT_EQ(lines("int8-row", false), std::make_pair(false, false));
+  EXPECT_EQ(lines("int8-row:saved=int8"), std::make_pair(false, false));
 }
 
 }  // namespace

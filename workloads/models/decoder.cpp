@@ -33,6 +33,20 @@ bool quantizes_tensorwise(const kernels::Recipe& recipe) {
   return false;
 }
 
+kernels::LineAmax swiglu_line_amax(const kernels::Recipe& recipe, bool producer_amax) {
+  if (!producer_amax || recipe.saved == kernels::SavedActivations::int8) return {};
+  using kernels::GemmKind;
+  using kernels::Side;
+  const auto use = [&recipe](GemmKind kind, Side side) {
+    return kernels::OperandUse{recipe.gemms[kind], kind, side};
+  };
+  // X: fprop's left operand and, transposed, wgrad's right; dY: dgrad's left and wgrad's left.
+  return {kernels::quantized_as_rowwise_pair(use(GemmKind::fprop, Side::lhs),
+                                             use(GemmKind::wgrad, Side::rhs)),
+          kernels::quantized_as_rowwise_pair(use(GemmKind::dgrad, Side::lhs),
+                                             use(GemmKind::wgrad, Side::lhs))};
+}
+
 kernels::LinearGemms PrecisionPlan::linear(const std::string& module) {
   decisions_.push_back(kernels::decide(recipe_, module, kernels::ModuleKind::linear));
   return decisions_.back().gemms;

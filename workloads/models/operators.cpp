@@ -23,12 +23,21 @@ std::string_view to_string(Fusion fusion) {
 }
 
 std::string describe_operators(Fusion fusion, const kernels::AttentionShape& shape, int64_t seq,
-                               const torch::Device& device, bool producer_amax, bool int8_saved) {
+                               const torch::Device& device, bool producer_amax, bool int8_saved,
+                               kernels::LineAmax lines) {
   const std::string backend = kernels::attention_backend(
       shape, seq, torch::TensorOptions().dtype(torch::kBFloat16).device(device));
+  const bool fused = fusion == Fusion::fused;
+  const char* swiglu_lines = lines.forward && lines.backward ? "its output and gradient"
+                             : lines.forward                 ? "its output"
+                             : lines.backward                ? "its gradient"
+                                                             : nullptr;
   return std::string(to_string(fusion)) + "; attention: " + backend +
-         (producer_amax && fusion == Fusion::fused ? "; producers report amax" : "") +
-         (int8_saved && fusion == Fusion::fused ? "; activations saved as INT8" : "");
+         (producer_amax && fused ? "; producers report amax" : "") +
+         (swiglu_lines != nullptr && fused
+              ? std::string("; SwiGLU reports the row and column amaxes of ") + swiglu_lines
+              : std::string()) +
+         (int8_saved && fused ? "; activations saved as INT8" : "");
 }
 
 torch::Tensor Operators::norm(const torch::Tensor& x, const torch::Tensor& weight,
@@ -59,7 +68,9 @@ std::pair<torch::Tensor, torch::Tensor> Operators::add_norm(const torch::Tensor&
 }
 
 torch::Tensor Operators::swiglu(const torch::Tensor& gate_up) const {
-  if (fusion_ == Fusion::fused) return kernels::swiglu(gate_up, producer_amax_, int8_saved_);
+  if (fusion_ == Fusion::fused) {
+    return kernels::swiglu(gate_up, producer_amax_, int8_saved_, lines_);
+  }
   const int64_t inner = gate_up.size(-1) / 2;
   return torch::silu(gate_up.narrow(-1, 0, inner)) * gate_up.narrow(-1, inner, inner);
 }

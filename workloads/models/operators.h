@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "kernels/torch/amax_registry.h"
 #include "kernels/torch/attention.h"
 
 // The operators a decoder step is assembled from, other than its matrix products, in one of two
@@ -23,7 +24,7 @@ std::string_view to_string(Fusion fusion);
 // changes in the set (producers reporting amax, activations saved as INT8).
 std::string describe_operators(Fusion fusion, const kernels::AttentionShape& shape, int64_t seq,
                                const torch::Device& device, bool producer_amax = false,
-                               bool int8_saved = false);
+                               bool int8_saved = false, kernels::LineAmax lines = {});
 
 class Operators {
  public:
@@ -31,10 +32,14 @@ class Operators {
   // tensorwise quantization of it skips its own pass (kernels/torch/amax_registry.h).
   // `int8_saved` (the recipe's saved=int8, fused only): the norms, SwiGLU and attention keep
   // what their backward reads as INT8 blocks (kernels/torch/saved_activation.h).
-  explicit Operators(Fusion fusion, bool producer_amax = false, bool int8_saved = false)
+  // `lines` (fused only): SwiGLU's forward or backward reports every row's and column's amax of
+  // what it writes instead, for a recipe that quantizes that operand per row both ways.
+  explicit Operators(Fusion fusion, bool producer_amax = false, bool int8_saved = false,
+                     kernels::LineAmax lines = {})
       : fusion_(fusion),
         producer_amax_(producer_amax && fusion == Fusion::fused),
-        int8_saved_(int8_saved && fusion == Fusion::fused) {}
+        int8_saved_(int8_saved && fusion == Fusion::fused),
+        lines_(fusion == Fusion::fused ? lines : kernels::LineAmax{}) {}
   Fusion fusion() const { return fusion_; }
   bool int8_saved() const { return int8_saved_; }
 
@@ -62,6 +67,7 @@ class Operators {
   Fusion fusion_;
   bool producer_amax_;
   bool int8_saved_;
+  kernels::LineAmax lines_;
 };
 
 }  // namespace lpbench::workloads

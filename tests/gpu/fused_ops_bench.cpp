@@ -177,47 +177,31 @@ void swiglu(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   const auto gu = copies({tokens, 2 * inner}, kBf16), dgu = copies({tokens, 2 * inner}, kBf16);
   const auto out = copies({tokens, inner}, kBf16);
   const at::Tensor amax = torch::zeros({1}, kCuda.dtype(at::kInt));
-  b.row(m.name, "swiglu forward", 3 * one, [&](int i) {
-    cuda::SwigluArgs a;
-    a.gate_up = gu[i].data_ptr();
-    a.rows = tokens;
-    a.inner = inner;
-    a.out = out[i].data_ptr();
-    a.amax = word(amax);
-    cuda::swiglu_forward(a, nullptr);
-  });
-  b.row(m.name, "swiglu backward", 5 * one, [&](int i) {
-    cuda::SwigluArgs a;
-    a.gate_up = gu[i].data_ptr();
-    a.rows = tokens;
-    a.inner = inner;
-    a.d_out = out[i].data_ptr();
-    a.d_gate_up = dgu[i].data_ptr();
-    a.amax = word(amax);
-    cuda::swiglu_backward(a, nullptr);
-  });
-  // Reporting every row's and column's amax instead (int8-row's X, dY under dy=row), which
-  // spares the row pair's own pass over them: the same bytes, plus the lines' atomics.
+  // Then reporting every row's and column's amax instead (int8-row's X, dY under dy=row), which
+  // spares the row pair its own pass over them: the same bytes, plus the lines' atomics.
   const at::Tensor lines = torch::zeros({tokens + 2 * inner}, kCuda.dtype(at::kInt));
-  b.row(m.name, "swiglu forward, line amax", 3 * one, [&](int i) {
-    cuda::SwigluArgs a;
-    a.gate_up = gu[i].data_ptr();
-    a.rows = tokens;
-    a.inner = inner;
-    a.out = out[i].data_ptr();
-    a.line_amax = word(lines);
-    cuda::swiglu_forward(a, nullptr);
-  });
-  b.row(m.name, "swiglu backward, line amax", 5 * one, [&](int i) {
-    cuda::SwigluArgs a;
-    a.gate_up = gu[i].data_ptr();
-    a.rows = tokens;
-    a.inner = inner;
-    a.d_out = out[i].data_ptr();
-    a.d_gate_up = dgu[i].data_ptr();
-    a.line_amax = word(lines);
-    cuda::swiglu_backward(a, nullptr);
-  });
+  for (const bool by_line : {false, true}) {
+    const std::string how = by_line ? ", line amax" : "";
+    const auto args = [&](int i) {
+      cuda::SwigluArgs a;
+      a.gate_up = gu[i].data_ptr();
+      a.rows = tokens;
+      a.inner = inner;
+      (by_line ? a.line_amax : a.amax) = word(by_line ? lines : amax);
+      return a;
+    };
+    b.row(m.name, "swiglu forward" + how, 3 * one, [&](int i) {
+      cuda::SwigluArgs a = args(i);
+      a.out = out[i].data_ptr();
+      cuda::swiglu_forward(a, nullptr);
+    });
+    b.row(m.name, "swiglu backward" + how, 5 * one, [&](int i) {
+      cuda::SwigluArgs a = args(i);
+      a.d_out = out[i].data_ptr();
+      a.d_gate_up = dgu[i].data_ptr();
+      cuda::swiglu_backward(a, nullptr);
+    });
+  }
 }
 
 // The fused QKV product's heads as [1, tokens, heads, d]: a token's row holds every head.

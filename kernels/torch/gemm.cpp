@@ -115,14 +115,18 @@ bool may_share(const OperandUse& direct, const OperandUse& transposed) {
              operand_spec(transposed.spec, transposed.kind, transposed.side);
 }
 
+// For uses that may share: whether their common `spec` is per row both ways. That is not one
+// quantization, but one amax pass and one pass make the two. (Stochastic rounding draws a seed
+// per layout: apart.)
+bool rowwise_both_ways(const QuantSpec& spec, const OperandUse& direct) {
+  return is_rowwise(spec) && spec.rounding == Rounding::nearest && direct.spec.amax_history == 0;
+}
+
 }  // namespace
 
 bool quantized_as_rowwise_pair(const OperandUse& direct, const OperandUse& transposed) {
-  // Per row both ways is not one quantization, but one amax pass and one pass make the two.
-  // (Stochastic rounding draws a seed per layout: apart.)
-  if (!may_share(direct, transposed)) return false;
-  const QuantSpec spec = operand_spec(direct.spec, direct.kind, direct.side);
-  return is_rowwise(spec) && spec.rounding == Rounding::nearest && direct.spec.amax_history == 0;
+  return may_share(direct, transposed) &&
+         rowwise_both_ways(operand_spec(direct.spec, direct.kind, direct.side), direct);
 }
 
 std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
@@ -137,7 +141,7 @@ std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
   };
   if (!may_share(direct, transposed)) return apart();
   const QuantSpec spec = operand_spec(direct.spec, direct.kind, direct.side);
-  const bool rowwise_pair = quantized_as_rowwise_pair(direct, transposed);
+  const bool rowwise_pair = rowwise_both_ways(spec, direct);
   if (!rowwise_pair && !transposes_exactly(spec)) return apart();
   const profiling::Range range("quantize", std::string(to_string(direct.kind)) + "+" +
                                                std::string(to_string(transposed.kind)));

@@ -37,6 +37,31 @@ cuda::SwigluArgs args_for(const at::Tensor& gate_up) {
 cudaStream_t stream_of(const at::Tensor& t) {
   return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
 }
+
+// What a kernel call reports of the [rows, cols] tensor it writes: each row's and column's amax
+// (`by_line`), the tensor's (`tensor`), or nothing. Made before the call, into `a`; remembered
+// for the written tensor after it.
+struct Report {
+  at::Tensor bits;
+  bool lines = false;
+
+  Report(const at::Tensor& like, bool by_line, bool tensor, int64_t rows, int64_t cols,
+         cuda::SwigluArgs& a)
+      : bits(by_line  ? new_line_amax(like, rows, cols)
+             : tensor ? new_amax(like)
+                      : at::Tensor()),
+        lines(by_line) {
+    if (!bits.defined()) return;
+    (lines ? a.line_amax : a.amax) = reinterpret_cast<uint32_t*>(bits.data_ptr<int32_t>());
+  }
+  void remember(const at::Tensor& written, int64_t cols) const {
+    if (lines) {
+      remember_line_amax(written, bits, cols);
+    } else if (bits.defined()) {
+      remember_amax(written, bits);
+    }
+  }
+};
 #endif
 
 class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
@@ -60,20 +85,9 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
       const SavedActivation saved = keeps ? int8_room(gu) : save_activation(gu, int8_saved);
       if (keeps) a.keep = blocks_of(saved);
       ctx->save_for_backward({saved.values, saved.scales});
-      const bool lines = lines_forward && !keeps;
-      const at::Tensor amax = lines         ? new_line_amax(gu, a.rows, a.inner)
-                              : report_amax ? new_amax(gu)
-                                            : at::Tensor();
-      if (amax.defined()) {
-        uint32_t* bits = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
-        (lines ? a.line_amax : a.amax) = bits;
-      }
+      const Report report(gu, lines_forward && !keeps, report_amax, a.rows, a.inner, a);
       cuda::swiglu_forward(a, stream_of(gu));
-      if (lines) {
-        remember_line_amax(out, amax, a.inner);
-      } else if (report_amax) {
-        remember_amax(out, amax);
-      }
+      report.remember(out, a.inner);
       return out;
     }
 #endif
@@ -103,21 +117,10 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
       }
       a.d_out = d.data_ptr();
       a.d_gate_up = d_gate_up.data_ptr();
-      const bool report_amax = ctx->saved_data["amax"].toBool();
-      const bool lines = ctx->saved_data["lines"].toBool() && !reads_blocks;
-      const at::Tensor amax = lines         ? new_line_amax(gu, a.rows, 2 * a.inner)
-                              : report_amax ? new_amax(gu)
-                                            : at::Tensor();
-      if (amax.defined()) {
-        uint32_t* bits = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
-        (lines ? a.line_amax : a.amax) = bits;
-      }
+      const Report report(gu, ctx->saved_data["lines"].toBool() && !reads_blocks,
+                          ctx->saved_data["amax"].toBool(), a.rows, 2 * a.inner, a);
       cuda::swiglu_backward(a, stream_of(gu));
-      if (lines) {
-        remember_line_amax(d_gate_up, amax, 2 * a.inner);
-      } else if (report_amax) {
-        remember_amax(d_gate_up, amax);
-      }
+      report.remember(d_gate_up, 2 * a.inner);
       return {d_gate_up, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     }
 #else

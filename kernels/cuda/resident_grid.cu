@@ -58,6 +58,18 @@ int64_t resident_blocks(const void* kernel, int threads, size_t smem_bytes, int6
   return std::max<int64_t>(1, std::min<int64_t>(bound, int64_t{sms} * blocks));
 }
 
+LineGrid line_grid(const void* kernel, int threads, int64_t col_blocks, int64_t rows,
+                   int rows_per_step) {
+  const int64_t row_groups = (rows + rows_per_step - 1) / rows_per_step;
+  const int64_t resident = resident_blocks(kernel, threads, 0, col_blocks * row_groups);
+  const int64_t wanted_row_blocks = std::max<int64_t>(1, resident / col_blocks);
+  LineGrid g;
+  g.col_blocks = col_blocks;
+  g.rows_per_thread = (row_groups + wanted_row_blocks - 1) / wanted_row_blocks;
+  g.row_blocks = (row_groups + g.rows_per_thread - 1) / g.rows_per_thread;
+  return g;
+}
+
 void allow_dynamic_shared_memory(const void* kernel, size_t bytes) {
   static std::map<std::pair<int, const void*>, size_t> allowed;
   const int device = current_device();

@@ -18,6 +18,19 @@ int64_t one_wave_blocks(int64_t rows, int rows_per_block, int threads);
 // block) that the GPU runs at once, at most `bound` (one_wave_blocks, which sizes the workspace).
 int64_t resident_blocks(const void* kernel, int threads, size_t smem_bytes, int64_t bound);
 
+// The grid of a kernel that keeps each thread on the same columns and walks it down the rows (the
+// producers that report every row's and column's amax): `col_blocks` blocks across, and down
+// the rows as few blocks as fill one wave of resident ones with the rest, each thread taking
+// `rows_per_thread` of its block's rows `rows_per_step` apart. Fewer blocks down the rows mean
+// fewer atomics a column, and one wave means no second, partial one.
+struct LineGrid {
+  int64_t col_blocks = 0;
+  int64_t row_blocks = 0;
+  int64_t rows_per_thread = 0;
+};
+LineGrid line_grid(const void* kernel, int threads, int64_t col_blocks, int64_t rows,
+                   int rows_per_step);
+
 // Lets `kernel` take `bytes` of dynamic shared memory a block (cudaFuncSetAttribute, once per
 // device for the largest `bytes` asked).
 void allow_dynamic_shared_memory(const void* kernel, size_t bytes);

@@ -14,6 +14,7 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/fast_divmod.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
+#include "kernels/cuda/resident_grid.cuh"
 #include "kernels/cuda/rope.cuh"
 
 namespace lpbench::cuda {
@@ -27,6 +28,29 @@ struct RopeIndex {
   uint32_t total = 0;
   FastDivmod groups, heads, seq;
 };
+
+// The 8 pairs at (token t, offset i within the half-head) of x1 and x2, rotated.
+__device__ __forceinline__ void rotate_pairs(const RopeArgs& a, int64_t t, int64_t i,
+                                             const Bf16x8& x1, const Bf16x8& x2, Bf16x8& y1,
+                                             Bf16x8& y2) {
+  const int64_t half = a.head_dim / 2;
+  const float4* cp = reinterpret_cast<const float4*>(a.cos + t * half + i);
+  const float4* sp = reinterpret_cast<const float4*>(a.sin + t * half + i);
+  const float4 c0 = cp[0], c1 = cp[1], s0 = sp[0], s1 = sp[1];
+  const float c[kBf16PerVector] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
+  const float s[kBf16PerVector] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+#pragma unroll
+  for (int e = 0; e < kBf16PerVector; ++e) {
+    // Rounded products and sums, never fused into an FMA: the reference multiplies and adds
+    // in separate operations, and the results are to match bit for bit.
+    const float a1c = __fmul_rn(x1.v[e], c[e]);
+    const float a2s = __fmul_rn(x2.v[e], s[e]);
+    const float a2c = __fmul_rn(x2.v[e], c[e]);
+    const float a1s = __fmul_rn(x1.v[e], s[e]);
+    y1.v[e] = a.inverse ? __fadd_rn(a1c, a2s) : __fsub_rn(a1c, a2s);
+    y2.v[e] = a.inverse ? __fsub_rn(a2c, a1s) : __fadd_rn(a2c, a1s);
+  }
+}
 
 // One item: 8 pairs of one head of part `a`, item its index within the part.
 __device__ __forceinline__ void rope_item(const RopeArgs& a, const RopeIndex& ix, uint32_t item,
@@ -48,24 +72,9 @@ __device__ __forceinline__ void rope_item(const RopeArgs& a, const RopeIndex& ix
     store_bf16x8(out + dst + half, x2, amax);
     return;
   }
-  const float4* cp = reinterpret_cast<const float4*>(a.cos + t * half + i);
-  const float4* sp = reinterpret_cast<const float4*>(a.sin + t * half + i);
-  const float4 c0 = cp[0], c1 = cp[1], s0 = sp[0], s1 = sp[1];
-  const float c[kBf16PerVector] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
-  const float s[kBf16PerVector] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
   Bf16x8 y1;
   Bf16x8 y2;
-#pragma unroll
-  for (int e = 0; e < kBf16PerVector; ++e) {
-    // Rounded products and sums, never fused into an FMA: the reference multiplies and adds
-    // in separate operations, and the results are to match bit for bit.
-    const float a1c = __fmul_rn(x1.v[e], c[e]);
-    const float a2s = __fmul_rn(x2.v[e], s[e]);
-    const float a2c = __fmul_rn(x2.v[e], c[e]);
-    const float a1s = __fmul_rn(x1.v[e], s[e]);
-    y1.v[e] = a.inverse ? __fadd_rn(a1c, a2s) : __fsub_rn(a1c, a2s);
-    y2.v[e] = a.inverse ? __fsub_rn(a2c, a1s) : __fadd_rn(a2c, a1s);
-  }
+  rotate_pairs(a, t, i, x1, x2, y1, y2);
   store_bf16x8(out + dst, y1, amax);
   store_bf16x8(out + dst + half, y2, amax);
 }
@@ -111,6 +120,125 @@ __global__ void __launch_bounds__(kThreads)
   report_amax(l.part[0].amax, amax_of_pairs(amax));
 }
 
+// With every row's and column's amax asked for (RopeArgs::line_amax), each thread stays on one
+// group of 8 pairs of one head, 16 columns of the matrix, and walks `rows_per_thread` tokens
+// down them, 8 apart, keeping their maxima in registers; a warp holds 32 groups of one token
+// side by side, a block 8 tokens at a time (swiglu_lines_kernel's plan, swiglu.cu). A row's amax
+// is a warp's reduction and one atomic; a column's, the block's warps' maxima through shared
+// memory and one atomic a column a block. The grid is one wave of resident blocks (line_grid).
+constexpr int kLineLanes = 32;
+constexpr int kLineWarps = 8;
+constexpr int kLineWords = 8;  // a thread's 16 columns two a word: x1's 8, then x2's 8
+
+struct RopeLinesLaunch {
+  RopeArgs part[kRopeMaxParts];
+  FastDivmod groups[kRopeMaxParts];         // groups of 8 pairs a head
+  uint32_t end[kRopeMaxParts] = {0, 0, 0};  // a row's groups, part by part, cumulative
+  FastDivmod seq;
+  uint32_t rows = 0;
+};
+
+// Part a's group at (head h, offset i) of token (b, t), stored and folded into the lines.
+__device__ __forceinline__ void rope_line_item(const RopeArgs& a, int64_t b, int64_t t, int64_t h,
+                                               int64_t i, uint32_t& row2, uint32_t (&first)[4],
+                                               uint32_t (&second)[4]) {
+  const int64_t half = a.head_dim / 2;
+  const auto* in = static_cast<const __nv_bfloat16*>(a.in) + b * a.in_batch_stride +
+                   t * a.in_token_stride + h * a.in_head_stride + i;
+  auto* out = static_cast<__nv_bfloat16*>(a.out) + b * a.out_batch_stride + t * a.out_token_stride +
+              h * a.out_head_stride + i;
+  const Bf16x8 x1 = load_bf16x8(in);
+  const Bf16x8 x2 = load_bf16x8(in + half);
+  if (!a.rotate) {
+    store_bf16x8(out, x1, row2, first);
+    store_bf16x8(out + half, x2, row2, second);
+    return;
+  }
+  Bf16x8 y1;
+  Bf16x8 y2;
+  rotate_pairs(a, t, i, x1, x2, y1, y2);
+  store_bf16x8(out, y1, row2, first);
+  store_bf16x8(out + half, y2, row2, second);
+}
+
+// Where a thread's group lies: its part, head and offset, and its first column in the matrix.
+struct LineGroup {
+  int part = 0;
+  int64_t head = 0, offset = 0, col = 0;
+};
+
+__device__ __forceinline__ LineGroup line_group(const RopeArgs& a, const FastDivmod& groups,
+                                                int part, uint32_t c) {
+  uint32_t h = 0;
+  const uint32_t g = groups.divmod(c, h);
+  LineGroup lg;
+  lg.part = part;
+  lg.head = h;
+  lg.offset = int64_t{g} * kBf16PerVector;
+  lg.col = a.line_col + lg.head * a.out_head_stride + lg.offset;
+  return lg;
+}
+
+// Each branch names its part by a constant index, as in rope_parts_kernel.
+__global__ void __launch_bounds__(kLineLanes* kLineWarps)
+    rope_lines_kernel(const __grid_constant__ RopeLinesLaunch l, const int rows_per_thread) {
+  __shared__ uint32_t warp_cols[kLineWarps][kLineWords][kLineLanes];
+  __shared__ int64_t lane_col[kLineLanes];
+  const int lane = static_cast<int>(threadIdx.x);
+  const int warp = static_cast<int>(threadIdx.y);
+  const uint32_t c = blockIdx.x * kLineLanes + lane;
+  const uint32_t groups = l.end[kRopeMaxParts - 1];
+  const bool live = c < groups;
+  LineGroup lg;
+  if (c < l.end[0]) {
+    lg = line_group(l.part[0], l.groups[0], 0, c);
+  } else if (c < l.end[1]) {
+    lg = line_group(l.part[1], l.groups[1], 1, c - l.end[0]);
+  } else if (live) {
+    lg = line_group(l.part[2], l.groups[2], 2, c - l.end[1]);
+  }
+  uint32_t first[4] = {0, 0, 0, 0};
+  uint32_t second[4] = {0, 0, 0, 0};
+  uint32_t* line_amax = l.part[0].line_amax;
+  const int64_t first_row = int64_t{blockIdx.y} * kLineWarps * rows_per_thread + warp;
+  for (int j = 0; j < rows_per_thread; ++j) {
+    const int64_t row = first_row + int64_t{j} * kLineWarps;
+    if (row >= l.rows) break;  // the same row for the whole warp
+    uint32_t b = 0;
+    const uint32_t t = l.seq.divmod(static_cast<uint32_t>(row), b);
+    uint32_t row2 = 0;
+    if (lg.part == 0 && live) {
+      rope_line_item(l.part[0], b, t, lg.head, lg.offset, row2, first, second);
+    } else if (lg.part == 1) {
+      rope_line_item(l.part[1], b, t, lg.head, lg.offset, row2, first, second);
+    } else if (lg.part == 2) {
+      rope_line_item(l.part[2], b, t, lg.head, lg.offset, row2, first, second);
+    }
+    const uint32_t m = __reduce_max_sync(0xffffffffu, amax_of_pairs(row2));
+    if (lane == 0 && m != 0) atomicMax(line_amax + row, m);
+  }
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    warp_cols[warp][w][lane] = first[w];
+    warp_cols[warp][4 + w][lane] = second[w];
+  }
+  if (warp == 0) lane_col[lane] = lg.col;
+  __syncthreads();
+  // One thread a (word, group) of the block: the max over the warps, then a column's atomic.
+  const int w = warp;  // kLineWords == kLineWarps: warp w reduces word w
+  if (blockIdx.x * kLineLanes + lane >= groups) return;
+  uint32_t m2 = 0;
+#pragma unroll
+  for (int y = 0; y < kLineWarps; ++y)
+    m2 = __vmaxu2(m2, warp_cols[y][w][lane]);
+  uint32_t* col_amax =
+      line_amax + l.rows + lane_col[lane] + (w >= 4 ? l.part[0].head_dim / 2 : 0) + 2 * (w % 4);
+  const uint32_t lo = (m2 & 0xffffu) << 16;  // the pair's first column
+  const uint32_t hi = m2 & 0xffff0000u;
+  if (lo != 0) atomicMax(col_amax, lo);
+  if (hi != 0) atomicMax(col_amax + 1, hi);
+}
+
 void check(const RopeArgs& a) {
   LPBENCH_CUDA_REQUIRE(a.in && a.out && (!a.rotate || (a.cos && a.sin)),
                        "in, out, and to rotate cos and sin, are needed");
@@ -126,17 +254,72 @@ void check(const RopeArgs& a) {
     LPBENCH_CUDA_REQUIRE(reinterpret_cast<uintptr_t>(p) % 16 == 0, "pointers 16-byte aligned");
 }
 
+// rope_parts with line_amax: the parts must tile rows of one matrix as RopeArgs says.
+void launch_lines(const RopeArgs* parts, int count, cudaStream_t stream) {
+  const RopeArgs& first = parts[0];
+  const int64_t width = first.out_token_stride;
+  const int64_t rows = first.batch * first.seq;
+  LPBENCH_CUDA_REQUIRE(first.amax == nullptr, "rope: line_amax excludes the tensor's amax");
+  LPBENCH_CUDA_REQUIRE(
+      width > 0 && (first.batch == 1 || first.out_batch_stride == first.seq * width) &&
+          rows < kFastDivmodLimit && width < kFastDivmodLimit,
+      "rope: line_amax needs the outputs to be rows of one matrix (out_batch_stride "
+      "= seq·out_token_stride, fewer than 2^31 rows and columns)");
+  RopeLinesLaunch l;
+  int64_t groups = 0;
+  for (int p = 0; p < count; ++p) {
+    const RopeArgs& a = parts[p];
+    LPBENCH_CUDA_REQUIRE(a.line_amax == first.line_amax && a.batch == first.batch &&
+                             a.seq == first.seq && a.head_dim == first.head_dim &&
+                             a.out_token_stride == width &&
+                             a.out_batch_stride == first.out_batch_stride,
+                         "rope: the parts of a launch with line_amax share it, the batch, the "
+                         "sequence, the head size and the output's rows");
+    LPBENCH_CUDA_REQUIRE(a.line_col >= 0 && a.out_head_stride >= 0 &&
+                             a.line_col + (a.heads - 1) * a.out_head_stride + a.head_dim <= width,
+                         "rope: part " + std::to_string(p) + "'s heads leave the matrix's " +
+                             std::to_string(width) + " columns");
+    const int64_t per_head = a.head_dim / 2 / kBf16PerVector;
+    groups += a.heads * per_head;
+    l.part[p] = a;
+    l.groups[p] = FastDivmod(static_cast<uint32_t>(per_head));
+    l.end[p] = static_cast<uint32_t>(std::min<int64_t>(groups, kFastDivmodLimit));
+  }
+  for (int p = count; p < kRopeMaxParts; ++p)
+    l.end[p] = l.end[count - 1];
+  l.seq = FastDivmod(static_cast<uint32_t>(first.seq));
+  l.rows = static_cast<uint32_t>(rows);
+  const LineGrid g =
+      line_grid(reinterpret_cast<const void*>(rope_lines_kernel), kLineLanes * kLineWarps,
+                (groups + kLineLanes - 1) / kLineLanes, rows, kLineWarps);
+  LPBENCH_CUDA_REQUIRE(
+      groups < kFastDivmodLimit && g.row_blocks <= 65535 && g.rows_per_thread < (1LL << 31),
+      "rope: too many rows or columns for line_amax (split the batch)");
+  const dim3 grid(static_cast<unsigned>(g.col_blocks), static_cast<unsigned>(g.row_blocks));
+  rope_lines_kernel<<<grid, dim3(kLineLanes, kLineWarps), 0, stream>>>(
+      l, static_cast<int>(g.rows_per_thread));
+  LPBENCH_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void rope_parts(const RopeArgs* parts, int count, cudaStream_t stream) {
   LPBENCH_CUDA_REQUIRE(count >= 1 && count <= kRopeMaxParts,
                        "rope: 1 to 3 parts a launch, got " + std::to_string(count));
+  for (int p = 0; p < count; ++p)
+    check(parts[p]);
+  if (parts[0].line_amax != nullptr) {
+    const NvtxRange range(parts[0].rotate && parts[0].inverse ? "lpbench rope_backward_lines"
+                                                              : "lpbench rope_lines");
+    launch_lines(parts, count, stream);
+    return;
+  }
   RopeLaunch l;
   int64_t items = 0;
   bool inverse = false, copy_only = true;
   for (int p = 0; p < count; ++p) {
     const RopeArgs& a = parts[p];
-    check(a);
+    LPBENCH_CUDA_REQUIRE(a.line_amax == nullptr, "rope: line_amax for every part or none");
     LPBENCH_CUDA_REQUIRE(a.amax == parts[0].amax, "rope: the parts of a launch share one amax");
     const int64_t groups = a.head_dim / 2 / kBf16PerVector;
     const int64_t part_items = a.batch * a.seq * a.heads * groups;

@@ -32,6 +32,13 @@ struct RopeArgs {
   // false: copy the heads unrotated (the backward's dV, beside dQ and dK in one gradient).
   bool rotate = true;
   uint32_t* amax = nullptr;  // optional: max |out| (amax.cuh)
+  // rope_parts only, optional, instead of amax: every row's, then every column's, max |out| of
+  // the matrix the parts write into ([rows + width] FP32 bits, as the row pair's quantization
+  // takes them: quantize.cuh's line_amax). That matrix has batch·seq rows of out_token_stride
+  // columns (out_batch_stride = seq·out_token_stride where batch > 1), and this part's first head
+  // starts at its column `line_col`. The parts share it, batch, seq and head_dim.
+  uint32_t* line_amax = nullptr;
+  int64_t line_col = 0;
 };
 
 void rope(const RopeArgs& args, cudaStream_t stream);

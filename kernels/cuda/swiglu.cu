@@ -103,8 +103,7 @@ __global__ void __launch_bounds__(kThreads)
 // amax is then a warp's reduction and one atomic; a column's, the block's warps' maxima through
 // shared memory and one atomic a column a block. (The flat kernel's grid-stride walk moves a
 // thread across columns, which would leave a column's maximum spread over all its threads.)
-// The launcher sizes the grid to one wave of resident blocks: fewer blocks down the rows means
-// fewer column atomics, and no second, partial wave.
+// The launcher sizes the grid to one wave of resident blocks (line_grid, resident_grid.cuh).
 constexpr int kLineLanes = 32;
 constexpr int kLineWarps = 8;
 
@@ -193,18 +192,14 @@ void launch(const SwigluArgs& a, cudaStream_t stream) {
     LPBENCH_CUDA_REQUIRE(a.amax == nullptr && a.keep.values == nullptr && !int8_in,
                          "swiglu: line_amax excludes the tensor's amax and saved=int8's blocks");
     const auto kernel = swiglu_lines_kernel<kBackward>;
-    const int64_t col_blocks = (per_row + kLineLanes - 1) / kLineLanes;
-    const int64_t row_groups = (a.rows + kLineWarps - 1) / kLineWarps;
-    const int64_t resident = resident_blocks(reinterpret_cast<const void*>(kernel),
-                                             kLineLanes * kLineWarps, 0, col_blocks * row_groups);
-    const int64_t wanted_row_blocks = std::max<int64_t>(1, resident / col_blocks);
-    const int64_t rows_per_thread = (row_groups + wanted_row_blocks - 1) / wanted_row_blocks;
-    const int64_t row_blocks = (row_groups + rows_per_thread - 1) / rows_per_thread;
+    const LineGrid g = line_grid(reinterpret_cast<const void*>(kernel), kLineLanes * kLineWarps,
+                                 (per_row + kLineLanes - 1) / kLineLanes, a.rows, kLineWarps);
     LPBENCH_CUDA_REQUIRE(
-        col_blocks < (1LL << 31) && row_blocks <= 65535 && rows_per_thread < (1LL << 31),
+        g.col_blocks < (1LL << 31) && g.row_blocks <= 65535 && g.rows_per_thread < (1LL << 31),
         "swiglu: too many rows or columns for line_amax (split the rows)");
-    const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(row_blocks));
-    kernel<<<grid, dim3(kLineLanes, kLineWarps), 0, stream>>>(a, static_cast<int>(rows_per_thread));
+    const dim3 grid(static_cast<unsigned>(g.col_blocks), static_cast<unsigned>(g.row_blocks));
+    kernel<<<grid, dim3(kLineLanes, kLineWarps), 0, stream>>>(a,
+                                                              static_cast<int>(g.rows_per_thread));
     LPBENCH_CUDA_CHECK_LAUNCH();
     return;
   }

@@ -77,23 +77,34 @@ void rotate(const at::Tensor& in, const at::Tensor& out, const at::Tensor& cos,
 
 // RoPE's backward into the gradient of the fused QKV product: attention's dQ and dK ([B, T,
 // heads, D], any strides) rotated back into d.q and d.k, dV copied into d.v; in one launch where
-// the kernel takes all three.
-void rotate_back(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
+// the kernel takes all three. `line_bits` (optional, [rows + cols] of the product's gradient,
+// d.q at its column 0): every row's and column's amax reported instead of `amax`; returns
+// whether they were (the kernel ran).
+bool rotate_back(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
                  const at::Tensor& out_q, const at::Tensor& out_k, const at::Tensor& out_v,
-                 const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& amax) {
+                 const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& amax,
+                 const at::Tensor& line_bits) {
 #ifdef LPBENCH_CUDA_GLUE
-  const auto q = kernel_args(dq, out_q, cos, sin, /*inverse=*/true, /*rotate=*/true, amax);
-  const auto k = kernel_args(dk, out_k, cos, sin, /*inverse=*/true, /*rotate=*/true, amax);
-  const auto v = kernel_args(dv, out_v, cos, sin, /*inverse=*/false, /*rotate=*/false, amax);
+  auto q = kernel_args(dq, out_q, cos, sin, /*inverse=*/true, /*rotate=*/true, amax);
+  auto k = kernel_args(dk, out_k, cos, sin, /*inverse=*/true, /*rotate=*/true, amax);
+  auto v = kernel_args(dv, out_v, cos, sin, /*inverse=*/false, /*rotate=*/false, amax);
   if (q && k && v) {
-    const cuda::RopeArgs parts[] = {*q, *k, *v};
+    cuda::RopeArgs parts[] = {*q, *k, *v};
+    if (line_bits.defined()) {
+      const at::Tensor* outs[] = {&out_q, &out_k, &out_v};
+      for (int p = 0; p < 3; ++p) {
+        parts[p].line_amax = reinterpret_cast<uint32_t*>(line_bits.data_ptr<int32_t>());
+        parts[p].line_col = outs[p]->storage_offset() - out_q.storage_offset();
+      }
+    }
     cuda::rope_parts(parts, 3, stream_of(dq));
-    return;
+    return line_bits.defined();
   }
 #endif
   rotate(dq, out_q, cos, sin, /*inverse=*/true, true, amax);
   rotate(dk, out_k, cos, sin, /*inverse=*/true, true, amax);
   rotate(dv, out_v, cos, sin, false, /*rotate=*/false, amax);
+  return false;
 }
 
 // [B, T, (H + 2·KV)·D] → the q, k and v heads as [B, T, heads, D] views.
@@ -132,7 +143,8 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv_in, int64_t heads,
                             int64_t kv_heads, int64_t head_dim, const at::Tensor& cos,
                             const at::Tensor& sin, bool report_amax, bool int8_saved, bool qk_norm,
-                            const at::Tensor& q_norm, const at::Tensor& k_norm, double eps) {
+                            const at::Tensor& q_norm, const at::Tensor& k_norm, double eps,
+                            bool report_lines) {
     const AttentionShape shape{heads, kv_heads, head_dim};
     const at::Tensor qkv = qkv_in.contiguous();
     const Heads h = split(qkv, shape);
@@ -142,6 +154,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     ctx->saved_data["shape"] = std::vector<int64_t>{heads, kv_heads, head_dim};
     ctx->saved_data["qkv_sizes"] = qkv.sizes();
     ctx->saved_data["amax"] = report_amax;
+    ctx->saved_data["lines"] = report_lines;
     ctx->saved_data["int8"] = int8_saved;
     ctx->saved_data["qk_norm"] = qk_norm;
     if (qk_norm) {
@@ -235,11 +248,18 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     }
     const at::Tensor dqkv = at::empty(ctx->saved_data["qkv_sizes"].toIntVector(), grad.options());
     const Heads d = split(dqkv, shape);
-    const bool report_amax = ctx->saved_data["amax"].toBool() && dqkv.is_cuda();
+    const bool qk_norm = ctx->saved_data["qk_norm"].toBool();
+    // Lines where RoPE's kernel writes all of dqkv (the per-head norms' backward reports none),
+    // else the tensor's amax where asked for.
+    const bool lines = ctx->saved_data["lines"].toBool() && dqkv.is_cuda() && !qk_norm;
+    const int64_t width = dqkv.size(-1);
+    const at::Tensor line_bits =
+        lines ? new_line_amax(dqkv, dqkv.numel() / width, width) : at::Tensor();
+    const bool report_amax = ctx->saved_data["amax"].toBool() && dqkv.is_cuda() && !lines;
     const at::Tensor amax = report_amax ? new_amax(dqkv) : at::Tensor();
     const at::Tensor &cos = tables[0], &sin = tables[1];
     at::Tensor d_q_norm, d_k_norm;
-    if (ctx->saved_data["qk_norm"].toBool()) {
+    if (qk_norm) {
       const profiling::Range range("qk norm rope backward");
       const Heads x = split(tables[2], shape);
       d_q_norm = qk_norm_rope_backward_into(dqkv_parts[0].transpose(1, 2), x.q, tables[3],
@@ -249,12 +269,15 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
       rotate(dqkv_parts[2].transpose(1, 2), d.v, cos, sin, false, /*rotate=*/false, amax);
     } else {
       const profiling::Range range("rope backward");
-      rotate_back(dqkv_parts[0].transpose(1, 2), dqkv_parts[1].transpose(1, 2),
-                  dqkv_parts[2].transpose(1, 2), d.q, d.k, d.v, cos, sin, amax);
+      const bool reported =
+          rotate_back(dqkv_parts[0].transpose(1, 2), dqkv_parts[1].transpose(1, 2),
+                      dqkv_parts[2].transpose(1, 2), d.q, d.k, d.v, cos, sin, amax, line_bits);
+      if (reported) remember_line_amax(dqkv, line_bits, width);
     }
     if (report_amax) remember_amax(dqkv, amax);
-    return {dqkv,         at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor(), d_q_norm,     d_k_norm,     at::Tensor()};
+    return {dqkv,         at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), d_q_norm,
+            d_k_norm,     at::Tensor(), at::Tensor()};
   }
 };
 
@@ -343,7 +366,7 @@ class RopeFunction : public torch::autograd::Function<RopeFunction> {
 
 at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
                             const at::Tensor& cos, const at::Tensor& sin, bool report_amax,
-                            bool int8_saved, const QkNorms& qk_norms) {
+                            bool int8_saved, const QkNorms& qk_norms, bool report_lines) {
   TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) == (shape.heads + 2 * shape.kv_heads) * shape.head_dim,
               "causal_attention: qkv ", qkv.sizes(), " does not hold ", shape.heads, "+2×",
               shape.kv_heads, " heads of ", shape.head_dim);
@@ -354,7 +377,7 @@ at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
   const at::Tensor none = qk_norm ? at::Tensor() : at::empty({0}, cos.options());
   return CausalAttentionFunction::apply(
       qkv, shape.heads, shape.kv_heads, shape.head_dim, cos, sin, report_amax, int8_saved, qk_norm,
-      qk_norm ? qk_norms.q : none, qk_norm ? qk_norms.k : none, qk_norms.eps);
+      qk_norm ? qk_norms.q : none, qk_norm ? qk_norms.k : none, qk_norms.eps, report_lines);
 }
 
 at::Tensor qk_norm_attention_int8_saved(const at::Tensor& qkv, const AttentionShape& shape,

@@ -24,6 +24,9 @@ struct AttentionShape {
 // (amax_registry.h). `int8_saved`: only the rotated qkv is kept for backward, as INT8 blocks
 // (saved_activation.h), and the backward runs the attention again on it before differentiating
 // (one more SDPA forward a layer; none of SDPA's state between forward and backward).
+// `report_lines`: the backward reports every row's and column's amax of dqkv instead, for a
+// quantization of it per row both ways (amax_registry.h's remember_line_amax), where RoPE's
+// kernel writes dqkv (not after per-head norms: their backward reports only the tensor's).
 //
 // `qk_norms` (Qwen3): RMSNorms over each head of q and of k (weights [head_dim] FP32), before
 // RoPE, in one pass with it (qk_norm_rope.h): q and k go normalized and rotated into a buffer of
@@ -35,7 +38,8 @@ struct QkNorms {
 };
 at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
                             const at::Tensor& cos, const at::Tensor& sin, bool report_amax = false,
-                            bool int8_saved = false, const QkNorms& qk_norms = {});
+                            bool int8_saved = false, const QkNorms& qk_norms = {},
+                            bool report_lines = false);
 
 // Qwen3's attention (per-head RMSNorms of q and k with weights q_norm and k_norm [head_dim],
 // then RoPE, then causal SDPA) under saved=int8: the same forward as composing rms_norm, rope

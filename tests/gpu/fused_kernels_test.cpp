@@ -100,6 +100,13 @@ at::Tensor rope_table(int64_t seq, int64_t head_dim, bool cosine) {
   return (cosine ? cos : sin).to(kGpu);
 }
 
+// Each row's amax, then each column's, of t seen as rows of its last dimension: FP32 bits, as the
+// producers report them.
+at::Tensor line_amax_of(const at::Tensor& t) {
+  const at::Tensor a = t.reshape({-1, t.size(-1)}).abs().to(at::kFloat);
+  return at::cat({std::get<0>(a.max(1)), std::get<0>(a.max(0))}).view(at::kInt);
+}
+
 TEST_F(FusedKernels, RopeIsBitExactStridedAndInPlaceForwardAndBackward) {
   const int64_t seq = 300;
   for (const int64_t head_dim : {16, 64, 128}) {
@@ -120,8 +127,9 @@ TEST_F(FusedKernels, RopeIsBitExactStridedAndInPlaceForwardAndBackward) {
 }
 
 // RoPE's backward in one launch (dQ and dK rotated back, dV copied, into the QKV product's
-// gradient) gives the bits of the reference part by part, and the amax of all it wrote; with
-// grouped heads, at two head sizes and a sequence that ends inside a block.
+// gradient) gives the bits of the reference part by part, and the amax of all it wrote, or each
+// row's and column's; with grouped heads, at two head sizes and a sequence that ends inside a
+// block (and, for 64, a row of 48 groups that leaves part of a warp idle).
 TEST_F(FusedKernels, RopeBackwardInOneLaunchIsThePartsBitForBit) {
   const int64_t seq = 300, heads = 8, kv = 2;
   for (const int64_t d : {64, 128}) {
@@ -167,6 +175,22 @@ TEST_F(FusedKernels, RopeBackwardInOneLaunchIsThePartsBitForBit) {
     const int32_t bits = amax.item<int32_t>();
     std::memcpy(&reported, &bits, sizeof reported);
     EXPECT_EQ(reported, written) << d;
+    // The same launch reporting every row's and column's amax of dqkv [2·seq, width] instead:
+    // the same bits written, and each line's max |x| (in one row, GQA's k and v beside q).
+    const int64_t width = (heads + 2 * kv) * d;
+    const at::Tensor lines = torch::zeros({2 * seq + width}, kBf16.dtype(at::kInt));
+    const at::Tensor by_lines = torch::full_like(dqkv, 7.0);
+    cuda::RopeArgs line_parts[3];
+    for (int p = 0; p < 3; ++p) {
+      line_parts[p] = parts[p];
+      line_parts[p].amax = nullptr;
+      line_parts[p].line_amax = reinterpret_cast<uint32_t*>(lines.data_ptr<int32_t>());
+      line_parts[p].line_col = (p == 0 ? 0 : p == 1 ? heads : heads + kv) * d;
+      line_parts[p].out = static_cast<at::BFloat16*>(by_lines.data_ptr()) + line_parts[p].line_col;
+    }
+    cuda::rope_parts(line_parts, 3, c10::cuda::getCurrentCUDAStream().stream());
+    EXPECT_TRUE(by_lines.equal(dqkv)) << d;
+    EXPECT_TRUE(lines.equal(line_amax_of(by_lines.view({2 * seq, width})))) << d;
   }
 }
 
@@ -359,10 +383,6 @@ TEST_F(FusedKernels, ProducersReportTheAmaxOfLargeAndRaggedTensors) {
 
 // Each row's and column's max |x| of what a tensor's producer wrote, as FP32 bits: what SwiGLU
 // reports for a quantization per row both ways.
-at::Tensor line_amax_of(const at::Tensor& t) {
-  const at::Tensor a = t.reshape({-1, t.size(-1)}).abs().to(at::kFloat);
-  return at::cat({std::get<0>(a.max(1)), std::get<0>(a.max(0))}).view(at::kInt);
-}
 
 // SwiGLU's row and column amaxes (int8-row's X, dY under dy=row and int8-row) are each line's
 // max |x| of what it wrote; its values are the flat kernel's, bit for bit; and a quantization per
@@ -401,11 +421,49 @@ TEST_F(FusedKernels, SwigluReportsEachRowsAndColumnsAmax) {
   }
 }
 
-// A recipe that quantizes per row both ways steps a layer to the same bits whether SwiGLU
-// reports its lines' amaxes or each quantization finds them: the layer's output, and the
-// gradients of the MLP's weights, which backward computes before attention's (whose cuDNN
+// Attention's backward asked for lines remembers dQKV's rows' and columns' amaxes and no
+// tensor amax, and a quantization per row both ways that takes them writes the bits of one that
+// finds them itself; with per-head norms (Qwen3) it reports none.
+TEST_F(FusedKernels, AttentionBackwardReportsEachRowsAndColumnsAmaxOfDqkv) {
+  const AttentionShape shape{8, 2, 128};
+  const int64_t seq = 200;
+  const at::Tensor cos = rope_table(seq, shape.head_dim, true);
+  const at::Tensor sin = rope_table(seq, shape.head_dim, false);
+  const int64_t width = (shape.heads + 2 * shape.kv_heads) * shape.head_dim;
+  torch::manual_seed(9);
+  for (const bool qk_norm : {false, true}) {
+    SCOPED_TRACE(qk_norm ? "per-head norms" : "RoPE");
+    const at::Tensor nw = leaf(1.0 + 0.1 * torch::randn({shape.head_dim}, kGpu));
+    const QkNorms norms = qk_norm ? QkNorms{nw, nw, 1e-6} : QkNorms{};
+    const at::Tensor qkv = leaf(torch::randn({2, seq, width}, kBf16));
+    const at::Tensor o = causal_attention(qkv, shape, cos, sin, /*report_amax=*/true, false, norms,
+                                          /*report_lines=*/true);
+    const at::Tensor dqkv =
+        torch::autograd::grad({o}, {qkv}, {torch::randn({2, seq, 8 * 128}, kBf16)})[0];
+    const std::optional<at::Tensor> lines = recall_line_amax(dqkv, width);
+    if (qk_norm) {
+      EXPECT_FALSE(lines.has_value());
+      EXPECT_TRUE(recall_amax(dqkv).has_value());
+      continue;
+    }
+    ASSERT_TRUE(lines.has_value());
+    EXPECT_TRUE(lines->equal(line_amax_of(dqkv)));
+    EXPECT_FALSE(recall_amax(dqkv).has_value());
+    const at::Tensor rows = dqkv.view({-1, width});
+    for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e4m3}) {
+      const auto [q, qt] = quantize_rowwise_pair(rows, {format, 1, 0});
+      const auto [alone, alone_t] = quantize_rowwise_pair(rows.clone(), {format, 1, 0});
+      EXPECT_TRUE(q.values.equal(alone.values) && q.scales.equal(alone.scales));
+      EXPECT_TRUE(qt.values.equal(alone_t.values) && qt.scales.equal(alone_t.scales));
+    }
+  }
+}
+
+// A recipe that quantizes per row both ways steps a layer to the same bits whether SwiGLU and
+// RoPE's backward report their lines' amaxes or each quantization finds them: the layer's output,
+// and the gradients of the MLP's weights, which backward computes before attention's (whose cuDNN
 // backward may sum in another order from run to run: the rest within 1e-2).
-TEST(LineAmaxOnGpu, ALayerStepsToTheSameBitsWithSwiglusLineAmaxes) {
+TEST(LineAmaxOnGpu, ALayerStepsToTheSameBitsWithProducersLineAmaxes) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const torch::Device gpu(torch::kCUDA, 0);
   const workloads::ModelConfig model = workloads::builtin_model("small");

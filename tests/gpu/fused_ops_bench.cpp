@@ -270,6 +270,21 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
                                       from_sdpa_args(dv[i], dqkv[i], nh + nkv, nkv, false)};
       cuda::rope_parts(parts, 3, nullptr);
     });
+    // Reporting every row's and column's amax of dQKV instead (dY of qkv under int8-row and
+    // dy=row), which spares the row pair its own pass: the same bytes, plus the lines' atomics.
+    const at::Tensor lines = torch::zeros({tokens + width}, kCuda.dtype(at::kInt));
+    b.row(m.name, "rope backward, line amax", 2 * (nh + 2 * nkv) * head, [&](int i) {
+      cuda::RopeArgs parts[] = {from_sdpa_args(dq[i], dqkv[i], 0, nh, /*rotate=*/true),
+                                from_sdpa_args(dk[i], dqkv[i], nh, nkv, /*rotate=*/true),
+                                from_sdpa_args(dv[i], dqkv[i], nh + nkv, nkv, false)};
+      const int64_t first[] = {0, nh, nh + nkv};
+      for (int p = 0; p < 3; ++p) {
+        parts[p].amax = nullptr;
+        parts[p].line_amax = word(lines);
+        parts[p].line_col = first[p] * d;
+      }
+      cuda::rope_parts(parts, 3, nullptr);
+    });
     b.row(m.name, "rope backward, three launches", 2 * (nh + 2 * nkv) * head, [&](int i) {
       cuda::rope(from_sdpa_args(dq[i], dqkv[i], 0, nh, /*rotate=*/true), nullptr);
       cuda::rope(from_sdpa_args(dk[i], dqkv[i], nh, nkv, /*rotate=*/true), nullptr);

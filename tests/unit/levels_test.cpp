@@ -383,14 +383,22 @@ TEST(Fusion, ProducerAmaxIsRecordedOnlyWhereItActs) {
   EXPECT_EQ(operators_of("int8-tensor", Fusion::fused).find(lines), std::string::npos);
   EXPECT_EQ(operators_of("int8-block", Fusion::fused).find(lines), std::string::npos);
   EXPECT_EQ(operators_of("int8-row:saved=int8", Fusion::fused).find(lines), std::string::npos);
+  // RoPE's backward reports dY's lines wherever SwiGLU's backward does.
+  const std::string rope = "so does RoPE's backward of its gradient";
+  EXPECT_NE(operators_of("int8-row", Fusion::fused).find(rope), std::string::npos);
+  EXPECT_NE(operators_of("int8-tensor:dy=row", Fusion::fused).find(rope), std::string::npos);
+  EXPECT_EQ(operators_of("int8-row", Fusion::none).find(rope), std::string::npos);
+  EXPECT_EQ(operators_of("int8-tensor", Fusion::fused).find(rope), std::string::npos);
+  EXPECT_EQ(operators_of("int8-row:saved=int8", Fusion::fused).find(rope), std::string::npos);
   o.producer_amax = false;
   EXPECT_EQ(operators_of("int8-row", Fusion::fused).find(lines), std::string::npos);
+  EXPECT_EQ(operators_of("int8-row", Fusion::fused).find(rope), std::string::npos);
 }
 
 // Which operands a recipe quantizes per row both ways is the rule prepare_operand_pair follows.
-TEST(Fusion, SwigluReportsLineAmaxesForTheOperandsQuantizedPerRowBothWays) {
+TEST(Fusion, ProducersReportLineAmaxesForTheOperandsQuantizedPerRowBothWays) {
   const auto lines = [](const char* recipe, bool producer_amax = true) {
-    const kernels::LineAmax l = swiglu_line_amax(kernels::parse_recipe(recipe), producer_amax);
+    const kernels::LineAmax l = producer_line_amax(kernels::parse_recipe(recipe), producer_amax);
     return std::make_pair(l.forward, l.backward);
   };
   EXPECT_EQ(lines("int8-row"), std::make_pair(true, true));

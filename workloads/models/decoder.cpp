@@ -33,7 +33,7 @@ bool quantizes_tensorwise(const kernels::Recipe& recipe) {
   return false;
 }
 
-kernels::LineAmax swiglu_line_amax(const kernels::Recipe& recipe, bool producer_amax) {
+kernels::LineAmax producer_line_amax(const kernels::Recipe& recipe, bool producer_amax) {
   if (!producer_amax || recipe.saved == kernels::SavedActivations::int8) return {};
   using kernels::GemmKind;
   using kernels::Side;

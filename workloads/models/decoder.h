@@ -27,10 +27,12 @@ namespace lpbench::workloads {
 
 // Whether any product of the recipe quantizes an operand with one scale for the whole tensor.
 bool quantizes_tensorwise(const kernels::Recipe& recipe);
-// Which of SwiGLU's outputs report every row's and column's amax under the recipe: the operands
-// it quantizes per row both ways (X forward, dY backward: per row in one product, per row of
-// the transpose in the other), where producers report at all and SwiGLU keeps no INT8 copy.
-kernels::LineAmax swiglu_line_amax(const kernels::Recipe& recipe, bool producer_amax);
+// Which producers report every row's and column's amax of what they write under the recipe:
+// those of the operands it quantizes per row both ways (per row in one product, per row of the
+// transpose in the other). `forward`: X, SwiGLU's output (the down projection's input);
+// `backward`: dY, SwiGLU's gradient (gate/up's) and RoPE's backward (qkv's). Only where
+// producers report at all, and not under saved=int8 (SwiGLU then keeps an INT8 copy instead).
+kernels::LineAmax producer_line_amax(const kernels::Recipe& recipe, bool producer_amax);
 
 // Decides, module by module, what a recipe does, and keeps the decisions for the store.
 class PrecisionPlan {
@@ -45,7 +47,7 @@ class PrecisionPlan {
         device_(device),
         ops_(fusion, producer_amax && quantizes_tensorwise(recipe),
              recipe.saved == kernels::SavedActivations::int8,
-             swiglu_line_amax(recipe, producer_amax)) {}
+             producer_line_amax(recipe, producer_amax)) {}
   const torch::Device& device() const { return device_; }
   const Operators& ops() const { return ops_; }
   kernels::LinearGemms linear(const std::string& module);

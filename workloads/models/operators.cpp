@@ -37,6 +37,9 @@ std::string describe_operators(Fusion fusion, const kernels::AttentionShape& sha
          (swiglu_lines != nullptr && fused
               ? std::string("; SwiGLU reports the row and column amaxes of ") + swiglu_lines
               : std::string()) +
+         (lines.backward && fused
+              ? "; so does RoPE's backward of its gradient, where no per-head norm comes first"
+              : "") +
          (int8_saved && fused ? "; activations saved as INT8" : "");
 }
 
@@ -86,7 +89,7 @@ torch::Tensor Operators::attention(const torch::Tensor& qkv, const kernels::Atte
   }
   if (fusion_ == Fusion::fused) {
     return kernels::causal_attention(qkv, s, cos, sin, producer_amax_, int8_saved_,
-                                     {q_norm, k_norm, eps});
+                                     {q_norm, k_norm, eps}, lines_.backward);
   }
   const int64_t d = s.head_dim;
   torch::Tensor q = qkv.narrow(-1, 0, s.heads * d).view({batch, seq, s.heads, d});

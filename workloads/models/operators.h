@@ -32,8 +32,9 @@ class Operators {
   // tensorwise quantization of it skips its own pass (kernels/torch/amax_registry.h).
   // `int8_saved` (the recipe's saved=int8, fused only): the norms, SwiGLU and attention keep
   // what their backward reads as INT8 blocks (kernels/torch/saved_activation.h).
-  // `lines` (fused only): SwiGLU's forward or backward reports every row's and column's amax of
-  // what it writes instead, for a recipe that quantizes that operand per row both ways.
+  // `lines` (fused only): SwiGLU's forward, and SwiGLU's and RoPE's backward, report every row's
+  // and column's amax of what they write instead, for a recipe that quantizes that operand per
+  // row both ways (producer_line_amax, decoder.h).
   explicit Operators(Fusion fusion, bool producer_amax = false, bool int8_saved = false,
                      kernels::LineAmax lines = {})
       : fusion_(fusion),

@@ -384,6 +384,22 @@ TEST_F(FusedKernels, ProducersReportTheAmaxOfLargeAndRaggedTensors) {
 // Each row's and column's max |x| of what a tensor's producer wrote, as FP32 bits: what SwiGLU
 // reports for a quantization per row both ways.
 
+// What a producer remembered for t [rows, cols], asked for lines: each line's max |x| and no
+// tensor amax; and a quantization per row both ways that takes them writes the bits of one that
+// finds them itself, INT8 and FP8.
+void expect_lines_serve_the_row_pair(const at::Tensor& t) {
+  const std::optional<at::Tensor> lines = recall_line_amax(t, t.size(-1));
+  ASSERT_TRUE(lines.has_value());
+  EXPECT_TRUE(lines->equal(line_amax_of(t)));
+  EXPECT_FALSE(recall_amax(t).has_value());
+  for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e4m3}) {
+    const auto [q, qt] = quantize_rowwise_pair(t, {format, 1, 0});
+    const auto [alone, alone_t] = quantize_rowwise_pair(t.clone(), {format, 1, 0});
+    EXPECT_TRUE(q.values.equal(alone.values) && q.scales.equal(alone.scales));
+    EXPECT_TRUE(qt.values.equal(alone_t.values) && qt.scales.equal(alone_t.scales));
+  }
+}
+
 // SwiGLU's row and column amaxes (int8-row's X, dY under dy=row and int8-row) are each line's
 // max |x| of what it wrote; its values are the flat kernel's, bit for bit; and a quantization per
 // row both ways that takes them gives the bits of one that finds them itself. On the row pair's
@@ -407,16 +423,7 @@ TEST_F(FusedKernels, SwigluReportsEachRowsAndColumnsAmax) {
     for (const auto& [what, t] :
          {std::pair<const char*, at::Tensor>{"forward", out.detach()}, {"backward", dgu}}) {
       SCOPED_TRACE(what);
-      const std::optional<at::Tensor> lines = recall_line_amax(t, t.size(-1));
-      ASSERT_TRUE(lines.has_value());
-      EXPECT_TRUE(lines->equal(line_amax_of(t)));
-      EXPECT_FALSE(recall_amax(t).has_value());
-      for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e4m3}) {
-        const auto [q, qt] = quantize_rowwise_pair(t, {format, 1, 0});
-        const auto [alone, alone_t] = quantize_rowwise_pair(t.clone(), {format, 1, 0});
-        EXPECT_TRUE(q.values.equal(alone.values) && q.scales.equal(alone.scales));
-        EXPECT_TRUE(qt.values.equal(alone_t.values) && qt.scales.equal(alone_t.scales));
-      }
+      expect_lines_serve_the_row_pair(t);
     }
   }
 }
@@ -440,22 +447,12 @@ TEST_F(FusedKernels, AttentionBackwardReportsEachRowsAndColumnsAmaxOfDqkv) {
                                           /*report_lines=*/true);
     const at::Tensor dqkv =
         torch::autograd::grad({o}, {qkv}, {torch::randn({2, seq, 8 * 128}, kBf16)})[0];
-    const std::optional<at::Tensor> lines = recall_line_amax(dqkv, width);
     if (qk_norm) {
-      EXPECT_FALSE(lines.has_value());
+      EXPECT_FALSE(recall_line_amax(dqkv, width).has_value());
       EXPECT_TRUE(recall_amax(dqkv).has_value());
       continue;
     }
-    ASSERT_TRUE(lines.has_value());
-    EXPECT_TRUE(lines->equal(line_amax_of(dqkv)));
-    EXPECT_FALSE(recall_amax(dqkv).has_value());
-    const at::Tensor rows = dqkv.view({-1, width});
-    for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e4m3}) {
-      const auto [q, qt] = quantize_rowwise_pair(rows, {format, 1, 0});
-      const auto [alone, alone_t] = quantize_rowwise_pair(rows.clone(), {format, 1, 0});
-      EXPECT_TRUE(q.values.equal(alone.values) && q.scales.equal(alone.scales));
-      EXPECT_TRUE(qt.values.equal(alone_t.values) && qt.scales.equal(alone_t.scales));
-    }
+    expect_lines_serve_the_row_pair(dqkv.view({-1, width}));
   }
 }
 

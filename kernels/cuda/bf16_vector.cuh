@@ -26,8 +26,27 @@ __device__ __forceinline__ Bf16x8 unpack_bf16x8(const uint4& raw) {
   return out;
 }
 
+// One 16-byte access of global memory as one instruction. A plain `uint4` copy is not: nvcc took
+// some apart into 4- and 8-byte accesses (RoPE's loads and stores, the norm forward's and
+// SwiGLU's stores; their PTX at 0bc35a8), and a warp's 4-byte stores at a 16-byte stride touch
+// each sector four times (docs/perf-log.md §41). `volatile` keeps these accesses in program
+// order among themselves, as the in-place kernels (RoPE) read before they write.
+__device__ __forceinline__ uint4 load_global_16(const void* p) {
+  uint4 r;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+
+__device__ __forceinline__ void store_global_16(void* p, uint4 v) {
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+}
+
 __device__ __forceinline__ Bf16x8 load_bf16x8(const __nv_bfloat16* p) {
-  return unpack_bf16x8(*reinterpret_cast<const uint4*>(p));
+  return unpack_bf16x8(load_global_16(p));
 }
 
 // Round to nearest even, as torch's casts to BF16 do.
@@ -38,7 +57,7 @@ __device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in)
     const __nv_bfloat162 pair = __floats2bfloat162_rn(in.v[2 * i], in.v[2 * i + 1]);
     words[i] = *reinterpret_cast<const uint32_t*>(&pair);
   }
-  *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
+  store_global_16(p, make_uint4(words[0], words[1], words[2], words[3]));
 }
 
 // The same store, also folding max |x| of the stored values into `amax2`: two BF16 magnitudes
@@ -53,7 +72,7 @@ __device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in,
     words[i] = *reinterpret_cast<const uint32_t*>(&pair);
     amax2 = __vmaxu2(amax2, words[i] & 0x7fff7fffu);
   }
-  *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
+  store_global_16(p, make_uint4(words[0], words[1], words[2], words[3]));
 }
 
 // The same store, folding the stored magnitudes into `row2` (all eight, pairwise as above) and
@@ -70,7 +89,7 @@ __device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in,
     row2 = __vmaxu2(row2, magnitudes);
     cols2[i] = __vmaxu2(cols2[i], magnitudes);
   }
-  *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
+  store_global_16(p, make_uint4(words[0], words[1], words[2], words[3]));
 }
 
 __device__ __forceinline__ uint32_t amax_of_pairs(uint32_t amax2) {

@@ -85,6 +85,15 @@ void check_aligned(const void* p, const char* what) {
                        std::string(what) + " must be 16-byte aligned");
 }
 
+// Eight FP32 weights from `p` (32-byte aligned: the launchers check the weight's 16 bytes and a
+// vector starts every 8 elements) in two 16-byte loads, not eight 4-byte ones.
+__device__ __forceinline__ void load_weight8(const float* p, float (&w)[kBf16PerVector]) {
+  const float4 lo = __ldg(reinterpret_cast<const float4*>(p));
+  const float4 hi = __ldg(reinterpret_cast<const float4*>(p) + 1);
+  w[0] = lo.x, w[1] = lo.y, w[2] = lo.z, w[3] = lo.w;
+  w[4] = hi.x, w[5] = hi.y, w[6] = hi.z, w[7] = hi.w;
+}
+
 // The sum of `v` over the `tpr` threads of a row (every thread of the block calls it).
 __device__ __forceinline__ float row_sum(float v, int tpr, float* shared) {
   const int width = tpr < 32 ? tpr : 32;
@@ -144,6 +153,14 @@ __global__ void __launch_bounds__(kForwardThreads)
     fetch(first + stage * stride, stage);
   auto* y = static_cast<__nv_bfloat16*>(a.y);
   auto* h_out = static_cast<__nv_bfloat16*>(a.h);
+  // This thread's columns of the weight, held across the rows (read again for every row, they
+  // were half of the kernel's L1 traffic and its longest stalls: docs/perf-log.md §41).
+  float w[kVectors][kBf16PerVector] = {};
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) {
+    const int64_t v = lane + static_cast<int64_t>(i) * tpr;
+    if (v < vectors) load_weight8(a.weight + v * kBf16PerVector, w[i]);
+  }
   uint32_t amax = 0;
   int stage = 0;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_block; base < a.rows;
@@ -181,13 +198,10 @@ __global__ void __launch_bounds__(kForwardThreads)
         const int64_t col = v * kBf16PerVector;
         if (r != nullptr && h_out != nullptr) store_bf16x8(h_out + row * a.cols + col, h[i]);
         if (a.keep.values != nullptr) keep_int8x8(h[i], row, col, a.cols, a.keep);
-        const float4 w0 = *reinterpret_cast<const float4*>(a.weight + col);
-        const float4 w1 = *reinterpret_cast<const float4*>(a.weight + col + 4);
-        const float w[kBf16PerVector] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
         Bf16x8 out;
 #pragma unroll
         for (int e = 0; e < kBf16PerVector; ++e)
-          out.v[e] = h[i].v[e] * rstd * w[e];
+          out.v[e] = h[i].v[e] * rstd * w[i][e];
         store_bf16x8(y + row * a.cols + col, out, amax);
       }
     }
@@ -260,9 +274,7 @@ __global__ void __launch_bounds__(kBackwardThreads, kVectors == 1 ? 2 : 1)
   for (int i = 0; i < kVectors; ++i) {
     const int64_t v = lane + static_cast<int64_t>(i) * tpr;
     if (v >= vectors) continue;
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e)
-      w[i][e] = __ldg(a.weight + v * kBf16PerVector + e);
+    load_weight8(a.weight + v * kBf16PerVector, w[i]);
   }
   float dw[kVectors][kBf16PerVector] = {};
   uint32_t amax = 0;
@@ -323,9 +335,9 @@ __global__ void __launch_bounds__(kBackwardThreads, kVectors == 1 ? 2 : 1)
   for (int i = 0; i < kVectors; ++i) {
     const int64_t v = lane + static_cast<int64_t>(i) * tpr;
     if (v >= vectors) continue;
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e)
-      mine[v * kBf16PerVector + e] = dw[i][e];
+    auto* to = reinterpret_cast<float4*>(mine + v * kBf16PerVector);
+    to[0] = make_float4(dw[i][0], dw[i][1], dw[i][2], dw[i][3]);
+    to[1] = make_float4(dw[i][4], dw[i][5], dw[i][6], dw[i][7]);
   }
 }
 
@@ -377,7 +389,7 @@ void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
   LPBENCH_CUDA_REQUIRE(
       a.dy && (a.h || a.h_kept.values) && a.weight && a.rstd && a.dh && a.dweight && a.workspace,
       "dy, h, weight, rstd, dh, dweight and the workspace are needed");
-  const void* pointers[] = {a.dy, a.h, a.dh_in, a.dh, a.weight};
+  const void* pointers[] = {a.dy, a.h, a.dh_in, a.dh, a.weight, a.workspace};
   for (const void* p : pointers)
     check_aligned(p, "rmsnorm_backward's matrices");
   check_int8_blocks(a.h_kept.values, a.h_kept.scales, a.cols, "rmsnorm_backward");

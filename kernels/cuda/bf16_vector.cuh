@@ -49,6 +49,15 @@ __device__ __forceinline__ Bf16x8 load_bf16x8(const __nv_bfloat16* p) {
   return unpack_bf16x8(load_global_16(p));
 }
 
+// Eight FP32 values (a norm's weights for one vector of a row) in two 16-byte loads, not eight
+// 4-byte ones: `p` 32-byte aligned (the launchers check 16 bytes; vectors start every 8).
+__device__ __forceinline__ void load_float8(const float* p, float (&w)[kBf16PerVector]) {
+  const float4 lo = __ldg(reinterpret_cast<const float4*>(p));
+  const float4 hi = __ldg(reinterpret_cast<const float4*>(p) + 1);
+  w[0] = lo.x, w[1] = lo.y, w[2] = lo.z, w[3] = lo.w;
+  w[4] = hi.x, w[5] = hi.y, w[6] = hi.z, w[7] = hi.w;
+}
+
 // Round to nearest even, as torch's casts to BF16 do.
 __device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in) {
   uint32_t words[4];

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/bf16_vector.cuh"
@@ -107,9 +108,14 @@ __device__ __forceinline__ Bf16x8 rotate(const Bf16x8& mine, const Bf16x8& their
   return out;
 }
 
+// kTpr, the lanes of a head (head_dim / 8), is a template argument: at run time, the divisions
+// by it that place a thread and the head's constants cost the one-vector-a-thread forward a
+// large part of its instructions (docs/perf-log.md §41).
+template <int kTpr>
 __global__ void __launch_bounds__(kThreads)
-    forward_kernel(const QkNormRopeArgs a, const int tpr, const RowIndex ix) {
-  const int rows_per_block = kThreads / tpr;
+    forward_kernel(const QkNormRopeArgs a, const RowIndex ix) {
+  constexpr int tpr = kTpr;
+  constexpr int rows_per_block = kThreads / tpr;
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
   const uint32_t row = blockIdx.x * rows_per_block + sub;
@@ -125,16 +131,16 @@ __global__ void __launch_bounds__(kThreads)
   for (int e = 0; e < kBf16PerVector; ++e)
     squares += v.v[e] * v.v[e];
   squares = lanes_sum(squares, tpr);
-  const float rstd = 1.0F / sqrtf(squares / static_cast<float>(a.head_dim) + a.eps);
-  const float4 w0 = *reinterpret_cast<const float4*>(a.weight + col);
-  const float4 w1 = *reinterpret_cast<const float4*>(a.weight + col + 4);
-  const float w[kBf16PerVector] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+  constexpr float head_dim = tpr * kBf16PerVector;
+  const float rstd = 1.0F / sqrtf(squares / head_dim + a.eps);
+  float w[kBf16PerVector];
+  load_float8(a.weight + col, w);
   Bf16x8 n;
 #pragma unroll
   for (int e = 0; e < kBf16PerVector; ++e)
     n.v[e] = round_bf16(v.v[e] * rstd * w[e]);  // the norm's output, as its kernel stores it
   const Bf16x8 other = partner_of(n, tpr);
-  const int half = static_cast<int>(a.head_dim / 2);
+  constexpr int half = tpr * kBf16PerVector / 2;
   const bool first = col < half;
   const int64_t table = rc.t * half + (first ? col : col - half);
   const Bf16x8 y = rotate(n, other, first, a.cos + table, a.sin + table, /*inverse=*/false);
@@ -153,24 +159,24 @@ constexpr int kStages = 3;
 // dy and x, then rstd: [stage][operand][thread], then [stage][thread].
 constexpr size_t kRingBytes = size_t{kStages} * kThreads * (2 * sizeof(uint4) + sizeof(float));
 
+template <int kTpr>
 __global__ void __launch_bounds__(kThreads)
-    backward_kernel(const QkNormRopeBackwardArgs a, const int tpr, const RowIndex ix,
-                    float* partial) {
+    backward_kernel(const QkNormRopeBackwardArgs a, const RowIndex ix, float* partial) {
+  constexpr int tpr = kTpr;
   extern __shared__ uint4 ring[];  // dy, x: [stage][operand][thread], then rstd [stage][thread]
   float* ring_rstd = reinterpret_cast<float*>(ring + kStages * 2 * kThreads);
-  const int rows_per_block = kThreads / tpr;
+  constexpr int rows_per_block = kThreads / tpr;
+  constexpr int head_dim = tpr * kBf16PerVector;
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
   const int col = lane * kBf16PerVector;
-  const int half = static_cast<int>(a.head_dim / 2);
+  constexpr int half = head_dim / 2;
   const bool first = col < half;
   const auto* dy = static_cast<const __nv_bfloat16*>(a.dy);
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   auto* dx = static_cast<__nv_bfloat16*>(a.dx);
   float w[kBf16PerVector];
-#pragma unroll
-  for (int e = 0; e < kBf16PerVector; ++e)
-    w[e] = __ldg(a.weight + col + e);
+  load_float8(a.weight + col, w);
   float dw[kBf16PerVector] = {};
   uint32_t amax = 0;
   const uint32_t stride = gridDim.x * rows_per_block;
@@ -217,7 +223,7 @@ __global__ void __launch_bounds__(kThreads)
       dot += g.v[e] * xhat.v[e];
     }
     dot = lanes_sum(dot, tpr);
-    const float mean = dot / static_cast<float>(a.head_dim);
+    const float mean = dot / static_cast<float>(head_dim);
     if (live) {
       Bf16x8 out;
 #pragma unroll
@@ -235,18 +241,40 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float sums[kThreads * kBf16PerVector];  // [rows_per_block][head_dim]
 #pragma unroll
   for (int e = 0; e < kBf16PerVector; ++e)
-    sums[sub * a.head_dim + col + e] = dw[e];
+    sums[sub * head_dim + col + e] = dw[e];
   __syncthreads();
-  for (int c = static_cast<int>(threadIdx.x); c < a.head_dim; c += kThreads) {
+  for (int c = static_cast<int>(threadIdx.x); c < head_dim; c += kThreads) {
     float total = 0.0F;
     for (int r = 0; r < rows_per_block; ++r)
-      total += sums[r * a.head_dim + c];
-    partial[static_cast<int64_t>(blockIdx.x) * a.head_dim + c] = total;
+      total += sums[r * head_dim + c];
+    partial[static_cast<int64_t>(blockIdx.x) * head_dim + c] = total;
   }
 }
 
 int lanes_per_row(int64_t head_dim) {
   return static_cast<int>(head_dim / kBf16PerVector);
+}
+
+// Calls fn with the lanes of a head as a compile-time constant (head_dim 16 to 256: 2 to 32).
+template <typename Fn>
+void with_lanes(int tpr, Fn&& fn) {
+  switch (tpr) {
+    case 2:
+      fn(std::integral_constant<int, 2>{});
+      break;
+    case 4:
+      fn(std::integral_constant<int, 4>{});
+      break;
+    case 8:
+      fn(std::integral_constant<int, 8>{});
+      break;
+    case 16:
+      fn(std::integral_constant<int, 16>{});
+      break;
+    default:
+      fn(std::integral_constant<int, 32>{});
+      break;
+  }
 }
 
 void check_common(int64_t batch, int64_t seq, int64_t heads, int64_t head_dim,
@@ -285,8 +313,11 @@ void qk_norm_rope_forward(const QkNormRopeArgs& a, cudaStream_t stream) {
   const RowIndex ix = row_index(a.batch, a.seq, a.heads, "qk_norm_rope_forward");
   const int tpr = lanes_per_row(a.head_dim);
   const int64_t rows_per_block = kThreads / tpr;
-  forward_kernel<<<static_cast<unsigned>((ix.rows + rows_per_block - 1) / rows_per_block), kThreads,
-                   0, stream>>>(a, tpr, ix);
+  with_lanes(tpr, [&](auto n) {
+    forward_kernel<decltype(n)::value>
+        <<<static_cast<unsigned>((ix.rows + rows_per_block - 1) / rows_per_block), kThreads, 0,
+           stream>>>(a, ix);
+  });
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 
@@ -307,12 +338,14 @@ void qk_norm_rope_backward(const QkNormRopeBackwardArgs& a, cudaStream_t stream)
   const RowIndex ix = row_index(a.batch, a.seq, a.heads, "qk_norm_rope_backward");
   const int tpr = lanes_per_row(a.head_dim);
   const int rows_per_block = kThreads / tpr;
-  const int64_t blocks =
-      resident_blocks(reinterpret_cast<const void*>(backward_kernel), kThreads, kRingBytes,
-                      one_wave_blocks(ix.rows, rows_per_block, kThreads));
   auto* partial = static_cast<float*>(a.workspace);
-  backward_kernel<<<static_cast<unsigned>(blocks), kThreads, kRingBytes, stream>>>(a, tpr, ix,
-                                                                                   partial);
+  int64_t blocks = 0;
+  with_lanes(tpr, [&](auto n) {
+    const auto kernel = backward_kernel<decltype(n)::value>;
+    blocks = resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, kRingBytes,
+                             one_wave_blocks(ix.rows, rows_per_block, kThreads));
+    kernel<<<static_cast<unsigned>(blocks), kThreads, kRingBytes, stream>>>(a, ix, partial);
+  });
   LPBENCH_CUDA_CHECK_LAUNCH();
   sum_partial_rows(partial, blocks, a.head_dim, a.dweight, stream);
 }

@@ -85,15 +85,6 @@ void check_aligned(const void* p, const char* what) {
                        std::string(what) + " must be 16-byte aligned");
 }
 
-// Eight FP32 weights from `p` (32-byte aligned: the launchers check the weight's 16 bytes and a
-// vector starts every 8 elements) in two 16-byte loads, not eight 4-byte ones.
-__device__ __forceinline__ void load_weight8(const float* p, float (&w)[kBf16PerVector]) {
-  const float4 lo = __ldg(reinterpret_cast<const float4*>(p));
-  const float4 hi = __ldg(reinterpret_cast<const float4*>(p) + 1);
-  w[0] = lo.x, w[1] = lo.y, w[2] = lo.z, w[3] = lo.w;
-  w[4] = hi.x, w[5] = hi.y, w[6] = hi.z, w[7] = hi.w;
-}
-
 // The sum of `v` over the `tpr` threads of a row (every thread of the block calls it).
 __device__ __forceinline__ float row_sum(float v, int tpr, float* shared) {
   const int width = tpr < 32 ? tpr : 32;
@@ -159,7 +150,7 @@ __global__ void __launch_bounds__(kForwardThreads)
 #pragma unroll
   for (int i = 0; i < kVectors; ++i) {
     const int64_t v = lane + static_cast<int64_t>(i) * tpr;
-    if (v < vectors) load_weight8(a.weight + v * kBf16PerVector, w[i]);
+    if (v < vectors) load_float8(a.weight + v * kBf16PerVector, w[i]);
   }
   uint32_t amax = 0;
   int stage = 0;
@@ -274,7 +265,7 @@ __global__ void __launch_bounds__(kBackwardThreads, kVectors == 1 ? 2 : 1)
   for (int i = 0; i < kVectors; ++i) {
     const int64_t v = lane + static_cast<int64_t>(i) * tpr;
     if (v >= vectors) continue;
-    load_weight8(a.weight + v * kBf16PerVector, w[i]);
+    load_float8(a.weight + v * kBf16PerVector, w[i]);
   }
   float dw[kVectors][kBf16PerVector] = {};
   uint32_t amax = 0;

@@ -81,27 +81,15 @@ __device__ __forceinline__ Bf16x8 partner_of(const Bf16x8& mine, int tpr) {
   return theirs;
 }
 
-// The cos and sin of this lane's eight pairs, fetched apart from the rotation so that the
-// kernels can issue their loads with the row's own (docs/perf-log.md §41).
-struct Angles {
-  float c[kBf16PerVector];
-  float s[kBf16PerVector];
-};
-
-__device__ __forceinline__ Angles angles_at(const float* cos, const float* sin) {
-  const float4* cp = reinterpret_cast<const float4*>(cos);
-  const float4* sp = reinterpret_cast<const float4*>(sin);
-  const float4 c0 = cp[0], c1 = cp[1], s0 = sp[0], s1 = sp[1];
-  return {{c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w},
-          {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w}};
-}
-
 // RoPE of this lane's eight values (rope.cu's arithmetic: products and sums rounded one by one),
 // given its partner's: the lane is in the head's first half (x1) or its second (x2).
 __device__ __forceinline__ Bf16x8 rotate(const Bf16x8& mine, const Bf16x8& theirs, bool first,
-                                         const Angles& t, bool inverse) {
-  const float* c = t.c;
-  const float* s = t.s;
+                                         const float* cos, const float* sin, bool inverse) {
+  const float4* cp = reinterpret_cast<const float4*>(cos);
+  const float4* sp = reinterpret_cast<const float4*>(sin);
+  const float4 c0 = cp[0], c1 = cp[1], s0 = sp[0], s1 = sp[1];
+  const float c[kBf16PerVector] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
+  const float s[kBf16PerVector] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
   Bf16x8 out;
 #pragma unroll
   for (int e = 0; e < kBf16PerVector; ++e) {
@@ -120,9 +108,9 @@ __device__ __forceinline__ Bf16x8 rotate(const Bf16x8& mine, const Bf16x8& their
   return out;
 }
 
-// kTpr, the lanes of a head (head_dim / 8), is a template argument: at run time, the divisions
-// by it that place a thread and the head's constants cost the one-vector-a-thread forward a
-// large part of its instructions (docs/perf-log.md §41).
+// kTpr, the lanes of a head (head_dim / 8), is a template argument: as a run-time value, the
+// divisions by it that place a thread, its shuffle loops and the head's constants took 8 % of
+// both kernels' time (docs/perf-log.md §41).
 template <int kTpr>
 __global__ void __launch_bounds__(kThreads)
     forward_kernel(const QkNormRopeArgs a, const RowIndex ix) {
@@ -136,16 +124,8 @@ __global__ void __launch_bounds__(kThreads)
   const RowCoords rc = coords_of(live ? row : 0, ix);
   const int col = lane * kBf16PerVector;
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
-  constexpr int half = tpr * kBf16PerVector / 2;
-  const bool first = col < half;
-  const int64_t table = rc.t * half + (first ? col : col - half);
-  // Every load first, the row's and the tables', so that one thread has them all in flight: one
-  // vector a thread leaves nothing else to overlap with.
   Bf16x8 v = {};
   if (live) v = load_bf16x8(x + at(rc, a.x_strides) + col);
-  float w[kBf16PerVector];
-  load_float8(a.weight + col, w);
-  const Angles angles = angles_at(a.cos + table, a.sin + table);
   float squares = 0.0F;
 #pragma unroll
   for (int e = 0; e < kBf16PerVector; ++e)
@@ -153,12 +133,17 @@ __global__ void __launch_bounds__(kThreads)
   squares = lanes_sum(squares, tpr);
   constexpr float head_dim = tpr * kBf16PerVector;
   const float rstd = 1.0F / sqrtf(squares / head_dim + a.eps);
+  float w[kBf16PerVector];
+  load_float8(a.weight + col, w);
   Bf16x8 n;
 #pragma unroll
   for (int e = 0; e < kBf16PerVector; ++e)
     n.v[e] = round_bf16(v.v[e] * rstd * w[e]);  // the norm's output, as its kernel stores it
   const Bf16x8 other = partner_of(n, tpr);
-  const Bf16x8 y = rotate(n, other, first, angles, /*inverse=*/false);
+  constexpr int half = tpr * kBf16PerVector / 2;
+  const bool first = col < half;
+  const int64_t table = rc.t * half + (first ? col : col - half);
+  const Bf16x8 y = rotate(n, other, first, a.cos + table, a.sin + table, /*inverse=*/false);
   if (!live) return;
   if (lane == 0) a.rstd[row] = rstd;
   store_bf16x8(static_cast<__nv_bfloat16*>(a.y) + at(rc, a.y_strides) + col, y);
@@ -226,8 +211,7 @@ __global__ void __launch_bounds__(kThreads)
       rstd = ring_rstd[stage * kThreads + threadIdx.x];
     }
     const int64_t table = rc.t * half + (first ? col : col - half);
-    Bf16x8 g = rotate(d, partner_of(d, tpr), first, angles_at(a.cos + table, a.sin + table),
-                      /*inverse=*/true);
+    Bf16x8 g = rotate(d, partner_of(d, tpr), first, a.cos + table, a.sin + table, true);
     float dot = 0.0F;
 #pragma unroll
     for (int e = 0; e < kBf16PerVector; ++e) {

@@ -33,8 +33,9 @@ namespace lpbench::cuda {
 namespace {
 
 constexpr int kSmallBlock = 256;  // threads of a block holding several short rows
-// Registers bound what a thread holds: the forward keeps 8 values a vector, the backward 24 (the
-// gradient, the normalized input, the weight gradient's sums). 512 threads with 4 and 2 vectors
+// Registers bound what a thread holds: the forward keeps 16 values a vector (the row's and their
+// weights), the backward 32 (the gradient, the normalized input, the weights and the weight
+// gradient's sums). 512 threads with 4 and 2 vectors
 // each stay within the register file without spills (ptxas, sm_90a): rows of up to 16384 and
 // 8192 elements, past every seed model's hidden size.
 constexpr int kForwardThreads = 512;

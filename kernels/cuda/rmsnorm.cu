@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(kForwardThreads)
 // moved 33-39 % of the HBM rate, 46-58 % with the ring. Four vectors a thread, each read twice
 // from the ring (the sum, then dh) so as not to hold them, ran no faster: 46-56 %, ~3 % slower
 // with dh_in (docs/perf-log.md §36).
-constexpr int kBackwardStages = 4;
+constexpr int kBackwardStages = 3;
 constexpr int kStagedOperands = 3;  // dy, h, dh_in
 
 size_t backward_ring_bytes(int vectors, int threads) {

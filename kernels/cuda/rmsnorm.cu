@@ -35,9 +35,9 @@ namespace {
 constexpr int kSmallBlock = 256;  // threads of a block holding several short rows
 // Registers bound what a thread holds: the forward keeps 16 values a vector (the row's and their
 // weights), the backward 32 (the gradient, the normalized input, the weights and the weight
-// gradient's sums). 512 threads with 4 and 2 vectors
-// each stay within the register file without spills (ptxas, sm_90a): rows of up to 16384 and
-// 8192 elements, past every seed model's hidden size.
+// gradient's sums). 512 threads with 4 and 2 vectors each stay within the register file without
+// spills (ptxas, sm_90a): rows of up to 16384 and 8192 elements, past every seed model's hidden
+// size.
 constexpr int kForwardThreads = 512;
 constexpr int kForwardVectors = 4;
 constexpr int kBackwardThreads = 512;

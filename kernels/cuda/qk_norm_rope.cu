@@ -82,14 +82,11 @@ __device__ __forceinline__ Bf16x8 partner_of(const Bf16x8& mine, int tpr) {
 }
 
 // RoPE of this lane's eight values (rope.cu's arithmetic: products and sums rounded one by one),
-// given its partner's: the lane is in the head's first half (x1) or its second (x2).
+// given its partner's and its columns' cos and sin: the lane is in the head's first half (x1) or
+// its second (x2).
 __device__ __forceinline__ Bf16x8 rotate(const Bf16x8& mine, const Bf16x8& theirs, bool first,
-                                         const float* cos, const float* sin, bool inverse) {
-  const float4* cp = reinterpret_cast<const float4*>(cos);
-  const float4* sp = reinterpret_cast<const float4*>(sin);
-  const float4 c0 = cp[0], c1 = cp[1], s0 = sp[0], s1 = sp[1];
-  const float c[kBf16PerVector] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
-  const float s[kBf16PerVector] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+                                         const float (&c)[kBf16PerVector],
+                                         const float (&s)[kBf16PerVector], bool inverse) {
   Bf16x8 out;
 #pragma unroll
   for (int e = 0; e < kBf16PerVector; ++e) {
@@ -111,67 +108,95 @@ __device__ __forceinline__ Bf16x8 rotate(const Bf16x8& mine, const Bf16x8& their
 // kTpr, the lanes of a head (head_dim / 8), is a template argument: as a run-time value, the
 // divisions by it that place a thread, its shuffle loops and the head's constants took 8 % of
 // both kernels' time (docs/perf-log.md §41).
+//
+// Each lane group takes kForwardRows consecutive rows (heads of one token where the head count
+// allows) and issues their loads together: with one row a lane group, a thread had 16 bytes in
+// flight and the kernel moved 42 % of the HBM rate. The weight is read once for the rows, the
+// cos and sin tables once a token (docs/perf-log.md §42).
+constexpr int kForwardRows = 4;
+
 template <int kTpr>
 __global__ void __launch_bounds__(kThreads)
     forward_kernel(const QkNormRopeArgs a, const RowIndex ix) {
   constexpr int tpr = kTpr;
-  constexpr int rows_per_block = kThreads / tpr;
+  constexpr int groups = kThreads / tpr;  // lane groups a block
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
-  const uint32_t row = blockIdx.x * rows_per_block + sub;
-  // No early return for rows past the end: their lanes still take part in the shuffles.
-  const bool live = row < ix.rows;
-  const RowCoords rc = coords_of(live ? row : 0, ix);
+  const uint32_t first_row = (blockIdx.x * groups + sub) * kForwardRows;
   const int col = lane * kBf16PerVector;
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
-  Bf16x8 v = {};
-  if (live) v = load_bf16x8(x + at(rc, a.x_strides) + col);
-  float squares = 0.0F;
+  // No early return for rows past the end: their lanes still take part in the shuffles.
+  uint4 raw[kForwardRows];
 #pragma unroll
-  for (int e = 0; e < kBf16PerVector; ++e)
-    squares += v.v[e] * v.v[e];
-  squares = lanes_sum(squares, tpr);
-  constexpr float head_dim = tpr * kBf16PerVector;
-  const float rstd = 1.0F / sqrtf(squares / head_dim + a.eps);
+  for (int k = 0; k < kForwardRows; ++k) {
+    const uint32_t row = first_row + k;
+    raw[k] = make_uint4(0, 0, 0, 0);
+    if (row < ix.rows) raw[k] = load_global_16(x + at(coords_of(row, ix), a.x_strides) + col);
+  }
   float w[kBf16PerVector];
   load_float8(a.weight + col, w);
-  Bf16x8 n;
-#pragma unroll
-  for (int e = 0; e < kBf16PerVector; ++e)
-    n.v[e] = round_bf16(v.v[e] * rstd * w[e]);  // the norm's output, as its kernel stores it
-  const Bf16x8 other = partner_of(n, tpr);
   constexpr int half = tpr * kBf16PerVector / 2;
   const bool first = col < half;
-  const int64_t table = rc.t * half + (first ? col : col - half);
-  const Bf16x8 y = rotate(n, other, first, a.cos + table, a.sin + table, /*inverse=*/false);
-  if (!live) return;
-  if (lane == 0) a.rstd[row] = rstd;
-  store_bf16x8(static_cast<__nv_bfloat16*>(a.y) + at(rc, a.y_strides) + col, y);
+  const int table_col = first ? col : col - half;
+  constexpr float head_dim = tpr * kBf16PerVector;
+  float c[kBf16PerVector], sn[kBf16PerVector];
+  int64_t cached_t = -1;
+#pragma unroll
+  for (int k = 0; k < kForwardRows; ++k) {
+    const uint32_t row = first_row + k;
+    const RowCoords rc = coords_of(row < ix.rows ? row : 0, ix);  // again: fewer registers
+    const Bf16x8 v = unpack_bf16x8(raw[k]);
+    float squares = 0.0F;
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e)
+      squares += v.v[e] * v.v[e];
+    squares = lanes_sum(squares, tpr);
+    const float rstd = 1.0F / sqrtf(squares / head_dim + a.eps);
+    Bf16x8 n;
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e)
+      n.v[e] = round_bf16(v.v[e] * rstd * w[e]);  // the norm's output, as its kernel stores it
+    const Bf16x8 other = partner_of(n, tpr);
+    if (rc.t != cached_t) {
+      cached_t = rc.t;
+      const int64_t table = rc.t * half + table_col;
+      load_float8(a.cos + table, c);
+      load_float8(a.sin + table, sn);
+    }
+    const Bf16x8 y = rotate(n, other, first, c, sn, /*inverse=*/false);
+    if (row >= ix.rows) continue;
+    if (lane == 0) a.rstd[row] = rstd;
+    store_bf16x8(static_cast<__nv_bfloat16*>(a.y) + at(rc, a.y_strides) + col, y);
+  }
 }
 
 // The backward walks the rows grid-strided and fetches the rows ahead into a shared-memory ring
 // (cp.async) while it reduces the current ones: each thread copies its own 16-byte words of dy
-// and x and the row's rstd, and reads back only those, so the ring needs no barrier. Without the
-// ring it moved 35 % of the HBM rate, with it 42 %. The forward, one row a thread, stays without:
-// a ring made it no faster (38 % and 36 %; docs/perf-log.md §36).
+// and x and the rows' rstd, and reads back only those, so the ring needs no barrier. Without the
+// ring it moved 35 % of the HBM rate, with it 42 % (docs/perf-log.md §36). A lane group takes
+// kBackwardRows consecutive rows a step, as the forward does, so that the cos and sin tables
+// are read once a token and the loop's work is shared (§42).
 constexpr int kStages = 3;
+constexpr int kBackwardRows = 2;
 
-// dy and x, then rstd: [stage][operand][thread], then [stage][thread].
-constexpr size_t kRingBytes = size_t{kStages} * kThreads * (2 * sizeof(uint4) + sizeof(float));
+// dy and x, then rstd: [stage][row][operand][thread], then [stage][row][thread].
+constexpr size_t kRingBytes =
+    size_t{kStages} * kBackwardRows * kThreads * (2 * sizeof(uint4) + sizeof(float));
 
 template <int kTpr>
 __global__ void __launch_bounds__(kThreads)
     backward_kernel(const QkNormRopeBackwardArgs a, const RowIndex ix, float* partial) {
   constexpr int tpr = kTpr;
-  extern __shared__ uint4 ring[];  // dy, x: [stage][operand][thread], then rstd [stage][thread]
-  float* ring_rstd = reinterpret_cast<float*>(ring + kStages * 2 * kThreads);
-  constexpr int rows_per_block = kThreads / tpr;
+  extern __shared__ uint4 ring[];
+  float* ring_rstd = reinterpret_cast<float*>(ring + kStages * kBackwardRows * 2 * kThreads);
+  constexpr int groups = kThreads / tpr;  // lane groups a block
   constexpr int head_dim = tpr * kBf16PerVector;
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
   const int col = lane * kBf16PerVector;
   constexpr int half = head_dim / 2;
   const bool first = col < half;
+  const int table_col = first ? col : col - half;
   const auto* dy = static_cast<const __nv_bfloat16*>(a.dy);
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   auto* dx = static_cast<__nv_bfloat16*>(a.dx);
@@ -179,57 +204,79 @@ __global__ void __launch_bounds__(kThreads)
   load_float8(a.weight + col, w);
   float dw[kBf16PerVector] = {};
   uint32_t amax = 0;
-  const uint32_t stride = gridDim.x * rows_per_block;
-  auto fetch = [&](uint32_t row, int stage) {
-    if (row < ix.rows) {
-      const RowCoords rc = coords_of(row, ix);
-      cp_async16(smem_addr(&ring[(stage * 2) * kThreads + threadIdx.x]),
-                 dy + at(rc, a.dy_strides) + col);
-      cp_async16(smem_addr(&ring[(stage * 2 + 1) * kThreads + threadIdx.x]),
-                 x + at(rc, a.x_strides) + col);
-      cp_async4(smem_addr(&ring_rstd[stage * kThreads + threadIdx.x]), a.rstd + row);
+  auto dy_slot = [&](int stage, int k) -> uint4& {
+    return ring[((stage * kBackwardRows + k) * 2) * kThreads + threadIdx.x];
+  };
+  auto x_slot = [&](int stage, int k) -> uint4& {
+    return ring[((stage * kBackwardRows + k) * 2 + 1) * kThreads + threadIdx.x];
+  };
+  auto rstd_slot = [&](int stage, int k) -> float& {
+    return ring_rstd[(stage * kBackwardRows + k) * kThreads + threadIdx.x];
+  };
+  // A step's rows: kBackwardRows a lane group, the block's lane groups side by side.
+  const uint32_t steps = (ix.rows + groups * kBackwardRows - 1) / (groups * kBackwardRows);
+  auto row_of = [&](uint32_t step, int k) { return (step * groups + sub) * kBackwardRows + k; };
+  auto fetch = [&](uint32_t step, int stage) {
+#pragma unroll
+    for (int k = 0; k < kBackwardRows; ++k) {
+      const uint32_t row = row_of(step, k);
+      if (step < steps && row < ix.rows) {
+        const RowCoords rc = coords_of(row, ix);
+        cp_async16(smem_addr(&dy_slot(stage, k)), dy + at(rc, a.dy_strides) + col);
+        cp_async16(smem_addr(&x_slot(stage, k)), x + at(rc, a.x_strides) + col);
+        cp_async4(smem_addr(&rstd_slot(stage, k)), a.rstd + row);
+      }
     }
     cp_async_commit();
   };
-  const uint32_t start = blockIdx.x * rows_per_block;
 #pragma unroll
   for (int stage = 0; stage < kStages - 1; ++stage)
-    fetch(start + sub + stage * stride, stage);
+    fetch(blockIdx.x + stage * gridDim.x, stage);
+  float c[kBf16PerVector] = {}, sn[kBf16PerVector] = {};
+  int64_t cached_t = -1;
   int stage = 0;
-  for (uint32_t base = start; base < ix.rows; base += stride) {
-    const uint32_t row = base + sub;
-    fetch(row + (kStages - 1) * stride, (stage + kStages - 1) % kStages);
+  for (uint32_t step = blockIdx.x; step < steps; step += gridDim.x) {
+    fetch(step + (kStages - 1) * gridDim.x, (stage + kStages - 1) % kStages);
     cp_async_wait<kStages - 1>();
-    const bool live = row < ix.rows;
-    const RowCoords rc = coords_of(live ? row : 0, ix);
-    Bf16x8 d = {};
-    Bf16x8 xhat = {};
-    float rstd = 0.0F;
-    if (live) {
-      d = unpack_bf16x8(ring[(stage * 2) * kThreads + threadIdx.x]);
-      xhat = unpack_bf16x8(ring[(stage * 2 + 1) * kThreads + threadIdx.x]);
-      rstd = ring_rstd[stage * kThreads + threadIdx.x];
-    }
-    const int64_t table = rc.t * half + (first ? col : col - half);
-    Bf16x8 g = rotate(d, partner_of(d, tpr), first, a.cos + table, a.sin + table, true);
-    float dot = 0.0F;
 #pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e) {
-      g.v[e] = round_bf16(g.v[e]);  // RoPE's backward output, as its kernel stores it
-      // rmsnorm.cu's backward, step for step.
-      xhat.v[e] *= rstd;
-      dw[e] += g.v[e] * xhat.v[e];
-      g.v[e] *= w[e];
-      dot += g.v[e] * xhat.v[e];
-    }
-    dot = lanes_sum(dot, tpr);
-    const float mean = dot / static_cast<float>(head_dim);
-    if (live) {
-      Bf16x8 out;
+    for (int k = 0; k < kBackwardRows; ++k) {
+      const uint32_t row = row_of(step, k);
+      const bool live = row < ix.rows;
+      const RowCoords rc = coords_of(live ? row : 0, ix);
+      Bf16x8 d = {};
+      Bf16x8 xhat = {};
+      float rstd = 0.0F;
+      if (live) {
+        d = unpack_bf16x8(dy_slot(stage, k));
+        xhat = unpack_bf16x8(x_slot(stage, k));
+        rstd = rstd_slot(stage, k);
+      }
+      if (rc.t != cached_t) {
+        cached_t = rc.t;
+        const int64_t table = rc.t * half + table_col;
+        load_float8(a.cos + table, c);
+        load_float8(a.sin + table, sn);
+      }
+      Bf16x8 g = rotate(d, partner_of(d, tpr), first, c, sn, /*inverse=*/true);
+      float dot = 0.0F;
 #pragma unroll
-      for (int e = 0; e < kBf16PerVector; ++e)
-        out.v[e] = rstd * (g.v[e] - xhat.v[e] * mean);
-      store_bf16x8(dx + at(rc, a.dx_strides) + col, out, amax);
+      for (int e = 0; e < kBf16PerVector; ++e) {
+        g.v[e] = round_bf16(g.v[e]);  // RoPE's backward output, as its kernel stores it
+        // rmsnorm.cu's backward, step for step.
+        xhat.v[e] *= rstd;
+        dw[e] += g.v[e] * xhat.v[e];
+        g.v[e] *= w[e];
+        dot += g.v[e] * xhat.v[e];
+      }
+      dot = lanes_sum(dot, tpr);
+      const float mean = dot / static_cast<float>(head_dim);
+      if (live) {
+        Bf16x8 out;
+#pragma unroll
+        for (int e = 0; e < kBf16PerVector; ++e)
+          out.v[e] = rstd * (g.v[e] - xhat.v[e] * mean);
+        store_bf16x8(dx + at(rc, a.dx_strides) + col, out, amax);
+      }
     }
     stage = (stage + 1) % kStages;
   }
@@ -238,14 +285,14 @@ __global__ void __launch_bounds__(kThreads)
   // The block's lane groups' sums added in shared memory, in lane-group order, into one partial
   // row a block: one a lane group gave sum_partial_rows 16 times the rows to add (the qwen3-8b
   // layer's four calls took 0.18 ms of its step; docs/perf-log.md §35).
-  __shared__ float sums[kThreads * kBf16PerVector];  // [rows_per_block][head_dim]
+  __shared__ float sums[kThreads * kBf16PerVector];  // [groups][head_dim]
 #pragma unroll
   for (int e = 0; e < kBf16PerVector; ++e)
     sums[sub * head_dim + col + e] = dw[e];
   __syncthreads();
   for (int c = static_cast<int>(threadIdx.x); c < head_dim; c += kThreads) {
     float total = 0.0F;
-    for (int r = 0; r < rows_per_block; ++r)
+    for (int r = 0; r < groups; ++r)
       total += sums[r * head_dim + c];
     partial[static_cast<int64_t>(blockIdx.x) * head_dim + c] = total;
   }
@@ -312,7 +359,7 @@ void qk_norm_rope_forward(const QkNormRopeArgs& a, cudaStream_t stream) {
   const NvtxRange range("lpbench qk_norm_rope_forward");
   const RowIndex ix = row_index(a.batch, a.seq, a.heads, "qk_norm_rope_forward");
   const int tpr = lanes_per_row(a.head_dim);
-  const int64_t rows_per_block = kThreads / tpr;
+  const int64_t rows_per_block = int64_t{kThreads} / tpr * kForwardRows;
   with_lanes(tpr, [&](auto n) {
     forward_kernel<decltype(n)::value>
         <<<static_cast<unsigned>((ix.rows + rows_per_block - 1) / rows_per_block), kThreads, 0,
@@ -321,8 +368,13 @@ void qk_norm_rope_forward(const QkNormRopeArgs& a, cudaStream_t stream) {
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 
+// The rows a block of the backward takes a step.
+int backward_rows_per_block(int64_t head_dim) {
+  return kThreads / lanes_per_row(head_dim) * kBackwardRows;
+}
+
 size_t qk_norm_rope_backward_workspace_bytes(int64_t rows, int64_t head_dim) {
-  const int rows_per_block = kThreads / lanes_per_row(head_dim);
+  const int rows_per_block = backward_rows_per_block(head_dim);
   return static_cast<size_t>(one_wave_blocks(rows, rows_per_block, kThreads) * head_dim) *
          sizeof(float);
 }
@@ -337,11 +389,12 @@ void qk_norm_rope_backward(const QkNormRopeBackwardArgs& a, cudaStream_t stream)
   const NvtxRange range("lpbench qk_norm_rope_backward");
   const RowIndex ix = row_index(a.batch, a.seq, a.heads, "qk_norm_rope_backward");
   const int tpr = lanes_per_row(a.head_dim);
-  const int rows_per_block = kThreads / tpr;
+  const int rows_per_block = backward_rows_per_block(a.head_dim);
   auto* partial = static_cast<float*>(a.workspace);
   int64_t blocks = 0;
   with_lanes(tpr, [&](auto n) {
     const auto kernel = backward_kernel<decltype(n)::value>;
+    allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), kRingBytes);
     blocks = resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, kRingBytes,
                              one_wave_blocks(ix.rows, rows_per_block, kThreads));
     kernel<<<static_cast<unsigned>(blocks), kThreads, kRingBytes, stream>>>(a, ix, partial);

@@ -9,6 +9,7 @@
 #include <ATen/ops/_fused_adamw.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <array>
 #include <cstring>
 #include <limits>
 
@@ -197,16 +198,22 @@ TEST_F(FusedKernels, RopeBackwardInOneLaunchIsThePartsBitForBit) {
 // Qwen3's per-head norm and RoPE in one kernel each way against the norm kernel then the RoPE
 // kernel (and back): the same roundings in the same order, so the same bits, from the strided
 // heads of a QKV product and back from attention's [B, H, T, D] gradient; and the amax of what
-// the backward wrote.
+// the backward wrote. Five heads a token: the kernels' groups of consecutive rows then straddle
+// tokens, and the last block is part full.
 TEST_F(FusedKernels, QkNormRopeIsTheNormThenRopeKernelsBitForBit) {
-  const int64_t seq = 300;
-  for (const int64_t head_dim : {16, 64, 128, 256}) {
-    SCOPED_TRACE("head_dim " + std::to_string(head_dim));
+  for (const auto& [head_dim, heads, seq] : {std::array<int64_t, 3>{16, 8, 300},
+                                             {64, 8, 300},
+                                             {128, 8, 300},
+                                             {256, 8, 300},
+                                             {128, 5, 301},
+                                             {64, 5, 7}}) {
+    SCOPED_TRACE("head_dim " + std::to_string(head_dim) + ", " + std::to_string(heads) +
+                 " heads, " + std::to_string(seq) + " tokens");
     const at::Tensor cos = rope_table(seq, head_dim, true);
     const at::Tensor sin = rope_table(seq, head_dim, false);
-    torch::manual_seed(head_dim + 1);
-    const at::Tensor qkv = 3.0 * torch::randn({2, seq, (8 + 2 * 2) * head_dim}, kBf16);
-    const at::Tensor x = qkv.narrow(-1, 0, 8 * head_dim).view({2, seq, 8, head_dim});
+    torch::manual_seed(head_dim + heads);
+    const at::Tensor qkv = 3.0 * torch::randn({2, seq, (heads + 2 * 2) * head_dim}, kBf16);
+    const at::Tensor x = qkv.narrow(-1, 0, heads * head_dim).view({2, seq, heads, head_dim});
     const at::Tensor w = 1.0 + 0.2 * torch::randn({head_dim}, kGpu);
     const double eps = 1e-6;
 
@@ -216,7 +223,7 @@ TEST_F(FusedKernels, QkNormRopeIsTheNormThenRopeKernelsBitForBit) {
     const at::Tensor composed = rope(rms_norm(xl, wl, eps), cos, sin);
     EXPECT_TRUE(y.equal(composed));
 
-    const at::Tensor dy = torch::randn({2, 8, seq, head_dim}, kBf16).transpose(1, 2);
+    const at::Tensor dy = torch::randn({2, heads, seq, head_dim}, kBf16).transpose(1, 2);
     composed.backward(dy);
     const at::Tensor dx = at::empty(x.sizes(), x.options());
     const at::Tensor amax = new_amax(dx);

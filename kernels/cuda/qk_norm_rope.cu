@@ -1,7 +1,7 @@
 // Qwen3's per-head norm of q and k and RoPE in one pass each way (qk_norm_rope.cuh). A head
-// vector of head_dim elements is held by head_dim / 8 consecutive lanes (one 8-element vector
-// each, as rmsnorm.cu lays out rows that short, so the sums go in its order); RoPE's pairs are
-// lanes half a row apart, and exchange their values by one shuffle of four packed words. A row's
+// vector of head_dim elements is held by head_dim / 16 consecutive lanes, each with RoPE's pairs
+// of eight columns (one 8-element vector of each half), and its sums go in the order of
+// rmsnorm.cu's kernel for rows that short (part_sum). A row's
 // (batch, token, head) come from multiply-high divisions (fast_divmod.cuh): three 64-bit ones a
 // lane held the kernels to a third of the HBM rate (docs/perf-log.md §36).
 #include <cuda_bf16.h>
@@ -67,216 +67,215 @@ __device__ __forceinline__ float lanes_sum(float v, int tpr) {
   return v;
 }
 
-// The partner lane's eight values (values already BF16, so packing them loses nothing).
-__device__ __forceinline__ Bf16x8 partner_of(const Bf16x8& mine, int tpr) {
-  Bf16x8 theirs;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t word =
-        (__float_as_uint(mine.v[2 * i]) >> 16) | (__float_as_uint(mine.v[2 * i + 1]) & 0xffff0000u);
-    const uint32_t got = __shfl_xor_sync(0xffffffffu, word, tpr / 2, tpr);
-    theirs.v[2 * i] = __uint_as_float(got << 16);
-    theirs.v[2 * i + 1] = __uint_as_float(got & 0xffff0000u);
-  }
-  return theirs;
-}
+// A lane's part of a head: its eight columns c.. in the first half (lo) and the eight half a
+// head on (hi), RoPE's pairs, so the rotation stays in the lane's registers.
+struct HeadPart {
+  Bf16x8 lo, hi;
+};
 
-// RoPE of this lane's eight values (rope.cu's arithmetic: products and sums rounded one by one),
-// given its partner's and its columns' cos and sin: the lane is in the head's first half (x1) or
-// its second (x2).
-__device__ __forceinline__ Bf16x8 rotate(const Bf16x8& mine, const Bf16x8& theirs, bool first,
-                                         const float (&c)[kBf16PerVector],
-                                         const float (&s)[kBf16PerVector], bool inverse) {
-  Bf16x8 out;
+// RoPE of a lane's pairs (rope.cu's arithmetic: products and sums rounded one by one), given its
+// columns' cos and sin: x1 the first half's values, x2 the second's.
+__device__ __forceinline__ HeadPart rotate(const HeadPart& x, const float (&c)[kBf16PerVector],
+                                           const float (&s)[kBf16PerVector], bool inverse) {
+  HeadPart out;
 #pragma unroll
   for (int e = 0; e < kBf16PerVector; ++e) {
-    const float x1 = first ? mine.v[e] : theirs.v[e];
-    const float x2 = first ? theirs.v[e] : mine.v[e];
+    const float x1 = x.lo.v[e];
+    const float x2 = x.hi.v[e];
     const float a1c = __fmul_rn(x1, c[e]);
     const float a2s = __fmul_rn(x2, s[e]);
     const float a2c = __fmul_rn(x2, c[e]);
     const float a1s = __fmul_rn(x1, s[e]);
-    if (first) {
-      out.v[e] = inverse ? __fadd_rn(a1c, a2s) : __fsub_rn(a1c, a2s);
-    } else {
-      out.v[e] = inverse ? __fsub_rn(a2c, a1s) : __fadd_rn(a2c, a1s);
-    }
+    out.lo.v[e] = inverse ? __fadd_rn(a1c, a2s) : __fsub_rn(a1c, a2s);
+    out.hi.v[e] = inverse ? __fsub_rn(a2c, a1s) : __fadd_rn(a2c, a1s);
   }
   return out;
 }
 
-// kTpr, the lanes of a head (head_dim / 8), is a template argument: as a run-time value, the
+// The sum over a lane's sixteen values of f(lo value, hi value, column), each half's eight in
+// order and then the two added: the first step of rmsnorm.cu's shuffle tree for a row of one
+// vector a lane, whose lane l adds its sum and lane l + tpr's (half a head on), so with
+// lanes_sum over the lane group the same sum in the same order (§42).
+template <typename F>
+__device__ __forceinline__ float part_sum(F&& f) {
+  float lo = 0.0F, hi = 0.0F;
+#pragma unroll
+  for (int e = 0; e < kBf16PerVector; ++e) {
+    lo += f(0, e);
+    hi += f(1, e);
+  }
+  return lo + hi;
+}
+
+// kTpr, the lanes of a head (head_dim / 16), is a template argument: as a run-time value, the
 // divisions by it that place a thread, its shuffle loops and the head's constants took 8 % of
-// both kernels' time (docs/perf-log.md §41).
+// both kernels' time (docs/perf-log.md §41). A lane holds RoPE's pairs itself: with one vector
+// a lane, half of them came from a partner lane through four shuffles, and the kernels issued
+// ~260 instructions a lane a row against a memory time of 16 bytes a lane (§42).
 //
-// Each lane group takes kForwardRows consecutive rows (heads of one token where the head count
-// allows) and issues their loads together: with one row a lane group, a thread had 16 bytes in
-// flight and the kernel moved 42 % of the HBM rate. The weight is read once for the rows, the
-// cos and sin tables once a token (docs/perf-log.md §42).
-constexpr int kForwardRows = 4;
+// The forward's lane groups take kForwardRows consecutive rows each (heads of one token where
+// the head count allows) and issue their loads together: with one row a lane group, a thread
+// had 16 bytes in flight. The weight is read once for the rows, the tables once a token.
+constexpr int kForwardRows = 2;
 
 template <int kTpr>
 __global__ void __launch_bounds__(kThreads)
     forward_kernel(const QkNormRopeArgs a, const RowIndex ix) {
   constexpr int tpr = kTpr;
   constexpr int groups = kThreads / tpr;  // lane groups a block
+  constexpr int half = tpr * kBf16PerVector;
+  constexpr float head_dim = 2 * half;
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
+  const int col = lane * kBf16PerVector;  // in the first half; col + half in the second
   const uint32_t first_row = (blockIdx.x * groups + sub) * kForwardRows;
-  const int col = lane * kBf16PerVector;
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   // No early return for rows past the end: their lanes still take part in the shuffles.
-  uint4 raw[kForwardRows];
+  uint4 raw[kForwardRows][2];
 #pragma unroll
   for (int k = 0; k < kForwardRows; ++k) {
     const uint32_t row = first_row + k;
-    raw[k] = make_uint4(0, 0, 0, 0);
-    if (row < ix.rows) raw[k] = load_global_16(x + at(coords_of(row, ix), a.x_strides) + col);
+    raw[k][0] = raw[k][1] = make_uint4(0, 0, 0, 0);
+    if (row < ix.rows) {
+      const __nv_bfloat16* p = x + at(coords_of(row, ix), a.x_strides) + col;
+      raw[k][0] = load_global_16(p);
+      raw[k][1] = load_global_16(p + half);
+    }
   }
-  float w[kBf16PerVector];
-  load_float8(a.weight + col, w);
-  constexpr int half = tpr * kBf16PerVector / 2;
-  const bool first = col < half;
-  const int table_col = first ? col : col - half;
-  constexpr float head_dim = tpr * kBf16PerVector;
+  float w[2][kBf16PerVector];
+  load_float8(a.weight + col, w[0]);
+  load_float8(a.weight + col + half, w[1]);
   float c[kBf16PerVector], sn[kBf16PerVector];
   int64_t cached_t = -1;
 #pragma unroll
   for (int k = 0; k < kForwardRows; ++k) {
     const uint32_t row = first_row + k;
     const RowCoords rc = coords_of(row < ix.rows ? row : 0, ix);  // again: fewer registers
-    const Bf16x8 v = unpack_bf16x8(raw[k]);
-    float squares = 0.0F;
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e)
-      squares += v.v[e] * v.v[e];
+    const HeadPart v{unpack_bf16x8(raw[k][0]), unpack_bf16x8(raw[k][1])};
+    float squares = part_sum([&](int h, int e) {
+      const float x = h == 0 ? v.lo.v[e] : v.hi.v[e];
+      return x * x;
+    });
     squares = lanes_sum(squares, tpr);
     const float rstd = 1.0F / sqrtf(squares / head_dim + a.eps);
-    Bf16x8 n;
+    HeadPart n;  // the norm's output, as its kernel stores it
 #pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e)
-      n.v[e] = round_bf16(v.v[e] * rstd * w[e]);  // the norm's output, as its kernel stores it
-    const Bf16x8 other = partner_of(n, tpr);
+    for (int e = 0; e < kBf16PerVector; ++e) {
+      n.lo.v[e] = round_bf16(v.lo.v[e] * rstd * w[0][e]);
+      n.hi.v[e] = round_bf16(v.hi.v[e] * rstd * w[1][e]);
+    }
     if (rc.t != cached_t) {
       cached_t = rc.t;
-      const int64_t table = rc.t * half + table_col;
+      const int64_t table = rc.t * half + col;
       load_float8(a.cos + table, c);
       load_float8(a.sin + table, sn);
     }
-    const Bf16x8 y = rotate(n, other, first, c, sn, /*inverse=*/false);
+    const HeadPart y = rotate(n, c, sn, /*inverse=*/false);
     if (row >= ix.rows) continue;
     if (lane == 0) a.rstd[row] = rstd;
-    store_bf16x8(static_cast<__nv_bfloat16*>(a.y) + at(rc, a.y_strides) + col, y);
+    auto* out = static_cast<__nv_bfloat16*>(a.y) + at(rc, a.y_strides) + col;
+    store_bf16x8(out, y.lo);
+    store_bf16x8(out + half, y.hi);
   }
 }
 
 // The backward walks the rows grid-strided and fetches the rows ahead into a shared-memory ring
 // (cp.async) while it reduces the current ones: each thread copies its own 16-byte words of dy
-// and x and the rows' rstd, and reads back only those, so the ring needs no barrier. Without the
-// ring it moved 35 % of the HBM rate, with it 42 % (docs/perf-log.md §36). A lane group takes
-// kBackwardRows consecutive rows a step, as the forward does, so that the cos and sin tables
-// are read once a token and the loop's work is shared (§42).
+// and x and the row's rstd, and reads back only those, so the ring needs no barrier. Without the
+// ring it moved 35 % of the HBM rate, with it 42 % (docs/perf-log.md §36).
 constexpr int kStages = 3;
-constexpr int kBackwardRows = 2;
 
-// dy and x, then rstd: [stage][row][operand][thread], then [stage][row][thread].
-constexpr size_t kRingBytes =
-    size_t{kStages} * kBackwardRows * kThreads * (2 * sizeof(uint4) + sizeof(float));
+// dy and x, lo and hi: [stage][operand][half][thread], then rstd [stage][thread].
+constexpr size_t kRingBytes = size_t{kStages} * kThreads * (4 * sizeof(uint4) + sizeof(float));
 
 template <int kTpr>
 __global__ void __launch_bounds__(kThreads)
     backward_kernel(const QkNormRopeBackwardArgs a, const RowIndex ix, float* partial) {
   constexpr int tpr = kTpr;
   extern __shared__ uint4 ring[];
-  float* ring_rstd = reinterpret_cast<float*>(ring + kStages * kBackwardRows * 2 * kThreads);
+  float* ring_rstd = reinterpret_cast<float*>(ring + kStages * 4 * kThreads);
   constexpr int groups = kThreads / tpr;  // lane groups a block
-  constexpr int head_dim = tpr * kBf16PerVector;
+  constexpr int half = tpr * kBf16PerVector;
+  constexpr int head_dim = 2 * half;
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
   const int col = lane * kBf16PerVector;
-  constexpr int half = head_dim / 2;
-  const bool first = col < half;
-  const int table_col = first ? col : col - half;
   const auto* dy = static_cast<const __nv_bfloat16*>(a.dy);
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   auto* dx = static_cast<__nv_bfloat16*>(a.dx);
-  float w[kBf16PerVector];
-  load_float8(a.weight + col, w);
-  float dw[kBf16PerVector] = {};
+  float w[2][kBf16PerVector];
+  load_float8(a.weight + col, w[0]);
+  load_float8(a.weight + col + half, w[1]);
+  float dw[2][kBf16PerVector] = {};
   uint32_t amax = 0;
-  auto dy_slot = [&](int stage, int k) -> uint4& {
-    return ring[((stage * kBackwardRows + k) * 2) * kThreads + threadIdx.x];
+  // Operand 0 dy, 1 x; h 0 lo, 1 hi.
+  auto slot = [&](int stage, int operand, int h) -> uint4& {
+    return ring[((stage * 2 + operand) * 2 + h) * kThreads + threadIdx.x];
   };
-  auto x_slot = [&](int stage, int k) -> uint4& {
-    return ring[((stage * kBackwardRows + k) * 2 + 1) * kThreads + threadIdx.x];
-  };
-  auto rstd_slot = [&](int stage, int k) -> float& {
-    return ring_rstd[(stage * kBackwardRows + k) * kThreads + threadIdx.x];
-  };
-  // A step's rows: kBackwardRows a lane group, the block's lane groups side by side.
-  const uint32_t steps = (ix.rows + groups * kBackwardRows - 1) / (groups * kBackwardRows);
-  auto row_of = [&](uint32_t step, int k) { return (step * groups + sub) * kBackwardRows + k; };
-  auto fetch = [&](uint32_t step, int stage) {
-#pragma unroll
-    for (int k = 0; k < kBackwardRows; ++k) {
-      const uint32_t row = row_of(step, k);
-      if (step < steps && row < ix.rows) {
-        const RowCoords rc = coords_of(row, ix);
-        cp_async16(smem_addr(&dy_slot(stage, k)), dy + at(rc, a.dy_strides) + col);
-        cp_async16(smem_addr(&x_slot(stage, k)), x + at(rc, a.x_strides) + col);
-        cp_async4(smem_addr(&rstd_slot(stage, k)), a.rstd + row);
-      }
+  const uint32_t stride = gridDim.x * groups;
+  auto fetch = [&](uint32_t row, int stage) {
+    if (row < ix.rows) {
+      const RowCoords rc = coords_of(row, ix);
+      const __nv_bfloat16* pd = dy + at(rc, a.dy_strides) + col;
+      const __nv_bfloat16* px = x + at(rc, a.x_strides) + col;
+      cp_async16(smem_addr(&slot(stage, 0, 0)), pd);
+      cp_async16(smem_addr(&slot(stage, 0, 1)), pd + half);
+      cp_async16(smem_addr(&slot(stage, 1, 0)), px);
+      cp_async16(smem_addr(&slot(stage, 1, 1)), px + half);
+      cp_async4(smem_addr(&ring_rstd[stage * kThreads + threadIdx.x]), a.rstd + row);
     }
     cp_async_commit();
   };
+  const uint32_t start = blockIdx.x * groups;
 #pragma unroll
   for (int stage = 0; stage < kStages - 1; ++stage)
-    fetch(blockIdx.x + stage * gridDim.x, stage);
-  float c[kBf16PerVector] = {}, sn[kBf16PerVector] = {};
-  int64_t cached_t = -1;
+    fetch(start + sub + stage * stride, stage);
   int stage = 0;
-  for (uint32_t step = blockIdx.x; step < steps; step += gridDim.x) {
-    fetch(step + (kStages - 1) * gridDim.x, (stage + kStages - 1) % kStages);
+  for (uint32_t base = start; base < ix.rows; base += stride) {
+    const uint32_t row = base + sub;
+    fetch(row + (kStages - 1) * stride, (stage + kStages - 1) % kStages);
     cp_async_wait<kStages - 1>();
+    const bool live = row < ix.rows;
+    const RowCoords rc = coords_of(live ? row : 0, ix);
+    HeadPart d = {};
+    HeadPart xhat = {};
+    float rstd = 0.0F;
+    if (live) {
+      d = {unpack_bf16x8(slot(stage, 0, 0)), unpack_bf16x8(slot(stage, 0, 1))};
+      xhat = {unpack_bf16x8(slot(stage, 1, 0)), unpack_bf16x8(slot(stage, 1, 1))};
+      rstd = ring_rstd[stage * kThreads + threadIdx.x];
+    }
+    float c[kBf16PerVector], sn[kBf16PerVector];
+    const int64_t table = rc.t * half + col;
+    load_float8(a.cos + table, c);
+    load_float8(a.sin + table, sn);
+    HeadPart g = rotate(d, c, sn, /*inverse=*/true);
+    // rmsnorm.cu's backward, step for step, on RoPE's backward output as its kernel stores it.
 #pragma unroll
-    for (int k = 0; k < kBackwardRows; ++k) {
-      const uint32_t row = row_of(step, k);
-      const bool live = row < ix.rows;
-      const RowCoords rc = coords_of(live ? row : 0, ix);
-      Bf16x8 d = {};
-      Bf16x8 xhat = {};
-      float rstd = 0.0F;
-      if (live) {
-        d = unpack_bf16x8(dy_slot(stage, k));
-        xhat = unpack_bf16x8(x_slot(stage, k));
-        rstd = rstd_slot(stage, k);
-      }
-      if (rc.t != cached_t) {
-        cached_t = rc.t;
-        const int64_t table = rc.t * half + table_col;
-        load_float8(a.cos + table, c);
-        load_float8(a.sin + table, sn);
-      }
-      Bf16x8 g = rotate(d, partner_of(d, tpr), first, c, sn, /*inverse=*/true);
-      float dot = 0.0F;
+    for (int e = 0; e < kBf16PerVector; ++e) {
+      g.lo.v[e] = round_bf16(g.lo.v[e]);
+      g.hi.v[e] = round_bf16(g.hi.v[e]);
+      xhat.lo.v[e] *= rstd;
+      xhat.hi.v[e] *= rstd;
+      dw[0][e] += g.lo.v[e] * xhat.lo.v[e];
+      dw[1][e] += g.hi.v[e] * xhat.hi.v[e];
+      g.lo.v[e] *= w[0][e];
+      g.hi.v[e] *= w[1][e];
+    }
+    float dot = part_sum(
+        [&](int h, int e) { return h == 0 ? g.lo.v[e] * xhat.lo.v[e] : g.hi.v[e] * xhat.hi.v[e]; });
+    dot = lanes_sum(dot, tpr);
+    const float mean = dot / static_cast<float>(head_dim);
+    if (live) {
+      HeadPart out;
 #pragma unroll
       for (int e = 0; e < kBf16PerVector; ++e) {
-        g.v[e] = round_bf16(g.v[e]);  // RoPE's backward output, as its kernel stores it
-        // rmsnorm.cu's backward, step for step.
-        xhat.v[e] *= rstd;
-        dw[e] += g.v[e] * xhat.v[e];
-        g.v[e] *= w[e];
-        dot += g.v[e] * xhat.v[e];
+        out.lo.v[e] = rstd * (g.lo.v[e] - xhat.lo.v[e] * mean);
+        out.hi.v[e] = rstd * (g.hi.v[e] - xhat.hi.v[e] * mean);
       }
-      dot = lanes_sum(dot, tpr);
-      const float mean = dot / static_cast<float>(head_dim);
-      if (live) {
-        Bf16x8 out;
-#pragma unroll
-        for (int e = 0; e < kBf16PerVector; ++e)
-          out.v[e] = rstd * (g.v[e] - xhat.v[e] * mean);
-        store_bf16x8(dx + at(rc, a.dx_strides) + col, out, amax);
-      }
+      auto* to = dx + at(rc, a.dx_strides) + col;
+      store_bf16x8(to, out.lo, amax);
+      store_bf16x8(to + half, out.hi, amax);
     }
     stage = (stage + 1) % kStages;
   }
@@ -285,10 +284,12 @@ __global__ void __launch_bounds__(kThreads)
   // The block's lane groups' sums added in shared memory, in lane-group order, into one partial
   // row a block: one a lane group gave sum_partial_rows 16 times the rows to add (the qwen3-8b
   // layer's four calls took 0.18 ms of its step; docs/perf-log.md §35).
-  __shared__ float sums[kThreads * kBf16PerVector];  // [groups][head_dim]
+  __shared__ float sums[kThreads * 2 * kBf16PerVector];  // [groups][head_dim]
 #pragma unroll
-  for (int e = 0; e < kBf16PerVector; ++e)
-    sums[sub * head_dim + col + e] = dw[e];
+  for (int e = 0; e < kBf16PerVector; ++e) {
+    sums[sub * head_dim + col + e] = dw[0][e];
+    sums[sub * head_dim + half + col + e] = dw[1][e];
+  }
   __syncthreads();
   for (int c = static_cast<int>(threadIdx.x); c < head_dim; c += kThreads) {
     float total = 0.0F;
@@ -298,14 +299,18 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The lanes of a head: each holds 8 columns of its first half and the 8 paired with them.
 int lanes_per_row(int64_t head_dim) {
-  return static_cast<int>(head_dim / kBf16PerVector);
+  return static_cast<int>(head_dim / (2 * kBf16PerVector));
 }
 
-// Calls fn with the lanes of a head as a compile-time constant (head_dim 16 to 256: 2 to 32).
+// Calls fn with the lanes of a head as a compile-time constant (head_dim 16 to 256: 1 to 16).
 template <typename Fn>
 void with_lanes(int tpr, Fn&& fn) {
   switch (tpr) {
+    case 1:
+      fn(std::integral_constant<int, 1>{});
+      break;
     case 2:
       fn(std::integral_constant<int, 2>{});
       break;
@@ -315,11 +320,8 @@ void with_lanes(int tpr, Fn&& fn) {
     case 8:
       fn(std::integral_constant<int, 8>{});
       break;
-    case 16:
-      fn(std::integral_constant<int, 16>{});
-      break;
     default:
-      fn(std::integral_constant<int, 32>{});
+      fn(std::integral_constant<int, 16>{});
       break;
   }
 }
@@ -370,7 +372,7 @@ void qk_norm_rope_forward(const QkNormRopeArgs& a, cudaStream_t stream) {
 
 // The rows a block of the backward takes a step.
 int backward_rows_per_block(int64_t head_dim) {
-  return kThreads / lanes_per_row(head_dim) * kBackwardRows;
+  return kThreads / lanes_per_row(head_dim);
 }
 
 size_t qk_norm_rope_backward_workspace_bytes(int64_t rows, int64_t head_dim) {

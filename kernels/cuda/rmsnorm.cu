@@ -86,27 +86,20 @@ void check_aligned(const void* p, const char* what) {
                        std::string(what) + " must be 16-byte aligned");
 }
 
-// The sum of `v` over the `tpr` threads of a row (every thread of the block calls it). Rows
-// longer than a warp go through `shared`, a part of it a ring stage (`stage`: consecutive rows
-// take different ones): a warp writing row k + 1's sums into another part than row k's, and row
-// k + 3's into the same only after row k + 1's barrier, which no thread reaches before it has
-// read row k's, one barrier a row suffices where two were taken (docs/perf-log.md §42).
-constexpr int kRowSumParts = 3;  // the rings' stages
-
-__device__ __forceinline__ float row_sum(float v, int tpr, float* shared, int stage) {
+// The sum of `v` over the `tpr` threads of a row (every thread of the block calls it).
+__device__ __forceinline__ float row_sum(float v, int tpr, float* shared) {
   const int width = tpr < 32 ? tpr : 32;
   for (int offset = width / 2; offset > 0; offset /= 2)
     v += __shfl_xor_sync(0xffffffffu, v, offset, width);
   if (tpr <= 32) return v;
-  float* part = shared + 32 * stage;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
-  if (lane == 0) part[warp] = v;
+  __syncthreads();  // `shared` may still be read from the previous row
+  if (lane == 0) shared[warp] = v;
   __syncthreads();
-  const int warps = tpr / 32;
   float total = 0.0F;
-  for (int w = 0; w < warps; ++w)
-    total += part[w];
+  for (int w = 0; w < tpr / 32; ++w)
+    total += shared[w];
   return total;
 }
 
@@ -114,18 +107,16 @@ __device__ __forceinline__ float row_sum(float v, int tpr, float* shared, int st
 // the residual: one row a block and no ring moved 54 % (63 % with the residual) of the HBM rate,
 // each block waiting on its row's loads, then on the weight's (docs/perf-log.md §36).
 constexpr int kForwardStages = 3;
-static_assert(kForwardStages == kRowSumParts, "row_sum takes a part of its shared memory a stage");
 
 size_t forward_ring_bytes(int vectors, int threads) {
   return size_t{kForwardStages} * threads * 2 * vectors * sizeof(uint4);
 }
 
 template <int kVectors>
-// The explicit 1: left to itself, ptxas held the two-vector kernel to 64 registers and spilled.
-__global__ void __launch_bounds__(kForwardThreads, 1)
+__global__ void __launch_bounds__(kForwardThreads)
     rmsnorm_forward_kernel(const RmsNormArgs a, const int tpr, const int rows_per_block) {
-  __shared__ float shared[kRowSumParts * 32];  // row_sum's parts
-  extern __shared__ uint4 ring[];              // [stage][operand: x, residual][vector][thread]
+  __shared__ float shared[32];
+  extern __shared__ uint4 ring[];  // [stage][operand: x, residual][vector][thread]
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   const auto* r = static_cast<const __nv_bfloat16*>(a.residual);
   const int sub = static_cast<int>(threadIdx.x) / tpr;
@@ -188,7 +179,7 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
           squares += h[i].v[e] * h[i].v[e];
       }
     }
-    squares = row_sum(squares, tpr, shared, stage);
+    squares = row_sum(squares, tpr, shared);
     const float rstd = 1.0F / sqrtf(squares / static_cast<float>(a.cols) + a.eps);
     if (live) {
       if (lane == 0) a.rstd[row] = rstd;
@@ -221,7 +212,6 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
 // from the ring (the sum, then dh) so as not to hold them, ran no faster: 46-56 %, ~3 % slower
 // with dh_in (docs/perf-log.md §36).
 constexpr int kBackwardStages = 3;
-static_assert(kBackwardStages == kRowSumParts, "row_sum takes a part of its shared memory a stage");
 constexpr int kStagedOperands = 3;  // dy, h, dh_in
 
 size_t backward_ring_bytes(int vectors, int threads) {
@@ -233,7 +223,7 @@ template <int kVectors>
 __global__ void __launch_bounds__(kBackwardThreads, kVectors == 1 ? 2 : 1)
     rmsnorm_backward_kernel(const RmsNormBackwardArgs a, const int tpr, const int rows_per_block,
                             float* partial) {
-  __shared__ float shared[kRowSumParts * 32];  // row_sum's parts
+  __shared__ float shared[32];
   extern __shared__ uint4 ring[];  // [stage][operand][vector][thread], then rstd [stage][thread]
   float* ring_rstd =
       reinterpret_cast<float*>(ring + kBackwardStages * kStagedOperands * kVectors * blockDim.x);
@@ -307,7 +297,7 @@ __global__ void __launch_bounds__(kBackwardThreads, kVectors == 1 ? 2 : 1)
         }
       }
     }
-    dot = row_sum(dot, tpr, shared, stage);
+    dot = row_sum(dot, tpr, shared);
     const float mean = dot / static_cast<float>(a.cols);
     if (live) {
 #pragma unroll

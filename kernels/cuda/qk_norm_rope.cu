@@ -189,7 +189,7 @@ constexpr int kStages = 3;
 constexpr size_t kRingBytes = size_t{kStages} * kThreads * (4 * sizeof(uint4) + sizeof(float));
 
 template <int kTpr>
-__global__ void __launch_bounds__(kThreads, 3)
+__global__ void __launch_bounds__(kThreads)
     backward_kernel(const QkNormRopeBackwardArgs a, const RowIndex ix, float* partial) {
   constexpr int tpr = kTpr;
   extern __shared__ uint4 ring[];
@@ -203,12 +203,9 @@ __global__ void __launch_bounds__(kThreads, 3)
   const auto* dy = static_cast<const __nv_bfloat16*>(a.dy);
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   auto* dx = static_cast<__nv_bfloat16*>(a.dx);
-  // The weight from shared memory, not registers: with it held, 113 registers a thread kept two
-  // blocks an SM; with this, 80 and three (__launch_bounds__; docs/perf-log.md §42).
-  __shared__ __align__(16) float weight[head_dim];
-  for (int i = static_cast<int>(threadIdx.x); i < head_dim; i += kThreads)
-    weight[i] = a.weight[i];
-  __syncthreads();
+  float w[2][kBf16PerVector];
+  load_float8(a.weight + col, w[0]);
+  load_float8(a.weight + col + half, w[1]);
   float dw[2][kBf16PerVector] = {};
   uint32_t amax = 0;
   // Operand 0 dy, 1 x; h 0 lo, 1 hi.
@@ -262,8 +259,8 @@ __global__ void __launch_bounds__(kThreads, 3)
       xhat.hi.v[e] *= rstd;
       dw[0][e] += g.lo.v[e] * xhat.lo.v[e];
       dw[1][e] += g.hi.v[e] * xhat.hi.v[e];
-      g.lo.v[e] *= weight[col + e];
-      g.hi.v[e] *= weight[half + col + e];
+      g.lo.v[e] *= w[0][e];
+      g.hi.v[e] *= w[1][e];
     }
     float dot = part_sum(
         [&](int h, int e) { return h == 0 ? g.lo.v[e] * xhat.lo.v[e] : g.hi.v[e] * xhat.hi.v[e]; });

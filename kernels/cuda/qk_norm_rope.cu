@@ -203,11 +203,9 @@ __global__ void __launch_bounds__(kThreads)
   const auto* dy = static_cast<const __nv_bfloat16*>(a.dy);
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   auto* dx = static_cast<__nv_bfloat16*>(a.dx);
-  // The weight from shared memory, leaving registers for the next row's tables (below).
-  __shared__ __align__(16) float weight[head_dim];
-  for (int i = static_cast<int>(threadIdx.x); i < head_dim; i += kThreads)
-    weight[i] = a.weight[i];
-  __syncthreads();
+  float w[2][kBf16PerVector];
+  load_float8(a.weight + col, w[0]);
+  load_float8(a.weight + col + half, w[1]);
   float dw[2][kBf16PerVector] = {};
   uint32_t amax = 0;
   // Operand 0 dy, 1 x; h 0 lo, 1 hi.
@@ -232,22 +230,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int stage = 0; stage < kStages - 1; ++stage)
     fetch(start + sub + stage * stride, stage);
-  // A row's cos and sin, loaded into registers a row ahead: read when the row is reduced, they
-  // came from L2 (a block's lane groups share a token's, and rows a stride apart do not) on the
-  // row's critical path.
-  auto tables = [&](uint32_t row, float(&c)[kBf16PerVector], float(&s)[kBf16PerVector]) {
-    const int64_t table = coords_of(row < ix.rows ? row : 0, ix).t * half + col;
-    load_float8(a.cos + table, c);
-    load_float8(a.sin + table, s);
-  };
-  float c[kBf16PerVector], sn[kBf16PerVector];
-  tables(start + sub, c, sn);
   int stage = 0;
   for (uint32_t base = start; base < ix.rows; base += stride) {
     const uint32_t row = base + sub;
     fetch(row + (kStages - 1) * stride, (stage + kStages - 1) % kStages);
-    float c_next[kBf16PerVector], sn_next[kBf16PerVector];
-    tables(row + stride, c_next, sn_next);
     cp_async_wait<kStages - 1>();
     const bool live = row < ix.rows;
     const RowCoords rc = coords_of(live ? row : 0, ix);
@@ -259,6 +245,10 @@ __global__ void __launch_bounds__(kThreads)
       xhat = {unpack_bf16x8(slot(stage, 1, 0)), unpack_bf16x8(slot(stage, 1, 1))};
       rstd = ring_rstd[stage * kThreads + threadIdx.x];
     }
+    float c[kBf16PerVector], sn[kBf16PerVector];
+    const int64_t table = rc.t * half + col;
+    load_float8(a.cos + table, c);
+    load_float8(a.sin + table, sn);
     HeadPart g = rotate(d, c, sn, /*inverse=*/true);
     // rmsnorm.cu's backward, step for step, on RoPE's backward output as its kernel stores it.
 #pragma unroll
@@ -269,8 +259,8 @@ __global__ void __launch_bounds__(kThreads)
       xhat.hi.v[e] *= rstd;
       dw[0][e] += g.lo.v[e] * xhat.lo.v[e];
       dw[1][e] += g.hi.v[e] * xhat.hi.v[e];
-      g.lo.v[e] *= weight[col + e];
-      g.hi.v[e] *= weight[half + col + e];
+      g.lo.v[e] *= w[0][e];
+      g.hi.v[e] *= w[1][e];
     }
     float dot = part_sum(
         [&](int h, int e) { return h == 0 ? g.lo.v[e] * xhat.lo.v[e] : g.hi.v[e] * xhat.hi.v[e]; });
@@ -286,11 +276,6 @@ __global__ void __launch_bounds__(kThreads)
       auto* to = dx + at(rc, a.dx_strides) + col;
       store_bf16x8(to, out.lo, amax);
       store_bf16x8(to + half, out.hi, amax);
-    }
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e) {
-      c[e] = c_next[e];
-      sn[e] = sn_next[e];
     }
     stage = (stage + 1) % kStages;
   }

@@ -27,9 +27,15 @@ sandbox() {
 cd "$(dirname "$0")/.."
 [ "${STUB_FAIL:-}" = build ] && { echo "error: the stub build failed"; exit 1; }
 mkdir -p build/gpu/harness build/gpu/tests
-for program in build/gpu/harness/lpbench build/gpu/harness/lpbench-kernels build/gpu/tests/gpu_kernels_test build/gpu/tests/wgmma_bench; do
+for program in build/gpu/harness/lpbench build/gpu/harness/lpbench-kernels build/gpu/tests/gpu_kernels_test build/gpu/tests/wgmma_bench build/gpu/tests/fused_ops_bench; do
   cat >"$program" <<'PROGRAM'
 #!/usr/bin/env bash
+# STUB_TESTS_AFTER: a file the GPU tests fail without (what must be done before they start).
+if [ -n "${STUB_TESTS_AFTER:-}" ] && [ "$(basename "$0")" = gpu_kernels_test ] &&
+  [ ! -e "$STUB_TESTS_AFTER" ]; then
+  echo "the tests started before $STUB_TESTS_AFTER"
+  exit 1
+fi
 # --no-memory-plan: the out-of-memory phases, whose runs end oom (exit 1) by design.
 for arg in "$@"; do
   [ "$arg" = --no-memory-plan ] && { echo "a run ended oom"; exit 1; }
@@ -99,6 +105,25 @@ check "gpu-measure core, one phase fails" 1 "${r[0]}" "${r[1]}" "phases failed: 
 dir=$(sandbox measure-build)
 mapfile -t r < <(run "$dir" build scripts/gpu-measure core)
 check "gpu-measure, the build fails" 1 "${r[0]}" "${r[1]}" "phases failed: build"
+
+# An A-B plan (a bundle with a base tree, LPBENCH_BASE_TARGETS): the base tree builds beside
+# this one, and the GPU tests wait for it (test_phase) rather than compete with its compile.
+dir=$(sandbox measure-ab)
+base_src=$work/base-src
+mkdir -p "$base_src/scripts" "$dir/.gpu-bundle"
+cp "$dir/scripts/gpu-build" "$base_src/scripts/stub-build"
+cat >"$base_src/scripts/gpu-build" <<'STUB'
+#!/usr/bin/env bash
+sleep 2
+"$(dirname "$0")/stub-build" && touch "$(dirname "$0")/../base-built"
+STUB
+chmod +x "$base_src/scripts/gpu-build"
+tar czf "$dir/.gpu-bundle/base.tar.gz" -C "$base_src" .
+echo base >"$dir/.gpu-bundle/base-commit"
+mapfile -t r < <(LPBENCH_BASE_DIR=$work/base LPBENCH_BASE_TARGETS=fused_ops_bench \
+  STUB_TESTS_AFTER=$work/base/base-built run "$dir" "" scripts/gpu-measure ops-ab)
+check "gpu-measure ops-ab, the tests after the base build" 0 "${r[0]}" "${r[1]}" \
+  "every phase passed"
 
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
 echo "all checks passed"

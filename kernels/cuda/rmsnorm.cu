@@ -86,20 +86,33 @@ void check_aligned(const void* p, const char* what) {
                        std::string(what) + " must be 16-byte aligned");
 }
 
-// The sum of `v` over the `tpr` threads of a row (every thread of the block calls it).
+// The sum of `v` over the `tpr` threads of a row (every thread of the block calls it). The
+// shuffle steps are unrolled (a loop on the run-time width cost a branch and its bookkeeping a
+// step), and for rows across warps each lane reads one warp's sum and the warp adds them in a
+// shuffle tree: every thread adding all `tpr / 32` sums itself was a sixth of the long-row
+// backward's instructions a row (docs/perf-log.md §43). Short rows (tpr < 32) keep their order:
+// qk_norm_rope.cu's lanes_sum matches it bit for bit.
 __device__ __forceinline__ float row_sum(float v, int tpr, float* shared) {
-  const int width = tpr < 32 ? tpr : 32;
-  for (int offset = width / 2; offset > 0; offset /= 2)
-    v += __shfl_xor_sync(0xffffffffu, v, offset, width);
-  if (tpr <= 32) return v;
+  if (tpr < 32) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2)
+      if (offset < tpr) v += __shfl_xor_sync(0xffffffffu, v, offset, tpr);
+    return v;
+  }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  if (tpr == 32) return v;
+  const int warps = tpr / 32;  // a power of two, 2 to 32
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   __syncthreads();  // `shared` may still be read from the previous row
   if (lane == 0) shared[warp] = v;
   __syncthreads();
-  float total = 0.0F;
-  for (int w = 0; w < tpr / 32; ++w)
-    total += shared[w];
+  float total = shared[lane & (warps - 1)];
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2)
+    if (offset < warps) total += __shfl_xor_sync(0xffffffffu, total, offset);
   return total;
 }
 
@@ -113,7 +126,7 @@ size_t forward_ring_bytes(int vectors, int threads) {
 }
 
 template <int kVectors>
-__global__ void __launch_bounds__(kForwardThreads)
+__global__ void __launch_bounds__(kForwardThreads, 1)
     rmsnorm_forward_kernel(const RmsNormArgs a, const int tpr, const int rows_per_block) {
   __shared__ float shared[32];
   extern __shared__ uint4 ring[];  // [stage][operand: x, residual][vector][thread]
@@ -239,19 +252,28 @@ __global__ void __launch_bounds__(kBackwardThreads, kVectors == 1 ? 2 : 1)
     return ring[((stage * kStagedOperands + operand) * kVectors + i) * blockDim.x + threadIdx.x];
   };
   const int64_t stride = static_cast<int64_t>(gridDim.x) * rows_per_block;
-  // This thread's part of `row` into `stage`, as one commit group (empty past the last row).
+  // This thread's part of `row` into `stage`, as one commit group (empty past the last row). The
+  // shared addresses are offsets from this thread's first slot, and the row's global offset is
+  // taken once: per row, the fetch is most of what a one-vector thread does besides its math.
+  const uint32_t first_slot = smem_addr(&slot(0, 0, 0));
+  const uint32_t vector_bytes = blockDim.x * sizeof(uint4);
+  const uint32_t operand_bytes = kVectors * vector_bytes;
+  const uint32_t first_rstd = smem_addr(&ring_rstd[threadIdx.x]);
+  const int64_t lane_at = static_cast<int64_t>(lane) * kBf16PerVector;
   auto fetch = [&](int64_t row, int stage) {
     if (row < a.rows) {
+      const int64_t row_at = row * a.cols + lane_at;
+      const uint32_t to = first_slot + stage * kStagedOperands * operand_bytes;
 #pragma unroll
       for (int i = 0; i < kVectors; ++i) {
-        const int64_t v = lane + static_cast<int64_t>(i) * tpr;
-        if (v >= vectors) continue;
-        const int64_t at = row * a.cols + v * kBf16PerVector;
-        cp_async16(smem_addr(&slot(stage, 0, i)), dy + at);
-        if (!kept) cp_async16(smem_addr(&slot(stage, 1, i)), hx + at);
-        if (dh_in != nullptr) cp_async16(smem_addr(&slot(stage, 2, i)), dh_in + at);
+        if (lane + i * tpr >= vectors) continue;
+        const int64_t at = row_at + static_cast<int64_t>(i) * tpr * kBf16PerVector;
+        const uint32_t vector_to = to + i * vector_bytes;
+        cp_async16(vector_to, dy + at);
+        if (!kept) cp_async16(vector_to + operand_bytes, hx + at);
+        if (dh_in != nullptr) cp_async16(vector_to + 2 * operand_bytes, dh_in + at);
       }
-      cp_async4(smem_addr(&ring_rstd[stage * blockDim.x + threadIdx.x]), a.rstd + row);
+      cp_async4(first_rstd + stage * blockDim.x * sizeof(float), a.rstd + row);
     }
     cp_async_commit();
   };
@@ -271,10 +293,11 @@ __global__ void __launch_bounds__(kBackwardThreads, kVectors == 1 ? 2 : 1)
   float dw[kVectors][kBf16PerVector] = {};
   uint32_t amax = 0;
   int stage = 0;
+  int ahead = kBackwardStages - 1;  // the stage the row kBackwardStages - 1 strides on goes to
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_block; base < a.rows;
        base += stride) {
     const int64_t row = base + sub;
-    fetch(row + (kBackwardStages - 1) * stride, (stage + kBackwardStages - 1) % kBackwardStages);
+    fetch(row + (kBackwardStages - 1) * stride, ahead);
     cp_async_wait<kBackwardStages - 1>();  // this row's group has landed
     const bool live = row < a.rows;
     const float rstd = live ? ring_rstd[stage * blockDim.x + threadIdx.x] : 0.0F;
@@ -317,7 +340,8 @@ __global__ void __launch_bounds__(kBackwardThreads, kVectors == 1 ? 2 : 1)
         store_bf16x8(dh + row * a.cols + v * kBf16PerVector, out, amax);
       }
     }
-    stage = (stage + 1) % kBackwardStages;
+    ahead = stage;
+    stage = stage + 1 == kBackwardStages ? 0 : stage + 1;
   }
   cp_async_wait<0>();  // the groups fetched past the last row carry nothing; none is left open
   report_amax(a.dh_amax, amax_of_pairs(amax));

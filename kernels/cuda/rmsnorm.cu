@@ -394,7 +394,7 @@ void rmsnorm_forward(const RmsNormArgs& a, cudaStream_t stream) {
 }
 
 size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols) {
-  const Layout l = layout_for(cols, 1, kBackwardThreads);
+  const Layout l = layout_for(cols, 2, kBackwardThreads);
   return static_cast<size_t>(one_wave_blocks(rows, l.rows_per_block, l.threads) * l.rows_per_block *
                              cols) *
          sizeof(float);
@@ -410,7 +410,7 @@ void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
     check_aligned(p, "rmsnorm_backward's matrices");
   check_int8_blocks(a.h_kept.values, a.h_kept.scales, a.cols, "rmsnorm_backward");
   const NvtxRange range("lpbench rmsnorm_backward");
-  const Layout l = layout_for(a.cols, 1, kBackwardThreads);
+  const Layout l = layout_for(a.cols, 2, kBackwardThreads);
   auto* partial = static_cast<float*>(a.workspace);
   int64_t blocks = 0;
   with_vectors<kBackwardVectors>(l.vectors, [&](auto n) {

@@ -1,6 +1,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/partial_sums.cuh"
 
 namespace lpbench::cuda {
@@ -15,6 +16,7 @@ constexpr int kSumSplits = 32;
 __global__ void __launch_bounds__(kSumColumns* kSumSplits)
     sum_partials_kernel(const float* partial, int64_t parts, int64_t cols, float* out) {
   __shared__ float sums[kSumSplits][kSumColumns];
+  wait_for_producer();  // the partial rows come from the kernel before this one
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kSumColumns + threadIdx.x;
   float total = 0.0F;
   if (col < cols) {
@@ -33,9 +35,11 @@ __global__ void __launch_bounds__(kSumColumns* kSumSplits)
 
 void sum_partial_rows(const float* partial, int64_t parts, int64_t cols, float* out,
                       cudaStream_t stream) {
-  sum_partials_kernel<<<static_cast<unsigned>((cols + kSumColumns - 1) / kSumColumns),
-                        dim3(kSumColumns, kSumSplits), 0, stream>>>(partial, parts, cols, out);
-  LPBENCH_CUDA_CHECK_LAUNCH();
+  // Launched as its producer's dependent: the grid is in place when the producer's last block
+  // leaves, rather than a launch gap and a ramp after it (docs/perf-log.md §43).
+  launch_after_producer(sum_partials_kernel,
+                        dim3(static_cast<unsigned>((cols + kSumColumns - 1) / kSumColumns)),
+                        dim3(kSumColumns, kSumSplits), 0, stream, partial, parts, cols, out);
 }
 
 }  // namespace lpbench::cuda

@@ -15,6 +15,7 @@
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/cp_async.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/fast_divmod.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/partial_sums.cuh"
@@ -196,6 +197,7 @@ template <int kTpr>
 __global__ void __launch_bounds__(kThreads)
     backward_kernel(const QkNormRopeBackwardArgs a, const RowIndex ix, float* partial) {
   constexpr int tpr = kTpr;
+  let_dependents_launch();  // the partial sums' grid (sum_partial_rows) waits for this one to end
   extern __shared__ uint4 ring[];
   float* ring_rstd = reinterpret_cast<float*>(ring + kStages * 4 * kThreads);
   constexpr int groups = kThreads / tpr;  // lane groups a block

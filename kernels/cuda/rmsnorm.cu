@@ -22,6 +22,7 @@
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/cp_async.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/partial_sums.cuh"
 #include "kernels/cuda/resident_grid.cuh"
@@ -42,6 +43,7 @@ constexpr int kForwardThreads = 512;
 constexpr int kForwardVectors = 4;
 constexpr int kBackwardThreads = 512;
 constexpr int kBackwardVectors = 2;
+constexpr int kBackwardPerThread = 2;
 
 struct Layout {
   int tpr = 1;             // threads per row, a power of two
@@ -50,9 +52,11 @@ struct Layout {
   int vectors = 1;  // per thread, 1..kMaxVectors
 };
 
-// `per_thread`: the vectors a thread may hold. The forward holds up to kMaxVectors (fewer,
-// fuller threads); the backward one where the row allows (more threads per row, so fewer blocks
-// and fewer partial sums of the weight gradient).
+// `per_thread`: the vectors a thread may hold where the row allows. The forward holds up to
+// kForwardVectors, the backward kBackwardPerThread: what a row costs a thread (its ring slots,
+// its sum across the warps) is then paid for 16 elements, not 8. At one vector a thread the
+// llama2-7b backward kernel issued 16.4 M instructions in 30.1 µs, at two 12.3 M in 25.7 µs, at
+// half the occupancy (docs/perf-log.md §43).
 Layout layout_for(int64_t cols, int per_thread, int max_threads) {
   const int64_t vectors = cols / kBf16PerVector;
   Layout l;
@@ -237,6 +241,7 @@ __global__ void __launch_bounds__(kBackwardThreads, kVectors == 1 ? 2 : 1)
     rmsnorm_backward_kernel(const RmsNormBackwardArgs a, const int tpr, const int rows_per_block,
                             float* partial) {
   __shared__ float shared[32];
+  let_dependents_launch();  // the partial sums' grid (sum_partial_rows) waits for this one to end
   extern __shared__ uint4 ring[];  // [stage][operand][vector][thread], then rstd [stage][thread]
   float* ring_rstd =
       reinterpret_cast<float*>(ring + kBackwardStages * kStagedOperands * kVectors * blockDim.x);
@@ -394,7 +399,7 @@ void rmsnorm_forward(const RmsNormArgs& a, cudaStream_t stream) {
 }
 
 size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols) {
-  const Layout l = layout_for(cols, 2, kBackwardThreads);
+  const Layout l = layout_for(cols, kBackwardPerThread, kBackwardThreads);
   return static_cast<size_t>(one_wave_blocks(rows, l.rows_per_block, l.threads) * l.rows_per_block *
                              cols) *
          sizeof(float);
@@ -410,7 +415,7 @@ void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
     check_aligned(p, "rmsnorm_backward's matrices");
   check_int8_blocks(a.h_kept.values, a.h_kept.scales, a.cols, "rmsnorm_backward");
   const NvtxRange range("lpbench rmsnorm_backward");
-  const Layout l = layout_for(a.cols, 2, kBackwardThreads);
+  const Layout l = layout_for(a.cols, kBackwardPerThread, kBackwardThreads);
   auto* partial = static_cast<float*>(a.workspace);
   int64_t blocks = 0;
   with_vectors<kBackwardVectors>(l.vectors, [&](auto n) {

@@ -123,9 +123,10 @@ __device__ __forceinline__ float part_sum(F&& f) {
 // token.
 constexpr int kForwardRows = 2;
 
+// One head set's rows (the q heads or the k heads), `block` the block's place among that set's.
 template <int kTpr>
-__global__ void __launch_bounds__(kThreads)
-    forward_kernel(const QkNormRopeArgs a, const RowIndex ix) {
+__device__ __forceinline__ void forward_rows(const QkNormRopeArgs& a, const RowIndex& ix,
+                                             uint32_t block) {
   constexpr int tpr = kTpr;
   constexpr int groups = kThreads / tpr;  // lane groups a block
   constexpr int half = tpr * kBf16PerVector;
@@ -133,7 +134,7 @@ __global__ void __launch_bounds__(kThreads)
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
   const int col = lane * kBf16PerVector;  // in the first half; col + half in the second
-  const uint32_t first_row = (blockIdx.x * groups + sub) * kForwardRows;
+  const uint32_t first_row = (block * groups + sub) * kForwardRows;
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   // No early return for rows past the end: their lanes still take part in the shuffles.
   uint4 raw[kForwardRows][2];
@@ -184,6 +185,21 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Two head sets in one launch: the first `blocks0` blocks take a0's rows, the rest a1's (a launch
+// of one set passes it twice, with every block on a0). Each branch names its set's parameters, so
+// they stay in the parameter bank. The k heads alone were a launch of a quarter of the q heads'
+// rows, with a ramp and a drain of its own (docs/perf-log.md §43).
+template <int kTpr>
+__global__ void __launch_bounds__(kThreads)
+    forward_kernel(const QkNormRopeArgs a0, const RowIndex ix0, const QkNormRopeArgs a1,
+                   const RowIndex ix1, const uint32_t blocks0) {
+  if (blockIdx.x < blocks0) {
+    forward_rows<kTpr>(a0, ix0, blockIdx.x);
+  } else {
+    forward_rows<kTpr>(a1, ix1, blockIdx.x - blocks0);
+  }
+}
+
 // The backward walks the rows grid-strided and fetches the rows ahead into a shared-memory ring
 // (cp.async) while it reduces the current ones: each thread copies its own 16-byte words of dy
 // and x and the row's rstd, and reads back only those, so the ring needs no barrier. Without the
@@ -193,11 +209,12 @@ constexpr int kStages = 3;
 // dy and x, lo and hi: [stage][operand][half][thread], then rstd [stage][thread].
 constexpr size_t kRingBytes = size_t{kStages} * kThreads * (4 * sizeof(uint4) + sizeof(float));
 
+// One head set's rows, walked by `blocks` blocks of which this is `block`; each leaves its partial
+// row of the weight's gradient at partial[block].
 template <int kTpr>
-__global__ void __launch_bounds__(kThreads)
-    backward_kernel(const QkNormRopeBackwardArgs a, const RowIndex ix, float* partial) {
+__device__ __forceinline__ void backward_rows(const QkNormRopeBackwardArgs& a, const RowIndex& ix,
+                                              float* partial, uint32_t block, uint32_t blocks) {
   constexpr int tpr = kTpr;
-  let_dependents_launch();  // the partial sums' grid (sum_partial_rows) waits for this one to end
   extern __shared__ uint4 ring[];
   float* ring_rstd = reinterpret_cast<float*>(ring + kStages * 4 * kThreads);
   constexpr int groups = kThreads / tpr;  // lane groups a block
@@ -218,7 +235,7 @@ __global__ void __launch_bounds__(kThreads)
   auto slot = [&](int stage, int operand, int h) -> uint4& {
     return ring[((stage * 2 + operand) * 2 + h) * kThreads + threadIdx.x];
   };
-  const uint32_t stride = gridDim.x * groups;
+  const uint32_t stride = blocks * groups;
   auto fetch = [&](uint32_t row, int stage) {
     if (row < ix.rows) {
       const RowCoords rc = coords_of(row, ix);
@@ -232,7 +249,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     cp_async_commit();
   };
-  const uint32_t start = blockIdx.x * groups;
+  const uint32_t start = block * groups;
 #pragma unroll
   for (int stage = 0; stage < kStages - 1; ++stage)
     fetch(start + sub + stage * stride, stage);
@@ -301,7 +318,23 @@ __global__ void __launch_bounds__(kThreads)
     float total = 0.0F;
     for (int r = 0; r < groups; ++r)
       total += sums[r * head_dim + c];
-    partial[static_cast<int64_t>(blockIdx.x) * head_dim + c] = total;
+    partial[static_cast<int64_t>(block) * head_dim + c] = total;
+  }
+}
+
+// Two head sets in one launch, as the forward: the first `blocks0` blocks walk a0's rows and
+// leave their partial rows first, the rest a1's after them.
+template <int kTpr>
+__global__ void __launch_bounds__(kThreads)
+    backward_kernel(const QkNormRopeBackwardArgs a0, const RowIndex ix0,
+                    const QkNormRopeBackwardArgs a1, const RowIndex ix1, const uint32_t blocks0,
+                    float* partial) {
+  let_dependents_launch();  // the partial sums' grids (sum_partial_rows) wait for this one to end
+  if (blockIdx.x < blocks0) {
+    backward_rows<kTpr>(a0, ix0, partial, blockIdx.x, blocks0);
+  } else {
+    backward_rows<kTpr>(a1, ix1, partial + int64_t{blocks0} * 2 * kTpr * kBf16PerVector,
+                        blockIdx.x - blocks0, gridDim.x - blocks0);
   }
 }
 
@@ -358,27 +391,114 @@ bool qk_norm_rope_applies(int64_t head_dim) {
   return head_dim >= 16 && head_dim <= 256 && (head_dim & (head_dim - 1)) == 0;
 }
 
-void qk_norm_rope_forward(const QkNormRopeArgs& a, cudaStream_t stream) {
+namespace {
+
+// The checks and row index of one head set's forward.
+RowIndex forward_rows_of(const QkNormRopeArgs& a) {
   const QkNormRopeStrides strides[] = {a.x_strides, a.y_strides};
   const void* pointers[] = {a.x, a.y, a.weight, a.cos, a.sin};
   check_common(a.batch, a.seq, a.heads, a.head_dim, strides, 2, pointers, 5,
                "qk_norm_rope_forward");
   LPBENCH_CUDA_REQUIRE(a.rstd != nullptr, "qk_norm_rope_forward: rstd is needed");
+  return row_index(a.batch, a.seq, a.heads, "qk_norm_rope_forward");
+}
+
+// One launch for a0's rows and, when given, a1's.
+void forward_launch(const QkNormRopeArgs& a0, const QkNormRopeArgs* a1, cudaStream_t stream) {
+  const RowIndex ix0 = forward_rows_of(a0);
+  const RowIndex ix1 = a1 != nullptr ? forward_rows_of(*a1) : ix0;
+  LPBENCH_CUDA_REQUIRE(a1 == nullptr || a1->head_dim == a0.head_dim,
+                       "qk_norm_rope_forward: the two head sets must have one head_dim");
   const NvtxRange range("lpbench qk_norm_rope_forward");
-  const RowIndex ix = row_index(a.batch, a.seq, a.heads, "qk_norm_rope_forward");
-  const int tpr = lanes_per_row(a.head_dim);
+  const int tpr = lanes_per_row(a0.head_dim);
   const int64_t rows_per_block = int64_t{kThreads} / tpr * kForwardRows;
+  const auto blocks_for = [&](const RowIndex& ix) {
+    return static_cast<uint32_t>((ix.rows + rows_per_block - 1) / rows_per_block);
+  };
+  const uint32_t blocks0 = blocks_for(ix0);
+  const uint32_t blocks = blocks0 + (a1 != nullptr ? blocks_for(ix1) : 0);
   with_lanes(tpr, [&](auto n) {
     forward_kernel<decltype(n)::value>
-        <<<static_cast<unsigned>((ix.rows + rows_per_block - 1) / rows_per_block), kThreads, 0,
-           stream>>>(a, ix);
+        <<<blocks, kThreads, 0, stream>>>(a0, ix0, a1 != nullptr ? *a1 : a0, ix1, blocks0);
   });
   LPBENCH_CUDA_CHECK_LAUNCH();
+}
+
+// The checks and row index of one head set's backward.
+RowIndex backward_rows_of(const QkNormRopeBackwardArgs& a) {
+  const QkNormRopeStrides strides[] = {a.dy_strides, a.x_strides, a.dx_strides};
+  const void* pointers[] = {a.dy, a.x, a.dx, a.weight, a.cos, a.sin, a.workspace};
+  check_common(a.batch, a.seq, a.heads, a.head_dim, strides, 3, pointers, 7,
+               "qk_norm_rope_backward");
+  LPBENCH_CUDA_REQUIRE(a.rstd != nullptr && a.dweight != nullptr,
+                       "qk_norm_rope_backward: rstd and dweight are needed");
+  return row_index(a.batch, a.seq, a.heads, "qk_norm_rope_backward");
 }
 
 // The rows a block of the backward takes a step.
 int backward_rows_per_block(int64_t head_dim) {
   return kThreads / lanes_per_row(head_dim);
+}
+
+// One launch for a0's rows and, when given, a1's (the resident blocks shared between the two in
+// proportion to their rows), then each set's partial rows added up. a0's workspace holds the
+// partial rows of both.
+void backward_launch(const QkNormRopeBackwardArgs& a0, const QkNormRopeBackwardArgs* a1,
+                     cudaStream_t stream) {
+  const RowIndex ix0 = backward_rows_of(a0);
+  const RowIndex ix1 = a1 != nullptr ? backward_rows_of(*a1) : ix0;
+  LPBENCH_CUDA_REQUIRE(a1 == nullptr || a1->head_dim == a0.head_dim,
+                       "qk_norm_rope_backward: the two head sets must have one head_dim");
+  const NvtxRange range("lpbench qk_norm_rope_backward");
+  const int tpr = lanes_per_row(a0.head_dim);
+  const int rows_per_block = backward_rows_per_block(a0.head_dim);
+  const int64_t rows0 = ix0.rows, rows1 = a1 != nullptr ? int64_t{ix1.rows} : 0;
+  auto* partial = static_cast<float*>(a0.workspace);
+  int64_t blocks0 = 0, blocks1 = 0;
+  bool one_launch = true;
+  with_lanes(tpr, [&](auto n) {
+    const auto kernel = backward_kernel<decltype(n)::value>;
+    allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), kRingBytes);
+    const int64_t blocks =
+        resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, kRingBytes,
+                        one_wave_blocks(rows0 + rows1, rows_per_block, kThreads));
+    const auto most = [&](int64_t rows) { return (rows + rows_per_block - 1) / rows_per_block; };
+    if (a1 == nullptr) {
+      blocks0 = blocks;
+    } else if (blocks >= 2) {
+      blocks0 = std::clamp<int64_t>((blocks * rows0 + (rows0 + rows1) / 2) / (rows0 + rows1), 1,
+                                    std::min(blocks - 1, most(rows0)));
+      blocks1 = std::min(blocks - blocks0, most(rows1));
+    } else {
+      one_launch = false;
+    }
+    if (one_launch) {
+      kernel<<<static_cast<unsigned>(blocks0 + blocks1), kThreads, kRingBytes, stream>>>(
+          a0, ix0, a1 != nullptr ? *a1 : a0, ix1, static_cast<uint32_t>(blocks0), partial);
+    }
+  });
+  if (!one_launch) {  // one block's worth of rows in all: one set after the other
+    backward_launch(a0, nullptr, stream);
+    QkNormRopeBackwardArgs second = *a1;
+    second.workspace = a0.workspace;  // free again once the first set's sums have run
+    backward_launch(second, nullptr, stream);
+    return;
+  }
+  LPBENCH_CUDA_CHECK_LAUNCH();
+  sum_partial_rows(partial, blocks0, a0.head_dim, a0.dweight, stream);
+  if (a1 != nullptr) {
+    sum_partial_rows(partial + blocks0 * a0.head_dim, blocks1, a0.head_dim, a1->dweight, stream);
+  }
+}
+
+}  // namespace
+
+void qk_norm_rope_forward(const QkNormRopeArgs& a, cudaStream_t stream) {
+  forward_launch(a, nullptr, stream);
+}
+
+void qk_norm_rope_forward(const QkNormRopeArgs& q, const QkNormRopeArgs& k, cudaStream_t stream) {
+  forward_launch(q, &k, stream);
 }
 
 size_t qk_norm_rope_backward_workspace_bytes(int64_t rows, int64_t head_dim) {
@@ -388,27 +508,12 @@ size_t qk_norm_rope_backward_workspace_bytes(int64_t rows, int64_t head_dim) {
 }
 
 void qk_norm_rope_backward(const QkNormRopeBackwardArgs& a, cudaStream_t stream) {
-  const QkNormRopeStrides strides[] = {a.dy_strides, a.x_strides, a.dx_strides};
-  const void* pointers[] = {a.dy, a.x, a.dx, a.weight, a.cos, a.sin, a.workspace};
-  check_common(a.batch, a.seq, a.heads, a.head_dim, strides, 3, pointers, 7,
-               "qk_norm_rope_backward");
-  LPBENCH_CUDA_REQUIRE(a.rstd != nullptr && a.dweight != nullptr,
-                       "qk_norm_rope_backward: rstd and dweight are needed");
-  const NvtxRange range("lpbench qk_norm_rope_backward");
-  const RowIndex ix = row_index(a.batch, a.seq, a.heads, "qk_norm_rope_backward");
-  const int tpr = lanes_per_row(a.head_dim);
-  const int rows_per_block = backward_rows_per_block(a.head_dim);
-  auto* partial = static_cast<float*>(a.workspace);
-  int64_t blocks = 0;
-  with_lanes(tpr, [&](auto n) {
-    const auto kernel = backward_kernel<decltype(n)::value>;
-    allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), kRingBytes);
-    blocks = resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, kRingBytes,
-                             one_wave_blocks(ix.rows, rows_per_block, kThreads));
-    kernel<<<static_cast<unsigned>(blocks), kThreads, kRingBytes, stream>>>(a, ix, partial);
-  });
-  LPBENCH_CUDA_CHECK_LAUNCH();
-  sum_partial_rows(partial, blocks, a.head_dim, a.dweight, stream);
+  backward_launch(a, nullptr, stream);
+}
+
+void qk_norm_rope_backward(const QkNormRopeBackwardArgs& q, const QkNormRopeBackwardArgs& k,
+                           cudaStream_t stream) {
+  backward_launch(q, &k, stream);
 }
 
 }  // namespace lpbench::cuda

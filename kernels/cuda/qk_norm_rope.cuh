@@ -64,4 +64,11 @@ void qk_norm_rope_forward(const QkNormRopeArgs& args, cudaStream_t stream);
 size_t qk_norm_rope_backward_workspace_bytes(int64_t rows, int64_t head_dim);
 void qk_norm_rope_backward(const QkNormRopeBackwardArgs& args, cudaStream_t stream);
 
+// The q heads and the k heads of a layer (one head_dim) in one launch each way, with what the
+// two calls above would compute (the weight gradients' partial sums in another grouping). The
+// backward's workspace is q's: qk_norm_rope_backward_workspace_bytes(q rows + k rows, head_dim).
+void qk_norm_rope_forward(const QkNormRopeArgs& q, const QkNormRopeArgs& k, cudaStream_t stream);
+void qk_norm_rope_backward(const QkNormRopeBackwardArgs& q, const QkNormRopeBackwardArgs& k,
+                           cudaStream_t stream);
+
 }  // namespace lpbench::cuda

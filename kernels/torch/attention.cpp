@@ -163,13 +163,12 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
       const at::Tensor qk =
           at::empty({qkv.size(0), qkv.size(1), heads + kv_heads, head_dim}, qkv.options());
       const at::Tensor q = qk.narrow(2, 0, heads), k = qk.narrow(2, heads, kv_heads);
-      at::Tensor q_rstd, k_rstd;
+      std::array<at::Tensor, 2> rstd;
       {
         const profiling::Range range("qk norm rope");
-        q_rstd = qk_norm_rope_into(h.q, q_norm, eps, cos, sin, q);
-        k_rstd = qk_norm_rope_into(h.k, k_norm, eps, cos, sin, k);
+        rstd = qk_norm_rope_into({h.q, q_norm, q}, {h.k, k_norm, k}, eps, cos, sin);
       }
-      ctx->save_for_backward({cos, sin, qkv, q_norm, k_norm, q_rstd, k_rstd});
+      ctx->save_for_backward({cos, sin, qkv, q_norm, k_norm, rstd[0], rstd[1]});
       return attend_saving(ctx, Heads{q, k, h.v, qk}, shape, qkv);
     }
     {
@@ -262,10 +261,11 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     if (qk_norm) {
       const profiling::Range range("qk norm rope backward");
       const Heads x = split(tables[2], shape);
-      d_q_norm = qk_norm_rope_backward_into(dqkv_parts[0].transpose(1, 2), x.q, tables[3],
-                                            tables[5], cos, sin, d.q, amax);
-      d_k_norm = qk_norm_rope_backward_into(dqkv_parts[1].transpose(1, 2), x.k, tables[4],
-                                            tables[6], cos, sin, d.k, amax);
+      const auto dweights = qk_norm_rope_backward_into(
+          {dqkv_parts[0].transpose(1, 2), x.q, tables[3], tables[5], d.q},
+          {dqkv_parts[1].transpose(1, 2), x.k, tables[4], tables[6], d.k}, cos, sin, amax);
+      d_q_norm = dweights[0];
+      d_k_norm = dweights[1];
       rotate(dqkv_parts[2].transpose(1, 2), d.v, cos, sin, false, /*rotate=*/false, amax);
     } else {
       const profiling::Range range("rope backward");

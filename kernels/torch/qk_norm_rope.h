@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <array>
+
 // Qwen3's per-head query/key norm followed by RoPE (kernels/cuda/qk_norm_rope.cuh) as the fused
 // attention calls it: from the q or k heads where the projection wrote them into a buffer that
 // attention reads, and back from attention's gradient into the projection's. The kernel where
@@ -22,5 +24,24 @@ at::Tensor qk_norm_rope_backward_into(const at::Tensor& dy, const at::Tensor& x,
                                       const at::Tensor& weight, const at::Tensor& rstd,
                                       const at::Tensor& cos, const at::Tensor& sin,
                                       const at::Tensor& dx, const at::Tensor& amax = {});
+
+// One head set's operands (the q heads or the k heads), as the two calls above take them.
+struct QkNormRopeHeads {
+  at::Tensor x, weight, out;
+};
+struct QkNormRopeGradHeads {
+  at::Tensor dy, x, weight, rstd, dx;
+};
+
+// The q and the k heads in one launch each way where both take the kernel with one head_dim (the
+// k heads alone were a launch of a quarter of the rows: docs/perf-log.md §43), else a call each.
+// Returns each set's rstd, and each set's weight gradient; dx and amax as above.
+std::array<at::Tensor, 2> qk_norm_rope_into(const QkNormRopeHeads& q, const QkNormRopeHeads& k,
+                                            double eps, const at::Tensor& cos,
+                                            const at::Tensor& sin);
+std::array<at::Tensor, 2> qk_norm_rope_backward_into(const QkNormRopeGradHeads& q,
+                                                     const QkNormRopeGradHeads& k,
+                                                     const at::Tensor& cos, const at::Tensor& sin,
+                                                     const at::Tensor& amax = {});
 
 }  // namespace lpbench::kernels

@@ -237,6 +237,53 @@ TEST_F(FusedKernels, QkNormRopeIsTheNormThenRopeKernelsBitForBit) {
   }
 }
 
+// The q and the k heads in one launch each way compute what a launch each computes: y, rstd and
+// dx bit for bit, the amax of both, the weights' gradients within their partial sums' grouping.
+// 2 × 3 tokens of 4 + 2 heads are fewer rows than a block takes: the launcher then runs the two
+// sets one after the other.
+TEST_F(FusedKernels, QkNormRopeTakesBothHeadSetsInOneLaunch) {
+  for (const auto& [head_dim, heads, kv_heads, seq] :
+       {std::array<int64_t, 4>{128, 32, 8, 300}, {64, 5, 2, 301}, {128, 4, 2, 3}}) {
+    SCOPED_TRACE("head_dim " + std::to_string(head_dim) + ", " + std::to_string(heads) + " + " +
+                 std::to_string(kv_heads) + " heads, " + std::to_string(seq) + " tokens");
+    const at::Tensor cos = rope_table(seq, head_dim, true);
+    const at::Tensor sin = rope_table(seq, head_dim, false);
+    torch::manual_seed(head_dim + heads);
+    const int64_t all = heads + 2 * kv_heads;
+    const at::Tensor qkv = 3.0 * torch::randn({2, seq, all, head_dim}, kBf16);
+    const at::Tensor xq = qkv.narrow(2, 0, heads), xk = qkv.narrow(2, heads, kv_heads);
+    const at::Tensor wq = 1.0 + 0.2 * torch::randn({head_dim}, kGpu);
+    const at::Tensor wk = 1.0 + 0.2 * torch::randn({head_dim}, kGpu);
+    const double eps = 1e-6;
+
+    const at::Tensor yq = at::empty(xq.sizes(), xq.options()),
+                     yk = at::empty_like(yq.narrow(2, 0, kv_heads));
+    const at::Tensor rq = qk_norm_rope_into(xq, wq, eps, cos, sin, yq);
+    const at::Tensor rk = qk_norm_rope_into(xk, wk, eps, cos, sin, yk);
+    const at::Tensor pq = at::empty_like(yq), pk = at::empty_like(yk);
+    const auto rstd = qk_norm_rope_into({xq, wq, pq}, {xk, wk, pk}, eps, cos, sin);
+    EXPECT_TRUE(pq.equal(yq) && pk.equal(yk));
+    EXPECT_TRUE(rstd[0].equal(rq) && rstd[1].equal(rk));
+
+    const at::Tensor dyq = torch::randn({2, heads, seq, head_dim}, kBf16).transpose(1, 2);
+    const at::Tensor dyk = torch::randn({2, kv_heads, seq, head_dim}, kBf16).transpose(1, 2);
+    const at::Tensor dx = at::empty_like(qkv), pdx = at::empty_like(qkv);
+    const at::Tensor amax = new_amax(dx), pamax = new_amax(pdx);
+    const at::Tensor dwq =
+        qk_norm_rope_backward_into(dyq, xq, wq, rq, cos, sin, dx.narrow(2, 0, heads), amax);
+    const at::Tensor dwk =
+        qk_norm_rope_backward_into(dyk, xk, wk, rk, cos, sin, dx.narrow(2, heads, kv_heads), amax);
+    const auto dw = qk_norm_rope_backward_into({dyq, xq, wq, rq, pdx.narrow(2, 0, heads)},
+                                               {dyk, xk, wk, rk, pdx.narrow(2, heads, kv_heads)},
+                                               cos, sin, pamax);
+    const int64_t qk = heads + kv_heads;
+    EXPECT_TRUE(pdx.narrow(2, 0, qk).equal(dx.narrow(2, 0, qk)));
+    EXPECT_EQ(pamax.item<int32_t>(), amax.item<int32_t>());
+    EXPECT_LT(relative_error(dw[0], dwq), 1e-5);
+    EXPECT_LT(relative_error(dw[1], dwk), 1e-5);
+  }
+}
+
 TEST_F(FusedKernels, SwigluMatchesTheReferenceForwardAndBackward) {
   for (const int64_t inner : {8, 96, 11008, 14336}) {
     torch::manual_seed(inner);

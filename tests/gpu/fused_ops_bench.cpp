@@ -293,55 +293,68 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
     return;
   }
   const auto qk = copies({tokens, (nh + nkv) * d}, kBf16);
-  const at::Tensor weight = torch::ones({d}, kFloat), dweight = torch::empty({d}, kFloat);
-  const at::Tensor rstd = torch::ones({tokens * nh}, kFloat);
+  const at::Tensor weight = torch::ones({d}, kFloat), dweight = torch::empty({2 * d}, kFloat);
+  const at::Tensor rstd = torch::ones({tokens * (nh + nkv)}, kFloat);
   const at::Tensor workspace = torch::empty(
-      {static_cast<int64_t>(cuda::qk_norm_rope_backward_workspace_bytes(tokens * nh, d))},
+      {static_cast<int64_t>(cuda::qk_norm_rope_backward_workspace_bytes(tokens * (nh + nkv), d))},
       kCuda.dtype(at::kByte));
   const cuda::QkNormRopeStrides out_strides{0, (nh + nkv) * d, d};
-  b.row(m.name, "qk norm + rope forward (q, k)", 2 * (nh + nkv) * head, [&](int i) {
-    for (const bool is_q : {true, false}) {
-      cuda::QkNormRopeArgs a;
-      a.x = static_cast<const at::BFloat16*>(qkv[i].data_ptr()) + (is_q ? 0 : nh * d);
-      a.x_strides = fused;
-      a.y = static_cast<at::BFloat16*>(qk[i].data_ptr()) + (is_q ? 0 : nh * d);
-      a.y_strides = out_strides;
-      a.weight = weight.data_ptr<float>();
-      a.rstd = rstd.data_ptr<float>();
-      a.batch = 1;
-      a.seq = tokens;
-      a.heads = is_q ? nh : nkv;
-      a.head_dim = d;
-      a.cos = cos.data_ptr<float>();
-      a.sin = sin.data_ptr<float>();
-      cuda::qk_norm_rope_forward(a, nullptr);
-    }
+  // The q heads' arguments (is_q) or the k heads', on the i-th copies of the operands.
+  const auto forward_args = [&](int i, bool is_q) {
+    cuda::QkNormRopeArgs a;
+    a.x = static_cast<const at::BFloat16*>(qkv[i].data_ptr()) + (is_q ? 0 : nh * d);
+    a.x_strides = fused;
+    a.y = static_cast<at::BFloat16*>(qk[i].data_ptr()) + (is_q ? 0 : nh * d);
+    a.y_strides = out_strides;
+    a.weight = weight.data_ptr<float>();
+    a.rstd = rstd.data_ptr<float>() + (is_q ? 0 : tokens * nh);
+    a.batch = 1;
+    a.seq = tokens;
+    a.heads = is_q ? nh : nkv;
+    a.head_dim = d;
+    a.cos = cos.data_ptr<float>();
+    a.sin = sin.data_ptr<float>();
+    return a;
+  };
+  const auto backward_args = [&](int i, bool is_q) {
+    cuda::QkNormRopeBackwardArgs a;
+    a.dy = (is_q ? dq : dk)[i].data_ptr();
+    a.dy_strides = sdpa;
+    a.x = static_cast<const at::BFloat16*>(qkv[i].data_ptr()) + (is_q ? 0 : nh * d);
+    a.x_strides = fused;
+    a.dx = static_cast<at::BFloat16*>(dqkv[i].data_ptr()) + (is_q ? 0 : nh * d);
+    a.dx_strides = fused;
+    a.weight = weight.data_ptr<float>();
+    a.rstd = rstd.data_ptr<float>() + (is_q ? 0 : tokens * nh);
+    a.dweight = dweight.data_ptr<float>() + (is_q ? 0 : d);
+    a.workspace = workspace.data_ptr();
+    a.dx_amax = word(amax);
+    a.batch = 1;
+    a.seq = tokens;
+    a.heads = is_q ? nh : nkv;
+    a.head_dim = d;
+    a.cos = cos.data_ptr<float>();
+    a.sin = sin.data_ptr<float>();
+    return a;
+  };
+  const int64_t forward_bytes = 2 * (nh + nkv) * head;
+  const int64_t backward_bytes = (3 * (nh + nkv) + 2 * nkv) * head;
+  b.row(m.name, "qk norm + rope forward (q, k)", forward_bytes, [&](int i) {
+    cuda::qk_norm_rope_forward(forward_args(i, true), forward_args(i, false), nullptr);
   });
-  b.row(m.name, "qk norm + rope backward (dq, dk; dv)", (3 * (nh + nkv) + 2 * nkv) * head,
-        [&](int i) {
-          for (const bool is_q : {true, false}) {
-            cuda::QkNormRopeBackwardArgs a;
-            a.dy = (is_q ? dq : dk)[i].data_ptr();
-            a.dy_strides = sdpa;
-            a.x = static_cast<const at::BFloat16*>(qkv[i].data_ptr()) + (is_q ? 0 : nh * d);
-            a.x_strides = fused;
-            a.dx = static_cast<at::BFloat16*>(dqkv[i].data_ptr()) + (is_q ? 0 : nh * d);
-            a.dx_strides = fused;
-            a.weight = weight.data_ptr<float>();
-            a.rstd = rstd.data_ptr<float>();
-            a.dweight = dweight.data_ptr<float>();
-            a.workspace = workspace.data_ptr();
-            a.dx_amax = word(amax);
-            a.batch = 1;
-            a.seq = tokens;
-            a.heads = is_q ? nh : nkv;
-            a.head_dim = d;
-            a.cos = cos.data_ptr<float>();
-            a.sin = sin.data_ptr<float>();
-            cuda::qk_norm_rope_backward(a, nullptr);
-          }
-          v_copy(i);
-        });
+  b.row(m.name, "qk norm + rope backward (dq, dk; dv)", backward_bytes, [&](int i) {
+    cuda::qk_norm_rope_backward(backward_args(i, true), backward_args(i, false), nullptr);
+    v_copy(i);
+  });
+  b.row(m.name, "qk norm + rope forward, a launch each", forward_bytes, [&](int i) {
+    cuda::qk_norm_rope_forward(forward_args(i, true), nullptr);
+    cuda::qk_norm_rope_forward(forward_args(i, false), nullptr);
+  });
+  b.row(m.name, "qk norm + rope backward, a launch each", backward_bytes, [&](int i) {
+    cuda::qk_norm_rope_backward(backward_args(i, true), nullptr);
+    cuda::qk_norm_rope_backward(backward_args(i, false), nullptr);
+    v_copy(i);
+  });
 }
 
 }  // namespace

@@ -8,8 +8,9 @@
 // launch_after_producer may be scheduled before the kernel ahead of it in the stream has
 // finished, and calls wait_for_producer() before it reads what that kernel wrote: the wait
 // returns once the producer grid has completed and its writes are visible. A producer that calls
-// let_dependents_launch() lets the dependent's blocks take SMs as its own blocks leave them; one
-// that does not lets it start at its end, without the launch gap of a plain launch. Older GPUs
+// let_dependents_launch() lets the dependent's blocks take SMs as its own blocks leave them (the
+// norm backwards call it first thing, and a call of theirs with its partial sums ran 1-4 %
+// faster: docs/perf-log.md §43); one that does not releases the dependent when it ends. Older GPUs
 // launch the same kernel plainly, and the two device calls do nothing there.
 namespace lpbench::cuda {
 

@@ -93,9 +93,9 @@ void check_aligned(const void* p, const char* what) {
 // The sum of `v` over the `tpr` threads of a row (every thread of the block calls it). The
 // shuffle steps are unrolled (a loop on the run-time width cost a branch and its bookkeeping a
 // step), and for rows across warps each lane reads one warp's sum and the warp adds them in a
-// shuffle tree: every thread adding all `tpr / 32` sums itself was a sixth of the long-row
-// backward's instructions a row (docs/perf-log.md §43). Short rows (tpr < 32) keep their order:
-// qk_norm_rope.cu's lanes_sum matches it bit for bit.
+// shuffle tree: every thread adding all `tpr / 32` sums itself took about 45 of the ~310
+// instructions a thread of the long-row backward issued a row (SASS; docs/perf-log.md §43).
+// Short rows (tpr < 32) keep their order: qk_norm_rope.cu's lanes_sum matches it bit for bit.
 __device__ __forceinline__ float row_sum(float v, int tpr, float* shared) {
   if (tpr < 32) {
 #pragma unroll

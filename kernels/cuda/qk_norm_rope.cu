@@ -489,7 +489,8 @@ void backward_launch(const QkNormRopeBackwardArgs& a0, const QkNormRopeBackwardA
       // the grid cooperatively, else by sum_partial_rows after it (the same bits either way).
       const auto grid = dim3(static_cast<unsigned>(blocks0 + blocks1));
       const QkNormRopeBackwardArgs& second = a1 != nullptr ? *a1 : a0;
-      summed = launch_cooperative(kernel, grid, dim3(kThreads), kRingBytes, stream, a0, ix0, second,
+      summed = partial_rows_fit_in_grid_sums(blocks0 + blocks1, a0.head_dim) &&
+               launch_cooperative(kernel, grid, dim3(kThreads), kRingBytes, stream, a0, ix0, second,
                                   ix1, static_cast<uint32_t>(blocks0), partial, true);
       if (!summed) {
         kernel<<<grid, kThreads, kRingBytes, stream>>>(

@@ -438,7 +438,8 @@ void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
                              one_wave_blocks(a.rows, l.rows_per_block, l.threads));
     // The weight gradient's partial rows summed in the same launch where the device launches
     // the grid cooperatively, else by sum_partial_rows after it (the same bits either way).
-    summed = launch_cooperative(kernel, dim3(static_cast<unsigned>(blocks)), dim3(l.threads), ring,
+    summed = partial_rows_fit_in_grid_sums(blocks * l.rows_per_block, a.cols) &&
+             launch_cooperative(kernel, dim3(static_cast<unsigned>(blocks)), dim3(l.threads), ring,
                                 stream, a, l.tpr, l.rows_per_block, partial, true);
     if (!summed) {
       kernel<<<static_cast<unsigned>(blocks), l.threads, ring, stream>>>(a, l.tpr, l.rows_per_block,

@@ -1,16 +1,18 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/check.cuh"
-#include "kernels/cuda/launch_modes.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/partial_sums.cuh"
 
 namespace lpbench::cuda {
 
 namespace {
 
-// 32 splits a column (kSumSplits), not 8: at 8 the qwen3-8b layer's four calls (two of 4096
-// columns, two of 128 columns over 16 896 partial rows) took 0.18 ms of its step
-// (docs/perf-log.md §35).
+// 32 splits a column, not 8: at 8 the qwen3-8b layer's four calls (two of 4096 columns, two of
+// 128 columns over 16 896 partial rows) took 0.18 ms of its step (docs/perf-log.md §35).
+constexpr int kSumColumns = 32;
+constexpr int kSumSplits = 32;
+
 __global__ void __launch_bounds__(kSumColumns* kSumSplits)
     sum_partials_kernel(const float* partial, int64_t parts, int64_t cols, float* out) {
   __shared__ float sums[kSumSplits][kSumColumns];

@@ -15,8 +15,8 @@
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/cp_async.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/fast_divmod.cuh"
-#include "kernels/cuda/launch_modes.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/partial_sums.cuh"
 #include "kernels/cuda/qk_norm_rope.cuh"
@@ -323,29 +323,18 @@ __device__ __forceinline__ void backward_rows(const QkNormRopeBackwardArgs& a, c
 }
 
 // Two head sets in one launch, as the forward: the first `blocks0` blocks walk a0's rows and
-// leave their partial rows first, the rest a1's after them. Launched cooperatively
-// (`sums_in_grid`), the blocks then add up both sets' partial rows, a1's chunks starting on the
-// blocks after a0's; a1 is a0 again where there is one set (blocks0 == gridDim.x).
+// leave their partial rows first, the rest a1's after them.
 template <int kTpr>
 __global__ void __launch_bounds__(kThreads)
     backward_kernel(const QkNormRopeBackwardArgs a0, const RowIndex ix0,
                     const QkNormRopeBackwardArgs a1, const RowIndex ix1, const uint32_t blocks0,
-                    float* partial, const bool sums_in_grid) {
-  // Launched plainly, the partial sums' grids (sum_partial_rows) wait for this one to end.
-  let_dependents_launch();
-  constexpr int head_dim = 2 * kTpr * kBf16PerVector;
-  float* const partial1 = partial + int64_t{blocks0} * head_dim;
+                    float* partial) {
+  let_dependents_launch();  // the partial sums' grids (sum_partial_rows) wait for this one to end
   if (blockIdx.x < blocks0) {
     backward_rows<kTpr>(a0, ix0, partial, blockIdx.x, blocks0);
   } else {
-    backward_rows<kTpr>(a1, ix1, partial1, blockIdx.x - blocks0, gridDim.x - blocks0);
-  }
-  if (!sums_in_grid) return;
-  wait_for_every_block();
-  sum_partial_rows_in_grid(partial, blocks0, head_dim, a0.dweight, 0);
-  if (blocks0 < gridDim.x) {
-    sum_partial_rows_in_grid(partial1, gridDim.x - blocks0, head_dim, a1.dweight,
-                             (head_dim + kSumColumns - 1) / kSumColumns);
+    backward_rows<kTpr>(a1, ix1, partial + int64_t{blocks0} * 2 * kTpr * kBf16PerVector,
+                        blockIdx.x - blocks0, gridDim.x - blocks0);
   }
 }
 
@@ -467,7 +456,6 @@ void backward_launch(const QkNormRopeBackwardArgs& a0, const QkNormRopeBackwardA
   auto* partial = static_cast<float*>(a0.workspace);
   int64_t blocks0 = 0, blocks1 = 0;
   bool one_launch = true;
-  bool summed = false;
   with_lanes(tpr, [&](auto n) {
     const auto kernel = backward_kernel<decltype(n)::value>;
     allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), kRingBytes);
@@ -485,17 +473,8 @@ void backward_launch(const QkNormRopeBackwardArgs& a0, const QkNormRopeBackwardA
       one_launch = false;
     }
     if (one_launch) {
-      // The weight gradients' partial rows summed in the same launch where the device launches
-      // the grid cooperatively, else by sum_partial_rows after it (the same bits either way).
-      const auto grid = dim3(static_cast<unsigned>(blocks0 + blocks1));
-      const QkNormRopeBackwardArgs& second = a1 != nullptr ? *a1 : a0;
-      summed = partial_rows_fit_in_grid_sums(blocks0 + blocks1, a0.head_dim) &&
-               launch_cooperative(kernel, grid, dim3(kThreads), kRingBytes, stream, a0, ix0, second,
-                                  ix1, static_cast<uint32_t>(blocks0), partial, true);
-      if (!summed) {
-        kernel<<<grid, kThreads, kRingBytes, stream>>>(
-            a0, ix0, second, ix1, static_cast<uint32_t>(blocks0), partial, false);
-      }
+      kernel<<<static_cast<unsigned>(blocks0 + blocks1), kThreads, kRingBytes, stream>>>(
+          a0, ix0, a1 != nullptr ? *a1 : a0, ix1, static_cast<uint32_t>(blocks0), partial);
     }
   });
   if (!one_launch) {  // one block's worth of rows in all: one set after the other
@@ -506,7 +485,6 @@ void backward_launch(const QkNormRopeBackwardArgs& a0, const QkNormRopeBackwardA
     return;
   }
   LPBENCH_CUDA_CHECK_LAUNCH();
-  if (summed) return;
   sum_partial_rows(partial, blocks0, a0.head_dim, a0.dweight, stream);
   if (a1 != nullptr) {
     sum_partial_rows(partial + blocks0 * a0.head_dim, blocks1, a0.head_dim, a1->dweight, stream);

@@ -7,8 +7,7 @@
 // The backward walks the rows with a grid of as many blocks as the GPU holds, each thread
 // accumulating the weight gradient of its columns in registers over the rows it visits and
 // fetching the rows ahead into a shared-memory ring (cp.async) while it reduces the current one;
-// the per-block partial sums go to the workspace, and the blocks add them up per column after a
-// grid sync (a cooperative launch), or a second kernel does where the device has none.
+// the per-block partial sums go to the workspace and a second kernel adds them up per column.
 //
 // Under saved=int8 the forward writes h's INT8 blocks from its registers and the backward reads
 // them in place of h (saved_int8_blocks.cuh). A block of 128 is then 16 vectors, held by 16
@@ -23,7 +22,7 @@
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/cp_async.cuh"
-#include "kernels/cuda/launch_modes.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/partial_sums.cuh"
 #include "kernels/cuda/resident_grid.cuh"
@@ -242,10 +241,9 @@ size_t backward_ring_bytes(int vectors, int threads) {
 template <int kVectors>
 __global__ void __launch_bounds__(kBackwardThreads, kVectors == 1 ? 2 : 1)
     rmsnorm_backward_kernel(const RmsNormBackwardArgs a, const int tpr, const int rows_per_block,
-                            float* partial, const bool sums_in_grid) {
+                            float* partial) {
   __shared__ float shared[32];
-  // Launched plainly, the partial sums' grid (sum_partial_rows) waits for this one to end.
-  let_dependents_launch();
+  let_dependents_launch();  // the partial sums' grid (sum_partial_rows) waits for this one to end
   extern __shared__ uint4 ring[];  // [stage][operand][vector][thread], then rstd [stage][thread]
   float* ring_rstd =
       reinterpret_cast<float*>(ring + kBackwardStages * kStagedOperands * kVectors * blockDim.x);
@@ -364,11 +362,6 @@ __global__ void __launch_bounds__(kBackwardThreads, kVectors == 1 ? 2 : 1)
     to[0] = make_float4(dw[i][0], dw[i][1], dw[i][2], dw[i][3]);
     to[1] = make_float4(dw[i][4], dw[i][5], dw[i][6], dw[i][7]);
   }
-  if (sums_in_grid) {  // launched cooperatively
-    wait_for_every_block();
-    sum_partial_rows_in_grid(partial, static_cast<int64_t>(gridDim.x) * rows_per_block, a.cols,
-                             a.dweight, 0);
-  }
 }
 
 // Calls fn with the compile-time vector count for `vectors`: 1, 2, or (up to kMax) 4.
@@ -427,7 +420,6 @@ void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
   const Layout l = layout_for(a.cols, kBackwardPerThread, kBackwardThreads);
   auto* partial = static_cast<float*>(a.workspace);
   int64_t blocks = 0;
-  bool summed = false;
   with_vectors<kBackwardVectors>(l.vectors, [&](auto n) {
     const auto kernel = rmsnorm_backward_kernel<decltype(n)::value>;
     const size_t ring = backward_ring_bytes(decltype(n)::value, l.threads);
@@ -436,18 +428,11 @@ void rmsnorm_backward(const RmsNormBackwardArgs& a, cudaStream_t stream) {
     // rows with its own ring.
     blocks = resident_blocks(reinterpret_cast<const void*>(kernel), l.threads, ring,
                              one_wave_blocks(a.rows, l.rows_per_block, l.threads));
-    // The weight gradient's partial rows summed in the same launch where the device launches
-    // the grid cooperatively, else by sum_partial_rows after it (the same bits either way).
-    summed = partial_rows_fit_in_grid_sums(blocks * l.rows_per_block, a.cols) &&
-             launch_cooperative(kernel, dim3(static_cast<unsigned>(blocks)), dim3(l.threads), ring,
-                                stream, a, l.tpr, l.rows_per_block, partial, true);
-    if (!summed) {
-      kernel<<<static_cast<unsigned>(blocks), l.threads, ring, stream>>>(a, l.tpr, l.rows_per_block,
-                                                                         partial, false);
-    }
+    kernel<<<static_cast<unsigned>(blocks), l.threads, ring, stream>>>(a, l.tpr, l.rows_per_block,
+                                                                       partial);
   });
   LPBENCH_CUDA_CHECK_LAUNCH();
-  if (!summed) sum_partial_rows(partial, blocks * l.rows_per_block, a.cols, a.dweight, stream);
+  sum_partial_rows(partial, blocks * l.rows_per_block, a.cols, a.dweight, stream);
 }
 
 }  // namespace lpbench::cuda

@@ -7,10 +7,8 @@
 #include "kernels/torch/saved_activation.h"
 
 #ifdef LPBENCH_CUDA_GLUE
-#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "kernels/cuda/launch_modes.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/torch/amax_registry.h"
 #endif
@@ -215,21 +213,6 @@ std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Te
   const variable_list out =
       AddRmsNormFunction::apply(x, residual, weight, eps, report_amax, int8_saved);
   return {out[0], out[1]};
-}
-
-}  // namespace lpbench::kernels
-
-namespace lpbench::kernels {
-
-bool norm_weight_sums_in_one_launch(const at::Device& device) {
-#ifdef LPBENCH_CUDA_GLUE
-  if (!device.is_cuda()) return false;
-  const c10::cuda::CUDAGuard guard(device);
-  return cuda::launch_modes().cooperative;
-#else
-  (void)device;
-  return false;
-#endif
 }
 
 }  // namespace lpbench::kernels

@@ -29,10 +29,4 @@ std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Te
                                                const at::Tensor& weight, double eps,
                                                bool report_amax = false, bool int8_saved = false);
 
-// Whether the norm backwards on `device` (theirs and the q/k norms') add up their weight
-// gradients in their own launch (a cooperative launch: kernels/cuda/launch_modes.cuh) rather
-// than in a second kernel after it: false off the GPU, on a device without cooperative launch, or
-// with LPBENCH_COOPERATIVE_LAUNCH=0. The run records it where false (operators.cpp).
-bool norm_weight_sums_in_one_launch(const at::Device& device);
-
 }  // namespace lpbench::kernels

@@ -11,13 +11,8 @@
 
 #include <array>
 #include <cstring>
-#include <functional>
 #include <limits>
-#include <optional>
-#include <utility>
-#include <vector>
 
-#include "kernels/cuda/launch_modes.cuh"
 #include "kernels/cuda/quantize_hadamard.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/rope.cuh"
@@ -287,133 +282,6 @@ TEST_F(FusedKernels, QkNormRopeTakesBothHeadSetsInOneLaunch) {
     EXPECT_LT(relative_error(dw[0], dwq), 1e-5);
     EXPECT_LT(relative_error(dw[1], dwk), 1e-5);
   }
-}
-
-// Launched cooperatively, the norm backwards add up their weight gradients' partial rows in their
-// own grid; without (allow_cooperative_launch(false), as on a device that has none) a second
-// kernel does. Both write the same bits, and a captured call holds one kernel node or two.
-class CooperativeLaunchOff {
- public:
-  CooperativeLaunchOff() { cuda::allow_cooperative_launch(false); }
-  ~CooperativeLaunchOff() { cuda::allow_cooperative_launch(true); }
-  CooperativeLaunchOff(const CooperativeLaunchOff&) = delete;
-  CooperativeLaunchOff& operator=(const CooperativeLaunchOff&) = delete;
-};
-
-// The kernel nodes of `launch` captured on a side stream, after the graph has run once there.
-int64_t kernels_replayed(const std::function<void(cudaStream_t)>& launch) {
-  const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
-  cudaGraph_t graph = nullptr;
-  EXPECT_EQ(cudaStreamBeginCapture(side.stream(), cudaStreamCaptureModeRelaxed), cudaSuccess);
-  launch(side.stream());
-  EXPECT_EQ(cudaStreamEndCapture(side.stream(), &graph), cudaSuccess);
-  size_t count = 0;
-  EXPECT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
-  std::vector<cudaGraphNode_t> nodes(count);
-  EXPECT_EQ(cudaGraphGetNodes(graph, nodes.data(), &count), cudaSuccess);
-  int64_t kernels = 0;
-  for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type{};
-    EXPECT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
-    kernels += type == cudaGraphNodeTypeKernel ? 1 : 0;
-  }
-  cudaGraphExec_t exec = nullptr;
-  EXPECT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  EXPECT_EQ(cudaGraphLaunch(exec, side.stream()), cudaSuccess);
-  EXPECT_EQ(cudaStreamSynchronize(side.stream()), cudaSuccess);
-  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
-  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
-  return kernels;
-}
-
-TEST_F(FusedKernels, NormBackwardsSumTheirWeightGradientsInTheirOwnLaunch) {
-  ASSERT_TRUE(cuda::launch_modes().cooperative) << "this GPU has no cooperative launch";
-  EXPECT_TRUE(norm_weight_sums_in_one_launch(kGpu));  // what a run's operators then leave unsaid
-  {
-    const CooperativeLaunchOff off;
-    EXPECT_FALSE(norm_weight_sums_in_one_launch(kGpu));
-  }
-  struct Case {
-    int64_t rows, cols;
-  };
-  for (const Case c : {Case{4096, 4096}, Case{37, 128}, Case{7, 512}, Case{300, 8192}}) {
-    SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.cols));
-    torch::manual_seed(c.rows + c.cols);
-    const at::Tensor dy = torch::randn({c.rows, c.cols}, kBf16);
-    const at::Tensor h = torch::randn({c.rows, c.cols}, kBf16);
-    const at::Tensor dh_in = torch::randn({c.rows, c.cols}, kBf16);
-    const at::Tensor w = 1.0 + 0.1 * torch::randn({c.cols}, kGpu);
-    const at::Tensor rstd = 0.5 + torch::rand({c.rows}, kGpu);
-    const at::Tensor workspace =
-        torch::empty({static_cast<int64_t>(cuda::rmsnorm_backward_workspace_bytes(c.rows, c.cols))},
-                     kBf16.dtype(torch::kUInt8));
-    // dh and dweight from one call, captured and replayed or run on the current stream.
-    const auto call = [&](bool cooperative, bool captured, int64_t* kernels) {
-      std::optional<CooperativeLaunchOff> off;
-      if (!cooperative) off.emplace();
-      const at::Tensor dh = torch::full({c.rows, c.cols}, 7.0, kBf16);
-      const at::Tensor dw = torch::full({c.cols}, 7.0, kGpu);
-      cuda::RmsNormBackwardArgs a;
-      a.dy = dy.data_ptr();
-      a.h = h.data_ptr();
-      a.weight = w.data_ptr<float>();
-      a.rstd = rstd.data_ptr<float>();
-      a.dh_in = dh_in.data_ptr();
-      a.rows = c.rows;
-      a.cols = c.cols;
-      a.dh = dh.data_ptr();
-      a.dweight = dw.data_ptr<float>();
-      a.workspace = workspace.data_ptr();
-      const auto launch = [&](cudaStream_t stream) { cuda::rmsnorm_backward(a, stream); };
-      if (captured) {
-        *kernels = kernels_replayed(launch);
-      } else {
-        launch(c10::cuda::getCurrentCUDAStream().stream());
-      }
-      return std::pair{dh, dw};
-    };
-    int64_t one = 0, two = 0;
-    const auto [dh, dw] = call(true, false, nullptr);
-    const auto [dh2, dw2] = call(false, false, nullptr);
-    const auto [dh3, dw3] = call(true, true, &one);
-    const auto [dh4, dw4] = call(false, true, &two);
-    EXPECT_EQ(one, 1);
-    EXPECT_EQ(two, 2);
-    for (const auto& [x, y] :
-         {std::pair{dh, dh2}, {dh, dh3}, {dh, dh4}, {dw, dw2}, {dw, dw3}, {dw, dw4}}) {
-      EXPECT_TRUE(x.equal(y));
-    }
-    const reference::RmsNormGrads ref = reference::rmsnorm_backward(dy, h, w, rstd, dh_in);
-    EXPECT_LT(relative_error(dw, ref.dweight), 1e-4);
-  }
-
-  // The q/k norms' backward: both head sets summed in one grid, or by two kernels after it.
-  const int64_t seq = 300, head_dim = 128, heads = 32, kv_heads = 8;
-  const at::Tensor cos = rope_table(seq, head_dim, true);
-  const at::Tensor sin = rope_table(seq, head_dim, false);
-  torch::manual_seed(5);
-  const at::Tensor qkv = 3.0 * torch::randn({2, seq, heads + 2 * kv_heads, head_dim}, kBf16);
-  const at::Tensor xq = qkv.narrow(2, 0, heads), xk = qkv.narrow(2, heads, kv_heads);
-  const at::Tensor wq = 1.0 + 0.2 * torch::randn({head_dim}, kGpu);
-  const at::Tensor wk = 1.0 + 0.2 * torch::randn({head_dim}, kGpu);
-  const at::Tensor yq = at::empty(xq.sizes(), xq.options()),
-                   yk = at::empty_like(yq.narrow(2, 0, kv_heads));
-  const auto rstd = qk_norm_rope_into({xq, wq, yq}, {xk, wk, yk}, 1e-6, cos, sin);
-  const at::Tensor dyq = torch::randn({2, heads, seq, head_dim}, kBf16).transpose(1, 2);
-  const at::Tensor dyk = torch::randn({2, kv_heads, seq, head_dim}, kBf16).transpose(1, 2);
-  const auto backward = [&](bool cooperative) {
-    std::optional<CooperativeLaunchOff> off;
-    if (!cooperative) off.emplace();
-    const at::Tensor dx = at::zeros_like(qkv);
-    const at::Tensor amax = new_amax(dx);
-    const auto dw = qk_norm_rope_backward_into(
-        {dyq, xq, wq, rstd[0], dx.narrow(2, 0, heads)},
-        {dyk, xk, wk, rstd[1], dx.narrow(2, heads, kv_heads)}, cos, sin, amax);
-    return std::array{dx, dw[0], dw[1]};
-  };
-  const auto in_grid = backward(true), apart = backward(false);
-  for (int i = 0; i < 3; ++i)
-    EXPECT_TRUE(in_grid[i].equal(apart[i])) << i;
 }
 
 TEST_F(FusedKernels, SwigluMatchesTheReferenceForwardAndBackward) {

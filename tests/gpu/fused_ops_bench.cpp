@@ -25,11 +25,9 @@
 #include <functional>
 #include <sstream>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "kernels/cuda/check.cuh"
-#include "kernels/cuda/launch_modes.cuh"
 #include "kernels/cuda/qk_norm_rope.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/rope.cuh"
@@ -79,9 +77,8 @@ struct Bench {
   }
 
   // One kernel's row: fn(copy) launches it on the default stream.
-  // `alternative`: a row timing another way of doing what a row before it does (a launch each,
-  // the partial sums as a kernel of their own), shown beside it but not counted in "lowest",
-  // which is about the kernels a step runs.
+  // `alternative`: a row timing another way of doing what a row before it does (a launch each),
+  // shown beside it but not counted in "lowest", which is about the kernels a step runs.
   void row(const std::string& model, const std::string& name, double bytes,
            const std::function<void(int)>& fn, bool alternative = false) {
     const Timing t = time_ms(fn, kCopies, samples, batch);
@@ -156,31 +153,23 @@ void norms(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
             cuda::rmsnorm_forward(a, nullptr);
           });
   }
-  for (const auto& [add, apart] : {std::pair{false, false}, {true, false}, {false, true}}) {
-    // `apart`: the weight gradient's partial rows summed by a kernel of their own, as on a
-    // device without cooperative launch.
-    if (apart) cuda::allow_cooperative_launch(false);
-    const std::string name = std::string(add ? "rmsnorm backward, + dh_in" : "rmsnorm backward") +
-                             (apart ? ", sums apart" : "");
-    b.row(
-        m.name, name, (add ? 4 : 3) * one,
-        [&](int i) {
-          cuda::RmsNormBackwardArgs a;
-          a.dy = dy[i].data_ptr();
-          a.h = hs[i].data_ptr();
-          a.weight = weight.data_ptr<float>();
-          a.rstd = rstd.data_ptr<float>();
-          a.dh_in = add ? dh_in[i].data_ptr() : nullptr;
-          a.rows = tokens;
-          a.cols = h;
-          a.dh = x[i].data_ptr();
-          a.dweight = dweight.data_ptr<float>();
-          a.workspace = workspace.data_ptr();
-          a.dh_amax = word(amax);
-          cuda::rmsnorm_backward(a, nullptr);
-        },
-        apart);
-    cuda::allow_cooperative_launch(true);
+  for (const bool add : {false, true}) {
+    b.row(m.name, add ? "rmsnorm backward, + dh_in" : "rmsnorm backward", (add ? 4 : 3) * one,
+          [&](int i) {
+            cuda::RmsNormBackwardArgs a;
+            a.dy = dy[i].data_ptr();
+            a.h = hs[i].data_ptr();
+            a.weight = weight.data_ptr<float>();
+            a.rstd = rstd.data_ptr<float>();
+            a.dh_in = add ? dh_in[i].data_ptr() : nullptr;
+            a.rows = tokens;
+            a.cols = h;
+            a.dh = x[i].data_ptr();
+            a.dweight = dweight.data_ptr<float>();
+            a.workspace = workspace.data_ptr();
+            a.dh_amax = word(amax);
+            cuda::rmsnorm_backward(a, nullptr);
+          });
   }
 }
 
@@ -374,15 +363,6 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
         v_copy(i);
       },
       true);
-  cuda::allow_cooperative_launch(false);
-  b.row(
-      m.name, "qk norm + rope backward, sums apart", backward_bytes,
-      [&](int i) {
-        cuda::qk_norm_rope_backward(backward_args(i, true), backward_args(i, false), nullptr);
-        v_copy(i);
-      },
-      true);
-  cuda::allow_cooperative_launch(true);
 }
 
 }  // namespace

@@ -40,10 +40,7 @@ std::string describe_operators(Fusion fusion, const kernels::AttentionShape& sha
          (lines.backward && fused
               ? "; so does RoPE's backward of its gradient, where no per-head norm comes first"
               : "") +
-         (int8_saved && fused ? "; activations saved as INT8" : "") +
-         (fused && device.is_cuda() && !kernels::norm_weight_sums_in_one_launch(device)
-              ? "; the norm backwards sum their weight gradients in a second launch"
-              : "");
+         (int8_saved && fused ? "; activations saved as INT8" : "");
 }
 
 torch::Tensor Operators::norm(const torch::Tensor& x, const torch::Tensor& weight,

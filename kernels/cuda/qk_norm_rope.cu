@@ -8,7 +8,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -124,19 +123,8 @@ __device__ __forceinline__ float part_sum(F&& f) {
 // token.
 constexpr int kForwardRows = 2;
 
-// Timing experiment only (docs/perf-log.md §44): LPBENCH_QK_FORWARD_ROWS=4 takes 4 rows a lane
-// group (128 bytes in flight a thread, 96 registers, two blocks an SM; held to three blocks,
-// ptxas spills 128 bytes); anything else, or nothing, kForwardRows. The bits are the same.
-int forward_rows_asked() {
-  static const int rows = [] {
-    const char* v = std::getenv("LPBENCH_QK_FORWARD_ROWS");
-    return v != nullptr && std::string(v) == "4" ? 4 : kForwardRows;
-  }();
-  return rows;
-}
-
 // One head set's rows (the q heads or the k heads), `block` the block's place among that set's.
-template <int kTpr, int kRows>
+template <int kTpr>
 __device__ __forceinline__ void forward_rows(const QkNormRopeArgs& a, const RowIndex& ix,
                                              uint32_t block) {
   constexpr int tpr = kTpr;
@@ -146,12 +134,12 @@ __device__ __forceinline__ void forward_rows(const QkNormRopeArgs& a, const RowI
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
   const int col = lane * kBf16PerVector;  // in the first half; col + half in the second
-  const uint32_t first_row = (block * groups + sub) * kRows;
+  const uint32_t first_row = (block * groups + sub) * kForwardRows;
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   // No early return for rows past the end: their lanes still take part in the shuffles.
-  uint4 raw[kRows][2];
+  uint4 raw[kForwardRows][2];
 #pragma unroll
-  for (int k = 0; k < kRows; ++k) {
+  for (int k = 0; k < kForwardRows; ++k) {
     const uint32_t row = first_row + k;
     raw[k][0] = raw[k][1] = make_uint4(0, 0, 0, 0);
     if (row < ix.rows) {
@@ -166,7 +154,7 @@ __device__ __forceinline__ void forward_rows(const QkNormRopeArgs& a, const RowI
   float c[kBf16PerVector], sn[kBf16PerVector];
   int64_t cached_t = -1;
 #pragma unroll
-  for (int k = 0; k < kRows; ++k) {
+  for (int k = 0; k < kForwardRows; ++k) {
     const uint32_t row = first_row + k;
     const RowCoords rc = coords_of(row < ix.rows ? row : 0, ix);  // again: fewer registers
     const HeadPart v{unpack_bf16x8(raw[k][0]), unpack_bf16x8(raw[k][1])};
@@ -201,14 +189,14 @@ __device__ __forceinline__ void forward_rows(const QkNormRopeArgs& a, const RowI
 // of one set passes it twice, with every block on a0). Each branch names its set's parameters, so
 // they stay in the parameter bank. The k heads alone were a launch of a quarter of the q heads'
 // rows, with a ramp and a drain of its own (docs/perf-log.md §43).
-template <int kTpr, int kRows = kForwardRows>
+template <int kTpr>
 __global__ void __launch_bounds__(kThreads)
     forward_kernel(const QkNormRopeArgs a0, const RowIndex ix0, const QkNormRopeArgs a1,
                    const RowIndex ix1, const uint32_t blocks0) {
   if (blockIdx.x < blocks0) {
-    forward_rows<kTpr, kRows>(a0, ix0, blockIdx.x);
+    forward_rows<kTpr>(a0, ix0, blockIdx.x);
   } else {
-    forward_rows<kTpr, kRows>(a1, ix1, blockIdx.x - blocks0);
+    forward_rows<kTpr>(a1, ix1, blockIdx.x - blocks0);
   }
 }
 
@@ -423,17 +411,15 @@ void forward_launch(const QkNormRopeArgs& a0, const QkNormRopeArgs* a1, cudaStre
                        "qk_norm_rope_forward: the two head sets must have one head_dim");
   const NvtxRange range("lpbench qk_norm_rope_forward");
   const int tpr = lanes_per_row(a0.head_dim);
-  const int rows = forward_rows_asked();
-  const int64_t rows_per_block = int64_t{kThreads} / tpr * rows;
+  const int64_t rows_per_block = int64_t{kThreads} / tpr * kForwardRows;
   const auto blocks_for = [&](const RowIndex& ix) {
     return static_cast<uint32_t>((ix.rows + rows_per_block - 1) / rows_per_block);
   };
   const uint32_t blocks0 = blocks_for(ix0);
   const uint32_t blocks = blocks0 + (a1 != nullptr ? blocks_for(ix1) : 0);
   with_lanes(tpr, [&](auto n) {
-    constexpr int kTpr = decltype(n)::value;
-    const auto kernel = rows == 4 ? forward_kernel<kTpr, 4> : forward_kernel<kTpr>;
-    kernel<<<blocks, kThreads, 0, stream>>>(a0, ix0, a1 != nullptr ? *a1 : a0, ix1, blocks0);
+    forward_kernel<decltype(n)::value>
+        <<<blocks, kThreads, 0, stream>>>(a0, ix0, a1 != nullptr ? *a1 : a0, ix1, blocks0);
   });
   LPBENCH_CUDA_CHECK_LAUNCH();
 }

@@ -14,4 +14,9 @@ namespace lpbench::cuda {
 void sum_partial_rows(const float* partial, int64_t parts, int64_t cols, float* out,
                       cudaStream_t stream);
 
+// Two sets of `cols` columns in one launch (the q and k heads' weight gradients): out0 from the
+// parts0 rows at partial0, out1 from the parts1 at partial1, each as the call above sums it.
+void sum_partial_rows(const float* partial0, int64_t parts0, float* out0, const float* partial1,
+                      int64_t parts1, float* out1, int64_t cols, cudaStream_t stream);
+
 }  // namespace lpbench::cuda

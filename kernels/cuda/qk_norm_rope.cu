@@ -8,7 +8,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -124,20 +123,8 @@ __device__ __forceinline__ float part_sum(F&& f) {
 // token.
 constexpr int kForwardRows = 2;
 
-// Timing experiment only (docs/perf-log.md §44): LPBENCH_QK_PREFETCH=1 asks each row's cos and
-// sin into L1 when its operands' loads go out (forward) or its fetch into the ring does
-// (backward), so that the tables' L2 latency is not paid after the row's own. The bits are the
-// same.
-bool prefetch_asked() {
-  static const bool asked = [] {
-    const char* v = std::getenv("LPBENCH_QK_PREFETCH");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return asked;
-}
-
 // One head set's rows (the q heads or the k heads), `block` the block's place among that set's.
-template <int kTpr, bool kPrefetch>
+template <int kTpr>
 __device__ __forceinline__ void forward_rows(const QkNormRopeArgs& a, const RowIndex& ix,
                                              uint32_t block) {
   constexpr int tpr = kTpr;
@@ -161,15 +148,16 @@ __device__ __forceinline__ void forward_rows(const QkNormRopeArgs& a, const RowI
       raw[k][1] = load_global_16(p + half);
     }
   }
-  if constexpr (kPrefetch) {
+  // The rows' cos and sin asked into L1 now, so that their L2 latency passes under the rows' own
+  // loads rather than after the sum that needs the rows: the kernel 27.7 → 25.4 µs (ncu), the
+  // call 4 % faster (docs/perf-log.md §44). In the backward, whose ring fetches rows ahead, the
+  // same asked at each fetch ran 2 % slower, as its tables loaded a row ahead had (§42).
 #pragma unroll
-    for (int k = 0; k < kForwardRows; k += kForwardRows - 1) {  // the first row and the last
-      const uint32_t row = first_row + k;
-      if (row >= ix.rows) continue;
-      const int64_t table = coords_of(row, ix).t * half + col;
-      prefetch_l1(a.cos + table);
-      prefetch_l1(a.sin + table);
-    }
+  for (const uint32_t row : {first_row, first_row + kForwardRows - 1}) {  // of one token or two
+    if (row >= ix.rows) continue;
+    const int64_t table = coords_of(row, ix).t * half + col;
+    prefetch_l1(a.cos + table);
+    prefetch_l1(a.sin + table);
   }
   float w[2][kBf16PerVector];
   load_float8(a.weight + col, w[0]);
@@ -212,14 +200,14 @@ __device__ __forceinline__ void forward_rows(const QkNormRopeArgs& a, const RowI
 // of one set passes it twice, with every block on a0). Each branch names its set's parameters, so
 // they stay in the parameter bank. The k heads alone were a launch of a quarter of the q heads'
 // rows, with a ramp and a drain of its own (docs/perf-log.md §43).
-template <int kTpr, bool kPrefetch = false>
+template <int kTpr>
 __global__ void __launch_bounds__(kThreads)
     forward_kernel(const QkNormRopeArgs a0, const RowIndex ix0, const QkNormRopeArgs a1,
                    const RowIndex ix1, const uint32_t blocks0) {
   if (blockIdx.x < blocks0) {
-    forward_rows<kTpr, kPrefetch>(a0, ix0, blockIdx.x);
+    forward_rows<kTpr>(a0, ix0, blockIdx.x);
   } else {
-    forward_rows<kTpr, kPrefetch>(a1, ix1, blockIdx.x - blocks0);
+    forward_rows<kTpr>(a1, ix1, blockIdx.x - blocks0);
   }
 }
 
@@ -234,7 +222,7 @@ constexpr size_t kRingBytes = size_t{kStages} * kThreads * (4 * sizeof(uint4) + 
 
 // One head set's rows, walked by `blocks` blocks of which this is `block`; each leaves its partial
 // row of the weight's gradient at partial[block].
-template <int kTpr, bool kPrefetch>
+template <int kTpr>
 __device__ __forceinline__ void backward_rows(const QkNormRopeBackwardArgs& a, const RowIndex& ix,
                                               float* partial, uint32_t block, uint32_t blocks) {
   constexpr int tpr = kTpr;
@@ -269,10 +257,6 @@ __device__ __forceinline__ void backward_rows(const QkNormRopeBackwardArgs& a, c
       cp_async16(smem_addr(&slot(stage, 1, 0)), px);
       cp_async16(smem_addr(&slot(stage, 1, 1)), px + half);
       cp_async4(smem_addr(&ring_rstd[stage * kThreads + threadIdx.x]), a.rstd + row);
-      if constexpr (kPrefetch) {
-        prefetch_l1(a.cos + rc.t * half + col);
-        prefetch_l1(a.sin + rc.t * half + col);
-      }
     }
     cp_async_commit();
   };
@@ -351,17 +335,17 @@ __device__ __forceinline__ void backward_rows(const QkNormRopeBackwardArgs& a, c
 
 // Two head sets in one launch, as the forward: the first `blocks0` blocks walk a0's rows and
 // leave their partial rows first, the rest a1's after them.
-template <int kTpr, bool kPrefetch = false>
+template <int kTpr>
 __global__ void __launch_bounds__(kThreads)
     backward_kernel(const QkNormRopeBackwardArgs a0, const RowIndex ix0,
                     const QkNormRopeBackwardArgs a1, const RowIndex ix1, const uint32_t blocks0,
                     float* partial) {
   let_dependents_launch();  // the partial sums' grids (sum_partial_rows) wait for this one to end
   if (blockIdx.x < blocks0) {
-    backward_rows<kTpr, kPrefetch>(a0, ix0, partial, blockIdx.x, blocks0);
+    backward_rows<kTpr>(a0, ix0, partial, blockIdx.x, blocks0);
   } else {
-    backward_rows<kTpr, kPrefetch>(a1, ix1, partial + int64_t{blocks0} * 2 * kTpr * kBf16PerVector,
-                                   blockIdx.x - blocks0, gridDim.x - blocks0);
+    backward_rows<kTpr>(a1, ix1, partial + int64_t{blocks0} * 2 * kTpr * kBf16PerVector,
+                        blockIdx.x - blocks0, gridDim.x - blocks0);
   }
 }
 
@@ -445,9 +429,8 @@ void forward_launch(const QkNormRopeArgs& a0, const QkNormRopeArgs* a1, cudaStre
   const uint32_t blocks0 = blocks_for(ix0);
   const uint32_t blocks = blocks0 + (a1 != nullptr ? blocks_for(ix1) : 0);
   with_lanes(tpr, [&](auto n) {
-    const auto kernel = prefetch_asked() ? forward_kernel<decltype(n)::value, true>
-                                         : forward_kernel<decltype(n)::value>;
-    kernel<<<blocks, kThreads, 0, stream>>>(a0, ix0, a1 != nullptr ? *a1 : a0, ix1, blocks0);
+    forward_kernel<decltype(n)::value>
+        <<<blocks, kThreads, 0, stream>>>(a0, ix0, a1 != nullptr ? *a1 : a0, ix1, blocks0);
   });
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
@@ -485,8 +468,7 @@ void backward_launch(const QkNormRopeBackwardArgs& a0, const QkNormRopeBackwardA
   int64_t blocks0 = 0, blocks1 = 0;
   bool one_launch = true;
   with_lanes(tpr, [&](auto n) {
-    const auto kernel = prefetch_asked() ? backward_kernel<decltype(n)::value, true>
-                                         : backward_kernel<decltype(n)::value>;
+    const auto kernel = backward_kernel<decltype(n)::value>;
     allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), kRingBytes);
     const int64_t blocks =
         resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, kRingBytes,
@@ -514,9 +496,11 @@ void backward_launch(const QkNormRopeBackwardArgs& a0, const QkNormRopeBackwardA
     return;
   }
   LPBENCH_CUDA_CHECK_LAUNCH();
-  sum_partial_rows(partial, blocks0, a0.head_dim, a0.dweight, stream);
-  if (a1 != nullptr) {
-    sum_partial_rows(partial + blocks0 * a0.head_dim, blocks1, a0.head_dim, a1->dweight, stream);
+  if (a1 == nullptr) {
+    sum_partial_rows(partial, blocks0, a0.head_dim, a0.dweight, stream);
+  } else {  // one launch for both sets' sums: a launch each took ~2 µs more (§44)
+    sum_partial_rows(partial, blocks0, a0.dweight, partial + blocks0 * a0.head_dim, blocks1,
+                     a1->dweight, a0.head_dim, stream);
   }
 }
 

@@ -25,10 +25,15 @@ __global__ void __launch_bounds__(kSumColumns* kSumSplits)
     sum_partials_kernel(const PartialSets sets, int64_t cols, uint32_t chunks) {
   __shared__ float sums[kSumSplits][kSumColumns];
   wait_for_producer();  // the partial rows come from the kernel before this one
-  const int set = blockIdx.x < chunks ? 0 : 1;
-  const float* partial = sets.partial[set];
-  const int64_t parts = sets.parts[set];
-  const int64_t col = static_cast<int64_t>(blockIdx.x - set * chunks) * kSumColumns + threadIdx.x;
+  // The set's fields by constant indices: indexed by a run-time value, the parameters were copied
+  // to a stack frame first (48 bytes of local memory), and the norm backward's call ran 4 %
+  // slower (docs/perf-log.md §44).
+  const bool first = blockIdx.x < chunks;
+  const float* partial = first ? sets.partial[0] : sets.partial[1];
+  const int64_t parts = first ? sets.parts[0] : sets.parts[1];
+  float* out = first ? sets.out[0] : sets.out[1];
+  const int64_t col =
+      static_cast<int64_t>(first ? blockIdx.x : blockIdx.x - chunks) * kSumColumns + threadIdx.x;
   float total = 0.0F;
   if (col < cols) {
     for (int64_t p = threadIdx.y; p < parts; p += kSumSplits)
@@ -39,7 +44,7 @@ __global__ void __launch_bounds__(kSumColumns* kSumSplits)
   if (threadIdx.y != 0 || col >= cols) return;
   for (int i = 1; i < kSumSplits; ++i)
     total += sums[i][threadIdx.x];
-  sets.out[set][col] = total;
+  out[col] = total;
 }
 
 void launch_sums(const PartialSets& sets, int count, int64_t cols, cudaStream_t stream) {

@@ -3,7 +3,8 @@
 // cp.async: 4- and 16-byte copies from global into shared memory that run while the thread goes
 // on, in commit groups it waits for by count. The kernels that walk rows use them to fetch the
 // rows after the current one while it is reduced (rmsnorm.cu, qk_norm_rope.cu), and the MMA GEMM
-// to fill its operand ring (scaled_gemm_mma.cu).
+// to fill its operand ring (scaled_gemm_mma.cu). Beside them, an L1 prefetch (the q/k norms'
+// forward asks its RoPE tables ahead with it).
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -498,7 +498,7 @@ void backward_launch(const QkNormRopeBackwardArgs& a0, const QkNormRopeBackwardA
   LPBENCH_CUDA_CHECK_LAUNCH();
   if (a1 == nullptr) {
     sum_partial_rows(partial, blocks0, a0.head_dim, a0.dweight, stream);
-  } else {  // one launch for both sets' sums: a launch each took ~2 µs more (§44)
+  } else {  // one launch for both sets' sums: the call 1.6 µs shorter than with a launch each (§44)
     sum_partial_rows(partial, blocks0, a0.dweight, partial + blocks0 * a0.head_dim, blocks1,
                      a1->dweight, a0.head_dim, stream);
   }

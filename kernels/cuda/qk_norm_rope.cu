@@ -340,13 +340,57 @@ __global__ void __launch_bounds__(kThreads)
     backward_kernel(const QkNormRopeBackwardArgs a0, const RowIndex ix0,
                     const QkNormRopeBackwardArgs a1, const RowIndex ix1, const uint32_t blocks0,
                     float* partial) {
-  let_dependents_launch();  // the partial sums' grids (sum_partial_rows) wait for this one to end
+  let_dependents_launch();  // the sums' launch (finish, below) waits for this one to end
   if (blockIdx.x < blocks0) {
     backward_rows<kTpr>(a0, ix0, partial, blockIdx.x, blocks0);
   } else {
     backward_rows<kTpr>(a1, ix1, partial + int64_t{blocks0} * 2 * kTpr * kBf16PerVector,
                         blockIdx.x - blocks0, gridDim.x - blocks0);
   }
+}
+
+// The heads copied by the sums' launch (QkNormRopeCopyArgs): rows (b, t, h) of head_dim / 8
+// vectors, vector v of the walk in row v >> shift.
+struct CopyWork {
+  QkNormRopeCopyArgs a;
+  RowIndex ix;
+  uint32_t vectors = 0;
+  uint32_t shift = 0;
+};
+
+// Block `block` of `blocks` copies its share of the vectors as they are (16 bytes at a time, the
+// bits unchanged) and folds their magnitudes into the amax.
+__device__ __forceinline__ void copy_heads(const CopyWork& w, uint32_t block, uint32_t blocks) {
+  const auto* src = static_cast<const __nv_bfloat16*>(w.a.src);
+  auto* dst = static_cast<__nv_bfloat16*>(w.a.dst);
+  const uint32_t in_row = (1u << w.shift) - 1;
+  uint32_t amax2 = 0;
+  for (uint32_t v = block * blockDim.x + threadIdx.x; v < w.vectors; v += blocks * blockDim.x) {
+    const RowCoords rc = coords_of(v >> w.shift, w.ix);
+    const int64_t col = static_cast<int64_t>(v & in_row) * kBf16PerVector;
+    const uint4 raw = load_global_16(src + at(rc, w.a.src_strides) + col);
+    store_global_16(dst + at(rc, w.a.dst_strides) + col, raw);
+    for (const uint32_t word : {raw.x, raw.y, raw.z, raw.w})
+      amax2 = __vmaxu2(amax2, word & 0x7fff7fffu);
+  }
+  report_amax(w.a.amax, amax_of_pairs(amax2));
+}
+
+// The backward's second launch with a copy: its first `copy_blocks` blocks copy the heads, the
+// rest add up the partial rows. Launched as the backward's dependent, the copying blocks do not
+// wait for it (they read attention's dV, finished before the backward began, and write slots it
+// does not), so they run on the SMs its blocks leave while the summing blocks wait; the grid ends
+// after the backward, as the sums' alone did. As a launch of its own after the sums, the copy
+// paid a launch gap and a ramp (docs/perf-log.md §45).
+__global__ void __launch_bounds__(kSumThreads)
+    finish_kernel(const PartialSets sets, int64_t cols, uint32_t chunks, const CopyWork copy,
+                  uint32_t copy_blocks) {
+  if (blockIdx.x < copy_blocks) {
+    copy_heads(copy, blockIdx.x, copy_blocks);
+    return;
+  }
+  wait_for_producer();
+  sum_partial_chunk(sets, cols, chunks, blockIdx.x - copy_blocks, static_cast<int>(threadIdx.x));
 }
 
 // The lanes of a head: each holds 8 columns of its first half and the 8 paired with them.
@@ -451,11 +495,52 @@ int backward_rows_per_block(int64_t head_dim) {
   return kThreads / lanes_per_row(head_dim);
 }
 
+// The copy's checks and walk.
+CopyWork copy_work(const QkNormRopeCopyArgs& v) {
+  const void* pointers[] = {v.src, v.dst};
+  check_common(v.batch, v.seq, v.heads, v.head_dim, &v.src_strides, 1, pointers, 2,
+               "qk_norm_rope_backward's copy");
+  check_common(v.batch, v.seq, v.heads, v.head_dim, &v.dst_strides, 1, pointers, 2,
+               "qk_norm_rope_backward's copy");
+  CopyWork w;
+  w.a = v;
+  w.ix = row_index(v.batch, v.seq, v.heads, "qk_norm_rope_backward's copy");
+  const int64_t per_row = v.head_dim / kBf16PerVector;
+  LPBENCH_CUDA_REQUIRE(int64_t{w.ix.rows} * per_row < kFastDivmodLimit,
+                       "qk_norm_rope_backward's copy: at most 2^31 vectors (split the batch)");
+  w.vectors = static_cast<uint32_t>(w.ix.rows * per_row);
+  while ((int64_t{1} << w.shift) < per_row)
+    ++w.shift;
+  return w;
+}
+
+// The weight gradients' sums of `count` sets, and with `v` the copy in the same launch.
+void finish(const PartialSets& sets, int count, int64_t cols, const QkNormRopeCopyArgs* v,
+            cudaStream_t stream) {
+  if (v == nullptr) {
+    if (count == 1) {
+      sum_partial_rows(sets.partial[0], sets.parts[0], cols, sets.out[0], stream);
+    } else {
+      sum_partial_rows(sets.partial[0], sets.parts[0], sets.out[0], sets.partial[1], sets.parts[1],
+                       sets.out[1], cols, stream);
+    }
+    return;
+  }
+  const CopyWork w = copy_work(*v);
+  // Four vectors a thread; with an amax, a few thousand atomics at most.
+  const int64_t per_block = int64_t{kSumThreads} * 4;
+  const auto copy_blocks = static_cast<uint32_t>(
+      std::min<int64_t>((w.vectors + per_block - 1) / per_block, kAmaxGridCap));
+  const auto chunks = static_cast<uint32_t>((cols + kSumColumns - 1) / kSumColumns);
+  launch_after_producer(finish_kernel, dim3(copy_blocks + chunks * count), dim3(kSumThreads), 0,
+                        stream, sets, cols, chunks, w, copy_blocks);
+}
+
 // One launch for a0's rows and, when given, a1's (the resident blocks shared between the two in
 // proportion to their rows), then each set's partial rows added up. a0's workspace holds the
 // partial rows of both.
 void backward_launch(const QkNormRopeBackwardArgs& a0, const QkNormRopeBackwardArgs* a1,
-                     cudaStream_t stream) {
+                     const QkNormRopeCopyArgs* v, cudaStream_t stream) {
   const RowIndex ix0 = backward_rows_of(a0);
   const RowIndex ix1 = a1 != nullptr ? backward_rows_of(*a1) : ix0;
   LPBENCH_CUDA_REQUIRE(a1 == nullptr || a1->head_dim == a0.head_dim,
@@ -489,19 +574,18 @@ void backward_launch(const QkNormRopeBackwardArgs& a0, const QkNormRopeBackwardA
     }
   });
   if (!one_launch) {  // one block's worth of rows in all: one set after the other
-    backward_launch(a0, nullptr, stream);
+    backward_launch(a0, nullptr, nullptr, stream);
     QkNormRopeBackwardArgs second = *a1;
     second.workspace = a0.workspace;  // free again once the first set's sums have run
-    backward_launch(second, nullptr, stream);
+    backward_launch(second, nullptr, v, stream);
     return;
   }
   LPBENCH_CUDA_CHECK_LAUNCH();
-  if (a1 == nullptr) {
-    sum_partial_rows(partial, blocks0, a0.head_dim, a0.dweight, stream);
-  } else {  // one launch for both sets' sums: the call 1.6 µs shorter than with a launch each (§44)
-    sum_partial_rows(partial, blocks0, a0.dweight, partial + blocks0 * a0.head_dim, blocks1,
-                     a1->dweight, a0.head_dim, stream);
-  }
+  // One launch for both sets' sums: the call 1.6 µs shorter than with a launch each (§44).
+  const PartialSets sets{{partial, partial + blocks0 * a0.head_dim},
+                         {blocks0, a1 != nullptr ? blocks1 : blocks0},
+                         {a0.dweight, a1 != nullptr ? a1->dweight : a0.dweight}};
+  finish(sets, a1 != nullptr ? 2 : 1, a0.head_dim, v, stream);
 }
 
 }  // namespace
@@ -521,12 +605,17 @@ size_t qk_norm_rope_backward_workspace_bytes(int64_t rows, int64_t head_dim) {
 }
 
 void qk_norm_rope_backward(const QkNormRopeBackwardArgs& a, cudaStream_t stream) {
-  backward_launch(a, nullptr, stream);
+  backward_launch(a, nullptr, nullptr, stream);
 }
 
 void qk_norm_rope_backward(const QkNormRopeBackwardArgs& q, const QkNormRopeBackwardArgs& k,
                            cudaStream_t stream) {
-  backward_launch(q, &k, stream);
+  backward_launch(q, &k, nullptr, stream);
+}
+
+void qk_norm_rope_backward(const QkNormRopeBackwardArgs& q, const QkNormRopeBackwardArgs& k,
+                           const QkNormRopeCopyArgs& v, cudaStream_t stream) {
+  backward_launch(q, &k, &v, stream);
 }
 
 }  // namespace lpbench::cuda

@@ -71,4 +71,21 @@ void qk_norm_rope_forward(const QkNormRopeArgs& q, const QkNormRopeArgs& k, cuda
 void qk_norm_rope_backward(const QkNormRopeBackwardArgs& q, const QkNormRopeBackwardArgs& k,
                            cudaStream_t stream);
 
+// The heads that pass through the backward unchanged (attention's dV into the v slots of the
+// projection's gradient), strided as the head sets are, head_dim a multiple of 8.
+struct QkNormRopeCopyArgs {
+  const void* src = nullptr;  // bf16
+  QkNormRopeStrides src_strides;
+  void* dst = nullptr;  // bf16
+  QkNormRopeStrides dst_strides;
+  int64_t batch = 0, seq = 0, heads = 0, head_dim = 0;
+  uint32_t* amax = nullptr;  // optional: max |copied| folded in (amax.cuh)
+};
+
+// The call above, and `v` copied by the launch that adds up the weight gradients' partial sums:
+// its copying blocks read and write nothing the backward kernel touches, so they take SMs as
+// that kernel's blocks leave them instead of a launch of their own after the sums.
+void qk_norm_rope_backward(const QkNormRopeBackwardArgs& q, const QkNormRopeBackwardArgs& k,
+                           const QkNormRopeCopyArgs& v, cudaStream_t stream);
+
 }  // namespace lpbench::cuda

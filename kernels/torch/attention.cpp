@@ -263,10 +263,10 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
       const Heads x = split(tables[2], shape);
       const auto dweights = qk_norm_rope_backward_into(
           {dqkv_parts[0].transpose(1, 2), x.q, tables[3], tables[5], d.q},
-          {dqkv_parts[1].transpose(1, 2), x.k, tables[4], tables[6], d.k}, cos, sin, amax);
+          {dqkv_parts[1].transpose(1, 2), x.k, tables[4], tables[6], d.k}, cos, sin, amax,
+          {dqkv_parts[2].transpose(1, 2), d.v});
       d_q_norm = dweights[0];
       d_k_norm = dweights[1];
-      rotate(dqkv_parts[2].transpose(1, 2), d.v, cos, sin, false, /*rotate=*/false, amax);
     } else {
       const profiling::Range range("rope backward");
       const bool reported =

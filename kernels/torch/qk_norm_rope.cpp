@@ -60,6 +60,12 @@ void check_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tens
               " do not match");
 }
 
+// The copied heads where no kernel takes them along: a copy, then its amax.
+void copy_heads(const QkNormRopeCopy& v, const at::Tensor& amax) {
+  v.dst.copy_(v.src);
+  if (amax.defined()) fold_amax(amax, v.dst);
+}
+
 void check_backward(const QkNormRopeGradHeads& g) {
   TORCH_CHECK(g.x.dim() == 4 && g.dy.sizes() == g.x.sizes() && g.dx.sizes() == g.x.sizes(),
               "qk_norm_rope_backward: dy ", g.dy.sizes(), ", x ", g.x.sizes(), " and dx ",
@@ -193,9 +199,14 @@ at::Tensor qk_norm_rope_backward_into(const at::Tensor& dy, const at::Tensor& x,
 std::array<at::Tensor, 2> qk_norm_rope_backward_into(const QkNormRopeGradHeads& q,
                                                      const QkNormRopeGradHeads& k,
                                                      const at::Tensor& cos, const at::Tensor& sin,
-                                                     const at::Tensor& amax) {
+                                                     const at::Tensor& amax,
+                                                     const QkNormRopeCopy& v) {
   check_backward(q);
   check_backward(k);
+  const bool copy = v.src.defined();
+  TORCH_CHECK(!copy || (v.src.dim() == 4 && v.dst.defined() && v.dst.sizes() == v.src.sizes()),
+              "qk_norm_rope_backward: the copied heads ", v.src.sizes(), " and their slots ",
+              v.dst.defined() ? v.dst.sizes() : at::IntArrayRef{}, " do not match");
 #ifdef LPBENCH_CUDA_GLUE
   if (on_kernel(q.x, q.weight, {&q.dy, &q.x, &q.dx}) &&
       on_kernel(k.x, k.weight, {&k.dy, &k.x, &k.dx}) && q.x.size(3) == k.x.size(3)) {
@@ -203,12 +214,30 @@ std::array<at::Tensor, 2> qk_norm_rope_backward_into(const QkNormRopeGradHeads& 
     const BackwardLaunch lq = backward_launch(q, cos, sin, amax, head_rows(q.x) + head_rows(k.x));
     BackwardLaunch lk = backward_launch(k, cos, sin, amax, 0);
     lk.args.workspace = lq.args.workspace;
-    cuda::qk_norm_rope_backward(lq.args, lk.args, stream_of(q.x));
+    if (copy && on_kernel(v.src, q.weight, {&v.src, &v.dst})) {
+      cuda::QkNormRopeCopyArgs c;
+      c.src = v.src.data_ptr();
+      c.src_strides = strides_of(v.src);
+      c.dst = v.dst.data_ptr();
+      c.dst_strides = strides_of(v.dst);
+      c.batch = v.src.size(0);
+      c.seq = v.src.size(1);
+      c.heads = v.src.size(2);
+      c.head_dim = v.src.size(3);
+      if (amax.defined()) c.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
+      cuda::qk_norm_rope_backward(lq.args, lk.args, c, stream_of(q.x));
+    } else {
+      cuda::qk_norm_rope_backward(lq.args, lk.args, stream_of(q.x));
+      if (copy) copy_heads(v, amax);
+    }
     return {lq.dweight, lk.dweight};
   }
 #endif
-  return {qk_norm_rope_backward_into(q.dy, q.x, q.weight, q.rstd, cos, sin, q.dx, amax),
-          qk_norm_rope_backward_into(k.dy, k.x, k.weight, k.rstd, cos, sin, k.dx, amax)};
+  std::array<at::Tensor, 2> dweights = {
+      qk_norm_rope_backward_into(q.dy, q.x, q.weight, q.rstd, cos, sin, q.dx, amax),
+      qk_norm_rope_backward_into(k.dy, k.x, k.weight, k.rstd, cos, sin, k.dx, amax)};
+  if (copy) copy_heads(v, amax);
+  return dweights;
 }
 
 }  // namespace lpbench::kernels

@@ -33,15 +33,25 @@ struct QkNormRopeGradHeads {
   at::Tensor dy, x, weight, rstd, dx;
 };
 
+// The heads that pass through the backward unchanged: attention's dV copied into the v slots of
+// the projection's gradient ([B, T, heads, head_dim], any strides), its magnitudes folded into
+// the backward's amax. Undefined tensors: nothing to copy.
+struct QkNormRopeCopy {
+  at::Tensor src, dst;
+};
+
 // The q and the k heads in one launch each way where both take the kernel with one head_dim (the
 // k heads alone were a launch of a quarter of the rows: docs/perf-log.md §43), else a call each.
-// Returns each set's rstd, and each set's weight gradient; dx and amax as above.
+// Returns each set's rstd, and each set's weight gradient; dx and amax as above. The backward
+// copies `v` in the launch that adds up the weight gradients where the kernel takes it too
+// (docs/perf-log.md §45), else as a copy of its own.
 std::array<at::Tensor, 2> qk_norm_rope_into(const QkNormRopeHeads& q, const QkNormRopeHeads& k,
                                             double eps, const at::Tensor& cos,
                                             const at::Tensor& sin);
 std::array<at::Tensor, 2> qk_norm_rope_backward_into(const QkNormRopeGradHeads& q,
                                                      const QkNormRopeGradHeads& k,
                                                      const at::Tensor& cos, const at::Tensor& sin,
-                                                     const at::Tensor& amax = {});
+                                                     const at::Tensor& amax = {},
+                                                     const QkNormRopeCopy& v = {});
 
 }  // namespace lpbench::kernels

@@ -239,8 +239,10 @@ TEST_F(FusedKernels, QkNormRopeIsTheNormThenRopeKernelsBitForBit) {
 
 // The q and the k heads in one launch each way compute what a launch each computes: y, rstd and
 // dx bit for bit, the amax of both, the weights' gradients within their partial sums' grouping.
-// 2 × 3 tokens of 4 + 2 heads are fewer rows than a block takes: the launcher then runs the two
-// sets one after the other.
+// The backward also copies dV into the v slots in its sums' launch: the same bits as a copy, its
+// amax folded in (dV is drawn larger, so the amax is dV's). 2 × 3 tokens of 4 + 2 heads are
+// fewer rows than a block takes: the launcher then runs the two sets one after the other, the
+// copy with the second.
 TEST_F(FusedKernels, QkNormRopeTakesBothHeadSetsInOneLaunch) {
   for (const auto& [head_dim, heads, kv_heads, seq] :
        {std::array<int64_t, 4>{128, 32, 8, 300}, {64, 5, 2, 301}, {128, 4, 2, 3}}) {
@@ -273,12 +275,16 @@ TEST_F(FusedKernels, QkNormRopeTakesBothHeadSetsInOneLaunch) {
         qk_norm_rope_backward_into(dyq, xq, wq, rq, cos, sin, dx.narrow(2, 0, heads), amax);
     const at::Tensor dwk =
         qk_norm_rope_backward_into(dyk, xk, wk, rk, cos, sin, dx.narrow(2, heads, kv_heads), amax);
+    const int64_t qk = heads + kv_heads;
+    const at::Tensor dyv = 4.0 * torch::randn({2, kv_heads, seq, head_dim}, kBf16).transpose(1, 2);
+    dx.narrow(2, qk, kv_heads).copy_(dyv);
     const auto dw = qk_norm_rope_backward_into({dyq, xq, wq, rq, pdx.narrow(2, 0, heads)},
                                                {dyk, xk, wk, rk, pdx.narrow(2, heads, kv_heads)},
-                                               cos, sin, pamax);
-    const int64_t qk = heads + kv_heads;
-    EXPECT_TRUE(pdx.narrow(2, 0, qk).equal(dx.narrow(2, 0, qk)));
-    EXPECT_EQ(pamax.item<int32_t>(), amax.item<int32_t>());
+                                               cos, sin, pamax, {dyv, pdx.narrow(2, qk, kv_heads)});
+    EXPECT_TRUE(pdx.equal(dx));
+    EXPECT_EQ(pamax.item<int32_t>(),
+              c10::bit_cast<int32_t>(dx.abs().max().to(at::kFloat).item<float>()));
+    EXPECT_GT(pamax.item<int32_t>(), amax.item<int32_t>());  // dV's, beyond dq's and dk's
     EXPECT_LT(relative_error(dw[0], dwq), 1e-5);
     EXPECT_LT(relative_error(dw[1], dwk), 1e-5);
   }

@@ -33,7 +33,6 @@ struct PartialSets {
 constexpr int kSumColumns = 32;
 constexpr int kSumSplits = 32;
 constexpr int kSumThreads = kSumColumns * kSumSplits;  // a block of the sums, one-dimensional
-constexpr int kSumInFlight = 8;
 
 // Block `block` of the sums (its kSumThreads threads, `tid` this one's index): its chunk's 32
 // columns, each split's partial rows summed apart and the splits added in order. The caller has
@@ -51,23 +50,10 @@ __device__ __forceinline__ void sum_partial_chunk(const PartialSets& sets, int64
   const int64_t parts = first ? sets.parts[0] : sets.parts[1];
   float* out = first ? sets.out[0] : sets.out[1];
   const int64_t col = static_cast<int64_t>(first ? block : block - chunks) * kSumColumns + lane;
-  // A split's rows kSumInFlight at a time, their loads issued together and added in order (the
-  // bits of one at a time). nvcc unrolled the plain loop by 16 behind a remainder loop of one
-  // row a pass, and a norm backward leaves a split ~8 rows, so every add waited on its own load's
-  // L2 latency in turn (docs/perf-log.md §45).
   float total = 0.0F;
   if (col < cols) {
-    for (int64_t p = split; p < parts; p += kSumInFlight * kSumSplits) {
-      float v[kSumInFlight];
-#pragma unroll
-      for (int k = 0; k < kSumInFlight; ++k) {
-        const int64_t row = p + k * kSumSplits;
-        v[k] = row < parts ? partial[row * cols + col] : 0.0F;
-      }
-#pragma unroll
-      for (int k = 0; k < kSumInFlight; ++k)
-        if (p + k * kSumSplits < parts) total += v[k];
-    }
+    for (int64_t p = split; p < parts; p += kSumSplits)
+      total += partial[p * cols + col];
   }
   sums[split][lane] = total;
   __syncthreads();

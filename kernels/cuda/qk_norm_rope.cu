@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/bf16_vector.cuh"
@@ -117,61 +119,69 @@ __device__ __forceinline__ float part_sum(F&& f) {
 // 16. On the qwen3-8b layer's q heads the backward issued 12.9 M instructions, against 21.3 M
 // for the partner layout with two rows a step (§42).
 //
-// The forward's lane groups take kForwardRows consecutive rows each (heads of one token where
-// the head count allows) and issue their loads together: one row of one vector a lane group
-// left a thread 16 bytes in flight. The weight is read once for the rows, the tables once a
-// token.
-constexpr int kForwardRows = 2;
+// The forward walks the rows grid-strided, one row a lane group a step, and fetches x's vectors
+// of the rows kForwardStages - 1 strides on into a shared-memory ring (cp.async) while it
+// normalizes the current one, asking their RoPE tables into L1 at the same time, as the
+// backward and the plain norm forward do. Before, a grid of one block per 32 rows had each lane
+// group load two rows at once and wait for them: 61-62 % of the HBM peak (docs/perf-log.md
+// §44-§45). The weight is read once a thread. Five stages keep four rows of 32 bytes a thread in
+// flight, the bytes the backward's three stages keep of its two operands; one block an SM as the
+// bound lets ptxas take 72 registers (at its default 64 the 32-wide heads' kernel spilled).
+constexpr int kForwardStages = 5;
 
-// One head set's rows (the q heads or the k heads), `block` the block's place among that set's.
+// x's two vectors a thread: [stage][lo, hi][thread].
+constexpr size_t kForwardRingBytes = size_t{kForwardStages} * 2 * kThreads * sizeof(uint4);
+
+// One head set's rows (the q heads or the k heads), walked by `blocks` blocks of which this is
+// `block`.
 template <int kTpr>
 __device__ __forceinline__ void forward_rows(const QkNormRopeArgs& a, const RowIndex& ix,
-                                             uint32_t block) {
+                                             uint32_t block, uint32_t blocks) {
   constexpr int tpr = kTpr;
+  extern __shared__ uint4 ring[];
   constexpr int groups = kThreads / tpr;  // lane groups a block
   constexpr int half = tpr * kBf16PerVector;
   constexpr float head_dim = 2 * half;
   const int sub = static_cast<int>(threadIdx.x) / tpr;
   const int lane = static_cast<int>(threadIdx.x) % tpr;
   const int col = lane * kBf16PerVector;  // in the first half; col + half in the second
-  const uint32_t first_row = (block * groups + sub) * kForwardRows;
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
-  // No early return for rows past the end: their lanes still take part in the shuffles.
-  uint4 raw[kForwardRows][2];
-#pragma unroll
-  for (int k = 0; k < kForwardRows; ++k) {
-    const uint32_t row = first_row + k;
-    raw[k][0] = raw[k][1] = make_uint4(0, 0, 0, 0);
+  auto slot = [&](int stage, int h) -> uint4& {
+    return ring[(stage * 2 + h) * kThreads + threadIdx.x];
+  };
+  const uint32_t stride = blocks * groups;
+  auto fetch = [&](uint32_t row, int stage) {
     if (row < ix.rows) {
-      const __nv_bfloat16* p = x + at(coords_of(row, ix), a.x_strides) + col;
-      raw[k][0] = load_global_16(p);
-      raw[k][1] = load_global_16(p + half);
+      const RowCoords rc = coords_of(row, ix);
+      const __nv_bfloat16* p = x + at(rc, a.x_strides) + col;
+      cp_async16(smem_addr(&slot(stage, 0)), p);
+      cp_async16(smem_addr(&slot(stage, 1)), p + half);
+      const int64_t table = rc.t * half + col;
+      prefetch_l1(a.cos + table);
+      prefetch_l1(a.sin + table);
     }
-  }
-  // The rows' cos and sin asked into L1 now, so that their L2 latency passes under the rows' own
-  // loads rather than after the sum that needs the rows: the kernel 27.7 → 25.4 µs (ncu), the
-  // call 4 % faster (docs/perf-log.md §44). In the backward, whose ring fetches rows ahead, the
-  // same asked at each fetch ran 2 % slower, as its tables loaded a row ahead had (§42).
+    cp_async_commit();
+  };
+  const uint32_t start = block * groups;
 #pragma unroll
-  for (const uint32_t row : {first_row, first_row + kForwardRows - 1}) {  // of one token or two
-    if (row >= ix.rows) continue;
-    const int64_t table = coords_of(row, ix).t * half + col;
-    prefetch_l1(a.cos + table);
-    prefetch_l1(a.sin + table);
-  }
+  for (int stage = 0; stage < kForwardStages - 1; ++stage)
+    fetch(start + sub + stage * stride, stage);
   float w[2][kBf16PerVector];
   load_float8(a.weight + col, w[0]);
   load_float8(a.weight + col + half, w[1]);
-  float c[kBf16PerVector], sn[kBf16PerVector];
-  int64_t cached_t = -1;
-#pragma unroll
-  for (int k = 0; k < kForwardRows; ++k) {
-    const uint32_t row = first_row + k;
-    const RowCoords rc = coords_of(row < ix.rows ? row : 0, ix);  // again: fewer registers
-    const HeadPart v{unpack_bf16x8(raw[k][0]), unpack_bf16x8(raw[k][1])};
+  int stage = 0;
+  // No early return for rows past the end: their lanes still take part in the shuffles.
+  for (uint32_t base = start; base < ix.rows; base += stride) {
+    const uint32_t row = base + sub;
+    fetch(row + (kForwardStages - 1) * stride, (stage + kForwardStages - 1) % kForwardStages);
+    cp_async_wait<kForwardStages - 1>();  // this row's group has landed
+    const bool live = row < ix.rows;
+    const RowCoords rc = coords_of(live ? row : 0, ix);
+    HeadPart v = {};
+    if (live) v = {unpack_bf16x8(slot(stage, 0)), unpack_bf16x8(slot(stage, 1))};
     float squares = part_sum([&](int h, int e) {
-      const float x = h == 0 ? v.lo.v[e] : v.hi.v[e];
-      return x * x;
+      const float xv = h == 0 ? v.lo.v[e] : v.hi.v[e];
+      return xv * xv;
     });
     squares = lanes_sum(squares, tpr);
     const float rstd = 1.0F / sqrtf(squares / head_dim + a.eps);
@@ -181,33 +191,34 @@ __device__ __forceinline__ void forward_rows(const QkNormRopeArgs& a, const RowI
       n.lo.v[e] = round_bf16(v.lo.v[e] * rstd * w[0][e]);
       n.hi.v[e] = round_bf16(v.hi.v[e] * rstd * w[1][e]);
     }
-    if (rc.t != cached_t) {
-      cached_t = rc.t;
-      const int64_t table = rc.t * half + col;
-      load_float8(a.cos + table, c);
-      load_float8(a.sin + table, sn);
-    }
+    float c[kBf16PerVector], sn[kBf16PerVector];
+    const int64_t table = rc.t * half + col;
+    load_float8(a.cos + table, c);
+    load_float8(a.sin + table, sn);
     const HeadPart y = rotate(n, c, sn, /*inverse=*/false);
-    if (row >= ix.rows) continue;
-    if (lane == 0) a.rstd[row] = rstd;
-    auto* out = static_cast<__nv_bfloat16*>(a.y) + at(rc, a.y_strides) + col;
-    store_bf16x8(out, y.lo);
-    store_bf16x8(out + half, y.hi);
+    if (live) {
+      if (lane == 0) a.rstd[row] = rstd;
+      auto* out = static_cast<__nv_bfloat16*>(a.y) + at(rc, a.y_strides) + col;
+      store_bf16x8(out, y.lo);
+      store_bf16x8(out + half, y.hi);
+    }
+    stage = (stage + 1) % kForwardStages;
   }
+  cp_async_wait<0>();  // the groups fetched past the last row carry nothing; none is left open
 }
 
-// Two head sets in one launch: the first `blocks0` blocks take a0's rows, the rest a1's (a launch
+// Two head sets in one launch: the first `blocks0` blocks walk a0's rows, the rest a1's (a launch
 // of one set passes it twice, with every block on a0). Each branch names its set's parameters, so
 // they stay in the parameter bank. The k heads alone were a launch of a quarter of the q heads'
 // rows, with a ramp and a drain of its own (docs/perf-log.md §43).
 template <int kTpr>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 1)
     forward_kernel(const QkNormRopeArgs a0, const RowIndex ix0, const QkNormRopeArgs a1,
                    const RowIndex ix1, const uint32_t blocks0) {
   if (blockIdx.x < blocks0) {
-    forward_rows<kTpr>(a0, ix0, blockIdx.x);
+    forward_rows<kTpr>(a0, ix0, blockIdx.x, blocks0);
   } else {
-    forward_rows<kTpr>(a1, ix1, blockIdx.x - blocks0);
+    forward_rows<kTpr>(a1, ix1, blockIdx.x - blocks0, gridDim.x - blocks0);
   }
 }
 
@@ -448,6 +459,20 @@ bool qk_norm_rope_applies(int64_t head_dim) {
 
 namespace {
 
+// `blocks` resident blocks shared between two head sets of rows0 and rows1 rows (rows1 0: one
+// set, every block on it), in proportion to their rows and no more than each has work for.
+// {0, 0} where two sets get fewer than a block each: the caller runs them one after the other.
+std::pair<int64_t, int64_t> split_blocks(int64_t blocks, int64_t rows0, int64_t rows1,
+                                         int rows_per_block) {
+  if (rows1 == 0) return {blocks, 0};
+  if (blocks < 2) return {0, 0};
+  const auto most = [&](int64_t rows) { return (rows + rows_per_block - 1) / rows_per_block; };
+  const int64_t blocks0 =
+      std::clamp<int64_t>((blocks * rows0 + (rows0 + rows1) / 2) / (rows0 + rows1), 1,
+                          std::min(blocks - 1, most(rows0)));
+  return {blocks0, std::min(blocks - blocks0, most(rows1))};
+}
+
 // The checks and row index of one head set's forward.
 RowIndex forward_rows_of(const QkNormRopeArgs& a) {
   const QkNormRopeStrides strides[] = {a.x_strides, a.y_strides};
@@ -458,7 +483,8 @@ RowIndex forward_rows_of(const QkNormRopeArgs& a) {
   return row_index(a.batch, a.seq, a.heads, "qk_norm_rope_forward");
 }
 
-// One launch for a0's rows and, when given, a1's.
+// One launch for a0's rows and, when given, a1's: as many blocks as the GPU holds at once, shared
+// between the two sets in proportion to their rows (split_blocks).
 void forward_launch(const QkNormRopeArgs& a0, const QkNormRopeArgs* a1, cudaStream_t stream) {
   const RowIndex ix0 = forward_rows_of(a0);
   const RowIndex ix1 = a1 != nullptr ? forward_rows_of(*a1) : ix0;
@@ -466,16 +492,27 @@ void forward_launch(const QkNormRopeArgs& a0, const QkNormRopeArgs* a1, cudaStre
                        "qk_norm_rope_forward: the two head sets must have one head_dim");
   const NvtxRange range("lpbench qk_norm_rope_forward");
   const int tpr = lanes_per_row(a0.head_dim);
-  const int64_t rows_per_block = int64_t{kThreads} / tpr * kForwardRows;
-  const auto blocks_for = [&](const RowIndex& ix) {
-    return static_cast<uint32_t>((ix.rows + rows_per_block - 1) / rows_per_block);
-  };
-  const uint32_t blocks0 = blocks_for(ix0);
-  const uint32_t blocks = blocks0 + (a1 != nullptr ? blocks_for(ix1) : 0);
+  const int rows_per_block = kThreads / tpr;
+  const int64_t rows0 = ix0.rows, rows1 = a1 != nullptr ? int64_t{ix1.rows} : 0;
+  bool one_launch = true;
   with_lanes(tpr, [&](auto n) {
-    forward_kernel<decltype(n)::value>
-        <<<blocks, kThreads, 0, stream>>>(a0, ix0, a1 != nullptr ? *a1 : a0, ix1, blocks0);
+    const auto kernel = forward_kernel<decltype(n)::value>;
+    allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), kForwardRingBytes);
+    const int64_t blocks =
+        resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, kForwardRingBytes,
+                        one_wave_blocks(rows0 + rows1, rows_per_block, kThreads));
+    const auto [blocks0, blocks1] = split_blocks(blocks, rows0, rows1, rows_per_block);
+    one_launch = blocks0 > 0;
+    if (one_launch) {
+      kernel<<<static_cast<unsigned>(blocks0 + blocks1), kThreads, kForwardRingBytes, stream>>>(
+          a0, ix0, a1 != nullptr ? *a1 : a0, ix1, static_cast<uint32_t>(blocks0));
+    }
   });
+  if (!one_launch) {  // one block's worth of rows in all: one set after the other
+    forward_launch(a0, nullptr, stream);
+    forward_launch(*a1, nullptr, stream);
+    return;
+  }
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 
@@ -558,16 +595,8 @@ void backward_launch(const QkNormRopeBackwardArgs& a0, const QkNormRopeBackwardA
     const int64_t blocks =
         resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, kRingBytes,
                         one_wave_blocks(rows0 + rows1, rows_per_block, kThreads));
-    const auto most = [&](int64_t rows) { return (rows + rows_per_block - 1) / rows_per_block; };
-    if (a1 == nullptr) {
-      blocks0 = blocks;
-    } else if (blocks >= 2) {
-      blocks0 = std::clamp<int64_t>((blocks * rows0 + (rows0 + rows1) / 2) / (rows0 + rows1), 1,
-                                    std::min(blocks - 1, most(rows0)));
-      blocks1 = std::min(blocks - blocks0, most(rows1));
-    } else {
-      one_launch = false;
-    }
+    std::tie(blocks0, blocks1) = split_blocks(blocks, rows0, rows1, rows_per_block);
+    one_launch = blocks0 > 0;
     if (one_launch) {
       kernel<<<static_cast<unsigned>(blocks0 + blocks1), kThreads, kRingBytes, stream>>>(
           a0, ix0, a1 != nullptr ? *a1 : a0, ix1, static_cast<uint32_t>(blocks0), partial);

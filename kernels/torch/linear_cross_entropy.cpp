@@ -3,7 +3,14 @@
 #include <torch/autograd.h>
 
 #include "kernels/profiling/range.h"
+#include "kernels/reference/cross_entropy.h"
 #include "kernels/torch/bf16_matmul.h"
+
+#ifdef LPBENCH_CUDA_GLUE
+#include <c10/cuda/CUDAStream.h>
+
+#include "kernels/cuda/cross_entropy.cuh"
+#endif
 
 namespace lpbench::kernels {
 
@@ -19,21 +26,39 @@ class LinearCrossEntropyFunction : public torch::autograd::Function<LinearCrossE
                             int64_t chunk_tokens) {
     const profiling::Range range("linear cross-entropy");
     const int64_t n = h.size(0);
-    const int64_t vocab = weight.size(0);
-    at::Tensor d_logits = at::empty({n, vocab}, h.options());
-    at::Tensor loss = at::zeros({}, h.options().dtype(at::kFloat));
-    for (int64_t start = 0; start < n; start += chunk_tokens) {
-      const int64_t rows = std::min(chunk_tokens, n - start);
-      // Rounded to BF16 as the product is, then widened for the softmax.
-      const at::Tensor logits =
-          matmul_nt(h.narrow(0, start, rows), weight, h.scalar_type()).to(at::kFloat);
-      const at::Tensor target = targets.narrow(0, start, rows);
-      const at::Tensor log_probs = at::log_softmax(logits, -1);
-      loss -= log_probs.gather(1, target.unsqueeze(1)).sum();
-      // d(mean loss)/d logits = (softmax − one-hot) / N
-      at::Tensor grad = log_probs.exp_();
-      grad.scatter_add_(1, target.unsqueeze(1), at::full({rows, 1}, -1.0, grad.options()));
-      d_logits.narrow(0, start, rows).copy_(grad.div_(static_cast<double>(n)));
+    // The logits' gradient, kept for backward (BF16, as the product rounds the logits).
+    at::Tensor d_logits;
+    at::Tensor loss;
+#ifdef LPBENCH_CUDA_GLUE
+    if (h.is_cuda() && h.scalar_type() == at::kBFloat16) {
+      // One product for the whole batch, then the kernel turns its logits into their gradient
+      // in place: no FP32 chunk, no chunk loop.
+      d_logits = matmul_nt(h, weight, h.scalar_type());
+      const at::Tensor target = targets.to(at::kLong).contiguous();
+      const at::Tensor row_loss = at::empty({n}, h.options().dtype(at::kFloat));
+      cuda::CrossEntropyArgs a;
+      a.logits = d_logits.data_ptr();
+      a.targets = target.data_ptr<int64_t>();
+      a.rows = n;
+      a.vocab = d_logits.size(1);
+      a.divisor = n;
+      a.loss = row_loss.data_ptr<float>();
+      cuda::softmax_cross_entropy(a, c10::cuda::getCurrentCUDAStream(h.device().index()).stream());
+      loss = row_loss.sum();
+    }
+#endif
+    if (!d_logits.defined()) {
+      d_logits = at::empty({n, weight.size(0)}, h.options());
+      loss = at::zeros({}, h.options().dtype(at::kFloat));
+      for (int64_t start = 0; start < n; start += chunk_tokens) {
+        const int64_t rows = std::min(chunk_tokens, n - start);
+        // Rounded to BF16 as the product is; the reference widens them for the softmax.
+        const at::Tensor logits = matmul_nt(h.narrow(0, start, rows), weight, h.scalar_type());
+        const reference::CrossEntropyRows chunk =
+            reference::softmax_cross_entropy(logits, targets.narrow(0, start, rows), n);
+        loss += chunk.loss_sum;
+        d_logits.narrow(0, start, rows).copy_(chunk.grad);
+      }
     }
     ctx->save_for_backward({h, weight, d_logits});
     ctx->saved_data["master_type"] = static_cast<int64_t>(master.scalar_type());

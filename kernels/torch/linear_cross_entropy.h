@@ -3,12 +3,14 @@
 #include <ATen/ATen.h>
 
 // The output layer and the cross-entropy loss as one differentiable operator, without FP32
-// logits for the whole batch: logits are made a chunk of tokens at a time (BF16, as the output
-// GEMM writes them), each chunk's softmax and loss computed in FP32 and its gradient kept in
-// BF16, and the backward is two GEMMs over those gradients (dH = dLogits·W, dW = dLogitsᵀ·H in
-// FP32 for the master weight). Peak memory: BF16 logit gradients plus one chunk's FP32
-// softmax, where the unfused loss holds the logits in BF16 and FP32, their log-softmax and its
-// gradient.
+// logits for the whole batch. On the GPU (BF16): one product writes the BF16 logits and one
+// kernel (kernels/cuda/cross_entropy.cuh) turns them in place into their gradient and each
+// token's loss, in FP32 registers. Elsewhere: logits made a chunk of `chunk_tokens` tokens at a
+// time, each chunk's softmax and loss by the reference in FP32 (kernels/reference/
+// cross_entropy.h), its gradient kept in BF16. The backward is two GEMMs over those gradients
+// (dH = dLogits·W, dW = dLogitsᵀ·H in FP32 for the master weight). Peak memory: the BF16 logit
+// gradients (plus one chunk's FP32 softmax off the GPU), where the unfused loss holds the
+// logits in BF16 and FP32, their log-softmax and its gradient.
 namespace lpbench::kernels {
 
 // h [N, hidden] (BF16), weight [vocab, hidden] (the BF16 copy the product reads), master: the

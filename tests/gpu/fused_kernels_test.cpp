@@ -13,11 +13,13 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/cuda/cross_entropy.cuh"
 #include "kernels/cuda/quantize_hadamard.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/rope.cuh"
 #include "kernels/cuda/swiglu.cuh"
 #include "kernels/recipe.h"
+#include "kernels/reference/cross_entropy.h"
 #include "kernels/reference/hadamard.h"
 #include "kernels/reference/rmsnorm.h"
 #include "kernels/reference/rope.h"
@@ -25,6 +27,7 @@
 #include "kernels/torch/adamw_step.h"
 #include "kernels/torch/amax_registry.h"
 #include "kernels/torch/attention.h"
+#include "kernels/torch/linear_cross_entropy.h"
 #include "kernels/torch/qk_norm_rope.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/quantize_hadamard.h"
@@ -303,6 +306,91 @@ TEST_F(FusedKernels, SwigluMatchesTheReferenceForwardAndBackward) {
     EXPECT_LT(relative_error(out, reference::swiglu_forward(gu0)), 1e-3) << inner;
     EXPECT_LT(relative_error(gu.grad(), reference::swiglu_backward(d, gu0)), 1e-3) << inner;
   }
+}
+
+// The output layer's loss kernel against the reference's ATen ops on the same GPU: the 16-byte
+// path (a vocabulary of 8s, more rows than the grid has blocks) and the element one (an odd
+// vocabulary), a divisor that is a power of two (a multiply) and one that is not (a division).
+TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
+  struct Case {
+    int64_t rows, vocab, divisor;
+  };
+  for (const Case c : {Case{300, 32000, 4096}, Case{37, 1003, 37}, Case{5, 151936, 5}}) {
+    torch::manual_seed(c.vocab);
+    const at::Tensor logits = 4.0 * torch::randn({c.rows, c.vocab}, kBf16);
+    at::Tensor targets = torch::randint(0, c.vocab, {c.rows}, kBf16.dtype(at::kLong));
+    targets[0] = c.vocab - 1;
+    targets[1] = 0;
+    const reference::CrossEntropyRows want =
+        reference::softmax_cross_entropy(logits, targets, c.divisor);
+
+    at::Tensor grad = logits.clone();
+    const at::Tensor loss = torch::empty({c.rows}, kBf16.dtype(at::kFloat));
+    cuda::CrossEntropyArgs a;
+    a.logits = grad.data_ptr();
+    a.targets = targets.data_ptr<int64_t>();
+    a.rows = c.rows;
+    a.vocab = c.vocab;
+    a.divisor = c.divisor;
+    a.loss = loss.data_ptr<float>();
+    cuda::softmax_cross_entropy(a, c10::cuda::getCurrentCUDAStream().stream());
+
+    const at::Tensor row_loss =
+        -at::log_softmax(logits.to(at::kFloat), -1).gather(1, targets.unsqueeze(1)).squeeze(1);
+    EXPECT_LT((loss - row_loss).abs().max().item<double>(), 1e-4) << c.vocab;
+    EXPECT_LT(std::abs(loss.sum().item<double>() - want.loss_sum.item<double>()),
+              1e-5 * want.loss_sum.item<double>())
+        << c.vocab;
+    // Sums in another order move an FP32 value by a few units in its last place, which a BF16
+    // rounding turns into one unit now and then, and no more.
+    const at::Tensor g = grad.to(at::kDouble), w = want.grad.to(at::kDouble);
+    const at::Tensor off = (g - w).abs() > (g.abs().maximum(w.abs()) / 256.0 + 1e-30);
+    EXPECT_EQ(off.sum().item<int64_t>(), 0) << c.vocab;
+    EXPECT_LT((g != w).to(at::kDouble).mean().item<double>(), 1e-3) << c.vocab;
+  }
+}
+
+TEST_F(FusedKernels, CrossEntropyGivesANanLossForATargetOutsideTheVocabulary) {
+  const at::Tensor logits = torch::randn({3, 64}, kBf16);
+  const at::Tensor targets = torch::tensor({5, 64, -1}, kBf16.dtype(at::kLong));
+  at::Tensor grad = logits.clone();
+  const at::Tensor loss = torch::empty({3}, kBf16.dtype(at::kFloat));
+  cuda::CrossEntropyArgs a;
+  a.logits = grad.data_ptr();
+  a.targets = targets.data_ptr<int64_t>();
+  a.rows = 3;
+  a.vocab = 64;
+  a.divisor = 3;
+  a.loss = loss.data_ptr<float>();
+  cuda::softmax_cross_entropy(a, c10::cuda::getCurrentCUDAStream().stream());
+  const at::Tensor bad = loss.isnan();
+  EXPECT_FALSE(bad[0].item<bool>());
+  EXPECT_TRUE(bad[1].item<bool>());
+  EXPECT_TRUE(bad[2].item<bool>());
+  // The softmax without the −1: no element of the two rows below zero.
+  EXPECT_GE(grad.narrow(0, 1, 2).min().item<double>(), 0.0);
+  EXPECT_LT(grad[0].min().item<double>(), 0.0);
+}
+
+// The operator on the GPU (one product, the kernel) against the unfused product and libtorch's
+// cross-entropy, the gradients included.
+TEST_F(FusedKernels, LinearCrossEntropyMatchesTheUnfusedLossOnTheGpu) {
+  torch::manual_seed(11);
+  const at::Tensor h0 = torch::randn({96, 64}, kBf16);
+  const at::Tensor master0 = 0.2 * torch::randn({1000, 64}, kBf16.dtype(at::kFloat));
+  const at::Tensor targets = torch::randint(0, 1000, {96}, kBf16.dtype(at::kLong));
+  at::Tensor h = leaf(h0), master = leaf(master0);
+  const at::Tensor loss =
+      linear_cross_entropy(h, master.detach().to(at::kBFloat16), master, targets);
+  loss.backward();
+  at::Tensor hu = leaf(h0), masteru = leaf(master0);
+  const at::Tensor logits = at::mm(hu, masteru.to(at::kBFloat16).t());
+  const at::Tensor lossu = at::cross_entropy_loss(logits.to(at::kFloat), targets);
+  lossu.backward();
+  EXPECT_LT(std::abs(loss.item<double>() - lossu.item<double>()), 1e-5 * lossu.item<double>());
+  EXPECT_LT(relative_error(h.grad(), hu.grad()), 2.0 / 256);
+  EXPECT_EQ(master.grad().scalar_type(), at::kFloat);
+  EXPECT_LT(relative_error(master.grad(), masteru.grad()), 2.0 / 256);
 }
 
 TEST_F(FusedKernels, CausalAttentionMatchesRopeThenSdpaOnTheGpu) {

@@ -1,7 +1,8 @@
 // fused_ops_bench: the memory-bound kernels of one decoder layer's fused training step (RMSNorm
 // with and without the residual, each way; SwiGLU each way; RoPE of q and k and its backward, or
-// Qwen3's per-head norms with RoPE), each timed alone at a seed model's shapes and set against
-// the HBM rate its bytes allow: the figure issue 22 asks to be ≥ 70 % for every non-GEMM kernel.
+// Qwen3's per-head norms with RoPE; the output layer's softmax cross-entropy), each timed alone at
+// a seed model's shapes and set against the HBM rate its bytes allow: the figure issue 22 asks to
+// be ≥ 70 % for every non-GEMM kernel.
 //
 // Bytes are the ones the operator must move: its BF16 inputs read once and its outputs written
 // once. What a kernel moves beyond them (the norm backwards' FP32 partial rows of the weight
@@ -28,10 +29,12 @@
 #include <vector>
 
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/cross_entropy.cuh"
 #include "kernels/cuda/qk_norm_rope.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/rope.cuh"
 #include "kernels/cuda/swiglu.cuh"
+#include "kernels/reference/cross_entropy.h"
 #include "tests/gpu/launch_timing.h"
 #include "workloads/models/model_zoo.h"
 
@@ -387,6 +390,41 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
       true);
 }
 
+// The output layer's loss on its BF16 logits [tokens, vocab], in place: the kernel, then the
+// reference's ATen ops a chunk of 1024 tokens at a time (the path it replaced on the GPU, the
+// logits' gradient copied into one tensor as that path did). Bytes: the logits read once and
+// their gradient written once; the kernel's second read of each row is its own cost.
+void output_loss(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
+  const int64_t vocab = m.vocab_size;
+  const auto logits = copies({tokens, vocab}, kBf16);
+  const at::Tensor targets = torch::randint(0, vocab, {tokens}, kCuda.dtype(at::kLong));
+  const at::Tensor loss = torch::empty({tokens}, kFloat);
+  const double bytes = 4.0 * tokens * vocab;
+  b.row(m.name, "softmax cross-entropy", bytes, [&](int i) {
+    cuda::CrossEntropyArgs a;
+    a.logits = logits[i].data_ptr();
+    a.targets = targets.data_ptr<int64_t>();
+    a.rows = tokens;
+    a.vocab = vocab;
+    a.divisor = tokens;
+    a.loss = loss.data_ptr<float>();
+    cuda::softmax_cross_entropy(a, nullptr);
+  });
+  const at::Tensor grad = torch::empty({tokens, vocab}, kBf16);
+  b.row(
+      m.name, "cross-entropy, ATen ops by chunk", bytes,
+      [&](int i) {
+        constexpr int64_t kChunk = 1024;
+        for (int64_t start = 0; start < tokens; start += kChunk) {
+          const int64_t rows = std::min(kChunk, tokens - start);
+          const auto chunk = kernels::reference::softmax_cross_entropy(
+              logits[i].narrow(0, start, rows), targets.narrow(0, start, rows), tokens);
+          grad.narrow(0, start, rows).copy_(chunk.grad);
+        }
+      },
+      true);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -447,6 +485,7 @@ int main(int argc, char** argv) {
     norms(b, *m, tokens);
     swiglu(b, *m, tokens);
     attention_side(b, *m, tokens);
+    output_loss(b, *m, tokens);
   }
   std::printf("lowest: %.0f%% of the HBM peak\n", b.worst);
   return 0;

@@ -315,10 +315,11 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
       double saved = recomputed * 2 * h + live * per_layer + 10 * h;
       if (fused && !output_dgrad.quantized() && !gemms_of(recipe, "output").wgrad.quantized()) {
         // The fused output layer and loss (kernels/torch/linear_cross_entropy.h) keep the
-        // logits' BF16 gradient from forward to backward and make one chunk of FP32 logits at
-        // a time.
+        // logits' BF16 gradient from forward to backward. On the GPU the product writes the
+        // logits there and the loss kernel turns them into it in place, beside one FP32 loss a
+        // token. (The CPU's reference path also holds a chunk of FP32 logits at a time.)
         saved += 2 * v;
-        e.transient_gib += gib(std::min(tokens, 1024.0) * 10 * v);
+        e.transient_gib += gib(tokens * 4);
       } else {
         // Logits in BF16, their FP32 copy and the log-softmax kept for backward.
         e.transient_gib += gib(tokens * 10 * v);

@@ -1,0 +1,198 @@
+// The output layer's softmax cross-entropy in place on its BF16 logits (cross_entropy.cuh): the
+// loss and the logits' gradient from two reads of each row and one write, where the ATen ops of
+// the reference path widen a chunk to FP32 and pass over it five times (docs/perf-log.md §46).
+//
+// A block of 512 threads an SM walks the rows. Pass 1 folds a row into its max and Σ exp(x − max)
+// (each thread a running pair, rescaled when its max grows; then the block's pairs combined); pass
+// 2 reads the row again and writes the gradient over it. 132 rows in flight are ~34 MB of BF16 at
+// a 128 256-word vocabulary (40 MB at 151 936), inside the 50 MB L2, so the second read is mostly
+// L2's. Each thread asks for eight 16-byte accesses before it uses the first (64 KiB an SM in
+// flight); with 1024 threads and four, ptxas's 64 registers spilled.
+//
+// The arithmetic is the reference's, in its order: FP32 from the BF16 logits, exp of
+// (x − max) − log Σ, the −1 at the target, divided by N (a multiply by 1/N where N is a power of
+// two, which gives the same bits), rounded once. The sums run in another order than ATen's, so
+// the two differ by what FP32 rounding in a different order gives (the GPU test's tolerance).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+#include "kernels/cuda/bf16_vector.cuh"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/cross_entropy.cuh"
+#include "kernels/cuda/nvtx_range.cuh"
+#include "kernels/cuda/resident_grid.cuh"
+
+namespace lpbench::cuda {
+
+namespace {
+
+constexpr int kThreads = 512;
+constexpr int kWarps = kThreads / 32;
+constexpr int kInFlight = 8;
+
+// Σ exp(x − max) over the values seen, with their max. Of nothing: max −∞, sum 0.
+struct MaxSum {
+  float max;
+  float sum;
+};
+
+// Two pairs on the larger max. Symmetric bit for bit (the products are the same and FP32
+// addition commutes), so a butterfly of shuffles leaves every lane the same pair.
+__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
+  const float m = fmaxf(a.max, b.max);
+  if (m == -INFINITY) return {m, 0.0F};
+  return {m, a.sum * expf(a.max - m) + b.sum * expf(b.max - m)};
+}
+
+__device__ __forceinline__ MaxSum warp_combine(MaxSum p) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const MaxSum other{__shfl_xor_sync(0xffffffffu, p.max, offset),
+                       __shfl_xor_sync(0xffffffffu, p.sum, offset)};
+    p = combine(p, other);
+  }
+  return p;
+}
+
+// kVec elements of a row as one access: 16 bytes (8 BF16) or one element.
+template <int kVec>
+struct Access;
+
+template <>
+struct Access<kBf16PerVector> {
+  using Raw = uint4;
+  static __device__ __forceinline__ Raw load(const __nv_bfloat16* p) { return load_global_16(p); }
+  static __device__ __forceinline__ void widen(const Raw& r, float (&x)[kBf16PerVector]) {
+    const Bf16x8 v = unpack_bf16x8(r);
+#pragma unroll
+    for (int i = 0; i < kBf16PerVector; ++i)
+      x[i] = v.v[i];
+  }
+  static __device__ __forceinline__ void store(__nv_bfloat16* p, const float (&x)[kBf16PerVector]) {
+    Bf16x8 v;
+#pragma unroll
+    for (int i = 0; i < kBf16PerVector; ++i)
+      v.v[i] = x[i];
+    store_bf16x8(p, v);
+  }
+};
+
+template <>
+struct Access<1> {
+  using Raw = __nv_bfloat16;
+  static __device__ __forceinline__ Raw load(const __nv_bfloat16* p) { return *p; }
+  static __device__ __forceinline__ void widen(const Raw& r, float (&x)[1]) {
+    x[0] = __bfloat162float(r);
+  }
+  static __device__ __forceinline__ void store(__nv_bfloat16* p, const float (&x)[1]) {
+    *p = __float2bfloat16_rn(x[0]);
+  }
+};
+
+template <int kVec>
+__device__ __forceinline__ void fold(MaxSum& p, const float (&x)[kVec]) {
+  float m = p.max;
+#pragma unroll
+  for (int i = 0; i < kVec; ++i)
+    m = fmaxf(m, x[i]);
+  float s = m == p.max ? p.sum : p.sum * expf(p.max - m);
+#pragma unroll
+  for (int i = 0; i < kVec; ++i)
+    s += expf(x[i] - m);
+  p = {m, s};
+}
+
+template <int kVec>
+__global__ void __launch_bounds__(kThreads, 1)
+    cross_entropy_kernel(CrossEntropyArgs a, float inverse, bool by_inverse) {
+  using A = Access<kVec>;
+  __shared__ MaxSum partial[2][kWarps];  // by row parity: a warp can be one row ahead, not two
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int64_t vectors = a.vocab / kVec;
+  const auto divisor = static_cast<float>(a.divisor);
+  int parity = 0;
+  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x, parity ^= 1) {
+    auto* row = static_cast<__nv_bfloat16*>(a.logits) + r * a.vocab;
+    const int64_t target = a.targets[r];
+    const bool valid = target >= 0 && target < a.vocab;
+    // Read before the barrier below, after which pass 2 may overwrite it.
+    const float x_target = threadIdx.x == 0 && valid ? __bfloat162float(row[target]) : 0.0F;
+
+    MaxSum p{-INFINITY, 0.0F};
+    for (int64_t first = threadIdx.x; first < vectors; first += kInFlight * kThreads) {
+      typename A::Raw raw[kInFlight];
+#pragma unroll
+      for (int j = 0; j < kInFlight; ++j)
+        if (first + j * kThreads < vectors) raw[j] = A::load(row + (first + j * kThreads) * kVec);
+#pragma unroll
+      for (int j = 0; j < kInFlight; ++j) {
+        if (first + j * kThreads >= vectors) break;
+        float x[kVec];
+        A::widen(raw[j], x);
+        fold(p, x);
+      }
+    }
+    p = warp_combine(p);
+    if (lane == 0) partial[parity][warp] = p;
+    __syncthreads();
+    p = warp_combine(partial[parity][lane]);
+    const float log_sum = logf(p.sum);
+    if (threadIdx.x == 0) a.loss[r] = valid ? -((x_target - p.max) - log_sum) : NAN;
+
+    for (int64_t first = threadIdx.x; first < vectors; first += kInFlight * kThreads) {
+      typename A::Raw raw[kInFlight];
+#pragma unroll
+      for (int j = 0; j < kInFlight; ++j)
+        if (first + j * kThreads < vectors) raw[j] = A::load(row + (first + j * kThreads) * kVec);
+#pragma unroll
+      for (int j = 0; j < kInFlight; ++j) {
+        const int64_t v = first + j * kThreads;
+        if (v >= vectors) break;
+        float x[kVec];
+        A::widen(raw[j], x);
+        const int64_t at_target = target - v * kVec;
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) {
+          float g = expf((x[i] - p.max) - log_sum);
+          if (i == at_target) g -= 1.0F;
+          x[i] = by_inverse ? g * inverse : __fdiv_rn(g, divisor);
+        }
+        A::store(row + v * kVec, x);
+      }
+    }
+  }
+}
+
+template <int kVec>
+void launch(const CrossEntropyArgs& a, cudaStream_t stream) {
+  const void* kernel = reinterpret_cast<const void*>(&cross_entropy_kernel<kVec>);
+  const int64_t blocks = resident_blocks(kernel, kThreads, 0, a.rows);
+  const bool by_inverse = (a.divisor & (a.divisor - 1)) == 0;
+  cross_entropy_kernel<kVec><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      a, 1.0F / static_cast<float>(a.divisor), by_inverse);
+  LPBENCH_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void softmax_cross_entropy(const CrossEntropyArgs& a, cudaStream_t stream) {
+  LPBENCH_CUDA_REQUIRE(a.logits != nullptr && a.targets != nullptr && a.loss != nullptr,
+                       "logits, targets and loss are needed");
+  LPBENCH_CUDA_REQUIRE(a.rows >= 0 && a.vocab > 0, "rows must be ≥ 0 and the vocabulary > 0");
+  LPBENCH_CUDA_REQUIRE(a.divisor > 0 && a.divisor <= (int64_t{1} << 24),
+                       "the divisor must be in [1, 2^24], where FP32 holds it exactly");
+  if (a.rows == 0) return;
+  const NvtxRange range("lpbench softmax_cross_entropy");
+  const bool vectors =
+      a.vocab % kBf16PerVector == 0 && reinterpret_cast<uintptr_t>(a.logits) % 16 == 0;
+  if (vectors) {
+    launch<kBf16PerVector>(a, stream);
+  } else {
+    launch<1>(a, stream);
+  }
+}
+
+}  // namespace lpbench::cuda

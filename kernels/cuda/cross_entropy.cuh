@@ -1,0 +1,31 @@
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda/types.cuh"
+
+namespace lpbench::cuda {
+
+// The softmax cross-entropy of the output layer's logits, in place: each row of `logits`
+// [rows, vocab] (BF16, as the output product writes them) becomes the gradient of the loss
+// (summed over rows, then divided by `divisor`) with respect to it, and loss[row] the row's loss:
+//   lse       = max + log Σ exp(x − max)                          (FP32)
+//   loss[r]   = lse − x[target]
+//   x[j]     ← (exp((x[j] − max) − log Σ) − [j = target]) / divisor   (FP32, rounded once)
+// as kernels/reference/cross_entropy.h defines it. A target outside [0, vocab) gives a NaN loss
+// and no −1 in its row. One pass reads a row for its max and sum, a second reads it again and
+// writes the gradient over it; a block an SM walks the rows, so the second read finds the row in
+// L2. Rows contiguous; a vocabulary that is a multiple of 8 with 16-byte aligned logits takes
+// 16-byte accesses, any other one element at a time.
+struct CrossEntropyArgs {
+  void* logits = nullptr;            // [rows, vocab] bf16: read, then overwritten by the gradient
+  const int64_t* targets = nullptr;  // [rows]
+  int64_t rows = 0;
+  int64_t vocab = 0;
+  int64_t divisor = 1;    // the mean's N (the batch's tokens)
+  float* loss = nullptr;  // [rows]
+};
+
+void softmax_cross_entropy(const CrossEntropyArgs& args, cudaStream_t stream);
+
+}  // namespace lpbench::cuda

@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     p = warp_combine(p);
     if (lane == 0) partial[parity][warp] = p;
     __syncthreads();
-    p = warp_combine(partial[parity][lane]);
+    p = warp_combine(lane < kWarps ? partial[parity][lane] : MaxSum{-INFINITY, 0.0F});
     const float log_sum = logf(p.sum);
     if (threadIdx.x == 0) a.loss[r] = valid ? -((x_target - p.max) - log_sum) : NAN;
 

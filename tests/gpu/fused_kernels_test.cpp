@@ -342,9 +342,10 @@ TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
               1e-5 * want.loss_sum.item<double>())
         << c.vocab;
     // Sums in another order move an FP32 value by a few units in its last place, which a BF16
-    // rounding turns into one unit now and then, and no more.
+    // rounding turns into one unit now and then, and no more (one BF16 unit is at most 2^-7 of
+    // the value).
     const at::Tensor g = grad.to(at::kDouble), w = want.grad.to(at::kDouble);
-    const at::Tensor off = (g - w).abs() > (g.abs().maximum(w.abs()) / 256.0 + 1e-30);
+    const at::Tensor off = (g - w).abs() > (g.abs().maximum(w.abs()) / 128.0 + 1e-30);
     EXPECT_EQ(off.sum().item<int64_t>(), 0) << c.vocab;
     EXPECT_LT((g != w).to(at::kDouble).mean().item<double>(), 1e-3) << c.vocab;
   }

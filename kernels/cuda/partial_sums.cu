@@ -14,7 +14,9 @@ __global__ void __launch_bounds__(kSumThreads)
   sum_partial_chunk(sets, cols, chunks, blockIdx.x, static_cast<int>(threadIdx.x));
 }
 
-void launch_sums(const PartialSets& sets, int count, int64_t cols, cudaStream_t stream) {
+}  // namespace
+
+void sum_partial_rows(const PartialSets& sets, int count, int64_t cols, cudaStream_t stream) {
   const auto chunks = static_cast<uint32_t>((cols + kSumColumns - 1) / kSumColumns);
   // Launched as its producer's dependent: the grid is in place when the producer's last block
   // leaves, rather than a launch gap and a ramp after it (docs/perf-log.md §43).
@@ -22,16 +24,9 @@ void launch_sums(const PartialSets& sets, int count, int64_t cols, cudaStream_t 
                         sets, cols, chunks);
 }
 
-}  // namespace
-
 void sum_partial_rows(const float* partial, int64_t parts, int64_t cols, float* out,
                       cudaStream_t stream) {
-  launch_sums(PartialSets{{partial, partial}, {parts, parts}, {out, out}}, 1, cols, stream);
-}
-
-void sum_partial_rows(const float* partial0, int64_t parts0, float* out0, const float* partial1,
-                      int64_t parts1, float* out1, int64_t cols, cudaStream_t stream) {
-  launch_sums(PartialSets{{partial0, partial1}, {parts0, parts1}, {out0, out1}}, 2, cols, stream);
+  sum_partial_rows(PartialSets{{partial, partial}, {parts, parts}, {out, out}}, 1, cols, stream);
 }
 
 }  // namespace lpbench::cuda

@@ -14,19 +14,19 @@ namespace lpbench::cuda {
 void sum_partial_rows(const float* partial, int64_t parts, int64_t cols, float* out,
                       cudaStream_t stream);
 
-// Two sets of `cols` columns in one launch (the q and k heads' weight gradients): out0 from the
-// parts0 rows at partial0, out1 from the parts1 at partial1, each as the call above sums it.
-void sum_partial_rows(const float* partial0, int64_t parts0, float* out0, const float* partial1,
-                      int64_t parts1, float* out1, int64_t cols, cudaStream_t stream);
-
-// The device side, for a kernel that runs the sums beside other work in one launch
-// (qk_norm_rope.cu's, which also copies dV). One or two sets of partial rows with the same
-// columns; the sums' first `chunks` blocks take set 0's 32-column chunks, the rest set 1's.
+// One or two sets of partial rows with the same columns, for the launch below and for the device
+// side (sum_partial_chunk), which a kernel that runs the sums beside other work in one launch
+// calls (qk_norm_rope.cu's, which also copies dV). The sums' first `chunks` blocks take set 0's
+// 32-column chunks, the rest set 1's.
 struct PartialSets {
   const float* partial[2];
   int64_t parts[2];
   float* out[2];
 };
+
+// The first `count` (1 or 2) sets in one launch (the q and k heads' weight gradients), each as
+// the call above sums it.
+void sum_partial_rows(const PartialSets& sets, int count, int64_t cols, cudaStream_t stream);
 
 // 32 splits a column, not 8: at 8 the qwen3-8b layer's four calls (two of 4096 columns, two of
 // 128 columns over 16 896 partial rows) took 0.18 ms of its step (docs/perf-log.md §35).

@@ -534,10 +534,9 @@ int backward_rows_per_block(int64_t head_dim) {
 
 // The copy's checks and walk.
 CopyWork copy_work(const QkNormRopeCopyArgs& v) {
+  const QkNormRopeStrides strides[] = {v.src_strides, v.dst_strides};
   const void* pointers[] = {v.src, v.dst};
-  check_common(v.batch, v.seq, v.heads, v.head_dim, &v.src_strides, 1, pointers, 2,
-               "qk_norm_rope_backward's copy");
-  check_common(v.batch, v.seq, v.heads, v.head_dim, &v.dst_strides, 1, pointers, 2,
+  check_common(v.batch, v.seq, v.heads, v.head_dim, strides, 2, pointers, 2,
                "qk_norm_rope_backward's copy");
   CopyWork w;
   w.a = v;
@@ -555,12 +554,7 @@ CopyWork copy_work(const QkNormRopeCopyArgs& v) {
 void finish(const PartialSets& sets, int count, int64_t cols, const QkNormRopeCopyArgs* v,
             cudaStream_t stream) {
   if (v == nullptr) {
-    if (count == 1) {
-      sum_partial_rows(sets.partial[0], sets.parts[0], cols, sets.out[0], stream);
-    } else {
-      sum_partial_rows(sets.partial[0], sets.parts[0], sets.out[0], sets.partial[1], sets.parts[1],
-                       sets.out[1], cols, stream);
-    }
+    sum_partial_rows(sets, count, cols, stream);
     return;
   }
   const CopyWork w = copy_work(*v);

@@ -91,6 +91,17 @@ struct Access<1> {
   }
 };
 
+// The vectors first, first + kThreads, … of a row (kInFlight of them, those before `vectors`),
+// all asked for before any is used.
+template <int kVec>
+__device__ __forceinline__ void load_batch(const __nv_bfloat16* row, int64_t first, int64_t vectors,
+                                           typename Access<kVec>::Raw (&raw)[kInFlight]) {
+#pragma unroll
+  for (int j = 0; j < kInFlight; ++j)
+    if (first + j * kThreads < vectors)
+      raw[j] = Access<kVec>::load(row + (first + j * kThreads) * kVec);
+}
+
 template <int kVec>
 __device__ __forceinline__ void fold(MaxSum& p, const float (&x)[kVec]) {
   float m = p.max;
@@ -124,9 +135,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     MaxSum p{-INFINITY, 0.0F};
     for (int64_t first = threadIdx.x; first < vectors; first += kInFlight * kThreads) {
       typename A::Raw raw[kInFlight];
-#pragma unroll
-      for (int j = 0; j < kInFlight; ++j)
-        if (first + j * kThreads < vectors) raw[j] = A::load(row + (first + j * kThreads) * kVec);
+      load_batch<kVec>(row, first, vectors, raw);
 #pragma unroll
       for (int j = 0; j < kInFlight; ++j) {
         if (first + j * kThreads >= vectors) break;
@@ -144,9 +153,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     for (int64_t first = threadIdx.x; first < vectors; first += kInFlight * kThreads) {
       typename A::Raw raw[kInFlight];
-#pragma unroll
-      for (int j = 0; j < kInFlight; ++j)
-        if (first + j * kThreads < vectors) raw[j] = A::load(row + (first + j * kThreads) * kVec);
+      load_batch<kVec>(row, first, vectors, raw);
 #pragma unroll
       for (int j = 0; j < kInFlight; ++j) {
         const int64_t v = first + j * kThreads;

@@ -30,7 +30,7 @@ class LinearCrossEntropyFunction : public torch::autograd::Function<LinearCrossE
     at::Tensor d_logits;
     at::Tensor loss;
 #ifdef LPBENCH_CUDA_GLUE
-    if (h.is_cuda() && h.scalar_type() == at::kBFloat16) {
+    if (linear_cross_entropy_on_kernel(h.device()) && h.scalar_type() == at::kBFloat16) {
       // One product for the whole batch, then the kernel turns its logits into their gradient
       // in place: no FP32 chunk, no chunk loop.
       d_logits = matmul_nt(h, weight, h.scalar_type());
@@ -82,6 +82,14 @@ class LinearCrossEntropyFunction : public torch::autograd::Function<LinearCrossE
 };
 
 }  // namespace
+
+bool linear_cross_entropy_on_kernel([[maybe_unused]] const at::Device& device) {
+#ifdef LPBENCH_CUDA_GLUE
+  return device.is_cuda();
+#else
+  return false;
+#endif
+}
 
 at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& weight,
                                 const at::Tensor& master, const at::Tensor& targets,

@@ -19,4 +19,8 @@ at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& weight,
                                 const at::Tensor& master, const at::Tensor& targets,
                                 int64_t chunk_tokens = 1024);
 
+// Whether the operator's loss runs as the CUDA kernel on `device` (for BF16 hidden states);
+// elsewhere the reference by chunks. What a run records among its operators.
+bool linear_cross_entropy_on_kernel(const at::Device& device);
+
 }  // namespace lpbench::kernels

@@ -27,7 +27,6 @@
 #include "kernels/torch/adamw_step.h"
 #include "kernels/torch/amax_registry.h"
 #include "kernels/torch/attention.h"
-#include "kernels/torch/linear_cross_entropy.h"
 #include "kernels/torch/qk_norm_rope.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/quantize_hadamard.h"
@@ -37,6 +36,7 @@
 #include "kernels/torch/swiglu.h"
 #include "tests/support/rope_tables.h"
 #include "tests/support/tensor_compare.h"
+#include "tests/support/unfused_loss.h"
 #include "workloads/levels/workload.h"
 #include "workloads/models/decoder.h"
 #include "workloads/models/model_zoo.h"
@@ -380,18 +380,11 @@ TEST_F(FusedKernels, LinearCrossEntropyMatchesTheUnfusedLossOnTheGpu) {
   const at::Tensor h0 = torch::randn({96, 64}, kBf16);
   const at::Tensor master0 = 0.2 * torch::randn({1000, 64}, kBf16.dtype(at::kFloat));
   const at::Tensor targets = torch::randint(0, 1000, {96}, kBf16.dtype(at::kLong));
-  at::Tensor h = leaf(h0), master = leaf(master0);
-  const at::Tensor loss =
-      linear_cross_entropy(h, master.detach().to(at::kBFloat16), master, targets);
-  loss.backward();
-  at::Tensor hu = leaf(h0), masteru = leaf(master0);
-  const at::Tensor logits = at::mm(hu, masteru.to(at::kBFloat16).t());
-  const at::Tensor lossu = at::cross_entropy_loss(logits.to(at::kFloat), targets);
-  lossu.backward();
-  EXPECT_LT(std::abs(loss.item<double>() - lossu.item<double>()), 1e-5 * lossu.item<double>());
-  EXPECT_LT(relative_error(h.grad(), hu.grad()), 2.0 / 256);
-  EXPECT_EQ(master.grad().scalar_type(), at::kFloat);
-  EXPECT_LT(relative_error(master.grad(), masteru.grad()), 2.0 / 256);
+  const auto r = test_support::loss_against_unfused(h0, master0, targets, 1024);
+  EXPECT_LT(std::abs(r.loss - r.unfused_loss), 1e-5 * r.unfused_loss);
+  EXPECT_LT(r.dh_error, 2.0 / 256);
+  EXPECT_EQ(r.dw_type, at::kFloat);
+  EXPECT_LT(r.dw_error, 2.0 / 256);
 }
 
 TEST_F(FusedKernels, CausalAttentionMatchesRopeThenSdpaOnTheGpu) {

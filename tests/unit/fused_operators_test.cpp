@@ -12,12 +12,12 @@
 #include "kernels/torch/amax_registry.h"
 #include "kernels/torch/attention.h"
 #include "kernels/torch/embedding.h"
-#include "kernels/torch/linear_cross_entropy.h"
 #include "kernels/torch/quantized_linear.h"
 #include "kernels/torch/rmsnorm.h"
 #include "kernels/torch/swiglu.h"
 #include "tests/support/rope_tables.h"
 #include "tests/support/tensor_compare.h"
+#include "tests/support/unfused_loss.h"
 
 namespace lpbench::kernels {
 namespace {
@@ -228,22 +228,13 @@ TEST(FusedOperators, LinearCrossEntropyMatchesLogitsThenTheLoss) {
   const at::Tensor h0 = torch::randn({50, 32}).to(at::kBFloat16);
   const at::Tensor master0 = 0.1 * torch::randn({97, 32});
   const at::Tensor targets = torch::randint(0, 97, {50}, torch::kLong);
-
-  at::Tensor h = leaf(h0), master = leaf(master0);
   // Chunks of 16 tokens: four chunks, the last a partial one.
-  const at::Tensor loss =
-      linear_cross_entropy(h, master.detach().to(at::kBFloat16), master, targets, 16);
-  loss.backward();
-
-  at::Tensor hu = leaf(h0), masteru = leaf(master0);
-  const at::Tensor logits = at::mm(hu, masteru.to(at::kBFloat16).t());
-  const at::Tensor lossu = at::cross_entropy_loss(logits.to(at::kFloat), targets);
-  lossu.backward();
-  EXPECT_LT(std::abs(loss.item<double>() - lossu.item<double>()), 1e-5 * lossu.item<double>());
-  EXPECT_LT(relative_error(h.grad(), hu.grad()), 2 * kBf16);
+  const auto r = test_support::loss_against_unfused(h0, master0, targets, 16);
+  EXPECT_LT(std::abs(r.loss - r.unfused_loss), 1e-5 * r.unfused_loss);
+  EXPECT_LT(r.dh_error, 2 * kBf16);
   // FP32 straight from the product, where the unfused gradient went through BF16.
-  EXPECT_EQ(master.grad().scalar_type(), at::kFloat);
-  EXPECT_LT(relative_error(master.grad(), masteru.grad()), 2 * kBf16);
+  EXPECT_EQ(r.dw_type, at::kFloat);
+  EXPECT_LT(r.dw_error, 2 * kBf16);
 }
 
 TEST(FusedOperators, EmbeddingGradientReachesTheFp32MasterExactly) {

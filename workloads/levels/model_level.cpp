@@ -104,8 +104,13 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
       recipe.saved == kernels::SavedActivations::int8,
       producer_line_amax(recipe, options.producer_amax));
   if (options.fusion == Fusion::fused) {
-    operators_ += decoder_->fusable_output() ? "; output layer and loss fused"
-                                             : "; output layer quantized: loss unfused";
+    if (!decoder_->fusable_output()) {
+      operators_ += "; output layer quantized: loss unfused";
+    } else if (kernels::linear_cross_entropy_on_kernel(device)) {
+      operators_ += "; output layer and loss fused (the loss one kernel on the BF16 logits)";
+    } else {
+      operators_ += "; output layer and loss fused (the loss by chunks of 1024 tokens)";
+    }
     if (copy_amax) operators_ += "; the optimizer reports the weight copies' amax";
   }
   if (copies_per_layer) {

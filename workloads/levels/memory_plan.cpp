@@ -317,9 +317,12 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
         // The fused output layer and loss (kernels/torch/linear_cross_entropy.h) keep the
         // logits' BF16 gradient from forward to backward. On the GPU the product writes the
         // logits there and the loss kernel turns them into it in place, beside one FP32 loss a
-        // token. (The CPU's reference path also holds a chunk of FP32 logits at a time.)
+        // token; the reference path (the CPU's) also holds a chunk of FP32 logits at a time.
+        // The plan keeps the chunk's bytes, the larger of the two: the full-depth plans were
+        // measured with them, and those without them (Qwen3-8B fitting 1.1 GiB inside an H200
+        // with no per-layer copies) have not been (docs/perf-log.md §46).
         saved += 2 * v;
-        e.transient_gib += gib(tokens * 4);
+        e.transient_gib += gib(std::min(tokens, 1024.0) * 10 * v);
       } else {
         // Logits in BF16, their FP32 copy and the log-softmax kept for backward.
         e.transient_gib += gib(tokens * 10 * v);

@@ -1,13 +1,15 @@
 // The output layer's softmax cross-entropy in place on its BF16 logits (cross_entropy.cuh): the
 // loss and the logits' gradient from two reads of each row and one write, where the ATen ops of
-// the reference path widen a chunk to FP32 and pass over it five times (docs/perf-log.md §46).
+// the reference path widen a chunk to FP32 and pass over it in seven ops (docs/perf-log.md §46).
 //
 // A block of 512 threads an SM walks the rows. Pass 1 folds a row into its max and Σ exp(x − max)
 // (each thread a running pair, rescaled when its max grows; then the block's pairs combined); pass
-// 2 reads the row again and writes the gradient over it. 132 rows in flight are ~34 MB of BF16 at
-// a 128 256-word vocabulary (40 MB at 151 936), inside the 50 MB L2, so the second read is mostly
-// L2's. Each thread asks for eight 16-byte accesses before it uses the first (64 KiB an SM in
-// flight); with 1024 threads and four, ptxas's 64 registers spilled.
+// 2 reads the row again and writes the gradient over it. The 132 rows in flight (~34 MB of BF16
+// at a 128 256-word vocabulary) were meant to keep the second read in the 50 MB L2; measured, the
+// kernel runs at a copy's rate for three passes, so that read mostly comes from HBM (§46: holding
+// the row in a cluster's shared memory is the next step). Each thread asks for eight 16-byte
+// accesses before it uses the first (64 KiB an SM in flight); with 1024 threads and four, ptxas's
+// 64 registers spilled.
 //
 // The arithmetic is the reference's, in its order: FP32 from the BF16 logits, exp of
 // (x − max) − log Σ, the −1 at the target, divided by N (a multiply by 1/N where N is a power of

@@ -14,9 +14,9 @@ namespace lpbench::cuda {
 //   x[j]     ← (exp((x[j] − max) − log Σ) − [j = target]) / divisor   (FP32, rounded once)
 // as kernels/reference/cross_entropy.h defines it. A target outside [0, vocab) gives a NaN loss
 // and no −1 in its row. One pass reads a row for its max and sum, a second reads it again and
-// writes the gradient over it; a block an SM walks the rows, so the second read finds the row in
-// L2. Rows contiguous; a vocabulary that is a multiple of 8 with 16-byte aligned logits takes
-// 16-byte accesses, any other one element at a time.
+// writes the gradient over it (a block an SM walks the rows; the second read mostly comes from
+// HBM, docs/perf-log.md §46). Rows contiguous; a vocabulary that is a multiple of 8 with 16-byte
+// aligned logits takes 16-byte accesses, any other one element at a time.
 struct CrossEntropyArgs {
   void* logits = nullptr;            // [rows, vocab] bf16: read, then overwritten by the gradient
   const int64_t* targets = nullptr;  // [rows]

@@ -13,11 +13,14 @@
 // logits in BF16 and FP32, their log-softmax and its gradient.
 namespace lpbench::kernels {
 
+// The reference path's tokens a chunk (the memory plan counts one chunk's FP32 logits).
+constexpr int64_t kLossChunkTokens = 1024;
+
 // h [N, hidden] (BF16), weight [vocab, hidden] (the BF16 copy the product reads), master: the
 // FP32 parameter that receives the weight gradient, targets [N] (int64) → the mean loss (FP32).
 at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& weight,
                                 const at::Tensor& master, const at::Tensor& targets,
-                                int64_t chunk_tokens = 1024);
+                                int64_t chunk_tokens = kLossChunkTokens);
 
 // Whether the operator's loss runs as the CUDA kernel on `device` (for BF16 hidden states);
 // elsewhere the reference by chunks. What a run records among its operators.

@@ -35,6 +35,7 @@
 #include "kernels/cuda/rope.cuh"
 #include "kernels/cuda/swiglu.cuh"
 #include "kernels/reference/cross_entropy.h"
+#include "kernels/torch/linear_cross_entropy.h"
 #include "tests/gpu/launch_timing.h"
 #include "workloads/models/model_zoo.h"
 
@@ -414,9 +415,8 @@ void output_loss(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   b.row(
       m.name, "cross-entropy, ATen ops by chunk", bytes,
       [&](int i) {
-        constexpr int64_t kChunk = 1024;
-        for (int64_t start = 0; start < tokens; start += kChunk) {
-          const int64_t rows = std::min(kChunk, tokens - start);
+        for (int64_t start = 0; start < tokens; start += kernels::kLossChunkTokens) {
+          const int64_t rows = std::min(kernels::kLossChunkTokens, tokens - start);
           const auto chunk = kernels::reference::softmax_cross_entropy(
               logits[i].narrow(0, start, rows), targets.narrow(0, start, rows), tokens);
           grad.narrow(0, start, rows).copy_(chunk.grad);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/torch/linear_cross_entropy.h"
+
 namespace lpbench::workloads {
 
 namespace {
@@ -322,7 +324,8 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
         // measured with them, and those without them (Qwen3-8B fitting 1.1 GiB inside an H200
         // with no per-layer copies) have not been (docs/perf-log.md §46).
         saved += 2 * v;
-        e.transient_gib += gib(std::min(tokens, 1024.0) * 10 * v);
+        e.transient_gib +=
+            gib(std::min(tokens, static_cast<double>(kernels::kLossChunkTokens)) * 10 * v);
       } else {
         // Logits in BF16, their FP32 copy and the log-softmax kept for backward.
         e.transient_gib += gib(tokens * 10 * v);

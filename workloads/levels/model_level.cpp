@@ -109,7 +109,8 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
     } else if (kernels::linear_cross_entropy_on_kernel(device)) {
       operators_ += "; output layer and loss fused (the loss one kernel on the BF16 logits)";
     } else {
-      operators_ += "; output layer and loss fused (the loss by chunks of 1024 tokens)";
+      operators_ += fmt::format("; output layer and loss fused (the loss by chunks of {} tokens)",
+                                kernels::kLossChunkTokens);
     }
     if (copy_amax) operators_ += "; the optimizer reports the weight copies' amax";
   }

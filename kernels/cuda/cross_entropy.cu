@@ -1,15 +1,17 @@
 // The output layer's softmax cross-entropy in place on its BF16 logits (cross_entropy.cuh): the
-// loss and the logits' gradient from two reads of each row and one write, where the ATen ops of
-// the reference path widen a chunk to FP32 and pass over it in seven ops (docs/perf-log.md §46).
+// loss and the logits' gradient from one read of each row from global memory and one write, where
+// the ATen ops of the reference path widen a chunk to FP32 and pass over it in seven ops
+// (docs/perf-log.md §46, §47).
 //
 // A block of 512 threads an SM walks the rows. Pass 1 folds a row into its max and Σ exp(x − max)
 // (each thread a running pair, rescaled when its max grows; then the block's pairs combined); pass
-// 2 reads the row again and writes the gradient over it. The 132 rows in flight (~34 MB of BF16
-// at a 128 256-word vocabulary) were meant to keep the second read in the 50 MB L2; measured, the
-// kernel runs at a copy's rate for three passes, so that read mostly comes from HBM (§46: holding
-// the row in a cluster's shared memory is the next step). Each thread asks for eight 16-byte
-// accesses before it uses the first (64 KiB an SM in flight); with 1024 threads and four, ptxas's
-// 64 registers spilled.
+// 2 writes the gradient over the row. Pass 1 keeps what it read in the block's shared memory (up to
+// 224 KiB: all of a 32 000-word row, 89 % of a 128 256-word one), so that pass 2 reads from global
+// memory only the row's end that did not fit, and reads it first, while it is likeliest to be in
+// L2. Without the copy (§46) the second read came mostly from HBM: 6 bytes an element where the
+// operator needs 4. Each thread keeps the vectors it read itself, so no barrier guards the copy.
+// Each thread asks for eight 16-byte accesses before it uses the first (64 KiB an SM in flight);
+// with 1024 threads and four, ptxas's 64 registers spilled.
 //
 // The arithmetic is the reference's, in its order: FP32 from the BF16 logits, exp of
 // (x − max) − log Σ, the −1 at the target, divided by N (a multiply by 1/N where N is a power of
@@ -18,7 +20,9 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
@@ -117,10 +121,35 @@ __device__ __forceinline__ void fold(MaxSum& p, const float (&x)[kVec]) {
   p = {m, s};
 }
 
+// The row's gradient at vector v from its logits, written over them: (exp((x − max) − log Σ) −
+// [j = target]) / N, rounded once.
+template <int kVec>
+__device__ __forceinline__ void write_gradient(__nv_bfloat16* row, int64_t v,
+                                               const typename Access<kVec>::Raw& raw, MaxSum p,
+                                               float log_sum, int64_t target, float inverse,
+                                               bool by_inverse, float divisor) {
+  float x[kVec];
+  Access<kVec>::widen(raw, x);
+  const int64_t at_target = target - v * kVec;
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) {
+    float g = expf((x[i] - p.max) - log_sum);
+    if (i == at_target) g -= 1.0F;
+    x[i] = by_inverse ? g * inverse : __fdiv_rn(g, divisor);
+  }
+  Access<kVec>::store(row + v * kVec, x);
+}
+
+// `held`: the vectors 0 … held − 1 of each row that pass 1 keeps in shared memory, all of the row
+// or a multiple of the block's threads (so that a thread's vectors beyond are held + its index,
+// held + its index + 512, …).
 template <int kVec>
 __global__ void __launch_bounds__(kThreads, 1)
-    cross_entropy_kernel(CrossEntropyArgs a, float inverse, bool by_inverse) {
+    cross_entropy_kernel(CrossEntropyArgs a, int64_t held, float inverse, bool by_inverse) {
   using A = Access<kVec>;
+  using Raw = typename A::Raw;
+  extern __shared__ __align__(16) unsigned char held_bytes[];
+  Raw* const kept = reinterpret_cast<Raw*>(held_bytes);
   __shared__ MaxSum partial[2][kWarps];  // by row parity: a warp can be one row ahead, not two
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int warp = static_cast<int>(threadIdx.x) / 32;
@@ -136,11 +165,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     MaxSum p{-INFINITY, 0.0F};
     for (int64_t first = threadIdx.x; first < vectors; first += kInFlight * kThreads) {
-      typename A::Raw raw[kInFlight];
+      Raw raw[kInFlight];
       load_batch<kVec>(row, first, vectors, raw);
 #pragma unroll
       for (int j = 0; j < kInFlight; ++j) {
-        if (first + j * kThreads >= vectors) break;
+        const int64_t v = first + j * kThreads;
+        if (v >= vectors) break;
+        // This thread's own vector, read back by this thread in pass 2: no barrier between.
+        if (v < held) kept[v] = raw[j];
         float x[kVec];
         A::widen(raw[j], x);
         fold(p, x);
@@ -153,35 +185,55 @@ __global__ void __launch_bounds__(kThreads, 1)
     const float log_sum = logf(p.sum);
     if (threadIdx.x == 0) a.loss[r] = valid ? -((x_target - p.max) - log_sum) : NAN;
 
-    for (int64_t first = threadIdx.x; first < vectors; first += kInFlight * kThreads) {
-      typename A::Raw raw[kInFlight];
+    // The row's end that shared memory did not hold, first: pass 1 read it last.
+    for (int64_t first = held + threadIdx.x; first < vectors; first += kInFlight * kThreads) {
+      Raw raw[kInFlight];
       load_batch<kVec>(row, first, vectors, raw);
 #pragma unroll
       for (int j = 0; j < kInFlight; ++j) {
         const int64_t v = first + j * kThreads;
         if (v >= vectors) break;
-        float x[kVec];
-        A::widen(raw[j], x);
-        const int64_t at_target = target - v * kVec;
-#pragma unroll
-        for (int i = 0; i < kVec; ++i) {
-          float g = expf((x[i] - p.max) - log_sum);
-          if (i == at_target) g -= 1.0F;
-          x[i] = by_inverse ? g * inverse : __fdiv_rn(g, divisor);
-        }
-        A::store(row + v * kVec, x);
+        write_gradient<kVec>(row, v, raw[j], p, log_sum, target, inverse, by_inverse, divisor);
       }
     }
+#pragma unroll 4
+    for (int64_t v = threadIdx.x; v < held; v += kThreads)
+      write_gradient<kVec>(row, v, kept[v], p, log_sum, target, inverse, by_inverse, divisor);
   }
+}
+
+// The most shared memory a block may take for the row it holds: 224 KiB, or less where the device
+// allows less (the partial pairs and the runtime's reserve take the rest).
+size_t most_held_bytes() {
+  static size_t bytes[64] = {};
+  int device = 0;
+  LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  size_t& answer = bytes[device % 64];
+  if (answer == 0) {
+    int optin = 0;
+    LPBENCH_CUDA_CHECK(
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    answer = std::min<size_t>(size_t{224} << 10, static_cast<size_t>(optin) - (size_t{2} << 10));
+  }
+  return answer;
 }
 
 template <int kVec>
 void launch(const CrossEntropyArgs& a, cudaStream_t stream) {
+  using Raw = typename Access<kVec>::Raw;
   const void* kernel = reinterpret_cast<const void*>(&cross_entropy_kernel<kVec>);
-  const int64_t blocks = resident_blocks(kernel, kThreads, 0, a.rows);
+  const int64_t vectors = a.vocab / kVec;
+  const size_t room = a.held_bytes < 0
+                          ? most_held_bytes()
+                          : std::min(static_cast<size_t>(a.held_bytes), most_held_bytes());
+  int64_t held = static_cast<int64_t>(room / sizeof(Raw));
+  held = held >= vectors ? vectors : held / kThreads * kThreads;
+  const size_t smem = static_cast<size_t>(held) * sizeof(Raw);
+  allow_dynamic_shared_memory(kernel, smem);
+  const int64_t blocks = resident_blocks(kernel, kThreads, smem, a.rows);
   const bool by_inverse = (a.divisor & (a.divisor - 1)) == 0;
-  cross_entropy_kernel<kVec><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      a, 1.0F / static_cast<float>(a.divisor), by_inverse);
+  cross_entropy_kernel<kVec><<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(
+      a, held, 1.0F / static_cast<float>(a.divisor), by_inverse);
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 
@@ -191,6 +243,7 @@ void softmax_cross_entropy(const CrossEntropyArgs& a, cudaStream_t stream) {
   LPBENCH_CUDA_REQUIRE(a.logits != nullptr && a.targets != nullptr && a.loss != nullptr,
                        "logits, targets and loss are needed");
   LPBENCH_CUDA_REQUIRE(a.rows >= 0 && a.vocab > 0, "rows must be ≥ 0 and the vocabulary > 0");
+  LPBENCH_CUDA_REQUIRE(a.held_bytes >= -1, "held_bytes is -1 (the most the device allows) or ≥ 0");
   LPBENCH_CUDA_REQUIRE(a.divisor > 0 && a.divisor <= (int64_t{1} << 24),
                        "the divisor must be in [1, 2^24], where FP32 holds it exactly");
   if (a.rows == 0) return;

@@ -13,10 +13,11 @@ namespace lpbench::cuda {
 //   loss[r]   = lse − x[target]
 //   x[j]     ← (exp((x[j] − max) − log Σ) − [j = target]) / divisor   (FP32, rounded once)
 // as kernels/reference/cross_entropy.h defines it. A target outside [0, vocab) gives a NaN loss
-// and no −1 in its row. One pass reads a row for its max and sum, a second reads it again and
-// writes the gradient over it (a block an SM walks the rows; the second read mostly comes from
-// HBM, docs/perf-log.md §46). Rows contiguous; a vocabulary that is a multiple of 8 with 16-byte
-// aligned logits takes 16-byte accesses, any other one element at a time.
+// and no −1 in its row. One pass reads a row for its max and sum and keeps what it read in shared
+// memory, up to `held_bytes`; a second writes the gradient over the row, reading again from global
+// memory only what was not kept (a block an SM walks the rows; docs/perf-log.md §46, §47). Rows
+// contiguous; a vocabulary that is a multiple of 8 with 16-byte aligned logits takes 16-byte
+// accesses, any other one element at a time.
 struct CrossEntropyArgs {
   void* logits = nullptr;            // [rows, vocab] bf16: read, then overwritten by the gradient
   const int64_t* targets = nullptr;  // [rows]
@@ -24,6 +25,10 @@ struct CrossEntropyArgs {
   int64_t vocab = 0;
   int64_t divisor = 1;    // the mean's N (the batch's tokens)
   float* loss = nullptr;  // [rows]
+  // Shared memory a block keeps of each row between the passes: −1 the most the device allows
+  // (224 KiB on Hopper), 0 none (the row read twice from global memory, §46's kernel); tests and
+  // the bench set it to reach every path.
+  int64_t held_bytes = -1;
 };
 
 void softmax_cross_entropy(const CrossEntropyArgs& args, cudaStream_t stream);

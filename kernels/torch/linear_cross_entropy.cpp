@@ -70,13 +70,15 @@ class LinearCrossEntropyFunction : public torch::autograd::Function<LinearCrossE
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor& h = saved[0];
     const at::Tensor& weight = saved[1];
-    at::Tensor d_logits = saved[2];
-    // loss.backward() passes 1; anything else scales the logits' gradient first.
-    if (grads[0].item<double>() != 1.0)
-      d_logits = (d_logits.to(at::kFloat) * grads[0]).to(h.scalar_type());
-    const at::Tensor dh = matmul_nt(d_logits, weight.t(), h.scalar_type());
+    const at::Tensor& d_logits = saved[2];
+    // The loss's incoming gradient g (1 from loss.backward(), 1 / k for a mean over k
+    // micro-batches) scales the two products through their small sides, h and dh, on the device:
+    // a multiply by 1 leaves the bits as they were. Reading g on the host to skip it (§46) made
+    // the host wait for the whole forward before it could queue this backward (§47).
+    const at::Tensor& g = grads[0];
+    const at::Tensor dh = matmul_nt(d_logits, weight.t(), h.scalar_type()).mul_(g);
     const auto master_type = static_cast<at::ScalarType>(ctx->saved_data["master_type"].toInt());
-    const at::Tensor dw = matmul_nt(d_logits.t(), h.t(), master_type);
+    const at::Tensor dw = matmul_nt(d_logits.t(), (h * g).t(), master_type);
     return {dh, at::Tensor(), dw, at::Tensor(), at::Tensor()};
   }
 };

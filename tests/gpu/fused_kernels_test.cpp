@@ -310,12 +310,15 @@ TEST_F(FusedKernels, SwigluMatchesTheReferenceForwardAndBackward) {
 
 // The output layer's loss kernel against the reference's ATen ops on the same GPU: the 16-byte
 // path (a vocabulary of 8s, more rows than the grid has blocks) and the element one (an odd
-// vocabulary), a divisor that is a power of two (a multiply) and one that is not (a division).
+// vocabulary), a divisor that is a power of two (a multiply) and one that is not (a division);
+// each row held whole in shared memory between the passes, in part (the rest read again), or not.
 TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
   struct Case {
-    int64_t rows, vocab, divisor;
+    int64_t rows, vocab, divisor, held_bytes;
   };
-  for (const Case c : {Case{300, 32000, 4096}, Case{37, 1003, 37}, Case{5, 151936, 5}}) {
+  for (const Case c :
+       {Case{300, 32000, 4096, -1}, Case{37, 1003, 37, -1}, Case{5, 151936, 5, -1},
+        Case{300, 32000, 4096, 0}, Case{37, 1003, 37, 1024}, Case{6, 32000, 6, 16384}}) {
     torch::manual_seed(c.vocab);
     const at::Tensor logits = 4.0 * torch::randn({c.rows, c.vocab}, kBf16);
     at::Tensor targets = torch::randint(0, c.vocab, {c.rows}, kBf16.dtype(at::kLong));
@@ -333,7 +336,9 @@ TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
     a.vocab = c.vocab;
     a.divisor = c.divisor;
     a.loss = loss.data_ptr<float>();
+    a.held_bytes = c.held_bytes;
     cuda::softmax_cross_entropy(a, c10::cuda::getCurrentCUDAStream().stream());
+    SCOPED_TRACE(testing::Message() << c.vocab << " words, " << c.held_bytes << " bytes held");
 
     const at::Tensor row_loss =
         -at::log_softmax(logits.to(at::kFloat), -1).gather(1, targets.unsqueeze(1)).squeeze(1);
@@ -380,11 +385,13 @@ TEST_F(FusedKernels, LinearCrossEntropyMatchesTheUnfusedLossOnTheGpu) {
   const at::Tensor h0 = torch::randn({96, 64}, kBf16);
   const at::Tensor master0 = 0.2 * torch::randn({1000, 64}, kBf16.dtype(at::kFloat));
   const at::Tensor targets = torch::randint(0, 1000, {96}, kBf16.dtype(at::kLong));
-  const auto r = test_support::loss_against_unfused(h0, master0, targets, 1024);
-  EXPECT_LT(std::abs(r.loss - r.unfused_loss), 1e-5 * r.unfused_loss);
-  EXPECT_LT(r.dh_error, 2.0 / 256);
-  EXPECT_EQ(r.dw_type, at::kFloat);
-  EXPECT_LT(r.dw_error, 2.0 / 256);
+  for (const double scale : {1.0, 1.0 / 3.0}) {
+    const auto r = test_support::loss_against_unfused(h0, master0, targets, 1024, scale);
+    EXPECT_LT(std::abs(r.loss - r.unfused_loss), 1e-5 * r.unfused_loss);
+    EXPECT_LT(r.dh_error, 2.0 / 256) << scale;
+    EXPECT_EQ(r.dw_type, at::kFloat);
+    EXPECT_LT(r.dw_error, 2.0 / 256) << scale;
+  }
 }
 
 TEST_F(FusedKernels, CausalAttentionMatchesRopeThenSdpaOnTheGpu) {

@@ -18,17 +18,19 @@ struct LossAgainstUnfused {
   at::ScalarType dw_type = at::kFloat;
 };
 
-// h0 [N, hidden] BF16, master0 [vocab, hidden] FP32, targets [N].
+// h0 [N, hidden] BF16, master0 [vocab, hidden] FP32, targets [N]. Both losses' backward starts
+// from `scale` (1 as loss.backward() gives, 1 / k as a mean over k micro-batches does).
 inline LossAgainstUnfused loss_against_unfused(const at::Tensor& h0, const at::Tensor& master0,
-                                               const at::Tensor& targets, int64_t chunk_tokens) {
+                                               const at::Tensor& targets, int64_t chunk_tokens,
+                                               double scale = 1.0) {
   at::Tensor h = leaf(h0), master = leaf(master0);
   const at::Tensor loss = kernels::linear_cross_entropy(h, master.detach().to(at::kBFloat16),
                                                         master, targets, chunk_tokens);
-  loss.backward();
+  (loss * scale).backward();
   at::Tensor hu = leaf(h0), masteru = leaf(master0);
   const at::Tensor logits = at::mm(hu, masteru.to(at::kBFloat16).t());
   const at::Tensor lossu = at::cross_entropy_loss(logits.to(at::kFloat), targets);
-  lossu.backward();
+  (lossu * scale).backward();
   return {loss.item<double>(), lossu.item<double>(), relative_error(h.grad(), hu.grad()),
           relative_error(master.grad(), masteru.grad()), master.grad().scalar_type()};
 }

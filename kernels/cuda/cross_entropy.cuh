@@ -11,7 +11,7 @@ namespace lpbench::cuda {
 // (summed over rows, then divided by `divisor`) with respect to it, and loss[row] the row's loss:
 //   lse       = max + log Σ exp(x − max)                          (FP32)
 //   loss[r]   = lse − x[target]
-//   x[j]     ← (exp((x[j] − max) − log Σ) − [j = target]) / divisor   (FP32, rounded once)
+//   x[j]     ← (exp(x[j] − max) · (1/Σ) − [j = target]) / divisor  (FP32, rounded once)
 // as kernels/reference/cross_entropy.h defines it. A target outside [0, vocab) gives a NaN loss
 // and no −1 in its row. One pass reads a row for its max and sum and keeps what it read in shared
 // memory, up to `held_bytes`; a second writes the gradient over the row, reading again from global

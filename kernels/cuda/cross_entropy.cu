@@ -3,14 +3,15 @@
 // the ATen ops of the reference path widen a chunk to FP32 and pass over it in seven ops
 // (docs/perf-log.md §46, §47).
 //
-// A block of 512 threads an SM walks the rows. Pass 1 folds a row into its max and Σ exp(x − max)
-// (each thread a running pair, rescaled when its max grows; then the block's pairs combined); pass
-// 2 writes the gradient over the row. Pass 1 keeps what it read in the block's shared memory (up to
-// 224 KiB: all of a 32 000-word row, 89 % of a 128 256-word one), so that pass 2 reads from global
-// memory only the row's end that did not fit, and reads it first, while it is likeliest to be in
-// L2. Each thread keeps the vectors it read itself, so no barrier guards the copy. Each thread asks
-// for eight 16-byte accesses before it uses the first (64 KiB an SM in flight); with 1024 threads
-// and four, ptxas's 64 registers spilled.
+// Two blocks of 256 threads an SM each walk their own rows (one block of 512, §46's layout, is kept
+// for the bench), so that one block reads a row while the other writes one. Pass 1 folds a row
+// into its max and Σ exp(x − max) (each thread a running pair, rescaled when its max grows; then
+// the block's pairs combined); pass 2 writes the gradient over the row. Pass 1 keeps what it read
+// in the block's shared memory (112 KiB a block: all of a 32 000-word row, 44 % of a 128 256-word
+// one; 224 KiB at 512 threads), so that pass 2 reads from global memory only the row's end that
+// did not fit, and reads it first, while it is likeliest to be in L2. Each thread keeps the
+// vectors it read itself, so no barrier guards the copy. Each thread asks for eight 16-byte
+// accesses before it uses the first (64 KiB an SM in flight).
 //
 // What bounds it (§47): with expf, holding the row gained 0 % at 32 000 words and 4–6 % at 128 256
 // and 151 936, at 45–55 % of the HBM peak either way: the exponentials' instructions, not the
@@ -39,8 +40,6 @@ namespace lpbench::cuda {
 
 namespace {
 
-constexpr int kThreads = 512;
-constexpr int kWarps = kThreads / 32;
 constexpr int kInFlight = 8;
 
 // Σ exp(x − max) over the values seen, with their max. Of nothing: max −∞, sum 0.
@@ -120,7 +119,7 @@ struct Access<1> {
 
 // The vectors first, first + kThreads, … of a row (kInFlight of them, those before `vectors`),
 // all asked for before any is used.
-template <int kVec>
+template <int kVec, int kThreads>
 __device__ __forceinline__ void load_batch(const __nv_bfloat16* row, int64_t first, int64_t vectors,
                                            typename Access<kVec>::Raw (&raw)[kInFlight]) {
 #pragma unroll
@@ -164,10 +163,12 @@ __device__ __forceinline__ void write_gradient(__nv_bfloat16* row, int64_t v,
 
 // `held`: the vectors 0 … held − 1 of each row that pass 1 keeps in shared memory, all of the row
 // or a multiple of the block's threads (so that a thread's vectors beyond are held + its index,
-// held + its index + 512, …).
-template <int kVec, bool kByInverse>
-__global__ void __launch_bounds__(kThreads, 1)
+// held + its index + kThreads, …). kThreads 512: one block an SM; 256: two, 128: four, each on its
+// own rows, so that some read while others write.
+template <int kVec, bool kByInverse, int kThreads>
+__global__ void __launch_bounds__(kThreads, 512 / kThreads)
     cross_entropy_kernel(CrossEntropyArgs a, int64_t held, float inverse) {
+  constexpr int kWarps = kThreads / 32;
   using A = Access<kVec>;
   using Raw = typename A::Raw;
   extern __shared__ __align__(16) unsigned char held_bytes[];
@@ -188,7 +189,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     MaxSum p{-INFINITY, 0.0F};
     for (int64_t first = threadIdx.x; first < vectors; first += kInFlight * kThreads) {
       Raw raw[kInFlight];
-      load_batch<kVec>(row, first, vectors, raw);
+      load_batch<kVec, kThreads>(row, first, vectors, raw);
 #pragma unroll
       for (int j = 0; j < kInFlight; ++j) {
         const int64_t v = first + j * kThreads;
@@ -211,7 +212,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // The row's end that shared memory did not hold, first: pass 1 read it last.
     for (int64_t first = held + threadIdx.x; first < vectors; first += kInFlight * kThreads) {
       Raw raw[kInFlight];
-      load_batch<kVec>(row, first, vectors, raw);
+      load_batch<kVec, kThreads>(row, first, vectors, raw);
 #pragma unroll
       for (int j = 0; j < kInFlight; ++j) {
         const int64_t v = first + j * kThreads;
@@ -227,38 +228,54 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-// The most shared memory a block may take for the row it holds: 224 KiB, or less where the device
-// allows less (the partial pairs and the runtime's reserve take the rest).
-size_t most_held_bytes() {
-  static size_t bytes[64] = {};
+// The most shared memory each of `blocks` blocks on an SM may take for the row it holds: at most
+// 224 KiB, less where the device allows less (the partial pairs and the runtime's reserve of 1 KiB
+// a block take the rest): 224 KiB for one block, 112 KiB each for two on Hopper.
+size_t most_held_bytes(int blocks) {
+  static size_t bytes[64][5] = {};
   int device = 0;
   LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
-  size_t& answer = bytes[device % 64];
+  size_t& answer = bytes[device % 64][blocks];
   if (answer == 0) {
-    int optin = 0;
+    int block = 0, sm = 0;
     LPBENCH_CUDA_CHECK(
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    answer = std::min<size_t>(size_t{224} << 10, static_cast<size_t>(optin) - (size_t{2} << 10));
+        cudaDeviceGetAttribute(&block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    LPBENCH_CUDA_CHECK(
+        cudaDeviceGetAttribute(&sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    const size_t share = static_cast<size_t>(sm) / blocks - (size_t{2} << 10);
+    answer = std::min({size_t{224} << 10, static_cast<size_t>(block) - (size_t{2} << 10), share});
   }
   return answer;
 }
 
-template <int kVec, bool kByInverse>
+template <int kVec, bool kByInverse, int kThreads>
 void launch(const CrossEntropyArgs& a, cudaStream_t stream) {
   using Raw = typename Access<kVec>::Raw;
-  const void* kernel = reinterpret_cast<const void*>(&cross_entropy_kernel<kVec, kByInverse>);
+  const void* kernel =
+      reinterpret_cast<const void*>(&cross_entropy_kernel<kVec, kByInverse, kThreads>);
   const int64_t vectors = a.vocab / kVec;
-  const size_t room = a.held_bytes < 0
-                          ? most_held_bytes()
-                          : std::min(static_cast<size_t>(a.held_bytes), most_held_bytes());
+  const size_t most = most_held_bytes(512 / kThreads);
+  const size_t room = a.held_bytes < 0 ? most : std::min(static_cast<size_t>(a.held_bytes), most);
   int64_t held = static_cast<int64_t>(room / sizeof(Raw));
   held = held >= vectors ? vectors : held / kThreads * kThreads;
   const size_t smem = static_cast<size_t>(held) * sizeof(Raw);
   allow_dynamic_shared_memory(kernel, smem);
   const int64_t blocks = resident_blocks(kernel, kThreads, smem, a.rows);
-  cross_entropy_kernel<kVec, kByInverse><<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(
-      a, held, 1.0F / static_cast<float>(a.divisor));
+  cross_entropy_kernel<kVec, kByInverse, kThreads>
+      <<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(
+          a, held, 1.0F / static_cast<float>(a.divisor));
   LPBENCH_CUDA_CHECK_LAUNCH();
+}
+
+template <int kVec, bool kByInverse>
+void launch(const CrossEntropyArgs& a, cudaStream_t stream) {
+  if (a.block_threads == 512) {
+    launch<kVec, kByInverse, 512>(a, stream);
+  } else if (a.block_threads == 128) {
+    launch<kVec, kByInverse, 128>(a, stream);
+  } else {
+    launch<kVec, kByInverse, 256>(a, stream);
+  }
 }
 
 template <int kVec>
@@ -277,6 +294,9 @@ void softmax_cross_entropy(const CrossEntropyArgs& a, cudaStream_t stream) {
                        "logits, targets and loss are needed");
   LPBENCH_CUDA_REQUIRE(a.rows >= 0 && a.vocab > 0, "rows must be ≥ 0 and the vocabulary > 0");
   LPBENCH_CUDA_REQUIRE(a.held_bytes >= -1, "held_bytes is -1 (the most the device allows) or ≥ 0");
+  LPBENCH_CUDA_REQUIRE(a.block_threads == 0 || a.block_threads == 128 || a.block_threads == 256 ||
+                           a.block_threads == 512,
+                       "block_threads is 0 (the kernel's choice), 128, 256 or 512");
   LPBENCH_CUDA_REQUIRE(a.divisor > 0 && a.divisor <= (int64_t{1} << 24),
                        "the divisor must be in [1, 2^24], where FP32 holds it exactly");
   if (a.rows == 0) return;

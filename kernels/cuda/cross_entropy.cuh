@@ -26,9 +26,12 @@ struct CrossEntropyArgs {
   int64_t divisor = 1;    // the mean's N (the batch's tokens)
   float* loss = nullptr;  // [rows]
   // Shared memory a block keeps of each row between the passes: −1 the most the device allows
-  // (224 KiB on Hopper), 0 none (the row read twice from global memory, §46's kernel); tests and
-  // the bench set it to reach every path.
+  // (224 KiB a block on Hopper at 512 threads, 112 KiB at 256), 0 none (the row read twice from
+  // global memory, §46's kernel); tests and the bench set it to reach every path.
   int64_t held_bytes = -1;
+  // Threads a block: 0 the kernel's choice (two blocks of 256 an SM), or 128 (four an SM), 256, or
+  // 512 (one block an SM, §46's layout), for the tests and the bench.
+  int block_threads = 0;
 };
 
 void softmax_cross_entropy(const CrossEntropyArgs& args, cudaStream_t stream);

@@ -315,10 +315,13 @@ TEST_F(FusedKernels, SwigluMatchesTheReferenceForwardAndBackward) {
 TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
   struct Case {
     int64_t rows, vocab, divisor, held_bytes;
+    int threads;
   };
   for (const Case c :
-       {Case{300, 32000, 4096, -1}, Case{37, 1003, 37, -1}, Case{5, 151936, 5, -1},
-        Case{300, 32000, 4096, 0}, Case{37, 1003, 37, 1024}, Case{6, 32000, 6, 16384}}) {
+       {Case{300, 32000, 4096, -1, 0}, Case{37, 1003, 37, -1, 0}, Case{5, 151936, 5, -1, 0},
+        Case{300, 32000, 4096, 0, 0}, Case{37, 1003, 37, 512, 0}, Case{6, 32000, 6, 8192, 0},
+        Case{300, 32000, 4096, -1, 512}, Case{5, 151936, 5, -1, 512}, Case{37, 1003, 37, 1024, 512},
+        Case{300, 128256, 4096, -1, 128}, Case{37, 1003, 37, 256, 128}}) {
     torch::manual_seed(c.vocab);
     const at::Tensor logits = 4.0 * torch::randn({c.rows, c.vocab}, kBf16);
     at::Tensor targets = torch::randint(0, c.vocab, {c.rows}, kBf16.dtype(at::kLong));
@@ -337,8 +340,10 @@ TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
     a.divisor = c.divisor;
     a.loss = loss.data_ptr<float>();
     a.held_bytes = c.held_bytes;
+    a.block_threads = c.threads;
     cuda::softmax_cross_entropy(a, c10::cuda::getCurrentCUDAStream().stream());
-    SCOPED_TRACE(testing::Message() << c.vocab << " words, " << c.held_bytes << " bytes held");
+    SCOPED_TRACE(testing::Message() << c.vocab << " words, " << c.held_bytes << " bytes held, "
+                                    << c.threads << " threads");
 
     const at::Tensor row_loss =
         -at::log_softmax(logits.to(at::kFloat), -1).gather(1, targets.unsqueeze(1)).squeeze(1);

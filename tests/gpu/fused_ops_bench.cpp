@@ -391,8 +391,9 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
       true);
 }
 
-// The output layer's loss on its BF16 logits [tokens, vocab], in place: the kernel, the kernel
-// holding nothing between its passes (§46's, which read each row twice), then the reference's
+// The output layer's loss on its BF16 logits [tokens, vocab], in place: the kernel, the kernel at
+// each block size it has, the kernel holding nothing between its passes (each row read twice, as
+// §46's did), then the reference's
 // ATen ops a chunk of 1024 tokens at a time (the path it replaced on the GPU, the
 // logits' gradient copied into one tensor as that path did). Bytes: the logits read once and
 // their gradient written once; what the kernel reads again is its own cost.
@@ -402,7 +403,7 @@ void output_loss(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   const at::Tensor targets = torch::randint(0, vocab, {tokens}, kCuda.dtype(at::kLong));
   const at::Tensor loss = torch::empty({tokens}, kFloat);
   const double bytes = 4.0 * tokens * vocab;
-  const auto kernel = [&](int i, int64_t held_bytes) {
+  const auto kernel = [&](int i, int64_t held_bytes, int threads) {
     cuda::CrossEntropyArgs a;
     a.logits = logits[i].data_ptr();
     a.targets = targets.data_ptr<int64_t>();
@@ -411,11 +412,17 @@ void output_loss(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
     a.divisor = tokens;
     a.loss = loss.data_ptr<float>();
     a.held_bytes = held_bytes;
+    a.block_threads = threads;
     cuda::softmax_cross_entropy(a, nullptr);
   };
-  b.row(m.name, "softmax cross-entropy", bytes, [&](int i) { kernel(i, -1); });
+  b.row(m.name, "softmax cross-entropy", bytes, [&](int i) { kernel(i, -1, 0); });
+  for (const int threads : {128, 256, 512})
+    b.row(
+        m.name, "softmax cross-entropy, " + std::to_string(threads) + " threads a block", bytes,
+        [&](int i) { kernel(i, -1, threads); }, true);
   b.row(
-      m.name, "softmax cross-entropy, row read twice", bytes, [&](int i) { kernel(i, 0); }, true);
+      m.name, "softmax cross-entropy, row read twice", bytes, [&](int i) { kernel(i, 0, 0); },
+      true);
   const at::Tensor grad = torch::empty({tokens, vocab}, kBf16);
   b.row(
       m.name, "cross-entropy, ATen ops by chunk", bytes,

@@ -3,15 +3,16 @@
 // the ATen ops of the reference path widen a chunk to FP32 and pass over it in seven ops
 // (docs/perf-log.md §46, §47).
 //
-// Two blocks of 256 threads an SM each walk their own rows (one block of 512, §46's layout, is kept
-// for the bench), so that one block reads a row while the other writes one. Pass 1 folds a row
-// into its max and Σ exp(x − max) (each thread a running pair, rescaled when its max grows; then
-// the block's pairs combined); pass 2 writes the gradient over the row. Pass 1 keeps what it read
-// in the block's shared memory (112 KiB a block: all of a 32 000-word row, 44 % of a 128 256-word
-// one; 224 KiB at 512 threads), so that pass 2 reads from global memory only the row's end that
-// did not fit, and reads it first, while it is likeliest to be in L2. Each thread keeps the
-// vectors it read itself, so no barrier guards the copy. Each thread asks for eight 16-byte
-// accesses before it uses the first (64 KiB an SM in flight).
+// Each block walks its own rows: four blocks of 128 threads an SM, two of 256, or one of 512,
+// whichever is the most whose share of the SM's shared memory (55, 112 or 224 KiB on Hopper) holds
+// a whole row, else one of 512 (§47: several blocks let one read while another writes, which pays
+// only while no block reads its row twice). Pass 1 folds a row into its max and Σ exp(x − max)
+// (each thread a running pair, rescaled when its max grows; then the block's pairs combined); pass
+// 2 writes the gradient over the row. Pass 1 keeps what it read in the block's shared memory (all
+// of a 32 000-word row, 89 % of a 128 256-word one), so that pass 2 reads from global memory only
+// the row's end that did not fit, and reads it first, while it is likeliest to be in L2. Each
+// thread keeps the vectors it read itself, so no barrier guards the copy. Each thread asks for
+// eight 16-byte accesses before it uses the first (64 KiB an SM in flight).
 //
 // What bounds it (§47): with expf, holding the row gained 0 % at 32 000 words and 4–6 % at 128 256
 // and 151 936, at 45–55 % of the HBM peak either way: the exponentials' instructions, not the
@@ -269,9 +270,18 @@ void launch(const CrossEntropyArgs& a, cudaStream_t stream) {
 
 template <int kVec, bool kByInverse>
 void launch(const CrossEntropyArgs& a, cudaStream_t stream) {
-  if (a.block_threads == 512) {
+  int threads = a.block_threads;
+  if (threads == 0) {
+    // The most blocks an SM whose share of shared memory holds the whole row, else one block
+    // that holds the most of it: §47 measured 256 threads at 0.161 ms against 512's 0.186 on
+    // 32 000 words (a row in 112 KiB), and 512 at 0.675 ms against 256's 0.710 on 128 256 (a
+    // second read of 56 % of each row costs more than the blocks' overlap gains).
+    const auto row_bytes = static_cast<size_t>(a.vocab) * sizeof(__nv_bfloat16);
+    threads = row_bytes <= most_held_bytes(4) ? 128 : row_bytes <= most_held_bytes(2) ? 256 : 512;
+  }
+  if (threads == 512) {
     launch<kVec, kByInverse, 512>(a, stream);
-  } else if (a.block_threads == 128) {
+  } else if (threads == 128) {
     launch<kVec, kByInverse, 128>(a, stream);
   } else {
     launch<kVec, kByInverse, 256>(a, stream);

@@ -26,11 +26,11 @@ struct CrossEntropyArgs {
   int64_t divisor = 1;    // the mean's N (the batch's tokens)
   float* loss = nullptr;  // [rows]
   // Shared memory a block keeps of each row between the passes: −1 the most the device allows
-  // (224 KiB a block on Hopper at 512 threads, 112 KiB at 256), 0 none (the row read twice from
-  // global memory, §46's kernel); tests and the bench set it to reach every path.
+  // (on Hopper 224 KiB a block at 512 threads, 112 at 256, 55 at 128), 0 none (the row read twice
+  // from global memory, §46's kernel); tests and the bench set it to reach every path.
   int64_t held_bytes = -1;
-  // Threads a block: 0 the kernel's choice (two blocks of 256 an SM), or 128 (four an SM), 256, or
-  // 512 (one block an SM, §46's layout), for the tests and the bench.
+  // Threads a block: 0 the kernel's choice (the most blocks an SM that hold a whole row each, else
+  // one of 512), or 128 (four blocks an SM), 256 (two) or 512 (one), for the tests and the bench.
   int block_threads = 0;
 };
 

@@ -230,8 +230,8 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
 }
 
 // The most shared memory each of `blocks` blocks on an SM may take for the row it holds: at most
-// 224 KiB, less where the device allows less (the partial pairs and the runtime's reserve of 1 KiB
-// a block take the rest): 224 KiB for one block, 112 KiB each for two on Hopper.
+// 224 KiB, and 2 KiB a block under what the device allows, left for the partial pairs and the
+// runtime's 1 KiB reserve: on Hopper 224 KiB for one block, 112 each for two, 55 each for four.
 size_t most_held_bytes(int blocks) {
   static size_t bytes[64][5] = {};
   int device = 0;

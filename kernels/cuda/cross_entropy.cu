@@ -233,20 +233,11 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
 // 224 KiB, and 2 KiB a block under what the device allows, left for the partial pairs and the
 // runtime's 1 KiB reserve: on Hopper 224 KiB for one block, 112 each for two, 55 each for four.
 size_t most_held_bytes(int blocks) {
-  static size_t bytes[64][5] = {};
-  int device = 0;
-  LPBENCH_CUDA_CHECK(cudaGetDevice(&device));
-  size_t& answer = bytes[device % 64][blocks];
-  if (answer == 0) {
-    int block = 0, sm = 0;
-    LPBENCH_CUDA_CHECK(
-        cudaDeviceGetAttribute(&block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    LPBENCH_CUDA_CHECK(
-        cudaDeviceGetAttribute(&sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-    const size_t share = static_cast<size_t>(sm) / blocks - (size_t{2} << 10);
-    answer = std::min({size_t{224} << 10, static_cast<size_t>(block) - (size_t{2} << 10), share});
-  }
-  return answer;
+  const auto block = static_cast<size_t>(device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
+  const auto sm =
+      static_cast<size_t>(device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor));
+  constexpr size_t kLeft = size_t{2} << 10;
+  return std::min({size_t{224} << 10, block - kLeft, sm / blocks - kLeft});
 }
 
 template <int kVec, bool kByInverse, int kThreads>

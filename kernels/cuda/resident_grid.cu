@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <utility>
 
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/resident_grid.cuh"
@@ -23,17 +24,23 @@ std::mutex& answers_mutex() {
   return m;
 }
 
-int sm_count(int device) {
-  static std::map<int, int> counts;
+int attribute_of(int device, cudaDeviceAttr attribute) {
+  static std::map<std::pair<int, cudaDeviceAttr>, int> answers;
   const std::lock_guard<std::mutex> lock(answers_mutex());
-  auto [it, fresh] = counts.try_emplace(device, 0);
-  if (fresh) {
-    LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&it->second, cudaDevAttrMultiProcessorCount, device));
-  }
+  auto [it, fresh] = answers.try_emplace({device, attribute}, 0);
+  if (fresh) LPBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&it->second, attribute, device));
   return it->second;
 }
 
+int sm_count(int device) {
+  return attribute_of(device, cudaDevAttrMultiProcessorCount);
+}
+
 }  // namespace
+
+int device_attribute(cudaDeviceAttr attribute) {
+  return attribute_of(current_device(), attribute);
+}
 
 int64_t one_wave_blocks(int64_t rows, int rows_per_block, int threads) {
   const int64_t needed = (rows + rows_per_block - 1) / rows_per_block;

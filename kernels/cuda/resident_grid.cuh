@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -30,6 +32,9 @@ struct LineGrid {
 };
 LineGrid line_grid(const void* kernel, int threads, int64_t col_blocks, int64_t rows,
                    int rows_per_step);
+
+// An attribute of the current device (cudaDeviceGetAttribute), asked once per device and kept.
+int device_attribute(cudaDeviceAttr attribute);
 
 // Lets `kernel` take `bytes` of dynamic shared memory a block (cudaFuncSetAttribute, once per
 // device for the largest `bytes` asked).

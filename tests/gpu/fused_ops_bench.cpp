@@ -393,10 +393,9 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
 
 // The output layer's loss on its BF16 logits [tokens, vocab], in place: the kernel, the kernel at
 // each block size it has, the kernel holding nothing between its passes (each row read twice, as
-// §46's did), then the reference's
-// ATen ops a chunk of 1024 tokens at a time (the path it replaced on the GPU, the
-// logits' gradient copied into one tensor as that path did). Bytes: the logits read once and
-// their gradient written once; what the kernel reads again is its own cost.
+// §46's did), then the reference's ATen ops a chunk of 1024 tokens at a time (the path it replaced
+// on the GPU, the logits' gradient copied into one tensor as that path did). Bytes: the logits
+// read once and their gradient written once; what the kernel reads again is its own cost.
 void output_loss(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   const int64_t vocab = m.vocab_size;
   const auto logits = copies({tokens, vocab}, kBf16);

@@ -24,6 +24,7 @@
 // which gives the same bits), rounded once to BF16. The sums run in another order than ATen's and
 // 2^x is the SFU's, so the two differ by a few units in FP32's last place, which a BF16 rounding
 // turns into one unit now and then (the GPU test's tolerance).
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -118,14 +119,14 @@ struct Access<1> {
   }
 };
 
-// The vectors first, first + kThreads, … of a row (kInFlight of them, those before `vectors`),
-// all asked for before any is used.
+// The vectors first, first + kThreads, … of a row (kInFlight of them, those before `end`), all
+// asked for before any is used.
 template <int kVec, int kThreads>
-__device__ __forceinline__ void load_batch(const __nv_bfloat16* row, int64_t first, int64_t vectors,
+__device__ __forceinline__ void load_batch(const __nv_bfloat16* row, int64_t first, int64_t end,
                                            typename Access<kVec>::Raw (&raw)[kInFlight]) {
 #pragma unroll
   for (int j = 0; j < kInFlight; ++j)
-    if (first + j * kThreads < vectors)
+    if (first + j * kThreads < end)
       raw[j] = Access<kVec>::load(row + (first + j * kThreads) * kVec);
 }
 
@@ -162,41 +163,76 @@ __device__ __forceinline__ void write_gradient(__nv_bfloat16* row, int64_t v,
   Access<kVec>::store(row + v * kVec, x);
 }
 
-// `held`: the vectors 0 … held − 1 of each row that pass 1 keeps in shared memory, all of the row
-// or a multiple of the block's threads (so that a thread's vectors beyond are held + its index,
-// held + its index + kThreads, …). kThreads 512: one block an SM; 256: two, 128: four, each on its
-// own rows, so that some read while others write.
-template <int kVec, bool kByInverse, int kThreads>
+// The block's (max, Σ) pair and those of the other blocks of its cluster, combined in every block
+// to the same bits: each block's pair goes to `mine` (a slot of its shared memory), the cluster
+// waits for all, then lane c of every warp reads block c's pair over distributed shared memory and
+// the warp combines them as it combined its own lanes'.
+template <int kCluster>
+__device__ __forceinline__ MaxSum cluster_combine(MaxSum p, MaxSum* mine) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0) *mine = p;
+  cluster.sync();
+  const unsigned lane = threadIdx.x % 32;
+  return warp_combine(lane < kCluster ? *cluster.map_shared_rank(mine, lane)
+                                      : MaxSum{-INFINITY, 0.0F});
+#else
+  __trap();  // the launcher runs clusters only on devices that have them
+  return p;
+#endif
+}
+
+__device__ __forceinline__ void cluster_wait_all() {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  cooperative_groups::this_cluster().sync();
+#endif
+}
+
+// Each row is split into kCluster slices of `slice` vectors, block c of a cluster taking the c-th
+// (kCluster 1: the whole row, one block). `held`: the vectors of its slice that pass 1 keeps in
+// shared memory, all of the slice or a multiple of the block's threads (so that a thread's vectors
+// beyond are held + its index, held + its index + kThreads, …). kThreads 512: one block an SM;
+// 256: two, 128: four, each cluster on its own rows, so that some read while others write.
+template <int kVec, bool kByInverse, int kThreads, int kCluster>
 __global__ void __launch_bounds__(kThreads, 512 / kThreads)
-    cross_entropy_kernel(CrossEntropyArgs a, int64_t held, float inverse) {
+    cross_entropy_kernel(CrossEntropyArgs a, int64_t slice, int64_t held, float inverse) {
   constexpr int kWarps = kThreads / 32;
   using A = Access<kVec>;
   using Raw = typename A::Raw;
   extern __shared__ __align__(16) unsigned char held_bytes[];
   Raw* const kept = reinterpret_cast<Raw*>(held_bytes);
-  __shared__ MaxSum partial[2][kWarps];  // by row parity: a warp can be one row ahead, not two
+  // By row parity: a warp can be one row ahead, not two; so can a block of the cluster, whose
+  // barrier each row waits for all.
+  __shared__ MaxSum partial[2][kWarps];
+  __shared__ MaxSum block_pair[2];
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int64_t vectors = a.vocab / kVec;
+  const auto rank = static_cast<int64_t>(blockIdx.x % kCluster);
+  const int64_t lo = std::min(rank * slice, vectors);
+  const int64_t hi = std::min(lo + slice, vectors);
+  const int64_t held_end = std::min(lo + held, hi);
   const auto divisor = static_cast<float>(a.divisor);
   int parity = 0;
-  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x, parity ^= 1) {
+  for (int64_t r = blockIdx.x / kCluster; r < a.rows; r += gridDim.x / kCluster, parity ^= 1) {
     auto* row = static_cast<__nv_bfloat16*>(a.logits) + r * a.vocab;
     const int64_t target = a.targets[r];
     const bool valid = target >= 0 && target < a.vocab;
-    // Read before the barrier below, after which pass 2 may overwrite it.
-    const float x_target = threadIdx.x == 0 && valid ? __bfloat162float(row[target]) : 0.0F;
+    // Read before the barriers below, after which pass 2 may overwrite it.
+    const float x_target =
+        rank == 0 && threadIdx.x == 0 && valid ? __bfloat162float(row[target]) : 0.0F;
 
     MaxSum p{-INFINITY, 0.0F};
-    for (int64_t first = threadIdx.x; first < vectors; first += kInFlight * kThreads) {
+    for (int64_t first = lo + threadIdx.x; first < hi; first += kInFlight * kThreads) {
       Raw raw[kInFlight];
-      load_batch<kVec, kThreads>(row, first, vectors, raw);
+      load_batch<kVec, kThreads>(row, first, hi, raw);
 #pragma unroll
       for (int j = 0; j < kInFlight; ++j) {
         const int64_t v = first + j * kThreads;
-        if (v >= vectors) break;
+        if (v >= hi) break;
         // This thread's own vector, read back by this thread in pass 2: no barrier between.
-        if (v < held) kept[v] = raw[j];
+        if (v < held_end) kept[v - lo] = raw[j];
         float x[kVec];
         A::widen(raw[j], x);
         fold(p, x);
@@ -206,27 +242,30 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
     if (lane == 0) partial[parity][warp] = p;
     __syncthreads();
     p = warp_combine(lane < kWarps ? partial[parity][lane] : MaxSum{-INFINITY, 0.0F});
+    if constexpr (kCluster > 1) p = cluster_combine<kCluster>(p, &block_pair[parity]);
     const float log_sum = logf(p.sum);
     const float inverse_sum = 1.0F / p.sum;
-    if (threadIdx.x == 0) a.loss[r] = valid ? -((x_target - p.max) - log_sum) : NAN;
+    if (rank == 0 && threadIdx.x == 0) a.loss[r] = valid ? -((x_target - p.max) - log_sum) : NAN;
 
-    // The row's end that shared memory did not hold, first: pass 1 read it last.
-    for (int64_t first = held + threadIdx.x; first < vectors; first += kInFlight * kThreads) {
+    // The slice's end that shared memory did not hold, first: pass 1 read it last.
+    for (int64_t first = held_end + threadIdx.x; first < hi; first += kInFlight * kThreads) {
       Raw raw[kInFlight];
-      load_batch<kVec, kThreads>(row, first, vectors, raw);
+      load_batch<kVec, kThreads>(row, first, hi, raw);
 #pragma unroll
       for (int j = 0; j < kInFlight; ++j) {
         const int64_t v = first + j * kThreads;
-        if (v >= vectors) break;
+        if (v >= hi) break;
         write_gradient<kVec, kByInverse>(row, v, raw[j], p.max, inverse_sum, target, divisor,
                                          inverse);
       }
     }
 #pragma unroll 4
-    for (int64_t v = threadIdx.x; v < held; v += kThreads)
-      write_gradient<kVec, kByInverse>(row, v, kept[v], p.max, inverse_sum, target, divisor,
+    for (int64_t v = lo + threadIdx.x; v < held_end; v += kThreads)
+      write_gradient<kVec, kByInverse>(row, v, kept[v - lo], p.max, inverse_sum, target, divisor,
                                        inverse);
   }
+  // No block leaves while another of its cluster may still read its last pair.
+  if constexpr (kCluster > 1) cluster_wait_all();
 }
 
 // The most shared memory each of `blocks` blocks on an SM may take for the row it holds: at most
@@ -240,57 +279,132 @@ size_t most_held_bytes(int blocks) {
   return std::min({size_t{224} << 10, block - kLeft, sm / blocks - kLeft});
 }
 
-template <int kVec, bool kByInverse, int kThreads>
+// How a launch splits the rows: threads a block, blocks a cluster (each a slice of every row).
+struct Shape {
+  int threads = 512;
+  int cluster = 1;
+};
+
+// A slice of `vectors` for each of `cluster` blocks, in bytes.
+size_t slice_bytes(int64_t vectors, int cluster, size_t vector_bytes) {
+  return static_cast<size_t>((vectors + cluster - 1) / cluster) * vector_bytes;
+}
+
+// What the caller asked for, the rest chosen: the most blocks an SM (128 threads: four), then the
+// fewest blocks a cluster, whose slices fit whole in their blocks' shares of shared memory; where
+// none does, the largest share (512 threads, one block a row) holding what it can. §47 measured
+// 256 threads at 0.161 ms against 512's 0.186 on 32 000 words (a row in 112 KiB): several blocks
+// an SM let one read while another writes, which pays only while no block reads its row twice;
+// §48 measured the clusters that keep it so at 128 256 and 151 936 words.
+Shape choose_shape(const CrossEntropyArgs& a, int64_t vectors, size_t vector_bytes, bool clusters) {
+  const int thread_choices[] = {128, 256, 512};
+  const int cluster_choices[] = {1, 2, 4, 8};
+  for (const int threads : thread_choices) {
+    if (a.block_threads != 0 && threads != a.block_threads) continue;
+    for (const int cluster : cluster_choices) {
+      if (a.cluster_blocks != 0 && cluster != a.cluster_blocks) continue;
+      if (cluster > 1 && !clusters) continue;
+      if (slice_bytes(vectors, cluster, vector_bytes) <= most_held_bytes(512 / threads))
+        return {threads, cluster};
+    }
+  }
+  Shape s;
+  if (a.block_threads != 0) s.threads = a.block_threads;
+  if (a.cluster_blocks != 0) s.cluster = a.cluster_blocks;
+  return s;
+}
+
+template <int kVec, bool kByInverse, int kThreads, int kCluster>
 void launch(const CrossEntropyArgs& a, cudaStream_t stream) {
   using Raw = typename Access<kVec>::Raw;
   const void* kernel =
-      reinterpret_cast<const void*>(&cross_entropy_kernel<kVec, kByInverse, kThreads>);
+      reinterpret_cast<const void*>(&cross_entropy_kernel<kVec, kByInverse, kThreads, kCluster>);
   const int64_t vectors = a.vocab / kVec;
+  const int64_t slice = (vectors + kCluster - 1) / kCluster;
   const size_t most = most_held_bytes(512 / kThreads);
   const size_t room = a.held_bytes < 0 ? most : std::min(static_cast<size_t>(a.held_bytes), most);
   int64_t held = static_cast<int64_t>(room / sizeof(Raw));
-  held = held >= vectors ? vectors : held / kThreads * kThreads;
+  held = held >= slice ? slice : held / kThreads * kThreads;
   const size_t smem = static_cast<size_t>(held) * sizeof(Raw);
   allow_dynamic_shared_memory(kernel, smem);
-  const int64_t blocks = resident_blocks(kernel, kThreads, smem, a.rows);
-  cross_entropy_kernel<kVec, kByInverse, kThreads>
-      <<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(
-          a, held, 1.0F / static_cast<float>(a.divisor));
-  LPBENCH_CUDA_CHECK_LAUNCH();
+  const float inverse = 1.0F / static_cast<float>(a.divisor);
+  if constexpr (kCluster == 1) {
+    const int64_t blocks = resident_blocks(kernel, kThreads, smem, a.rows);
+    cross_entropy_kernel<kVec, kByInverse, kThreads, 1>
+        <<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(a, slice, held, inverse);
+    LPBENCH_CUDA_CHECK_LAUNCH();
+  } else {
+    const int64_t clusters = resident_clusters(kernel, kThreads, smem, kCluster, a.rows);
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = kCluster;
+    attribute.val.clusterDim.y = 1;
+    attribute.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(clusters * kCluster));
+    config.blockDim = dim3(kThreads);
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    LPBENCH_CUDA_CHECK(
+        cudaLaunchKernelEx(&config, cross_entropy_kernel<kVec, kByInverse, kThreads, kCluster>, a,
+                           slice, held, inverse));
+  }
+}
+
+template <int kVec, bool kByInverse, int kThreads>
+void launch(const CrossEntropyArgs& a, int cluster, cudaStream_t stream) {
+  // Clusters on the 16-byte path only (the element path, an odd vocabulary, keeps one block a
+  // row): each kernel is compiled for every shape it may take.
+  if constexpr (kVec == 1) {
+    launch<kVec, kByInverse, kThreads, 1>(a, stream);
+  } else if (cluster == 8) {
+    launch<kVec, kByInverse, kThreads, 8>(a, stream);
+  } else if (cluster == 4) {
+    launch<kVec, kByInverse, kThreads, 4>(a, stream);
+  } else if (cluster == 2) {
+    launch<kVec, kByInverse, kThreads, 2>(a, stream);
+  } else {
+    launch<kVec, kByInverse, kThreads, 1>(a, stream);
+  }
 }
 
 template <int kVec, bool kByInverse>
-void launch(const CrossEntropyArgs& a, cudaStream_t stream) {
-  int threads = a.block_threads;
-  if (threads == 0) {
-    // The most blocks an SM whose share of shared memory holds the whole row, else one block
-    // that holds the most of it: §47 measured 256 threads at 0.161 ms against 512's 0.186 on
-    // 32 000 words (a row in 112 KiB), and 512 at 0.675 ms against 256's 0.710 on 128 256 (a
-    // second read of 56 % of each row costs more than the blocks' overlap gains).
-    const auto row_bytes = static_cast<size_t>(a.vocab) * sizeof(__nv_bfloat16);
-    threads = row_bytes <= most_held_bytes(4) ? 128 : row_bytes <= most_held_bytes(2) ? 256 : 512;
-  }
-  if (threads == 512) {
-    launch<kVec, kByInverse, 512>(a, stream);
-  } else if (threads == 128) {
-    launch<kVec, kByInverse, 128>(a, stream);
+void launch(const CrossEntropyArgs& a, Shape s, cudaStream_t stream) {
+  if (s.threads == 512) {
+    launch<kVec, kByInverse, 512>(a, s.cluster, stream);
+  } else if (s.threads == 128) {
+    launch<kVec, kByInverse, 128>(a, s.cluster, stream);
   } else {
-    launch<kVec, kByInverse, 256>(a, stream);
+    launch<kVec, kByInverse, 256>(a, s.cluster, stream);
   }
 }
 
 template <int kVec>
-void launch(const CrossEntropyArgs& a, cudaStream_t stream) {
+void launch(const CrossEntropyArgs& a, Shape s, cudaStream_t stream) {
   if ((a.divisor & (a.divisor - 1)) == 0) {
-    launch<kVec, true>(a, stream);
+    launch<kVec, true>(a, s, stream);
   } else {
-    launch<kVec, false>(a, stream);
+    launch<kVec, false>(a, s, stream);
   }
 }
 
-}  // namespace
+bool by_vectors(const CrossEntropyArgs& a) {
+  return a.vocab % kBf16PerVector == 0 && reinterpret_cast<uintptr_t>(a.logits) % 16 == 0;
+}
 
-void softmax_cross_entropy(const CrossEntropyArgs& a, cudaStream_t stream) {
+Shape shape_of(const CrossEntropyArgs& a) {
+  if (!by_vectors(a)) {
+    CrossEntropyArgs alone = a;  // the element path: one block a row
+    alone.cluster_blocks = 1;
+    return choose_shape(alone, a.vocab, sizeof(__nv_bfloat16), false);
+  }
+  return choose_shape(a, a.vocab / kBf16PerVector, sizeof(uint4),
+                      device_attribute(cudaDevAttrClusterLaunch) != 0);
+}
+
+void check(const CrossEntropyArgs& a) {
   LPBENCH_CUDA_REQUIRE(a.logits != nullptr && a.targets != nullptr && a.loss != nullptr,
                        "logits, targets and loss are needed");
   LPBENCH_CUDA_REQUIRE(a.rows >= 0 && a.vocab > 0, "rows must be ≥ 0 and the vocabulary > 0");
@@ -298,16 +412,33 @@ void softmax_cross_entropy(const CrossEntropyArgs& a, cudaStream_t stream) {
   LPBENCH_CUDA_REQUIRE(a.block_threads == 0 || a.block_threads == 128 || a.block_threads == 256 ||
                            a.block_threads == 512,
                        "block_threads is 0 (the kernel's choice), 128, 256 or 512");
+  LPBENCH_CUDA_REQUIRE(a.cluster_blocks == 0 || a.cluster_blocks == 1 || a.cluster_blocks == 2 ||
+                           a.cluster_blocks == 4 || a.cluster_blocks == 8,
+                       "cluster_blocks is 0 (the kernel's choice), 1, 2, 4 or 8");
+  LPBENCH_CUDA_REQUIRE(a.cluster_blocks <= 1 || device_attribute(cudaDevAttrClusterLaunch) != 0,
+                       "cluster_blocks > 1 needs a device with thread-block clusters (Hopper or "
+                       "later); give 0 or 1");
   LPBENCH_CUDA_REQUIRE(a.divisor > 0 && a.divisor <= (int64_t{1} << 24),
                        "the divisor must be in [1, 2^24], where FP32 holds it exactly");
+}
+
+}  // namespace
+
+CrossEntropyShape softmax_cross_entropy_shape(const CrossEntropyArgs& a) {
+  check(a);
+  const Shape s = shape_of(a);
+  return {s.threads, s.cluster};
+}
+
+void softmax_cross_entropy(const CrossEntropyArgs& a, cudaStream_t stream) {
+  check(a);
   if (a.rows == 0) return;
   const NvtxRange range("lpbench softmax_cross_entropy");
-  const bool vectors =
-      a.vocab % kBf16PerVector == 0 && reinterpret_cast<uintptr_t>(a.logits) % 16 == 0;
-  if (vectors) {
-    launch<kBf16PerVector>(a, stream);
+  const Shape s = shape_of(a);
+  if (by_vectors(a)) {
+    launch<kBf16PerVector>(a, s, stream);
   } else {
-    launch<1>(a, stream);
+    launch<1>(a, s, stream);
   }
 }
 

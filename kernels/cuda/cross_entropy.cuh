@@ -15,7 +15,7 @@ namespace lpbench::cuda {
 // as kernels/reference/cross_entropy.h defines it. A target outside [0, vocab) gives a NaN loss
 // and no −1 in its row. One pass reads a row for its max and sum and keeps what it read in shared
 // memory, up to `held_bytes`; a second writes the gradient over the row, reading again from global
-// memory only what was not kept (a block an SM walks the rows; docs/perf-log.md §46, §47). Rows
+// memory only what was not kept (docs/perf-log.md §46–§48). Rows
 // contiguous; a vocabulary that is a multiple of 8 with 16-byte aligned logits takes 16-byte
 // accesses, any other one element at a time.
 struct CrossEntropyArgs {
@@ -25,15 +25,29 @@ struct CrossEntropyArgs {
   int64_t vocab = 0;
   int64_t divisor = 1;    // the mean's N (the batch's tokens)
   float* loss = nullptr;  // [rows]
-  // Shared memory a block keeps of each row between the passes: −1 the most the device allows
-  // (on Hopper 224 KiB a block at 512 threads, 112 at 256, 55 at 128), 0 none (the row read twice
-  // from global memory, §46's kernel); tests and the bench set it to reach every path.
+  // Shared memory a block keeps of its slice of each row between the passes: −1 the most the device
+  // allows (on Hopper 224 KiB a block at 512 threads, 112 at 256, 55 at 128), 0 none (the row read
+  // twice from global memory, §46's kernel); tests and the bench set it to reach every path.
   int64_t held_bytes = -1;
-  // Threads a block: 0 the kernel's choice (the most blocks an SM that hold a whole row each, else
-  // one of 512), or 128 (four blocks an SM), 256 (two) or 512 (one), for the tests and the bench.
+  // Threads a block: 0 the kernel's choice, or 128 (four blocks an SM), 256 (two) or 512 (one),
+  // for the tests and the bench.
   int block_threads = 0;
+  // Blocks that share each row, as one thread-block cluster (Hopper and later): block c of the
+  // cluster takes the c-th of as many equal slices of the row, holds it in shared memory, and the
+  // blocks' (max, Σ) pairs meet over distributed shared memory. 0 the kernel's choice, or 1, 2, 4
+  // or 8 (the 16-byte path only: the element path takes 1). With both 0 the kernel takes the most
+  // blocks an SM, then the fewest a cluster, whose slices fit whole in their shares of shared
+  // memory (docs/perf-log.md §48).
+  int cluster_blocks = 0;
 };
 
 void softmax_cross_entropy(const CrossEntropyArgs& args, cudaStream_t stream);
+
+// The launch that softmax_cross_entropy makes for `args` on the current device.
+struct CrossEntropyShape {
+  int block_threads = 0;
+  int cluster_blocks = 0;
+};
+CrossEntropyShape softmax_cross_entropy_shape(const CrossEntropyArgs& args);
 
 }  // namespace lpbench::cuda

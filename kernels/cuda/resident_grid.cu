@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -63,6 +64,36 @@ int64_t resident_blocks(const void* kernel, int threads, size_t smem_bytes, int6
     blocks = it->second;
   }
   return std::max<int64_t>(1, std::min<int64_t>(bound, int64_t{sms} * blocks));
+}
+
+int64_t resident_clusters(const void* kernel, int threads, size_t smem_bytes, int cluster,
+                          int64_t bound) {
+  const int device = current_device();
+  static std::map<std::tuple<int, const void*, int, size_t, int>, int> per_device;
+  int clusters = 0;
+  {
+    const std::lock_guard<std::mutex> lock(answers_mutex());
+    auto [it, fresh] = per_device.try_emplace({device, kernel, threads, smem_bytes, cluster}, 0);
+    if (fresh) {
+      cudaLaunchAttribute attribute{};
+      attribute.id = cudaLaunchAttributeClusterDimension;
+      attribute.val.clusterDim.x = static_cast<unsigned>(cluster);
+      attribute.val.clusterDim.y = 1;
+      attribute.val.clusterDim.z = 1;
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(static_cast<unsigned>(cluster));
+      config.blockDim = dim3(static_cast<unsigned>(threads));
+      config.dynamicSmemBytes = smem_bytes;
+      config.attrs = &attribute;
+      config.numAttrs = 1;
+      LPBENCH_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&it->second, kernel, &config));
+      LPBENCH_CUDA_REQUIRE(it->second > 0, "no cluster of " + std::to_string(cluster) +
+                                               " blocks of " + std::to_string(threads) +
+                                               " threads fits on this device");
+    }
+    clusters = it->second;
+  }
+  return std::max<int64_t>(1, std::min<int64_t>(bound, clusters));
 }
 
 LineGrid line_grid(const void* kernel, int threads, int64_t col_blocks, int64_t rows,

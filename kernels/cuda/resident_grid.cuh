@@ -20,6 +20,11 @@ int64_t one_wave_blocks(int64_t rows, int rows_per_block, int threads);
 // block) that the GPU runs at once, at most `bound` (one_wave_blocks, which sizes the workspace).
 int64_t resident_blocks(const void* kernel, int threads, size_t smem_bytes, int64_t bound);
 
+// The clusters of `cluster` blocks of `kernel` (launched with a cluster dimension) that the GPU
+// runs at once (cudaOccupancyMaxActiveClusters), at most `bound`.
+int64_t resident_clusters(const void* kernel, int threads, size_t smem_bytes, int cluster,
+                          int64_t bound);
+
 // The grid of a kernel that keeps each thread on the same columns and walks it down the rows (the
 // producers that report every row's and column's amax): `col_blocks` blocks across, and down
 // the rows as few blocks as fill one wave of resident ones with the rest, each thread taking

@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/_fused_adamw.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <array>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "kernels/cuda/cross_entropy.cuh"
 #include "kernels/cuda/quantize_hadamard.cuh"
@@ -311,17 +313,23 @@ TEST_F(FusedKernels, SwigluMatchesTheReferenceForwardAndBackward) {
 // The output layer's loss kernel against the reference's ATen ops on the same GPU: the 16-byte
 // path (a vocabulary of 8s, more rows than the grid has blocks) and the element one (an odd
 // vocabulary), a divisor that is a power of two (a multiply) and one that is not (a division);
-// each row held whole in shared memory between the passes, in part (the rest read again), or not.
+// each row held whole in shared memory between the passes, in part (the rest read again), or not;
+// one block a row, or a cluster of 2, 4 or 8 sharing it (slices of unequal length, and slices
+// with nothing in them, included).
 TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
   struct Case {
     int64_t rows, vocab, divisor, held_bytes;
-    int threads;
+    int threads, cluster;
   };
-  for (const Case c :
-       {Case{300, 32000, 4096, -1, 0}, Case{37, 1003, 37, -1, 0}, Case{5, 151936, 5, -1, 0},
-        Case{300, 32000, 4096, 0, 0}, Case{37, 1003, 37, 512, 0}, Case{6, 32000, 6, 8192, 0},
-        Case{300, 32000, 4096, -1, 512}, Case{5, 151936, 5, -1, 512}, Case{37, 1003, 37, 1024, 512},
-        Case{300, 128256, 4096, -1, 128}, Case{37, 1003, 37, 256, 128}}) {
+  for (const Case c : {Case{300, 32000, 4096, -1, 0, 0}, Case{37, 1003, 37, -1, 0, 0},
+                       Case{5, 151936, 5, -1, 0, 0}, Case{300, 32000, 4096, 0, 0, 0},
+                       Case{37, 1003, 37, 512, 0, 0}, Case{6, 32000, 6, 8192, 0, 0},
+                       Case{300, 32000, 4096, -1, 512, 0}, Case{5, 151936, 5, -1, 512, 1},
+                       Case{37, 1003, 37, 1024, 512, 0}, Case{300, 128256, 4096, -1, 128, 1},
+                       Case{37, 1003, 37, 256, 128, 0}, Case{5, 151936, 5, -1, 512, 2},
+                       Case{9, 151936, 9, -1, 256, 4}, Case{300, 128256, 4096, -1, 128, 8},
+                       Case{300, 128256, 4096, 0, 128, 8}, Case{6, 32000, 6, 8192, 256, 2},
+                       Case{37, 1000, 37, -1, 128, 8}, Case{7, 24, 7, -1, 128, 8}}) {
     torch::manual_seed(c.vocab);
     const at::Tensor logits = 4.0 * torch::randn({c.rows, c.vocab}, kBf16);
     at::Tensor targets = torch::randint(0, c.vocab, {c.rows}, kBf16.dtype(at::kLong));
@@ -341,9 +349,10 @@ TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
     a.loss = loss.data_ptr<float>();
     a.held_bytes = c.held_bytes;
     a.block_threads = c.threads;
+    a.cluster_blocks = c.cluster;
     cuda::softmax_cross_entropy(a, c10::cuda::getCurrentCUDAStream().stream());
     SCOPED_TRACE(testing::Message() << c.vocab << " words, " << c.held_bytes << " bytes held, "
-                                    << c.threads << " threads");
+                                    << c.threads << " threads, " << c.cluster << " a cluster");
 
     const at::Tensor row_loss =
         -at::log_softmax(logits.to(at::kFloat), -1).gather(1, targets.unsqueeze(1)).squeeze(1);
@@ -359,6 +368,37 @@ TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
     EXPECT_EQ(off.sum().item<int64_t>(), 0) << c.vocab;
     EXPECT_LT((g != w).to(at::kDouble).mean().item<double>(), 1e-3) << c.vocab;
   }
+}
+
+// The launch the kernel chooses on Hopper (228 KiB of shared memory an SM): the most blocks an
+// SM, then the fewest a cluster, whose slices of the row fit whole in their shares (55 KiB at 128
+// threads, 110 at 256, 224 at 512); what the caller gives is kept.
+TEST_F(FusedKernels, CrossEntropyTakesTheMostBlocksWhoseSlicesFitWhole) {
+  if (at::cuda::getCurrentDeviceProperties()->major != 9) GTEST_SKIP() << "not a Hopper GPU";
+  const at::Tensor logits = torch::empty({1, 151936}, kBf16);
+  const at::Tensor targets = torch::zeros({1}, kBf16.dtype(at::kLong));
+  const at::Tensor loss = torch::empty({1}, kBf16.dtype(at::kFloat));
+  const auto shape = [&](int64_t vocab, int threads, int cluster) {
+    cuda::CrossEntropyArgs a;
+    a.logits = logits.data_ptr();
+    a.targets = targets.data_ptr<int64_t>();
+    a.rows = 1;
+    a.vocab = vocab;
+    a.loss = loss.data_ptr<float>();
+    a.block_threads = threads;
+    a.cluster_blocks = cluster;
+    const cuda::CrossEntropyShape s = cuda::softmax_cross_entropy_shape(a);
+    return std::make_pair(s.block_threads, s.cluster_blocks);
+  };
+  EXPECT_EQ(shape(16000, 0, 0), std::make_pair(128, 1));  // 31 KiB a row
+  EXPECT_EQ(shape(32000, 0, 0), std::make_pair(128, 2));
+  EXPECT_EQ(shape(128256, 0, 0), std::make_pair(128, 8));
+  EXPECT_EQ(shape(151936, 0, 0), std::make_pair(128, 8));
+  EXPECT_EQ(shape(151936, 256, 0), std::make_pair(256, 4));
+  EXPECT_EQ(shape(151936, 512, 0), std::make_pair(512, 2));
+  EXPECT_EQ(shape(151936, 512, 1), std::make_pair(512, 1));  // 224 of its 297 KiB held
+  EXPECT_EQ(shape(151936, 0, 1), std::make_pair(512, 1));
+  EXPECT_EQ(shape(1003, 0, 4), std::make_pair(128, 1));  // the element path: one block a row
 }
 
 TEST_F(FusedKernels, CrossEntropyGivesANanLossForATargetOutsideTheVocabulary) {

@@ -392,17 +392,17 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
 }
 
 // The output layer's loss on its BF16 logits [tokens, vocab], in place: the kernel, the kernel at
-// each block size it has, the kernel holding nothing between its passes (each row read twice, as
-// §46's did), then the reference's ATen ops a chunk of 1024 tokens at a time (the path it replaced
-// on the GPU, the logits' gradient copied into one tensor as that path did). Bytes: the logits
-// read once and their gradient written once; what the kernel reads again is its own cost.
+// each block and cluster size it has, the kernel holding nothing between its passes (each row read
+// twice, as §46's did), then the reference's ATen ops a chunk of 1024 tokens at a time (the path it
+// replaced on the GPU, the logits' gradient copied into one tensor as that path did). Bytes: the
+// logits read once and their gradient written once; what the kernel reads again is its own cost.
 void output_loss(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   const int64_t vocab = m.vocab_size;
   const auto logits = copies({tokens, vocab}, kBf16);
   const at::Tensor targets = torch::randint(0, vocab, {tokens}, kCuda.dtype(at::kLong));
   const at::Tensor loss = torch::empty({tokens}, kFloat);
   const double bytes = 4.0 * tokens * vocab;
-  const auto kernel = [&](int i, int64_t held_bytes, int threads) {
+  const auto args = [&](int i, int64_t held_bytes, int threads, int cluster) {
     cuda::CrossEntropyArgs a;
     a.logits = logits[i].data_ptr();
     a.targets = targets.data_ptr<int64_t>();
@@ -412,15 +412,27 @@ void output_loss(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
     a.loss = loss.data_ptr<float>();
     a.held_bytes = held_bytes;
     a.block_threads = threads;
-    cuda::softmax_cross_entropy(a, nullptr);
+    a.cluster_blocks = cluster;
+    return a;
   };
-  b.row(m.name, "softmax cross-entropy", bytes, [&](int i) { kernel(i, -1, 0); });
+  const auto kernel = [&](int i, int64_t held_bytes, int threads, int cluster) {
+    cuda::softmax_cross_entropy(args(i, held_bytes, threads, cluster), nullptr);
+  };
+  const cuda::CrossEntropyShape chosen = cuda::softmax_cross_entropy_shape(args(0, -1, 0, 0));
+  b.row(m.name,
+        "softmax cross-entropy (" + std::to_string(chosen.block_threads) + " threads, " +
+            std::to_string(chosen.cluster_blocks) + " a cluster)",
+        bytes, [&](int i) { kernel(i, -1, 0, 0); });
+  // Each block size with each cluster size: a row held whole where its slices fit, else in part.
   for (const int threads : {128, 256, 512})
-    b.row(
-        m.name, "softmax cross-entropy, " + std::to_string(threads) + " threads a block", bytes,
-        [&](int i) { kernel(i, -1, threads); }, true);
+    for (const int cluster : {1, 2, 4, 8})
+      b.row(
+          m.name,
+          "softmax cross-entropy, " + std::to_string(threads) + " threads a block, " +
+              std::to_string(cluster) + " a cluster",
+          bytes, [&](int i) { kernel(i, -1, threads, cluster); }, true);
   b.row(
-      m.name, "softmax cross-entropy, row read twice", bytes, [&](int i) { kernel(i, 0, 0); },
+      m.name, "softmax cross-entropy, row read twice", bytes, [&](int i) { kernel(i, 0, 0, 0); },
       true);
   const at::Tensor grad = torch::empty({tokens, vocab}, kBf16);
   b.row(

@@ -43,6 +43,8 @@ namespace lpbench::cuda {
 namespace {
 
 constexpr int kInFlight = 8;
+// Of them, the first of a row asked for while the row before is finished (kernel below).
+constexpr int kAhead = 4;
 
 // Σ exp(x − max) over the values seen, with their max. Of nothing: max −∞, sum 0.
 struct MaxSum {
@@ -119,13 +121,13 @@ struct Access<1> {
   }
 };
 
-// The vectors first, first + kThreads, … of a row (kInFlight of them, those before `end`), all
-// asked for before any is used.
-template <int kVec, int kThreads>
+// The vectors first, first + kThreads, … of a row (kCount of them, those before `end`), all asked
+// for before any is used.
+template <int kVec, int kThreads, int kCount>
 __device__ __forceinline__ void load_batch(const __nv_bfloat16* row, int64_t first, int64_t end,
-                                           typename Access<kVec>::Raw (&raw)[kInFlight]) {
+                                           typename Access<kVec>::Raw (&raw)[kCount]) {
 #pragma unroll
-  for (int j = 0; j < kInFlight; ++j)
+  for (int j = 0; j < kCount; ++j)
     if (first + j * kThreads < end)
       raw[j] = Access<kVec>::load(row + (first + j * kThreads) * kVec);
 }
@@ -215,7 +217,13 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
   const int64_t held_end = std::min(lo + held, hi);
   const auto divisor = static_cast<float>(a.divisor);
   int parity = 0;
-  for (int64_t r = blockIdx.x / kCluster; r < a.rows; r += gridDim.x / kCluster, parity ^= 1) {
+  const int64_t step = gridDim.x / kCluster;
+  Raw ahead[kAhead];  // the first vectors of the block's next row, asked for a row early
+  if (blockIdx.x / kCluster < a.rows)
+    load_batch<kVec, kThreads>(
+        static_cast<const __nv_bfloat16*>(a.logits) + blockIdx.x / kCluster * a.vocab,
+        lo + threadIdx.x, hi, ahead);
+  for (int64_t r = blockIdx.x / kCluster; r < a.rows; r += step, parity ^= 1) {
     auto* row = static_cast<__nv_bfloat16*>(a.logits) + r * a.vocab;
     const int64_t target = a.targets[r];
     const bool valid = target >= 0 && target < a.vocab;
@@ -224,20 +232,32 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
         rank == 0 && threadIdx.x == 0 && valid ? __bfloat162float(row[target]) : 0.0F;
 
     MaxSum p{-INFINITY, 0.0F};
-    for (int64_t first = lo + threadIdx.x; first < hi; first += kInFlight * kThreads) {
-      Raw raw[kInFlight];
-      load_batch<kVec, kThreads>(row, first, hi, raw);
+    // Pass 1 over a batch of the slice's vectors from `first`: each kept where shared memory
+    // holds it (this thread's own vector, read back by this thread in pass 2: no barrier between)
+    // and folded into the pair.
+    const auto consume = [&](const auto& raw, int64_t first) {
+      constexpr int kCount = sizeof(raw) / sizeof(Raw);
 #pragma unroll
-      for (int j = 0; j < kInFlight; ++j) {
+      for (int j = 0; j < kCount; ++j) {
         const int64_t v = first + j * kThreads;
         if (v >= hi) break;
-        // This thread's own vector, read back by this thread in pass 2: no barrier between.
         if (v < held_end) kept[v - lo] = raw[j];
         float x[kVec];
         A::widen(raw[j], x);
         fold(p, x);
       }
+    };
+    consume(ahead, lo + threadIdx.x);
+    for (int64_t first = lo + kAhead * kThreads + threadIdx.x; first < hi;
+         first += kInFlight * kThreads) {
+      Raw raw[kInFlight];
+      load_batch<kVec, kThreads>(row, first, hi, raw);
+      consume(raw, first);
     }
+    // The next row's first vectors, asked for now: they arrive while this row's pairs are
+    // combined and its gradient written, where the block would otherwise start that row idle.
+    if (r + step < a.rows)
+      load_batch<kVec, kThreads>(row + step * a.vocab, lo + threadIdx.x, hi, ahead);
     p = warp_combine(p);
     if (lane == 0) partial[parity][warp] = p;
     __syncthreads();

@@ -1,18 +1,20 @@
 // The output layer's softmax cross-entropy in place on its BF16 logits (cross_entropy.cuh): the
 // loss and the logits' gradient from one read of each row from global memory and one write, where
 // the ATen ops of the reference path widen a chunk to FP32 and pass over it in seven ops
-// (docs/perf-log.md §46, §47).
+// (docs/perf-log.md §46–§48).
 //
-// Each block walks its own rows: four blocks of 128 threads an SM, two of 256, or one of 512,
-// whichever is the most whose share of the SM's shared memory (55, 112 or 224 KiB on Hopper) holds
-// a whole row, else one of 512 (§47: several blocks let one read while another writes, which pays
-// only while no block reads its row twice). Pass 1 folds a row into its max and Σ exp(x − max)
-// (each thread a running pair, rescaled when its max grows; then the block's pairs combined); pass
-// 2 writes the gradient over the row. Pass 1 keeps what it read in the block's shared memory (all
-// of a 32 000-word row, 89 % of a 128 256-word one), so that pass 2 reads from global memory only
-// the row's end that did not fit, and reads it first, while it is likeliest to be in L2. Each
-// thread keeps the vectors it read itself, so no barrier guards the copy. Each thread asks for
-// eight 16-byte accesses before it uses the first (64 KiB an SM in flight).
+// The rows are walked by blocks, or by clusters of two blocks, each cluster on its own rows: four
+// blocks of 128 threads an SM, two of 256, or one of 512, whichever is the most whose share of the
+// SM's shared memory (55, 112 or 224 KiB on Hopper) holds a whole row; a row that none holds is
+// split between the two blocks of 256 of a cluster (choose_shape below). Pass 1 folds a row (a
+// block's half, in a cluster) into its max and Σ exp(x − max) (each thread a running pair,
+// rescaled when its max grows; then the block's pairs combined, then the cluster's two over
+// distributed shared memory); pass 2 writes the gradient over it. Pass 1 keeps what it read in the
+// block's shared memory (all of a 32 000-word row, 89 % of a 128 256-word row's half, 75 % of a
+// 151 936-word one's), so that pass 2 reads from global memory only the end that did not fit, and
+// reads it first, while it is likeliest to be in L2. Each thread keeps the vectors it read itself,
+// so no barrier guards the copy. Each thread asks for eight 16-byte accesses before it uses the
+// first (64 KiB an SM in flight).
 //
 // What bounds it (§47): with expf, holding the row gained 0 % at 32 000 words and 4–6 % at 128 256
 // and 151 936, at 45–55 % of the HBM peak either way: the exponentials' instructions, not the
@@ -43,8 +45,6 @@ namespace lpbench::cuda {
 namespace {
 
 constexpr int kInFlight = 8;
-// Of them, the first of a row asked for while the row before is finished (kernel below).
-constexpr int kAhead = 4;
 
 // Σ exp(x − max) over the values seen, with their max. Of nothing: max −∞, sum 0.
 struct MaxSum {
@@ -121,13 +121,13 @@ struct Access<1> {
   }
 };
 
-// The vectors first, first + kThreads, … of a row (kCount of them, those before `end`), all asked
-// for before any is used.
-template <int kVec, int kThreads, int kCount>
+// The vectors first, first + kThreads, … of a row (kInFlight of them, those before `end`), all
+// asked for before any is used.
+template <int kVec, int kThreads>
 __device__ __forceinline__ void load_batch(const __nv_bfloat16* row, int64_t first, int64_t end,
-                                           typename Access<kVec>::Raw (&raw)[kCount]) {
+                                           typename Access<kVec>::Raw (&raw)[kInFlight]) {
 #pragma unroll
-  for (int j = 0; j < kCount; ++j)
+  for (int j = 0; j < kInFlight; ++j)
     if (first + j * kThreads < end)
       raw[j] = Access<kVec>::load(row + (first + j * kThreads) * kVec);
 }
@@ -192,10 +192,10 @@ __device__ __forceinline__ void cluster_wait_all() {
 }
 
 // Each row is split into kCluster slices of `slice` vectors, block c of a cluster taking the c-th
-// (kCluster 1: the whole row, one block). `held`: the vectors of its slice that pass 1 keeps in
-// shared memory, all of the slice or a multiple of the block's threads (so that a thread's vectors
-// beyond are held + its index, held + its index + kThreads, …). kThreads 512: one block an SM;
-// 256: two, 128: four, each cluster on its own rows, so that some read while others write.
+// (kCluster 1: the whole row, one block; 2: halves). `held`: the vectors of its slice that pass 1
+// keeps in shared memory, all of the slice or a multiple of the block's threads (so that a thread's
+// vectors beyond are held + its index, held + its index + kThreads, …). kThreads 512: one block an
+// SM; 256: two, 128: four, each cluster on its own rows, so that some read while others write.
 template <int kVec, bool kByInverse, int kThreads, int kCluster>
 __global__ void __launch_bounds__(kThreads, 512 / kThreads)
     cross_entropy_kernel(CrossEntropyArgs a, int64_t slice, int64_t held, float inverse) {
@@ -218,11 +218,6 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
   const auto divisor = static_cast<float>(a.divisor);
   int parity = 0;
   const int64_t step = gridDim.x / kCluster;
-  Raw ahead[kAhead];  // the first vectors of the block's next row, asked for a row early
-  if (blockIdx.x / kCluster < a.rows)
-    load_batch<kVec, kThreads>(
-        static_cast<const __nv_bfloat16*>(a.logits) + blockIdx.x / kCluster * a.vocab,
-        lo + threadIdx.x, hi, ahead);
   for (int64_t r = blockIdx.x / kCluster; r < a.rows; r += step, parity ^= 1) {
     auto* row = static_cast<__nv_bfloat16*>(a.logits) + r * a.vocab;
     const int64_t target = a.targets[r];
@@ -232,32 +227,20 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
         rank == 0 && threadIdx.x == 0 && valid ? __bfloat162float(row[target]) : 0.0F;
 
     MaxSum p{-INFINITY, 0.0F};
-    // Pass 1 over a batch of the slice's vectors from `first`: each kept where shared memory
-    // holds it (this thread's own vector, read back by this thread in pass 2: no barrier between)
-    // and folded into the pair.
-    const auto consume = [&](const auto& raw, int64_t first) {
-      constexpr int kCount = sizeof(raw) / sizeof(Raw);
+    for (int64_t first = lo + threadIdx.x; first < hi; first += kInFlight * kThreads) {
+      Raw raw[kInFlight];
+      load_batch<kVec, kThreads>(row, first, hi, raw);
 #pragma unroll
-      for (int j = 0; j < kCount; ++j) {
+      for (int j = 0; j < kInFlight; ++j) {
         const int64_t v = first + j * kThreads;
         if (v >= hi) break;
+        // This thread's own vector, read back by this thread in pass 2: no barrier between.
         if (v < held_end) kept[v - lo] = raw[j];
         float x[kVec];
         A::widen(raw[j], x);
         fold(p, x);
       }
-    };
-    consume(ahead, lo + threadIdx.x);
-    for (int64_t first = lo + kAhead * kThreads + threadIdx.x; first < hi;
-         first += kInFlight * kThreads) {
-      Raw raw[kInFlight];
-      load_batch<kVec, kThreads>(row, first, hi, raw);
-      consume(raw, first);
     }
-    // The next row's first vectors, asked for now: they arrive while this row's pairs are
-    // combined and its gradient written, where the block would otherwise start that row idle.
-    if (r + step < a.rows)
-      load_batch<kVec, kThreads>(row + step * a.vocab, lo + threadIdx.x, hi, ahead);
     p = warp_combine(p);
     if (lane == 0) partial[parity][warp] = p;
     __syncthreads();
@@ -305,32 +288,26 @@ struct Shape {
   int cluster = 1;
 };
 
-// A slice of `vectors` for each of `cluster` blocks, in bytes.
-size_t slice_bytes(int64_t vectors, int cluster, size_t vector_bytes) {
-  return static_cast<size_t>((vectors + cluster - 1) / cluster) * vector_bytes;
-}
-
-// What the caller asked for, the rest chosen: the most blocks an SM (128 threads: four), then the
-// fewest blocks a cluster, whose slices fit whole in their blocks' shares of shared memory; where
-// none does, the largest share (512 threads, one block a row) holding what it can. §47 measured
-// 256 threads at 0.161 ms against 512's 0.186 on 32 000 words (a row in 112 KiB): several blocks
-// an SM let one read while another writes, which pays only while no block reads its row twice;
-// §48 measured the clusters that keep it so at 128 256 and 151 936 words.
-Shape choose_shape(const CrossEntropyArgs& a, int64_t vectors, size_t vector_bytes, bool clusters) {
-  const int thread_choices[] = {128, 256, 512};
-  const int cluster_choices[] = {1, 2, 4, 8};
-  for (const int threads : thread_choices) {
-    if (a.block_threads != 0 && threads != a.block_threads) continue;
-    for (const int cluster : cluster_choices) {
-      if (a.cluster_blocks != 0 && cluster != a.cluster_blocks) continue;
-      if (cluster > 1 && !clusters) continue;
-      if (slice_bytes(vectors, cluster, vector_bytes) <= most_held_bytes(512 / threads))
-        return {threads, cluster};
-    }
-  }
+// What the caller gave, the rest chosen. One block a row: the most blocks an SM whose shares of
+// shared memory hold a whole row each (§47: 256 threads at 0.161 ms against 512's 0.186 on 32 000
+// words, a row in 112 KiB: several blocks an SM let one read while another writes, which pays
+// while no block reads its row twice). A row that no share holds (128 256 and 151 936 words):
+// two blocks of 256 an SM and a cluster of two a row, each block holding most of its half (§48:
+// 0.640 ms against one block of 512's 0.692 at 128 256 words, 0.785 against 0.779 at 151 936;
+// clusters of four and eight lost more at their barriers than they gained).
+Shape choose_shape(const CrossEntropyArgs& a, size_t row_bytes, bool clusters) {
+  const int alone = row_bytes <= most_held_bytes(4)   ? 128
+                    : row_bytes <= most_held_bytes(2) ? 256
+                    : row_bytes <= most_held_bytes(1) ? 512
+                                                      : 0;  // no share holds it
   Shape s;
-  if (a.block_threads != 0) s.threads = a.block_threads;
-  if (a.cluster_blocks != 0) s.cluster = a.cluster_blocks;
+  s.cluster = a.cluster_blocks != 0                            ? a.cluster_blocks
+              : a.block_threads == 0 && alone == 0 && clusters ? 2
+                                                               : 1;
+  s.threads = a.block_threads != 0 ? a.block_threads
+              : s.cluster == 2     ? 256
+              : alone != 0         ? alone
+                                   : 512;
   return s;
 }
 
@@ -379,10 +356,6 @@ void launch(const CrossEntropyArgs& a, int cluster, cudaStream_t stream) {
   // row): each kernel is compiled for every shape it may take.
   if constexpr (kVec == 1) {
     launch<kVec, kByInverse, kThreads, 1>(a, stream);
-  } else if (cluster == 8) {
-    launch<kVec, kByInverse, kThreads, 8>(a, stream);
-  } else if (cluster == 4) {
-    launch<kVec, kByInverse, kThreads, 4>(a, stream);
   } else if (cluster == 2) {
     launch<kVec, kByInverse, kThreads, 2>(a, stream);
   } else {
@@ -418,9 +391,9 @@ Shape shape_of(const CrossEntropyArgs& a) {
   if (!by_vectors(a)) {
     CrossEntropyArgs alone = a;  // the element path: one block a row
     alone.cluster_blocks = 1;
-    return choose_shape(alone, a.vocab, sizeof(__nv_bfloat16), false);
+    return choose_shape(alone, a.vocab * sizeof(__nv_bfloat16), false);
   }
-  return choose_shape(a, a.vocab / kBf16PerVector, sizeof(uint4),
+  return choose_shape(a, a.vocab * sizeof(__nv_bfloat16),
                       device_attribute(cudaDevAttrClusterLaunch) != 0);
 }
 
@@ -432,9 +405,8 @@ void check(const CrossEntropyArgs& a) {
   LPBENCH_CUDA_REQUIRE(a.block_threads == 0 || a.block_threads == 128 || a.block_threads == 256 ||
                            a.block_threads == 512,
                        "block_threads is 0 (the kernel's choice), 128, 256 or 512");
-  LPBENCH_CUDA_REQUIRE(a.cluster_blocks == 0 || a.cluster_blocks == 1 || a.cluster_blocks == 2 ||
-                           a.cluster_blocks == 4 || a.cluster_blocks == 8,
-                       "cluster_blocks is 0 (the kernel's choice), 1, 2, 4 or 8");
+  LPBENCH_CUDA_REQUIRE(a.cluster_blocks >= 0 && a.cluster_blocks <= 2,
+                       "cluster_blocks is 0 (the kernel's choice), 1 or 2");
   LPBENCH_CUDA_REQUIRE(a.cluster_blocks <= 1 || device_attribute(cudaDevAttrClusterLaunch) != 0,
                        "cluster_blocks > 1 needs a device with thread-block clusters (Hopper or "
                        "later); give 0 or 1");

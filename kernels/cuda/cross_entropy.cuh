@@ -15,9 +15,9 @@ namespace lpbench::cuda {
 // as kernels/reference/cross_entropy.h defines it. A target outside [0, vocab) gives a NaN loss
 // and no −1 in its row. One pass reads a row for its max and sum and keeps what it read in shared
 // memory, up to `held_bytes`; a second writes the gradient over the row, reading again from global
-// memory only what was not kept (docs/perf-log.md §46–§48). Rows
-// contiguous; a vocabulary that is a multiple of 8 with 16-byte aligned logits takes 16-byte
-// accesses, any other one element at a time.
+// memory only what was not kept (docs/perf-log.md §46–§48). Rows contiguous; a vocabulary that is a
+// multiple of 8 with 16-byte aligned logits takes 16-byte accesses, any other one element at a
+// time.
 struct CrossEntropyArgs {
   void* logits = nullptr;            // [rows, vocab] bf16: read, then overwritten by the gradient
   const int64_t* targets = nullptr;  // [rows]
@@ -32,12 +32,12 @@ struct CrossEntropyArgs {
   // Threads a block: 0 the kernel's choice, or 128 (four blocks an SM), 256 (two) or 512 (one),
   // for the tests and the bench.
   int block_threads = 0;
-  // Blocks that share each row, as one thread-block cluster (Hopper and later): block c of the
-  // cluster takes the c-th of as many equal slices of the row, holds it in shared memory, and the
-  // blocks' (max, Σ) pairs meet over distributed shared memory. 0 the kernel's choice, or 1, 2, 4
-  // or 8 (the 16-byte path only: the element path takes 1). With both 0 the kernel takes the most
-  // blocks an SM, then the fewest a cluster, whose slices fit whole in their shares of shared
-  // memory (docs/perf-log.md §48).
+  // Blocks that share each row, as one thread-block cluster (Hopper and later): 1, or 2 (each
+  // block takes half of every row of its cluster, holds it in shared memory, and the two blocks'
+  // (max, Σ) pairs meet over distributed shared memory; the 16-byte path only: the element path
+  // takes 1), or 0 the kernel's choice. With both 0 the kernel takes the most blocks an SM whose
+  // shares of shared memory hold a whole row each, else two blocks of 256 a row (docs/perf-log.md
+  // §47, §48).
   int cluster_blocks = 0;
 };
 

@@ -321,15 +321,16 @@ TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
     int64_t rows, vocab, divisor, held_bytes;
     int threads, cluster;
   };
-  for (const Case c : {Case{300, 32000, 4096, -1, 0, 0}, Case{37, 1003, 37, -1, 0, 0},
-                       Case{5, 151936, 5, -1, 0, 0}, Case{300, 32000, 4096, 0, 0, 0},
-                       Case{37, 1003, 37, 512, 0, 0}, Case{6, 32000, 6, 8192, 0, 0},
-                       Case{300, 32000, 4096, -1, 512, 0}, Case{5, 151936, 5, -1, 512, 1},
-                       Case{37, 1003, 37, 1024, 512, 0}, Case{300, 128256, 4096, -1, 128, 1},
-                       Case{37, 1003, 37, 256, 128, 0}, Case{5, 151936, 5, -1, 512, 2},
-                       Case{9, 151936, 9, -1, 256, 4}, Case{300, 128256, 4096, -1, 128, 8},
-                       Case{300, 128256, 4096, 0, 128, 8}, Case{6, 32000, 6, 8192, 256, 2},
-                       Case{37, 1000, 37, -1, 128, 8}, Case{7, 24, 7, -1, 128, 8}}) {
+  for (const Case c :
+       {Case{300, 32000, 4096, -1, 0, 0}, Case{37, 1003, 37, -1, 0, 0},
+        Case{5, 151936, 5, -1, 0, 0}, Case{300, 32000, 4096, 0, 0, 0},
+        Case{37, 1003, 37, 512, 0, 0}, Case{6, 32000, 6, 8192, 0, 0},
+        Case{300, 32000, 4096, -1, 512, 0}, Case{5, 151936, 5, -1, 512, 0},
+        Case{37, 1003, 37, 1024, 512, 0}, Case{300, 128256, 4096, -1, 128, 0},
+        Case{37, 1003, 37, 256, 128, 0}, Case{300, 128256, 4096, -1, 0, 0},
+        Case{9, 151936, 9, -1, 512, 2}, Case{300, 32000, 4096, -1, 128, 2},
+        Case{300, 128256, 4096, 0, 0, 2}, Case{6, 32000, 6, 8192, 256, 2},
+        Case{37, 1000, 37, -1, 128, 2}, Case{7, 8, 7, -1, 256, 2}, Case{37, 1003, 37, -1, 0, 2}}) {
     torch::manual_seed(c.vocab);
     const at::Tensor logits = 4.0 * torch::randn({c.rows, c.vocab}, kBf16);
     at::Tensor targets = torch::randint(0, c.vocab, {c.rows}, kBf16.dtype(at::kLong));
@@ -371,9 +372,9 @@ TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
 }
 
 // The launch the kernel chooses on Hopper (228 KiB of shared memory an SM): the most blocks an
-// SM, then the fewest a cluster, whose slices of the row fit whole in their shares (55 KiB at 128
-// threads, 110 at 256, 224 at 512); what the caller gives is kept.
-TEST_F(FusedKernels, CrossEntropyTakesTheMostBlocksWhoseSlicesFitWhole) {
+// SM whose shares (55 KiB at 128 threads, 112 at 256, 224 at 512) hold a whole row each, else two
+// blocks of 256 a row as a cluster; what the caller gives is kept.
+TEST_F(FusedKernels, CrossEntropyTakesTheMostBlocksThatHoldARowElseAClusterOfTwo) {
   if (at::cuda::getCurrentDeviceProperties()->major != 9) GTEST_SKIP() << "not a Hopper GPU";
   const at::Tensor logits = torch::empty({1, 151936}, kBf16);
   const at::Tensor targets = torch::zeros({1}, kBf16.dtype(at::kLong));
@@ -390,15 +391,15 @@ TEST_F(FusedKernels, CrossEntropyTakesTheMostBlocksWhoseSlicesFitWhole) {
     const cuda::CrossEntropyShape s = cuda::softmax_cross_entropy_shape(a);
     return std::make_pair(s.block_threads, s.cluster_blocks);
   };
-  EXPECT_EQ(shape(16000, 0, 0), std::make_pair(128, 1));  // 31 KiB a row
-  EXPECT_EQ(shape(32000, 0, 0), std::make_pair(128, 2));
-  EXPECT_EQ(shape(128256, 0, 0), std::make_pair(128, 8));
-  EXPECT_EQ(shape(151936, 0, 0), std::make_pair(128, 8));
-  EXPECT_EQ(shape(151936, 256, 0), std::make_pair(256, 4));
-  EXPECT_EQ(shape(151936, 512, 0), std::make_pair(512, 2));
-  EXPECT_EQ(shape(151936, 512, 1), std::make_pair(512, 1));  // 224 of its 297 KiB held
+  EXPECT_EQ(shape(16000, 0, 0), std::make_pair(128, 1));   // 31 KiB a row
+  EXPECT_EQ(shape(32000, 0, 0), std::make_pair(256, 1));   // 62.5 KiB
+  EXPECT_EQ(shape(100000, 0, 0), std::make_pair(512, 1));  // 195 KiB
+  EXPECT_EQ(shape(128256, 0, 0), std::make_pair(256, 2));  // 250.5 KiB
+  EXPECT_EQ(shape(151936, 0, 0), std::make_pair(256, 2));
+  EXPECT_EQ(shape(151936, 512, 0), std::make_pair(512, 1));  // 224 of its 297 KiB held
   EXPECT_EQ(shape(151936, 0, 1), std::make_pair(512, 1));
-  EXPECT_EQ(shape(1003, 0, 4), std::make_pair(128, 1));  // the element path: one block a row
+  EXPECT_EQ(shape(151936, 128, 2), std::make_pair(128, 2));
+  EXPECT_EQ(shape(1003, 0, 2), std::make_pair(128, 1));  // the element path: one block a row
 }
 
 TEST_F(FusedKernels, CrossEntropyGivesANanLossForATargetOutsideTheVocabulary) {

@@ -293,7 +293,7 @@ struct Shape {
 // words, a row in 112 KiB: several blocks an SM let one read while another writes, which pays
 // while no block reads its row twice). A row that no share holds (128 256 and 151 936 words):
 // two blocks of 256 an SM and a cluster of two a row, each block holding most of its half (§48:
-// 0.640 ms against one block of 512's 0.692 at 128 256 words, 0.785 against 0.779 at 151 936;
+// 0.653 ms against one block of 512's 0.672 at 128 256 words, 0.795 against 0.795 at 151 936;
 // clusters of four and eight lost more at their barriers than they gained).
 Shape choose_shape(const CrossEntropyArgs& a, size_t row_bytes, bool clusters) {
   const int alone = row_bytes <= most_held_bytes(4)   ? 128

@@ -332,21 +332,10 @@ void launch(const CrossEntropyArgs& a, cudaStream_t stream) {
     LPBENCH_CUDA_CHECK_LAUNCH();
   } else {
     const int64_t clusters = resident_clusters(kernel, kThreads, smem, kCluster, a.rows);
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeClusterDimension;
-    attribute.val.clusterDim.x = kCluster;
-    attribute.val.clusterDim.y = 1;
-    attribute.val.clusterDim.z = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(clusters * kCluster));
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = smem;
-    config.stream = stream;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    LPBENCH_CUDA_CHECK(
-        cudaLaunchKernelEx(&config, cross_entropy_kernel<kVec, kByInverse, kThreads, kCluster>, a,
-                           slice, held, inverse));
+    const ClusterLaunch grid(clusters * kCluster, kThreads, smem, kCluster, stream);
+    LPBENCH_CUDA_CHECK(cudaLaunchKernelEx(
+        &grid.config(), cross_entropy_kernel<kVec, kByInverse, kThreads, kCluster>, a, slice, held,
+        inverse));
   }
 }
 

@@ -66,6 +66,20 @@ int64_t resident_blocks(const void* kernel, int threads, size_t smem_bytes, int6
   return std::max<int64_t>(1, std::min<int64_t>(bound, int64_t{sms} * blocks));
 }
 
+ClusterLaunch::ClusterLaunch(int64_t blocks, int threads, size_t smem_bytes, int cluster,
+                             cudaStream_t stream) {
+  attribute_.id = cudaLaunchAttributeClusterDimension;
+  attribute_.val.clusterDim.x = static_cast<unsigned>(cluster);
+  attribute_.val.clusterDim.y = 1;
+  attribute_.val.clusterDim.z = 1;
+  config_.gridDim = dim3(static_cast<unsigned>(blocks));
+  config_.blockDim = dim3(static_cast<unsigned>(threads));
+  config_.dynamicSmemBytes = smem_bytes;
+  config_.stream = stream;
+  config_.attrs = &attribute_;
+  config_.numAttrs = 1;
+}
+
 int64_t resident_clusters(const void* kernel, int threads, size_t smem_bytes, int cluster,
                           int64_t bound) {
   const int device = current_device();
@@ -75,18 +89,8 @@ int64_t resident_clusters(const void* kernel, int threads, size_t smem_bytes, in
     const std::lock_guard<std::mutex> lock(answers_mutex());
     auto [it, fresh] = per_device.try_emplace({device, kernel, threads, smem_bytes, cluster}, 0);
     if (fresh) {
-      cudaLaunchAttribute attribute{};
-      attribute.id = cudaLaunchAttributeClusterDimension;
-      attribute.val.clusterDim.x = static_cast<unsigned>(cluster);
-      attribute.val.clusterDim.y = 1;
-      attribute.val.clusterDim.z = 1;
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(static_cast<unsigned>(cluster));
-      config.blockDim = dim3(static_cast<unsigned>(threads));
-      config.dynamicSmemBytes = smem_bytes;
-      config.attrs = &attribute;
-      config.numAttrs = 1;
-      LPBENCH_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&it->second, kernel, &config));
+      const ClusterLaunch one(cluster, threads, smem_bytes, cluster, nullptr);
+      LPBENCH_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&it->second, kernel, &one.config()));
       LPBENCH_CUDA_REQUIRE(it->second > 0, "no cluster of " + std::to_string(cluster) +
                                                " blocks of " + std::to_string(threads) +
                                                " threads fits on this device");

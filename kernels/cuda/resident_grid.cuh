@@ -20,6 +20,21 @@ int64_t one_wave_blocks(int64_t rows, int rows_per_block, int threads);
 // block) that the GPU runs at once, at most `bound` (one_wave_blocks, which sizes the workspace).
 int64_t resident_blocks(const void* kernel, int threads, size_t smem_bytes, int64_t bound);
 
+// A launch of `blocks` blocks of `threads` in clusters of `cluster` along x, for cudaLaunchKernelEx
+// and the cluster occupancy query: the configuration points at its own attribute, so it is neither
+// copied nor moved.
+class ClusterLaunch {
+ public:
+  ClusterLaunch(int64_t blocks, int threads, size_t smem_bytes, int cluster, cudaStream_t stream);
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+  const cudaLaunchConfig_t& config() const { return config_; }
+
+ private:
+  cudaLaunchAttribute attribute_{};
+  cudaLaunchConfig_t config_{};
+};
+
 // The clusters of `cluster` blocks of `kernel` (launched with a cluster dimension) that the GPU
 // runs at once (cudaOccupancyMaxActiveClusters), at most `bound`.
 int64_t resident_clusters(const void* kernel, int threads, size_t smem_bytes, int cluster,

@@ -37,6 +37,7 @@
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/cross_entropy.cuh"
+#include "kernels/cuda/mbarrier.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/resident_grid.cuh"
 
@@ -191,14 +192,57 @@ __device__ __forceinline__ void cluster_wait_all() {
 #endif
 }
 
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+// The held part of a slice comes in as bulk copies, each chunk on its own mbarrier (sm_90 and
+// later; kBulk kernels trap elsewhere, where the launcher never runs them).
+constexpr bool kHasBulkCopies = true;
+#else
+constexpr bool kHasBulkCopies = false;
+#endif
+
+// The bulk path's chunks of a slice's held part, each copied and waited for on its own: enough
+// that pass 1 starts on the first while the last is on its way, few enough that their barriers
+// are a few bytes of static shared memory.
+constexpr int kMostChunks = 16;
+
+// The bulk path's state: chunk c's barrier completes when its bytes of the block's current row
+// have landed; read_by[c] counts the warps whose pass 2 is done with chunk c, and the last of them
+// asks for the next row's chunk c in its place.
+struct BulkState {
+  uint64_t arrived[kMostChunks];
+  unsigned read_by[kMostChunks];
+};
+
+// Chunk c of the held part of `row`'s slice (vectors [c · chunk, min((c + 1) · chunk, held)) of
+// it) copied into `kept` by the copy engine, signalled on its barrier. One thread asks.
+template <int kVec, typename Raw>
+__device__ __forceinline__ void ask_chunk(BulkState& st, Raw* kept, const __nv_bfloat16* row,
+                                          int64_t lo, int64_t held, int64_t chunk, int c) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  const int64_t first = c * chunk;
+  const auto bytes = static_cast<uint32_t>((std::min(first + chunk, held) - first) * sizeof(Raw));
+  const uint32_t bar = sm90::smem_addr(&st.arrived[c]);
+  sm90::mbar_arrive_expect_tx(bar, bytes);
+  sm90::bulk_load(sm90::smem_addr(kept + first), row + (lo + first) * kVec, bytes, bar);
+#endif
+}
+
 // Each row is split into kCluster slices of `slice` vectors, block c of a cluster taking the c-th
 // (kCluster 1: the whole row, one block; 2: halves). `held`: the vectors of its slice that pass 1
 // keeps in shared memory, all of the slice or a multiple of the block's threads (so that a thread's
 // vectors beyond are held + its index, held + its index + kThreads, …). kThreads 512: one block an
 // SM; 256: two, 128: four, each cluster on its own rows, so that some read while others write.
-template <int kVec, bool kByInverse, int kThreads, int kCluster>
+//
+// kBulk false: each thread loads the held vectors it folds and keeps them itself, so no barrier
+// guards them. kBulk true (§49): the copy engine brings the held part in, in chunks of `chunk`
+// vectors (a multiple of kThreads), each on its barrier; pass 1 folds the slice's unheld end from
+// its own loads while the first row's chunks land; in pass 2 the last warp done with a chunk asks
+// for the same chunk of the block's next row, so the next row streams in while this one is
+// written, with no registers held for it.
+template <int kVec, bool kByInverse, int kThreads, int kCluster, bool kBulk>
 __global__ void __launch_bounds__(kThreads, 512 / kThreads)
-    cross_entropy_kernel(CrossEntropyArgs a, int64_t slice, int64_t held, float inverse) {
+    cross_entropy_kernel(CrossEntropyArgs a, int64_t slice, int64_t held, int64_t chunk,
+                         float inverse) {
   constexpr int kWarps = kThreads / 32;
   using A = Access<kVec>;
   using Raw = typename A::Raw;
@@ -216,10 +260,34 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
   const int64_t hi = std::min(lo + slice, vectors);
   const int64_t held_end = std::min(lo + held, hi);
   const auto divisor = static_cast<float>(a.divisor);
-  int parity = 0;
   const int64_t step = gridDim.x / kCluster;
+  auto* const logits = static_cast<__nv_bfloat16*>(a.logits);
+
+  // The bulk path's chunks of this block's held part (fewer where its slice is short).
+  [[maybe_unused]] const int chunks =
+      kBulk ? static_cast<int>((held_end - lo + chunk - 1) / chunk) : 0;
+  [[maybe_unused]] __shared__ BulkState bulk;
+  if constexpr (kBulk) {
+    if constexpr (!kHasBulkCopies) __trap();  // the launcher runs kBulk only where it exists
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+    const int64_t first_row = blockIdx.x / kCluster;
+    if (threadIdx.x == 0) {
+      for (int c = 0; c < chunks; ++c) {
+        sm90::mbar_init(sm90::smem_addr(&bulk.arrived[c]), 1);
+        bulk.read_by[c] = 0;
+      }
+      sm90::mbar_init_fence();
+      if (first_row < a.rows)
+        for (int c = 0; c < chunks; ++c)
+          ask_chunk<kVec>(bulk, kept, logits + first_row * a.vocab, lo, held_end - lo, chunk, c);
+    }
+    __syncthreads();
+#endif
+  }
+
+  int parity = 0;
   for (int64_t r = blockIdx.x / kCluster; r < a.rows; r += step, parity ^= 1) {
-    auto* row = static_cast<__nv_bfloat16*>(a.logits) + r * a.vocab;
+    auto* row = logits + r * a.vocab;
     const int64_t target = a.targets[r];
     const bool valid = target >= 0 && target < a.vocab;
     // Read before the barriers below, after which pass 2 may overwrite it.
@@ -227,7 +295,9 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
         rank == 0 && threadIdx.x == 0 && valid ? __bfloat162float(row[target]) : 0.0F;
 
     MaxSum p{-INFINITY, 0.0F};
-    for (int64_t first = lo + threadIdx.x; first < hi; first += kInFlight * kThreads) {
+    // The threads' own loads: the whole slice, or (bulk) the end that is not held.
+    for (int64_t first = (kBulk ? held_end : lo) + threadIdx.x; first < hi;
+         first += kInFlight * kThreads) {
       Raw raw[kInFlight];
       load_batch<kVec, kThreads>(row, first, hi, raw);
 #pragma unroll
@@ -235,11 +305,25 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
         const int64_t v = first + j * kThreads;
         if (v >= hi) break;
         // This thread's own vector, read back by this thread in pass 2: no barrier between.
-        if (v < held_end) kept[v - lo] = raw[j];
+        if (!kBulk && v < held_end) kept[v - lo] = raw[j];
         float x[kVec];
         A::widen(raw[j], x);
         fold(p, x);
       }
+    }
+    if constexpr (kBulk) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+      for (int c = 0; c < chunks; ++c) {
+        sm90::mbar_wait(sm90::smem_addr(&bulk.arrived[c]), static_cast<uint32_t>(parity));
+        const int64_t end = std::min((c + 1) * chunk, held_end - lo);
+#pragma unroll 2
+        for (int64_t i = c * chunk + threadIdx.x; i < end; i += kThreads) {
+          float x[kVec];
+          A::widen(kept[i], x);
+          fold(p, x);
+        }
+      }
+#endif
     }
     p = warp_combine(p);
     if (lane == 0) partial[parity][warp] = p;
@@ -262,10 +346,34 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
                                          inverse);
       }
     }
+    if constexpr (kBulk) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+      const int64_t next = r + step;
+      for (int c = 0; c < chunks; ++c) {
+        const int64_t end = std::min((c + 1) * chunk, held_end - lo);
+#pragma unroll 2
+        for (int64_t i = c * chunk + threadIdx.x; i < end; i += kThreads)
+          write_gradient<kVec, kByInverse>(row, lo + i, kept[i], p.max, inverse_sum, target,
+                                           divisor, inverse);
+        // The warp's reads of the chunk before its count (release); the last warp's count before
+        // its copy over the chunk, the async proxy's write after the threads' reads.
+        __syncwarp();
+        if (lane == 0) {
+          __threadfence_block();
+          if (atomicInc(&bulk.read_by[c], kWarps - 1) == kWarps - 1 && next < a.rows) {
+            __threadfence_block();
+            sm90::fence_async_shared();
+            ask_chunk<kVec>(bulk, kept, logits + next * a.vocab, lo, held_end - lo, chunk, c);
+          }
+        }
+      }
+#endif
+    } else {
 #pragma unroll 4
-    for (int64_t v = lo + threadIdx.x; v < held_end; v += kThreads)
-      write_gradient<kVec, kByInverse>(row, v, kept[v - lo], p.max, inverse_sum, target, divisor,
-                                       inverse);
+      for (int64_t v = lo + threadIdx.x; v < held_end; v += kThreads)
+        write_gradient<kVec, kByInverse>(row, v, kept[v - lo], p.max, inverse_sum, target, divisor,
+                                         inverse);
+    }
   }
   // No block leaves while another of its cluster may still read its last pair.
   if constexpr (kCluster > 1) cluster_wait_all();
@@ -282,10 +390,12 @@ size_t most_held_bytes(int blocks) {
   return std::min({size_t{224} << 10, block - kLeft, sm / blocks - kLeft});
 }
 
-// How a launch splits the rows: threads a block, blocks a cluster (each a slice of every row).
+// How a launch splits the rows: threads a block, blocks a cluster (each a slice of every row),
+// and whether the copy engine brings in the held part.
 struct Shape {
   int threads = 512;
   int cluster = 1;
+  bool bulk = false;
 };
 
 // What the caller gave, the rest chosen. One block a row: the most blocks an SM whose shares of
@@ -294,72 +404,84 @@ struct Shape {
 // while no block reads its row twice). A row that no share holds (128 256 and 151 936 words):
 // two blocks of 256 an SM and a cluster of two a row, each block holding most of its half (§48:
 // 0.653 ms against one block of 512's 0.672 at 128 256 words, 0.795 against 0.795 at 151 936;
-// clusters of four and eight lost more at their barriers than they gained).
-Shape choose_shape(const CrossEntropyArgs& a, size_t row_bytes, bool clusters) {
+// clusters of four and eight lost more at their barriers than they gained). The held part by bulk
+// copies wherever the device has them (`hopper`: clusters and bulk copies, sm_90 and later).
+Shape choose_shape(const CrossEntropyArgs& a, size_t row_bytes, bool hopper) {
   const int alone = row_bytes <= most_held_bytes(4)   ? 128
                     : row_bytes <= most_held_bytes(2) ? 256
                     : row_bytes <= most_held_bytes(1) ? 512
                                                       : 0;  // no share holds it
   Shape s;
-  s.cluster = a.cluster_blocks != 0                            ? a.cluster_blocks
-              : a.block_threads == 0 && alone == 0 && clusters ? 2
-                                                               : 1;
+  s.cluster = a.cluster_blocks != 0                          ? a.cluster_blocks
+              : a.block_threads == 0 && alone == 0 && hopper ? 2
+                                                             : 1;
   s.threads = a.block_threads != 0 ? a.block_threads
               : s.cluster == 2     ? 256
               : alone != 0         ? alone
                                    : 512;
+  s.bulk = a.copy_engine < 0 ? hopper : a.copy_engine == 1;
   return s;
 }
 
-template <int kVec, bool kByInverse, int kThreads, int kCluster>
+template <int kVec, bool kByInverse, int kThreads, int kCluster, bool kBulk>
 void launch(const CrossEntropyArgs& a, cudaStream_t stream) {
   using Raw = typename Access<kVec>::Raw;
-  const void* kernel =
-      reinterpret_cast<const void*>(&cross_entropy_kernel<kVec, kByInverse, kThreads, kCluster>);
+  auto* const kernel = &cross_entropy_kernel<kVec, kByInverse, kThreads, kCluster, kBulk>;
   const int64_t vectors = a.vocab / kVec;
   const int64_t slice = (vectors + kCluster - 1) / kCluster;
   const size_t most = most_held_bytes(512 / kThreads);
   const size_t room = a.held_bytes < 0 ? most : std::min(static_cast<size_t>(a.held_bytes), most);
   int64_t held = static_cast<int64_t>(room / sizeof(Raw));
   held = held >= slice ? slice : held / kThreads * kThreads;
+  // The bulk path's chunks: two vectors a thread, or as many more (a multiple of the block's
+  // threads) as keep them to kMostChunks.
+  const int64_t spread = (held + kMostChunks - 1) / kMostChunks;
+  const int64_t chunk =
+      std::max<int64_t>(2 * kThreads, (spread + kThreads - 1) / kThreads * kThreads);
   const size_t smem = static_cast<size_t>(held) * sizeof(Raw);
-  allow_dynamic_shared_memory(kernel, smem);
+  allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smem);
   const float inverse = 1.0F / static_cast<float>(a.divisor);
   if constexpr (kCluster == 1) {
-    const int64_t blocks = resident_blocks(kernel, kThreads, smem, a.rows);
-    cross_entropy_kernel<kVec, kByInverse, kThreads, 1>
-        <<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(a, slice, held, inverse);
+    const int64_t blocks =
+        resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, smem, a.rows);
+    kernel<<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(a, slice, held, chunk,
+                                                                      inverse);
     LPBENCH_CUDA_CHECK_LAUNCH();
   } else {
-    const int64_t clusters = resident_clusters(kernel, kThreads, smem, kCluster, a.rows);
+    const int64_t clusters =
+        resident_clusters(reinterpret_cast<const void*>(kernel), kThreads, smem, kCluster, a.rows);
     const ClusterLaunch grid(clusters * kCluster, kThreads, smem, kCluster, stream);
-    LPBENCH_CUDA_CHECK(cudaLaunchKernelEx(
-        &grid.config(), cross_entropy_kernel<kVec, kByInverse, kThreads, kCluster>, a, slice, held,
-        inverse));
+    LPBENCH_CUDA_CHECK(cudaLaunchKernelEx(&grid.config(), kernel, a, slice, held, chunk, inverse));
   }
 }
 
 template <int kVec, bool kByInverse, int kThreads>
-void launch(const CrossEntropyArgs& a, int cluster, cudaStream_t stream) {
-  // Clusters on the 16-byte path only (the element path, an odd vocabulary, keeps one block a
-  // row): each kernel is compiled for every shape it may take.
+void launch(const CrossEntropyArgs& a, Shape s, cudaStream_t stream) {
+  // Clusters and bulk copies on the 16-byte path only (the element path, an odd vocabulary, keeps
+  // one block a row and its threads' loads): each kernel is compiled for every shape it may take.
   if constexpr (kVec == 1) {
-    launch<kVec, kByInverse, kThreads, 1>(a, stream);
-  } else if (cluster == 2) {
-    launch<kVec, kByInverse, kThreads, 2>(a, stream);
+    launch<kVec, kByInverse, kThreads, 1, false>(a, stream);
+  } else if (s.cluster == 2) {
+    if (s.bulk) {
+      launch<kVec, kByInverse, kThreads, 2, true>(a, stream);
+    } else {
+      launch<kVec, kByInverse, kThreads, 2, false>(a, stream);
+    }
+  } else if (s.bulk) {
+    launch<kVec, kByInverse, kThreads, 1, true>(a, stream);
   } else {
-    launch<kVec, kByInverse, kThreads, 1>(a, stream);
+    launch<kVec, kByInverse, kThreads, 1, false>(a, stream);
   }
 }
 
 template <int kVec, bool kByInverse>
 void launch(const CrossEntropyArgs& a, Shape s, cudaStream_t stream) {
   if (s.threads == 512) {
-    launch<kVec, kByInverse, 512>(a, s.cluster, stream);
+    launch<kVec, kByInverse, 512>(a, s, stream);
   } else if (s.threads == 128) {
-    launch<kVec, kByInverse, 128>(a, s.cluster, stream);
+    launch<kVec, kByInverse, 128>(a, s, stream);
   } else {
-    launch<kVec, kByInverse, 256>(a, s.cluster, stream);
+    launch<kVec, kByInverse, 256>(a, s, stream);
   }
 }
 
@@ -378,8 +500,9 @@ bool by_vectors(const CrossEntropyArgs& a) {
 
 Shape shape_of(const CrossEntropyArgs& a) {
   if (!by_vectors(a)) {
-    CrossEntropyArgs alone = a;  // the element path: one block a row
+    CrossEntropyArgs alone = a;  // the element path: one block a row, its threads' own loads
     alone.cluster_blocks = 1;
+    alone.copy_engine = 0;
     return choose_shape(alone, a.vocab * sizeof(__nv_bfloat16), false);
   }
   return choose_shape(a, a.vocab * sizeof(__nv_bfloat16),
@@ -399,6 +522,11 @@ void check(const CrossEntropyArgs& a) {
   LPBENCH_CUDA_REQUIRE(a.cluster_blocks <= 1 || device_attribute(cudaDevAttrClusterLaunch) != 0,
                        "cluster_blocks > 1 needs a device with thread-block clusters (Hopper or "
                        "later); give 0 or 1");
+  LPBENCH_CUDA_REQUIRE(a.copy_engine >= -1 && a.copy_engine <= 1,
+                       "copy_engine is -1 (the kernel's choice), 0 or 1");
+  LPBENCH_CUDA_REQUIRE(a.copy_engine <= 0 || device_attribute(cudaDevAttrClusterLaunch) != 0,
+                       "copy_engine 1 needs a device with bulk copies (Hopper or later); give -1 "
+                       "or 0");
   LPBENCH_CUDA_REQUIRE(a.divisor > 0 && a.divisor <= (int64_t{1} << 24),
                        "the divisor must be in [1, 2^24], where FP32 holds it exactly");
 }
@@ -408,7 +536,7 @@ void check(const CrossEntropyArgs& a) {
 CrossEntropyShape softmax_cross_entropy_shape(const CrossEntropyArgs& a) {
   check(a);
   const Shape s = shape_of(a);
-  return {s.threads, s.cluster};
+  return {s.threads, s.cluster, s.bulk ? 1 : 0};
 }
 
 void softmax_cross_entropy(const CrossEntropyArgs& a, cudaStream_t stream) {

@@ -39,6 +39,11 @@ struct CrossEntropyArgs {
   // shares of shared memory hold a whole row each, else two blocks of 256 a row (docs/perf-log.md
   // §47, §48).
   int cluster_blocks = 0;
+  // How the held part of each slice comes into shared memory: −1 the kernel's choice (1 where the
+  // device has bulk copies, Hopper and later, else 0), 0 each thread's own loads, 1 the copy
+  // engine's bulk copies in chunks, the next row's streaming in while this one is written (the
+  // 16-byte path only: the element path takes 0; docs/perf-log.md §49).
+  int copy_engine = -1;
 };
 
 void softmax_cross_entropy(const CrossEntropyArgs& args, cudaStream_t stream);
@@ -47,6 +52,7 @@ void softmax_cross_entropy(const CrossEntropyArgs& args, cudaStream_t stream);
 struct CrossEntropyShape {
   int block_threads = 0;
   int cluster_blocks = 0;
+  int copy_engine = 0;  // 1: the held part by bulk copies
 };
 CrossEntropyShape softmax_cross_entropy_shape(const CrossEntropyArgs& args);
 

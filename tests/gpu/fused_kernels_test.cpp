@@ -12,8 +12,12 @@
 
 #include <array>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <stdexcept>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "kernels/cuda/cross_entropy.cuh"
 #include "kernels/cuda/quantize_hadamard.cuh"
@@ -313,73 +317,80 @@ TEST_F(FusedKernels, SwigluMatchesTheReferenceForwardAndBackward) {
 // The output layer's loss kernel against the reference's ATen ops on the same GPU: the 16-byte
 // path (a vocabulary of 8s, more rows than the grid has blocks) and the element one (an odd
 // vocabulary), a divisor that is a power of two (a multiply) and one that is not (a division);
-// each row held whole in shared memory between the passes, in part (the rest read again), or not;
-// one block a row, or a cluster of 2, 4 or 8 sharing it (slices of unequal length, and slices
-// with nothing in them, included).
+// a few rows a block, or many; each row held whole in shared memory between the passes, in part
+// (the rest read again), or not; one block a row, or a cluster of 2 sharing it (slices of unequal
+// length, and slices with nothing in them, included); the held part loaded by the threads and, on
+// Hopper, brought in by bulk copies (the next row's streaming in while a row is written).
 TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
   struct Case {
     int64_t rows, vocab, divisor, held_bytes;
     int threads, cluster;
   };
-  for (const Case c :
-       {Case{300, 32000, 4096, -1, 0, 0}, Case{37, 1003, 37, -1, 0, 0},
-        Case{5, 151936, 5, -1, 0, 0}, Case{300, 32000, 4096, 0, 0, 0},
-        Case{37, 1003, 37, 512, 0, 0}, Case{6, 32000, 6, 8192, 0, 0},
-        Case{300, 32000, 4096, -1, 512, 0}, Case{5, 151936, 5, -1, 512, 0},
-        Case{37, 1003, 37, 1024, 512, 0}, Case{300, 128256, 4096, -1, 128, 0},
-        Case{37, 1003, 37, 256, 128, 0}, Case{300, 128256, 4096, -1, 0, 0},
-        Case{9, 151936, 9, -1, 512, 2}, Case{300, 32000, 4096, -1, 128, 2},
-        Case{300, 128256, 4096, 0, 0, 2}, Case{6, 32000, 6, 8192, 256, 2},
-        Case{37, 1000, 37, -1, 128, 2}, Case{7, 8, 7, -1, 256, 2}, Case{37, 1003, 37, -1, 0, 2}}) {
-    torch::manual_seed(c.vocab);
-    const at::Tensor logits = 4.0 * torch::randn({c.rows, c.vocab}, kBf16);
-    at::Tensor targets = torch::randint(0, c.vocab, {c.rows}, kBf16.dtype(at::kLong));
-    targets[0] = c.vocab - 1;
-    targets[1] = 0;
-    const reference::CrossEntropyRows want =
-        reference::softmax_cross_entropy(logits, targets, c.divisor);
+  const bool hopper = at::cuda::getCurrentDeviceProperties()->major >= 9;
+  for (const int engine : {0, 1})
+    for (const Case c : {Case{300, 32000, 4096, -1, 0, 0},   Case{37, 1003, 37, -1, 0, 0},
+                         Case{5, 151936, 5, -1, 0, 0},       Case{300, 32000, 4096, 0, 0, 0},
+                         Case{37, 1003, 37, 512, 0, 0},      Case{6, 32000, 6, 8192, 0, 0},
+                         Case{300, 32000, 4096, -1, 512, 0}, Case{5, 151936, 5, -1, 512, 0},
+                         Case{37, 1003, 37, 1024, 512, 0},   Case{300, 128256, 4096, -1, 128, 0},
+                         Case{37, 1003, 37, 256, 128, 0},    Case{300, 128256, 4096, -1, 0, 0},
+                         Case{9, 151936, 9, -1, 512, 2},     Case{300, 32000, 4096, -1, 128, 2},
+                         Case{300, 128256, 4096, 0, 0, 2},   Case{6, 32000, 6, 8192, 256, 2},
+                         Case{37, 1000, 37, -1, 128, 2},     Case{7, 8, 7, -1, 256, 2},
+                         Case{37, 1003, 37, -1, 0, 2},       Case{1500, 32000, 1500, -1, 0, 0}}) {
+      if (engine == 1 && !hopper) continue;
+      torch::manual_seed(c.vocab);
+      const at::Tensor logits = 4.0 * torch::randn({c.rows, c.vocab}, kBf16);
+      at::Tensor targets = torch::randint(0, c.vocab, {c.rows}, kBf16.dtype(at::kLong));
+      targets[0] = c.vocab - 1;
+      targets[1] = 0;
+      const reference::CrossEntropyRows want =
+          reference::softmax_cross_entropy(logits, targets, c.divisor);
 
-    at::Tensor grad = logits.clone();
-    const at::Tensor loss = torch::empty({c.rows}, kBf16.dtype(at::kFloat));
-    cuda::CrossEntropyArgs a;
-    a.logits = grad.data_ptr();
-    a.targets = targets.data_ptr<int64_t>();
-    a.rows = c.rows;
-    a.vocab = c.vocab;
-    a.divisor = c.divisor;
-    a.loss = loss.data_ptr<float>();
-    a.held_bytes = c.held_bytes;
-    a.block_threads = c.threads;
-    a.cluster_blocks = c.cluster;
-    cuda::softmax_cross_entropy(a, c10::cuda::getCurrentCUDAStream().stream());
-    SCOPED_TRACE(testing::Message() << c.vocab << " words, " << c.held_bytes << " bytes held, "
-                                    << c.threads << " threads, " << c.cluster << " a cluster");
+      at::Tensor grad = logits.clone();
+      const at::Tensor loss = torch::empty({c.rows}, kBf16.dtype(at::kFloat));
+      cuda::CrossEntropyArgs a;
+      a.logits = grad.data_ptr();
+      a.targets = targets.data_ptr<int64_t>();
+      a.rows = c.rows;
+      a.vocab = c.vocab;
+      a.divisor = c.divisor;
+      a.loss = loss.data_ptr<float>();
+      a.held_bytes = c.held_bytes;
+      a.block_threads = c.threads;
+      a.cluster_blocks = c.cluster;
+      a.copy_engine = engine;
+      cuda::softmax_cross_entropy(a, c10::cuda::getCurrentCUDAStream().stream());
+      SCOPED_TRACE(testing::Message() << c.vocab << " words, " << c.held_bytes << " bytes held, "
+                                      << c.threads << " threads, " << c.cluster << " a cluster, "
+                                      << (engine == 1 ? "bulk copies" : "the threads' loads"));
 
-    const at::Tensor row_loss =
-        -at::log_softmax(logits.to(at::kFloat), -1).gather(1, targets.unsqueeze(1)).squeeze(1);
-    EXPECT_LT((loss - row_loss).abs().max().item<double>(), 1e-4) << c.vocab;
-    EXPECT_LT(std::abs(loss.sum().item<double>() - want.loss_sum.item<double>()),
-              1e-5 * want.loss_sum.item<double>())
-        << c.vocab;
-    // Sums in another order move an FP32 value by a few units in its last place, which a BF16
-    // rounding turns into one unit now and then, and no more (one BF16 unit is at most 2^-7 of
-    // the value).
-    const at::Tensor g = grad.to(at::kDouble), w = want.grad.to(at::kDouble);
-    const at::Tensor off = (g - w).abs() > (g.abs().maximum(w.abs()) / 128.0 + 1e-30);
-    EXPECT_EQ(off.sum().item<int64_t>(), 0) << c.vocab;
-    EXPECT_LT((g != w).to(at::kDouble).mean().item<double>(), 1e-3) << c.vocab;
-  }
+      const at::Tensor row_loss =
+          -at::log_softmax(logits.to(at::kFloat), -1).gather(1, targets.unsqueeze(1)).squeeze(1);
+      EXPECT_LT((loss - row_loss).abs().max().item<double>(), 1e-4) << c.vocab;
+      EXPECT_LT(std::abs(loss.sum().item<double>() - want.loss_sum.item<double>()),
+                1e-5 * want.loss_sum.item<double>())
+          << c.vocab;
+      // Sums in another order move an FP32 value by a few units in its last place, which a BF16
+      // rounding turns into one unit now and then, and no more (one BF16 unit is at most 2^-7 of
+      // the value).
+      const at::Tensor g = grad.to(at::kDouble), w = want.grad.to(at::kDouble);
+      const at::Tensor off = (g - w).abs() > (g.abs().maximum(w.abs()) / 128.0 + 1e-30);
+      EXPECT_EQ(off.sum().item<int64_t>(), 0) << c.vocab;
+      EXPECT_LT((g != w).to(at::kDouble).mean().item<double>(), 1e-3) << c.vocab;
+    }
 }
 
 // The launch the kernel chooses on Hopper (228 KiB of shared memory an SM): the most blocks an
 // SM whose shares (55 KiB at 128 threads, 112 at 256, 224 at 512) hold a whole row each, else two
-// blocks of 256 a row as a cluster; what the caller gives is kept.
+// blocks of 256 a row as a cluster, the held part brought in by bulk copies; what the caller gives
+// is kept.
 TEST_F(FusedKernels, CrossEntropyTakesTheMostBlocksThatHoldARowElseAClusterOfTwo) {
   if (at::cuda::getCurrentDeviceProperties()->major != 9) GTEST_SKIP() << "not a Hopper GPU";
   const at::Tensor logits = torch::empty({1, 151936}, kBf16);
   const at::Tensor targets = torch::zeros({1}, kBf16.dtype(at::kLong));
   const at::Tensor loss = torch::empty({1}, kBf16.dtype(at::kFloat));
-  const auto shape = [&](int64_t vocab, int threads, int cluster) {
+  const auto shape = [&](int64_t vocab, int threads, int cluster, int engine = -1) {
     cuda::CrossEntropyArgs a;
     a.logits = logits.data_ptr();
     a.targets = targets.data_ptr<int64_t>();
@@ -388,18 +399,22 @@ TEST_F(FusedKernels, CrossEntropyTakesTheMostBlocksThatHoldARowElseAClusterOfTwo
     a.loss = loss.data_ptr<float>();
     a.block_threads = threads;
     a.cluster_blocks = cluster;
+    a.copy_engine = engine;
     const cuda::CrossEntropyShape s = cuda::softmax_cross_entropy_shape(a);
-    return std::make_pair(s.block_threads, s.cluster_blocks);
+    return std::make_tuple(s.block_threads, s.cluster_blocks, s.copy_engine);
   };
-  EXPECT_EQ(shape(16000, 0, 0), std::make_pair(128, 1));   // 31 KiB a row
-  EXPECT_EQ(shape(32000, 0, 0), std::make_pair(256, 1));   // 62.5 KiB
-  EXPECT_EQ(shape(100000, 0, 0), std::make_pair(512, 1));  // 195 KiB
-  EXPECT_EQ(shape(128256, 0, 0), std::make_pair(256, 2));  // 250.5 KiB
-  EXPECT_EQ(shape(151936, 0, 0), std::make_pair(256, 2));
-  EXPECT_EQ(shape(151936, 512, 0), std::make_pair(512, 1));  // 224 of its 297 KiB held
-  EXPECT_EQ(shape(151936, 0, 1), std::make_pair(512, 1));
-  EXPECT_EQ(shape(151936, 128, 2), std::make_pair(128, 2));
-  EXPECT_EQ(shape(1003, 0, 2), std::make_pair(128, 1));  // the element path: one block a row
+  // Bulk copies by default on the 16-byte path; what the caller gives is kept.
+  EXPECT_EQ(shape(16000, 0, 0), std::make_tuple(128, 1, 1));   // 31 KiB a row
+  EXPECT_EQ(shape(32000, 0, 0), std::make_tuple(256, 1, 1));   // 62.5 KiB
+  EXPECT_EQ(shape(100000, 0, 0), std::make_tuple(512, 1, 1));  // 195 KiB
+  EXPECT_EQ(shape(128256, 0, 0), std::make_tuple(256, 2, 1));  // 250.5 KiB
+  EXPECT_EQ(shape(151936, 0, 0), std::make_tuple(256, 2, 1));
+  EXPECT_EQ(shape(151936, 512, 0), std::make_tuple(512, 1, 1));  // 224 of its 297 KiB held
+  EXPECT_EQ(shape(151936, 0, 1), std::make_tuple(512, 1, 1));
+  EXPECT_EQ(shape(151936, 128, 2), std::make_tuple(128, 2, 1));
+  EXPECT_EQ(shape(151936, 0, 0, 0), std::make_tuple(256, 2, 0));
+  EXPECT_EQ(shape(1003, 0, 2), std::make_tuple(128, 1, 0));  // the element path: one block a row,
+  EXPECT_EQ(shape(1003, 0, 0, 1), std::make_tuple(128, 1, 0));  // its threads' own loads
 }
 
 TEST_F(FusedKernels, CrossEntropyGivesANanLossForATargetOutsideTheVocabulary) {
@@ -422,6 +437,33 @@ TEST_F(FusedKernels, CrossEntropyGivesANanLossForATargetOutsideTheVocabulary) {
   // The softmax without the −1: no element of the two rows below zero.
   EXPECT_GE(grad.narrow(0, 1, 2).min().item<double>(), 0.0);
   EXPECT_LT(grad[0].min().item<double>(), 0.0);
+}
+
+// A launch the kernel does not have is refused with one line, before anything is written.
+TEST_F(FusedKernels, CrossEntropyRefusesALaunchItDoesNotHave) {
+  const at::Tensor logits = torch::randn({2, 64}, kBf16);
+  const at::Tensor targets = torch::zeros({2}, kBf16.dtype(at::kLong));
+  const at::Tensor loss = torch::empty({2}, kBf16.dtype(at::kFloat));
+  at::Tensor grad = logits.clone();
+  const auto with = [&](const std::function<void(cuda::CrossEntropyArgs&)>& change) {
+    cuda::CrossEntropyArgs a;
+    a.logits = grad.data_ptr();
+    a.targets = targets.data_ptr<int64_t>();
+    a.rows = 2;
+    a.vocab = 64;
+    a.loss = loss.data_ptr<float>();
+    change(a);
+    return a;
+  };
+  const auto stream = c10::cuda::getCurrentCUDAStream().stream();
+  for (const auto& change : std::vector<std::function<void(cuda::CrossEntropyArgs&)>>{
+           [](cuda::CrossEntropyArgs& a) { a.block_threads = 64; },
+           [](cuda::CrossEntropyArgs& a) { a.cluster_blocks = 4; },
+           [](cuda::CrossEntropyArgs& a) { a.copy_engine = 2; },
+           [](cuda::CrossEntropyArgs& a) { a.copy_engine = -2; },
+           [](cuda::CrossEntropyArgs& a) { a.held_bytes = -2; }})
+    EXPECT_THROW(cuda::softmax_cross_entropy(with(change), stream), std::invalid_argument);
+  EXPECT_TRUE(grad.equal(logits));
 }
 
 // The operator on the GPU (one product, the kernel) against the unfused product and libtorch's

@@ -391,8 +391,9 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
       true);
 }
 
-// The output layer's loss on its BF16 logits [tokens, vocab], in place: the kernel, the kernel at
-// each block and cluster size it has, the kernel holding nothing between its passes (each row read
+// The output layer's loss on its BF16 logits [tokens, vocab], in place: the kernel, the kernel
+// loading what it holds with its threads where the copy engine is its default, the kernel at each
+// block and cluster size it has, the kernel holding nothing between its passes (each row read
 // twice, as §46's did), then the reference's ATen ops a chunk of 1024 tokens at a time (the path it
 // replaced on the GPU, the logits' gradient copied into one tensor as that path did). Bytes: the
 // logits read once and their gradient written once; what the kernel reads again is its own cost.
@@ -402,7 +403,7 @@ void output_loss(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   const at::Tensor targets = torch::randint(0, vocab, {tokens}, kCuda.dtype(at::kLong));
   const at::Tensor loss = torch::empty({tokens}, kFloat);
   const double bytes = 4.0 * tokens * vocab;
-  const auto args = [&](int i, int64_t held_bytes, int threads, int cluster) {
+  const auto args = [&](int i, int64_t held_bytes, int threads, int cluster, int engine = -1) {
     cuda::CrossEntropyArgs a;
     a.logits = logits[i].data_ptr();
     a.targets = targets.data_ptr<int64_t>();
@@ -413,25 +414,36 @@ void output_loss(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
     a.held_bytes = held_bytes;
     a.block_threads = threads;
     a.cluster_blocks = cluster;
+    a.copy_engine = engine;
     return a;
   };
-  const auto kernel = [&](int i, int64_t held_bytes, int threads, int cluster) {
-    cuda::softmax_cross_entropy(args(i, held_bytes, threads, cluster), nullptr);
+  const auto kernel = [&](int i, int64_t held_bytes, int threads, int cluster, int engine = -1) {
+    cuda::softmax_cross_entropy(args(i, held_bytes, threads, cluster, engine), nullptr);
   };
   const cuda::CrossEntropyShape chosen = cuda::softmax_cross_entropy_shape(args(0, -1, 0, 0));
   b.row(m.name,
         "softmax cross-entropy (" + std::to_string(chosen.block_threads) + " threads, " +
-            std::to_string(chosen.cluster_blocks) + " a cluster)",
+            std::to_string(chosen.cluster_blocks) + " a cluster" +
+            (chosen.copy_engine == 1 ? ", bulk copies)" : ")"),
         bytes, [&](int i) { kernel(i, -1, 0, 0); });
+  // The same launch with each thread loading what it holds (§48's kernel), where bulk copies
+  // are the default.
+  if (chosen.copy_engine == 1)
+    b.row(
+        m.name, "softmax cross-entropy, the threads' own loads", bytes,
+        [&](int i) { kernel(i, -1, 0, 0, 0); }, true);
   // Each block size, one block a row and two (a cluster): a row or half held whole where it fits
-  // the block's share of shared memory, else in part.
-  for (const int threads : {128, 256, 512})
-    for (const int cluster : {1, 2})
-      b.row(
-          m.name,
-          "softmax cross-entropy, " + std::to_string(threads) + " threads a block, " +
-              std::to_string(cluster) + " a cluster",
-          bytes, [&](int i) { kernel(i, -1, threads, cluster); }, true);
+  // the block's share of shared memory, else in part; each by the threads' loads and, where the
+  // device has them, by bulk copies.
+  for (const int engine : {0, 1})
+    for (const int threads : {128, 256, 512})
+      for (const int cluster : {1, 2})
+        if (engine == 0 || chosen.copy_engine == 1)
+          b.row(
+              m.name,
+              "softmax cross-entropy, " + std::to_string(threads) + " threads a block, " +
+                  std::to_string(cluster) + " a cluster" + (engine == 1 ? ", bulk copies" : ""),
+              bytes, [&](int i) { kernel(i, -1, threads, cluster, engine); }, true);
   b.row(
       m.name, "softmax cross-entropy, row read twice", bytes, [&](int i) { kernel(i, 0, 0, 0); },
       true);

@@ -44,6 +44,9 @@ struct CrossEntropyArgs {
   // engine's bulk copies in chunks, the next row's streaming in while this one is written (the
   // 16-byte path only: the element path takes 0; docs/perf-log.md §49).
   int copy_engine = -1;
+  // The pieces the copy engine brings each slice's held part in, each waited for on its own: 0 the
+  // kernel's choice (2), or 1 to 16.
+  int copy_chunks = 0;
 };
 
 void softmax_cross_entropy(const CrossEntropyArgs& args, cudaStream_t stream);

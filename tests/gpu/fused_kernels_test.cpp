@@ -327,6 +327,7 @@ TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
     int threads, cluster;
   };
   const bool hopper = at::cuda::getCurrentDeviceProperties()->major >= 9;
+  int case_index = 0;
   for (const int engine : {0, 1})
     for (const Case c : {Case{300, 32000, 4096, -1, 0, 0},   Case{37, 1003, 37, -1, 0, 0},
                          Case{5, 151936, 5, -1, 0, 0},       Case{300, 32000, 4096, 0, 0, 0},
@@ -339,6 +340,8 @@ TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
                          Case{37, 1000, 37, -1, 128, 2},     Case{7, 8, 7, -1, 256, 2},
                          Case{37, 1003, 37, -1, 0, 2},       Case{1500, 32000, 1500, -1, 0, 0}}) {
       if (engine == 1 && !hopper) continue;
+      // The bulk path's held part in the default two chunks, one, three or sixteen, in turn.
+      const int chunks = engine == 1 ? std::array<int, 4>{0, 1, 3, 16}[case_index++ % 4] : 0;
       torch::manual_seed(c.vocab);
       const at::Tensor logits = 4.0 * torch::randn({c.rows, c.vocab}, kBf16);
       at::Tensor targets = torch::randint(0, c.vocab, {c.rows}, kBf16.dtype(at::kLong));
@@ -360,10 +363,12 @@ TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
       a.block_threads = c.threads;
       a.cluster_blocks = c.cluster;
       a.copy_engine = engine;
+      a.copy_chunks = chunks;
       cuda::softmax_cross_entropy(a, c10::cuda::getCurrentCUDAStream().stream());
       SCOPED_TRACE(testing::Message() << c.vocab << " words, " << c.held_bytes << " bytes held, "
                                       << c.threads << " threads, " << c.cluster << " a cluster, "
-                                      << (engine == 1 ? "bulk copies" : "the threads' loads"));
+                                      << (engine == 1 ? "bulk copies" : "the threads' loads")
+                                      << ", " << chunks << " chunks");
 
       const at::Tensor row_loss =
           -at::log_softmax(logits.to(at::kFloat), -1).gather(1, targets.unsqueeze(1)).squeeze(1);
@@ -461,7 +466,9 @@ TEST_F(FusedKernels, CrossEntropyRefusesALaunchItDoesNotHave) {
            [](cuda::CrossEntropyArgs& a) { a.cluster_blocks = 4; },
            [](cuda::CrossEntropyArgs& a) { a.copy_engine = 2; },
            [](cuda::CrossEntropyArgs& a) { a.copy_engine = -2; },
-           [](cuda::CrossEntropyArgs& a) { a.held_bytes = -2; }})
+           [](cuda::CrossEntropyArgs& a) { a.held_bytes = -2; },
+           [](cuda::CrossEntropyArgs& a) { a.copy_chunks = 17; },
+           [](cuda::CrossEntropyArgs& a) { a.copy_chunks = -1; }})
     EXPECT_THROW(cuda::softmax_cross_entropy(with(change), stream), std::invalid_argument);
   EXPECT_TRUE(grad.equal(logits));
 }

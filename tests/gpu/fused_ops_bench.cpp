@@ -432,6 +432,18 @@ void output_loss(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
     b.row(
         m.name, "softmax cross-entropy, the threads' own loads", bytes,
         [&](int i) { kernel(i, -1, 0, 0, 0); }, true);
+  // The default launch with the held part in one piece, four, or sixteen (the default is two).
+  if (chosen.copy_engine == 1)
+    for (const int chunks : {1, 4, 16})
+      b.row(
+          m.name, "softmax cross-entropy, bulk copies in " + std::to_string(chunks) + " chunks",
+          bytes,
+          [&, chunks](int i) {
+            cuda::CrossEntropyArgs a = args(i, -1, 0, 0);
+            a.copy_chunks = chunks;
+            cuda::softmax_cross_entropy(a, nullptr);
+          },
+          true);
   // Each block size, one block a row and two (a cluster): a row or half held whole where it fits
   // the block's share of shared memory, else in part; each by the threads' loads and, where the
   // device has them, by bulk copies.

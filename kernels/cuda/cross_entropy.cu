@@ -1,20 +1,28 @@
 // The output layer's softmax cross-entropy in place on its BF16 logits (cross_entropy.cuh): the
 // loss and the logits' gradient from one read of each row from global memory and one write, where
 // the ATen ops of the reference path widen a chunk to FP32 and pass over it in seven ops
-// (docs/perf-log.md §46–§48).
+// (docs/perf-log.md §46–§49).
 //
-// The rows are walked by blocks, or by clusters of two blocks, each cluster on its own rows: four
-// blocks of 128 threads an SM, two of 256, or one of 512, whichever is the most whose share of the
-// SM's shared memory (55, 112 or 224 KiB on Hopper) holds a whole row; a row that none holds is
-// split between the two blocks of 256 of a cluster (choose_shape below). Pass 1 folds a row (a
+// The rows are walked by blocks, or by clusters of two blocks, each cluster on its own rows, one
+// block a row: four blocks of 128 threads an SM, two of 256, or one of 512, whichever is the most
+// whose share of the SM's shared memory (55, 112 or 224 KiB on Hopper) holds a whole row; a row
+// that no share of two holds takes one block of 512 (holding most of it), or, without bulk copies,
+// is split between the two blocks of 256 of a cluster (choose_shape below). Pass 1 folds a row (a
 // block's half, in a cluster) into its max and Σ exp(x − max) (each thread a running pair,
 // rescaled when its max grows; then the block's pairs combined, then the cluster's two over
-// distributed shared memory); pass 2 writes the gradient over it. Pass 1 keeps what it read in the
-// block's shared memory (all of a 32 000-word row, 89 % of a 128 256-word row's half, 75 % of a
-// 151 936-word one's), so that pass 2 reads from global memory only the end that did not fit, and
-// reads it first, while it is likeliest to be in L2. Each thread keeps the vectors it read itself,
-// so no barrier guards the copy. Each thread asks for eight 16-byte accesses before it uses the
-// first (64 KiB an SM in flight).
+// distributed shared memory); pass 2 writes the gradient over it. The block holds its row in
+// shared memory between the passes (all of a 32 000-word row, 89 % of a 128 256-word one, 75 % of
+// a 151 936-word one), so that pass 2 reads from global memory only the end that did not fit, and
+// reads it first, while it is likeliest to be in L2.
+//
+// How the held part gets there (§49). On Hopper the copy engine brings it in, by bulk copies in
+// two chunks, each signalled on its own mbarrier: pass 1 folds the unheld end from the threads'
+// own loads while the chunks land, then each chunk as it lands; in pass 2 the last warp done with
+// a chunk asks for the same chunk of the block's next row, so the next row streams in while this
+// one is written, and no register is held for it. Elsewhere (or asked for), each thread loads the
+// vectors it folds and keeps them itself, so that no barrier guards the copy, asking for eight
+// 16-byte accesses before it uses the first (64 KiB an SM in flight): bound by the latency of its
+// own loads at 25 % occupancy (§48's profile), 6–13 % slower.
 //
 // What bounds it (§47): with expf, holding the row gained 0 % at 32 000 words and 4–6 % at 128 256
 // and 151 936, at 45–55 % of the HBM peak either way: the exponentials' instructions, not the
@@ -236,11 +244,9 @@ __device__ __forceinline__ void ask_chunk(BulkState& st, Raw* kept, const __nv_b
 // SM; 256: two, 128: four, each cluster on its own rows, so that some read while others write.
 //
 // kBulk false: each thread loads the held vectors it folds and keeps them itself, so no barrier
-// guards them. kBulk true (§49): the copy engine brings the held part in, in chunks of `chunk`
-// vectors (a multiple of kThreads), each on its barrier; pass 1 folds the slice's unheld end from
-// its own loads while the first row's chunks land; in pass 2 the last warp done with a chunk asks
-// for the same chunk of the block's next row, so the next row streams in while this one is
-// written, with no registers held for it.
+// guards them. kBulk true: the copy engine brings the held part in, in chunks of `chunk` vectors
+// (a multiple of kThreads, so each thread takes the same vectors of every chunk), each on its
+// barrier, the next row's chunk asked for as soon as every warp is done with this row's.
 template <int kVec, bool kByInverse, int kThreads, int kCluster, bool kBulk>
 __global__ void __launch_bounds__(kThreads, 512 / kThreads)
     cross_entropy_kernel(CrossEntropyArgs a, int64_t slice, int64_t held, int64_t chunk,
@@ -400,28 +406,29 @@ struct Shape {
   bool bulk = false;
 };
 
-// What the caller gave, the rest chosen. One block a row: the most blocks an SM whose shares of
-// shared memory hold a whole row each (§47: 256 threads at 0.161 ms against 512's 0.186 on 32 000
-// words, a row in 112 KiB: several blocks an SM let one read while another writes, which pays
-// while no block reads its row twice). A row that no share holds (128 256 and 151 936 words):
-// two blocks of 256 an SM and a cluster of two a row, each block holding most of its half (§48:
-// 0.653 ms against one block of 512's 0.672 at 128 256 words, 0.795 against 0.795 at 151 936;
-// clusters of four and eight lost more at their barriers than they gained). The held part by bulk
-// copies wherever the device has them (`hopper`: clusters and bulk copies, sm_90 and later).
+// What the caller gave, the rest chosen. The held part by bulk copies wherever the device has them
+// (`hopper`: bulk copies and clusters, sm_90 and later; §49: 6 % faster at 32 000 words, 13 % at
+// 128 256, 2 % at 151 936). One block a row: the most blocks an SM whose shares of shared memory
+// hold a whole row each (§47: 256 threads at 0.161 ms against 512's 0.186 on 32 000 words, a row
+// in 112 KiB: several blocks an SM let one read while another writes). A row that no share of two
+// holds (128 256 and 151 936 words): by bulk copies, one block of 512 an SM holding most of it
+// (§49: 0.574 ms at 128 256 words against a cluster of two's 0.625, 0.786 against 0.801 at
+// 151 936); by the threads' loads, two blocks of 256 an SM and a cluster of two a row, each block
+// holding most of its half (§48: 0.653 ms against one block of 512's 0.672 at 128 256 words;
+// clusters of four and eight lost more at their barriers than they gained).
 Shape choose_shape(const CrossEntropyArgs& a, size_t row_bytes, bool hopper) {
   const int alone = row_bytes <= most_held_bytes(4)   ? 128
                     : row_bytes <= most_held_bytes(2) ? 256
                     : row_bytes <= most_held_bytes(1) ? 512
                                                       : 0;  // no share holds it
   Shape s;
-  s.cluster = a.cluster_blocks != 0                          ? a.cluster_blocks
-              : a.block_threads == 0 && alone == 0 && hopper ? 2
-                                                             : 1;
+  s.bulk = a.copy_engine < 0 ? hopper : a.copy_engine == 1;
+  const bool split = a.block_threads == 0 && alone == 0 && hopper && !s.bulk;
+  s.cluster = a.cluster_blocks != 0 ? a.cluster_blocks : split ? 2 : 1;
   s.threads = a.block_threads != 0 ? a.block_threads
               : s.cluster == 2     ? 256
               : alone != 0         ? alone
                                    : 512;
-  s.bulk = a.copy_engine < 0 ? hopper : a.copy_engine == 1;
   return s;
 }
 

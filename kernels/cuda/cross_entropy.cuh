@@ -15,9 +15,9 @@ namespace lpbench::cuda {
 // as kernels/reference/cross_entropy.h defines it. A target outside [0, vocab) gives a NaN loss
 // and no −1 in its row. One pass reads a row for its max and sum and keeps what it read in shared
 // memory, up to `held_bytes`; a second writes the gradient over the row, reading again from global
-// memory only what was not kept (docs/perf-log.md §46–§48). Rows contiguous; a vocabulary that is a
-// multiple of 8 with 16-byte aligned logits takes 16-byte accesses, any other one element at a
-// time.
+// memory only what was not kept (docs/perf-log.md §46–§49). Rows contiguous; a vocabulary that
+// is a multiple of 8 with 16-byte aligned logits takes 16-byte accesses, any other one element
+// at a time.
 struct CrossEntropyArgs {
   void* logits = nullptr;            // [rows, vocab] bf16: read, then overwritten by the gradient
   const int64_t* targets = nullptr;  // [rows]
@@ -36,8 +36,8 @@ struct CrossEntropyArgs {
   // block takes half of every row of its cluster, holds it in shared memory, and the two blocks'
   // (max, Σ) pairs meet over distributed shared memory; the 16-byte path only: the element path
   // takes 1), or 0 the kernel's choice. With both 0 the kernel takes the most blocks an SM whose
-  // shares of shared memory hold a whole row each, else two blocks of 256 a row (docs/perf-log.md
-  // §47, §48).
+  // shares of shared memory hold a whole row each, else one block of 512 a row by bulk copies, or
+  // two blocks of 256 a row by the threads' loads (docs/perf-log.md §47–§49).
   int cluster_blocks = 0;
   // How the held part of each slice comes into shared memory: −1 the kernel's choice (1 where the
   // device has bulk copies, Hopper and later, else 0), 0 each thread's own loads, 1 the copy

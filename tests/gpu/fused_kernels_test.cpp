@@ -386,11 +386,11 @@ TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
     }
 }
 
-// The launch the kernel chooses on Hopper (228 KiB of shared memory an SM): the most blocks an
-// SM whose shares (55 KiB at 128 threads, 112 at 256, 224 at 512) hold a whole row each, else two
-// blocks of 256 a row as a cluster, the held part brought in by bulk copies; what the caller gives
-// is kept.
-TEST_F(FusedKernels, CrossEntropyTakesTheMostBlocksThatHoldARowElseAClusterOfTwo) {
+// The launch the kernel chooses on Hopper (228 KiB of shared memory an SM): the held part by bulk
+// copies; the most blocks an SM whose shares (55 KiB at 128 threads, 112 at 256, 224 at 512) hold
+// a whole row each, else one block of 512 a row; by the threads' loads, two blocks of 256 a row as
+// a cluster where no share holds a row; what the caller gives is kept.
+TEST_F(FusedKernels, CrossEntropyTakesTheMostBlocksThatHoldARow) {
   if (at::cuda::getCurrentDeviceProperties()->major != 9) GTEST_SKIP() << "not a Hopper GPU";
   const at::Tensor logits = torch::empty({1, 151936}, kBf16);
   const at::Tensor targets = torch::zeros({1}, kBf16.dtype(at::kLong));
@@ -408,18 +408,24 @@ TEST_F(FusedKernels, CrossEntropyTakesTheMostBlocksThatHoldARowElseAClusterOfTwo
     const cuda::CrossEntropyShape s = cuda::softmax_cross_entropy_shape(a);
     return std::make_tuple(s.block_threads, s.cluster_blocks, s.copy_engine);
   };
-  // Bulk copies by default on the 16-byte path; what the caller gives is kept.
   EXPECT_EQ(shape(16000, 0, 0), std::make_tuple(128, 1, 1));   // 31 KiB a row
   EXPECT_EQ(shape(32000, 0, 0), std::make_tuple(256, 1, 1));   // 62.5 KiB
   EXPECT_EQ(shape(100000, 0, 0), std::make_tuple(512, 1, 1));  // 195 KiB
-  EXPECT_EQ(shape(128256, 0, 0), std::make_tuple(256, 2, 1));  // 250.5 KiB
-  EXPECT_EQ(shape(151936, 0, 0), std::make_tuple(256, 2, 1));
-  EXPECT_EQ(shape(151936, 512, 0), std::make_tuple(512, 1, 1));  // 224 of its 297 KiB held
-  EXPECT_EQ(shape(151936, 0, 1), std::make_tuple(512, 1, 1));
-  EXPECT_EQ(shape(151936, 128, 2), std::make_tuple(128, 2, 1));
+  EXPECT_EQ(shape(128256, 0, 0), std::make_tuple(512, 1, 1));  // 250.5 KiB: 224 held
+  EXPECT_EQ(shape(151936, 0, 0), std::make_tuple(512, 1, 1));
+  // By the threads' loads: a cluster of two where no share holds a row.
+  EXPECT_EQ(shape(32000, 0, 0, 0), std::make_tuple(256, 1, 0));
+  EXPECT_EQ(shape(100000, 0, 0, 0), std::make_tuple(512, 1, 0));
+  EXPECT_EQ(shape(128256, 0, 0, 0), std::make_tuple(256, 2, 0));
   EXPECT_EQ(shape(151936, 0, 0, 0), std::make_tuple(256, 2, 0));
-  EXPECT_EQ(shape(1003, 0, 2), std::make_tuple(128, 1, 0));  // the element path: one block a row,
-  EXPECT_EQ(shape(1003, 0, 0, 1), std::make_tuple(128, 1, 0));  // its threads' own loads
+  // What the caller gives is kept.
+  EXPECT_EQ(shape(151936, 256, 0), std::make_tuple(256, 1, 1));
+  EXPECT_EQ(shape(151936, 0, 2), std::make_tuple(256, 2, 1));
+  EXPECT_EQ(shape(151936, 128, 2), std::make_tuple(128, 2, 1));
+  EXPECT_EQ(shape(151936, 512, 1, 0), std::make_tuple(512, 1, 0));
+  // The element path: one block a row, its threads' own loads.
+  EXPECT_EQ(shape(1003, 0, 2), std::make_tuple(128, 1, 0));
+  EXPECT_EQ(shape(1003, 0, 0, 1), std::make_tuple(128, 1, 0));
 }
 
 TEST_F(FusedKernels, CrossEntropyGivesANanLossForATargetOutsideTheVocabulary) {

@@ -210,8 +210,9 @@ constexpr bool kHasBulkCopies = false;
 
 // The bulk path's chunks of a slice's held part, each copied and waited for on its own: two by
 // default, so that pass 1 starts on the first half while the second is on its way; more cost
-// more than they overlap (§49: 4 and 16 chunks 4–27 % slower than 2 at 32 000 and 128 256
-// words). At most 16, whose barriers are a few bytes of static shared memory.
+// more in waits and counts than they overlap (§49, against two at 32 000 and 128 256 words: one
+// chunk 2–10 % slower, four 2–5 %, sixteen 21–71 %). At most 16, whose barriers are a few bytes
+// of static shared memory.
 constexpr int kCopyChunks = 2;
 constexpr int kMostChunks = 16;
 

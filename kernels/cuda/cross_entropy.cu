@@ -130,13 +130,13 @@ struct Access<1> {
   }
 };
 
-// The vectors first, first + kThreads, … of a row (kInFlight of them, those before `end`), all
+// The vectors first, first + kThreads, … of a row (kBatch of them, those before `end`), all
 // asked for before any is used.
-template <int kVec, int kThreads>
+template <int kVec, int kThreads, int kBatch>
 __device__ __forceinline__ void load_batch(const __nv_bfloat16* row, int64_t first, int64_t end,
-                                           typename Access<kVec>::Raw (&raw)[kInFlight]) {
+                                           typename Access<kVec>::Raw (&raw)[kBatch]) {
 #pragma unroll
-  for (int j = 0; j < kInFlight; ++j)
+  for (int j = 0; j < kBatch; ++j)
     if (first + j * kThreads < end)
       raw[j] = Access<kVec>::load(row + (first + j * kThreads) * kVec);
 }
@@ -216,6 +216,14 @@ constexpr bool kHasBulkCopies = false;
 constexpr int kCopyChunks = 2;
 constexpr int kMostChunks = 16;
 
+// The bulk path's register tail (one block of 512 a row): the first kTailVectors · 512 vectors of
+// the end that shared memory does not hold, each thread's kTailVectors of them kept in its own
+// registers between the passes, so that pass 2 reads none of them again (§50). Ten 16-byte vectors
+// are 40 registers a thread: with 224 KiB held, rows up to 155 648 words (Qwen3's 151 936, 32 KiB
+// past what an SM's shared memory holds) are then read once; a longer row's end past the tail is
+// read again as before.
+constexpr int kTailVectors = 10;
+
 // The bulk path's state: chunk c's barrier completes when its bytes of the block's current row
 // have landed; read_by[c] counts the warps whose pass 2 is done with chunk c, and the last of them
 // asks for the next row's chunk c in its place.
@@ -248,11 +256,17 @@ __device__ __forceinline__ void ask_chunk(BulkState& st, Raw* kept, const __nv_b
 // guards them. kBulk true: the copy engine brings the held part in, in chunks of `chunk` vectors
 // (a multiple of kThreads, so each thread takes the same vectors of every chunk), each on its
 // barrier, the next row's chunk asked for as soon as every warp is done with this row's.
-template <int kVec, bool kByInverse, int kThreads, int kCluster, bool kBulk>
+// kTail (bulk only): the vectors of the unheld end each thread keeps in registers between the
+// passes (thread t's are held_end + t, held_end + t + kThreads, …); 0 none.
+template <int kVec, bool kByInverse, int kThreads, int kCluster, bool kBulk, int kTail>
 __global__ void __launch_bounds__(kThreads, 512 / kThreads)
     cross_entropy_kernel(CrossEntropyArgs a, int64_t slice, int64_t held, int64_t chunk,
                          float inverse) {
+  static_assert(kTail == 0 || kBulk, "the register tail is the bulk path's");
   constexpr int kWarps = kThreads / 32;
+  // The threads' loads in flight: with a register tail, which only rows past its reach use, four
+  // (eight and the tail's 40 registers spill).
+  constexpr int kBatch = kTail > 0 ? 4 : kInFlight;
   using A = Access<kVec>;
   using Raw = typename A::Raw;
   extern __shared__ __align__(16) unsigned char held_bytes[];
@@ -268,6 +282,13 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
   const int64_t lo = std::min(rank * slice, vectors);
   const int64_t hi = std::min(lo + slice, vectors);
   const int64_t held_end = std::min(lo + held, hi);
+  const int64_t tail_end = std::min(held_end + int64_t{kTail} * kThreads, hi);
+  // This thread's vectors of the tail: held_end + its index, then every kThreads, `tail_count` of
+  // them (the same in every row; one count, so that no address is kept between the passes).
+  const int64_t tail_first = held_end + threadIdx.x;
+  [[maybe_unused]] const int tail_count =
+      tail_first < tail_end ? static_cast<int>((tail_end - tail_first + kThreads - 1) / kThreads)
+                            : 0;
   const auto divisor = static_cast<float>(a.divisor);
   const int64_t step = gridDim.x / kCluster;
   auto* const logits = static_cast<__nv_bfloat16*>(a.logits);
@@ -304,13 +325,14 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
         rank == 0 && threadIdx.x == 0 && valid ? __bfloat162float(row[target]) : 0.0F;
 
     MaxSum p{-INFINITY, 0.0F};
-    // The threads' own loads: the whole slice, or (bulk) the end that is not held.
-    for (int64_t first = (kBulk ? held_end : lo) + threadIdx.x; first < hi;
-         first += kInFlight * kThreads) {
-      Raw raw[kInFlight];
-      load_batch<kVec, kThreads>(row, first, hi, raw);
+    // The threads' own loads: the whole slice, or (bulk) the end that is not held, past the
+    // register tail (before the tail's loads, so that the two are not live at once).
+    for (int64_t first = (kBulk ? tail_end : lo) + threadIdx.x; first < hi;
+         first += kBatch * kThreads) {
+      Raw raw[kBatch];
+      load_batch<kVec, kThreads, kBatch>(row, first, hi, raw);
 #pragma unroll
-      for (int j = 0; j < kInFlight; ++j) {
+      for (int j = 0; j < kBatch; ++j) {
         const int64_t v = first + j * kThreads;
         if (v >= hi) break;
         // This thread's own vector, read back by this thread in pass 2: no barrier between.
@@ -319,6 +341,20 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
         A::widen(raw[j], x);
         fold(p, x);
       }
+    }
+    [[maybe_unused]] Raw tail[kTail > 0 ? kTail : 1];
+    if constexpr (kTail > 0) {
+      const __nv_bfloat16* const at = row + tail_first * kVec;
+#pragma unroll
+      for (int j = 0; j < kTail; ++j)
+        if (j < tail_count) tail[j] = A::load(at + j * kThreads * kVec);
+#pragma unroll
+      for (int j = 0; j < kTail; ++j)
+        if (j < tail_count) {
+          float x[kVec];
+          A::widen(tail[j], x);
+          fold(p, x);
+        }
     }
     if constexpr (kBulk) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
@@ -343,12 +379,20 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
     const float inverse_sum = 1.0F / p.sum;
     if (rank == 0 && threadIdx.x == 0) a.loss[r] = valid ? -((x_target - p.max) - log_sum) : NAN;
 
-    // The slice's end that shared memory did not hold, first: pass 1 read it last.
-    for (int64_t first = held_end + threadIdx.x; first < hi; first += kInFlight * kThreads) {
-      Raw raw[kInFlight];
-      load_batch<kVec, kThreads>(row, first, hi, raw);
+    // The slice's end that shared memory did not hold, first: the register tail, then what is past
+    // it, read again.
+    if constexpr (kTail > 0) {
 #pragma unroll
-      for (int j = 0; j < kInFlight; ++j) {
+      for (int j = 0; j < kTail; ++j)
+        if (j < tail_count)
+          write_gradient<kVec, kByInverse>(row, tail_first + j * kThreads, tail[j], p.max,
+                                           inverse_sum, target, divisor, inverse);
+    }
+    for (int64_t first = tail_end + threadIdx.x; first < hi; first += kBatch * kThreads) {
+      Raw raw[kBatch];
+      load_batch<kVec, kThreads, kBatch>(row, first, hi, raw);
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
         const int64_t v = first + j * kThreads;
         if (v >= hi) break;
         write_gradient<kVec, kByInverse>(row, v, raw[j], p.max, inverse_sum, target, divisor,
@@ -405,6 +449,7 @@ struct Shape {
   int threads = 512;
   int cluster = 1;
   bool bulk = false;
+  bool tail = false;  // kTailVectors a thread of the unheld end kept in registers
 };
 
 // What the caller gave, the rest chosen. The held part by bulk copies wherever the device has them
@@ -430,13 +475,19 @@ Shape choose_shape(const CrossEntropyArgs& a, size_t row_bytes, bool hopper) {
               : s.cluster == 2     ? 256
               : alone != 0         ? alone
                                    : 512;
+  const bool can_tail = s.bulk && s.threads == 512 && s.cluster == 1;
+  LPBENCH_CUDA_REQUIRE(a.tail_in_registers != 1 || can_tail,
+                       "tail_in_registers 1 needs the bulk copies' launch of one block of 512 "
+                       "threads a row (copy_engine 1 or -1 on Hopper, block_threads 0 or 512, "
+                       "cluster_blocks 0 or 1); give -1 or 0");
+  s.tail = a.tail_in_registers < 0 ? can_tail && alone == 0 : a.tail_in_registers == 1;
   return s;
 }
 
-template <int kVec, bool kByInverse, int kThreads, int kCluster, bool kBulk>
+template <int kVec, bool kByInverse, int kThreads, int kCluster, bool kBulk, int kTail = 0>
 void launch(const CrossEntropyArgs& a, cudaStream_t stream) {
   using Raw = typename Access<kVec>::Raw;
-  auto* const kernel = &cross_entropy_kernel<kVec, kByInverse, kThreads, kCluster, kBulk>;
+  auto* const kernel = &cross_entropy_kernel<kVec, kByInverse, kThreads, kCluster, kBulk, kTail>;
   const int64_t vectors = a.vocab / kVec;
   const int64_t slice = (vectors + kCluster - 1) / kCluster;
   const size_t most = most_held_bytes(512 / kThreads);
@@ -478,6 +529,12 @@ void launch(const CrossEntropyArgs& a, Shape s, cudaStream_t stream) {
       launch<kVec, kByInverse, kThreads, 2, false>(a, stream);
     }
   } else if (s.bulk) {
+    if constexpr (kThreads == 512) {
+      if (s.tail) {
+        launch<kVec, kByInverse, kThreads, 1, true, kTailVectors>(a, stream);
+        return;
+      }
+    }
     launch<kVec, kByInverse, kThreads, 1, true>(a, stream);
   } else {
     launch<kVec, kByInverse, kThreads, 1, false>(a, stream);
@@ -513,6 +570,7 @@ Shape shape_of(const CrossEntropyArgs& a) {
     CrossEntropyArgs alone = a;  // the element path: one block a row, its threads' own loads
     alone.cluster_blocks = 1;
     alone.copy_engine = 0;
+    alone.tail_in_registers = 0;
     return choose_shape(alone, a.vocab * sizeof(__nv_bfloat16), false);
   }
   return choose_shape(a, a.vocab * sizeof(__nv_bfloat16),
@@ -539,6 +597,8 @@ void check(const CrossEntropyArgs& a) {
                        "or 0");
   LPBENCH_CUDA_REQUIRE(a.copy_chunks >= 0 && a.copy_chunks <= kMostChunks,
                        "copy_chunks is 0 (the kernel's choice) or 1 to 16");
+  LPBENCH_CUDA_REQUIRE(a.tail_in_registers >= -1 && a.tail_in_registers <= 1,
+                       "tail_in_registers is -1 (the kernel's choice), 0 or 1");
   LPBENCH_CUDA_REQUIRE(a.divisor > 0 && a.divisor <= (int64_t{1} << 24),
                        "the divisor must be in [1, 2^24], where FP32 holds it exactly");
 }
@@ -548,7 +608,7 @@ void check(const CrossEntropyArgs& a) {
 CrossEntropyShape softmax_cross_entropy_shape(const CrossEntropyArgs& a) {
   check(a);
   const Shape s = shape_of(a);
-  return {s.threads, s.cluster, s.bulk ? 1 : 0};
+  return {s.threads, s.cluster, s.bulk ? 1 : 0, s.tail ? 1 : 0};
 }
 
 void softmax_cross_entropy(const CrossEntropyArgs& a, cudaStream_t stream) {

@@ -47,6 +47,11 @@ struct CrossEntropyArgs {
   // The pieces the copy engine brings each slice's held part in, each waited for on its own: 0 the
   // kernel's choice (2), or 1 to 16.
   int copy_chunks = 0;
+  // Whether each thread keeps ten 16-byte vectors of the end that shared memory does not hold in
+  // its registers between the passes, so that pass 2 reads them from there (the bulk copies'
+  // launch of one block of 512 threads a row only): −1 the kernel's choice (1 where a row does not
+  // fit the block's shared memory), 0 no (the unheld end read twice), 1 yes (docs/perf-log.md §50).
+  int tail_in_registers = -1;
 };
 
 void softmax_cross_entropy(const CrossEntropyArgs& args, cudaStream_t stream);
@@ -55,7 +60,8 @@ void softmax_cross_entropy(const CrossEntropyArgs& args, cudaStream_t stream);
 struct CrossEntropyShape {
   int block_threads = 0;
   int cluster_blocks = 0;
-  int copy_engine = 0;  // 1: the held part by bulk copies
+  int copy_engine = 0;        // 1: the held part by bulk copies
+  int tail_in_registers = 0;  // 1: part of the unheld end kept in registers
 };
 CrossEntropyShape softmax_cross_entropy_shape(const CrossEntropyArgs& args);
 

@@ -320,7 +320,9 @@ TEST_F(FusedKernels, SwigluMatchesTheReferenceForwardAndBackward) {
 // a few rows a block, or many; each row held whole in shared memory between the passes, in part
 // (the rest read again), or not; one block a row, or a cluster of 2 sharing it (slices of unequal
 // length, and slices with nothing in them, included); the held part loaded by the threads and, on
-// Hopper, brought in by bulk copies (the next row's streaming in while a row is written).
+// Hopper, brought in by bulk copies (the next row's streaming in while a row is written), and by
+// bulk copies with part of the unheld end kept in registers (one block of 512 a row: all of the
+// unheld end, or the tail's reach and the rest read again).
 TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
   struct Case {
     int64_t rows, vocab, divisor, held_bytes;
@@ -328,20 +330,26 @@ TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
   };
   const bool hopper = at::cuda::getCurrentDeviceProperties()->major >= 9;
   int case_index = 0;
-  for (const int engine : {0, 1})
-    for (const Case c : {Case{300, 32000, 4096, -1, 0, 0},   Case{37, 1003, 37, -1, 0, 0},
-                         Case{5, 151936, 5, -1, 0, 0},       Case{300, 32000, 4096, 0, 0, 0},
-                         Case{37, 1003, 37, 512, 0, 0},      Case{6, 32000, 6, 8192, 0, 0},
-                         Case{300, 32000, 4096, -1, 512, 0}, Case{5, 151936, 5, -1, 512, 0},
-                         Case{37, 1003, 37, 1024, 512, 0},   Case{300, 128256, 4096, -1, 128, 0},
-                         Case{37, 1003, 37, 256, 128, 0},    Case{300, 128256, 4096, -1, 0, 0},
-                         Case{9, 151936, 9, -1, 512, 2},     Case{300, 32000, 4096, -1, 128, 2},
-                         Case{300, 128256, 4096, 0, 0, 2},   Case{6, 32000, 6, 8192, 256, 2},
-                         Case{37, 1000, 37, -1, 128, 2},     Case{7, 8, 7, -1, 256, 2},
-                         Case{37, 1003, 37, -1, 0, 2},       Case{1500, 32000, 1500, -1, 0, 0}}) {
-      if (engine == 1 && !hopper) continue;
+  // engine 0: the threads' loads; 1: bulk copies; 2: bulk copies and the register tail.
+  for (const int engine : {0, 1, 2})
+    for (Case c : {Case{300, 32000, 4096, -1, 0, 0},   Case{37, 1003, 37, -1, 0, 0},
+                   Case{5, 151936, 5, -1, 0, 0},       Case{300, 32000, 4096, 0, 0, 0},
+                   Case{37, 1003, 37, 512, 0, 0},      Case{6, 32000, 6, 8192, 0, 0},
+                   Case{300, 32000, 4096, -1, 512, 0}, Case{5, 151936, 5, -1, 512, 0},
+                   Case{37, 1003, 37, 1024, 512, 0},   Case{300, 128256, 4096, -1, 128, 0},
+                   Case{37, 1003, 37, 256, 128, 0},    Case{300, 128256, 4096, -1, 0, 0},
+                   Case{9, 151936, 9, -1, 512, 2},     Case{300, 32000, 4096, -1, 128, 2},
+                   Case{300, 128256, 4096, 0, 0, 2},   Case{6, 32000, 6, 8192, 256, 2},
+                   Case{37, 1000, 37, -1, 128, 2},     Case{7, 8, 7, -1, 256, 2},
+                   Case{37, 1003, 37, -1, 0, 2},       Case{1500, 32000, 1500, -1, 0, 0},
+                   Case{9, 151936, 9, 65536, 512, 0},  Case{300, 128256, 4096, 0, 512, 1}}) {
+      if (engine >= 1 && !hopper) continue;
+      if (engine == 2) {  // the tail's launch only: one block of 512 a row
+        if (c.cluster == 2 || (c.threads != 0 && c.threads != 512)) continue;
+        c.threads = 512;
+      }
       // The bulk path's held part in the default two chunks, one, three or sixteen, in turn.
-      const int chunks = engine == 1 ? std::array<int, 4>{0, 1, 3, 16}[case_index++ % 4] : 0;
+      const int chunks = engine >= 1 ? std::array<int, 4>{0, 1, 3, 16}[case_index++ % 4] : 0;
       torch::manual_seed(c.vocab);
       const at::Tensor logits = 4.0 * torch::randn({c.rows, c.vocab}, kBf16);
       at::Tensor targets = torch::randint(0, c.vocab, {c.rows}, kBf16.dtype(at::kLong));
@@ -362,13 +370,16 @@ TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
       a.held_bytes = c.held_bytes;
       a.block_threads = c.threads;
       a.cluster_blocks = c.cluster;
-      a.copy_engine = engine;
+      a.copy_engine = std::min(engine, 1);
       a.copy_chunks = chunks;
+      a.tail_in_registers = engine == 2 ? 1 : 0;
       cuda::softmax_cross_entropy(a, c10::cuda::getCurrentCUDAStream().stream());
+      const char* const how = engine == 0   ? "the threads' loads"
+                              : engine == 1 ? "bulk copies"
+                                            : "bulk copies and the register tail";
       SCOPED_TRACE(testing::Message() << c.vocab << " words, " << c.held_bytes << " bytes held, "
                                       << c.threads << " threads, " << c.cluster << " a cluster, "
-                                      << (engine == 1 ? "bulk copies" : "the threads' loads")
-                                      << ", " << chunks << " chunks");
+                                      << how << ", " << chunks << " chunks");
 
       const at::Tensor row_loss =
           -at::log_softmax(logits.to(at::kFloat), -1).gather(1, targets.unsqueeze(1)).squeeze(1);
@@ -388,14 +399,15 @@ TEST_F(FusedKernels, CrossEntropyMatchesTheReferenceInPlace) {
 
 // The launch the kernel chooses on Hopper (228 KiB of shared memory an SM): the held part by bulk
 // copies; the most blocks an SM whose shares (55 KiB at 128 threads, 112 at 256, 224 at 512) hold
-// a whole row each, else one block of 512 a row; by the threads' loads, two blocks of 256 a row as
-// a cluster where no share holds a row; what the caller gives is kept.
+// a whole row each, else one block of 512 a row with the register tail; by the threads' loads, two
+// blocks of 256 a row as a cluster where no share holds a row; what the caller gives is kept, and a
+// register tail asked of a launch that cannot have one is refused.
 TEST_F(FusedKernels, CrossEntropyTakesTheMostBlocksThatHoldARow) {
   if (at::cuda::getCurrentDeviceProperties()->major != 9) GTEST_SKIP() << "not a Hopper GPU";
   const at::Tensor logits = torch::empty({1, 151936}, kBf16);
   const at::Tensor targets = torch::zeros({1}, kBf16.dtype(at::kLong));
   const at::Tensor loss = torch::empty({1}, kBf16.dtype(at::kFloat));
-  const auto shape = [&](int64_t vocab, int threads, int cluster, int engine = -1) {
+  const auto shape = [&](int64_t vocab, int threads, int cluster, int engine = -1, int tail = -1) {
     cuda::CrossEntropyArgs a;
     a.logits = logits.data_ptr();
     a.targets = targets.data_ptr<int64_t>();
@@ -405,27 +417,36 @@ TEST_F(FusedKernels, CrossEntropyTakesTheMostBlocksThatHoldARow) {
     a.block_threads = threads;
     a.cluster_blocks = cluster;
     a.copy_engine = engine;
+    a.tail_in_registers = tail;
     const cuda::CrossEntropyShape s = cuda::softmax_cross_entropy_shape(a);
-    return std::make_tuple(s.block_threads, s.cluster_blocks, s.copy_engine);
+    return std::make_tuple(s.block_threads, s.cluster_blocks, s.copy_engine, s.tail_in_registers);
   };
-  EXPECT_EQ(shape(16000, 0, 0), std::make_tuple(128, 1, 1));   // 31 KiB a row
-  EXPECT_EQ(shape(32000, 0, 0), std::make_tuple(256, 1, 1));   // 62.5 KiB
-  EXPECT_EQ(shape(100000, 0, 0), std::make_tuple(512, 1, 1));  // 195 KiB
-  EXPECT_EQ(shape(128256, 0, 0), std::make_tuple(512, 1, 1));  // 250.5 KiB: 224 held
-  EXPECT_EQ(shape(151936, 0, 0), std::make_tuple(512, 1, 1));
+  EXPECT_EQ(shape(16000, 0, 0), std::make_tuple(128, 1, 1, 0));   // 31 KiB a row
+  EXPECT_EQ(shape(32000, 0, 0), std::make_tuple(256, 1, 1, 0));   // 62.5 KiB
+  EXPECT_EQ(shape(100000, 0, 0), std::make_tuple(512, 1, 1, 0));  // 195 KiB
+  EXPECT_EQ(shape(128256, 0, 0), std::make_tuple(512, 1, 1, 1));  // 250.5 KiB: 224 held
+  EXPECT_EQ(shape(151936, 0, 0), std::make_tuple(512, 1, 1, 1));
   // By the threads' loads: a cluster of two where no share holds a row.
-  EXPECT_EQ(shape(32000, 0, 0, 0), std::make_tuple(256, 1, 0));
-  EXPECT_EQ(shape(100000, 0, 0, 0), std::make_tuple(512, 1, 0));
-  EXPECT_EQ(shape(128256, 0, 0, 0), std::make_tuple(256, 2, 0));
-  EXPECT_EQ(shape(151936, 0, 0, 0), std::make_tuple(256, 2, 0));
+  EXPECT_EQ(shape(32000, 0, 0, 0), std::make_tuple(256, 1, 0, 0));
+  EXPECT_EQ(shape(100000, 0, 0, 0), std::make_tuple(512, 1, 0, 0));
+  EXPECT_EQ(shape(128256, 0, 0, 0), std::make_tuple(256, 2, 0, 0));
+  EXPECT_EQ(shape(151936, 0, 0, 0), std::make_tuple(256, 2, 0, 0));
   // What the caller gives is kept.
-  EXPECT_EQ(shape(151936, 256, 0), std::make_tuple(256, 1, 1));
-  EXPECT_EQ(shape(151936, 0, 2), std::make_tuple(256, 2, 1));
-  EXPECT_EQ(shape(151936, 128, 2), std::make_tuple(128, 2, 1));
-  EXPECT_EQ(shape(151936, 512, 1, 0), std::make_tuple(512, 1, 0));
+  EXPECT_EQ(shape(151936, 256, 0), std::make_tuple(256, 1, 1, 0));
+  EXPECT_EQ(shape(151936, 0, 2), std::make_tuple(256, 2, 1, 0));
+  EXPECT_EQ(shape(151936, 128, 2), std::make_tuple(128, 2, 1, 0));
+  EXPECT_EQ(shape(151936, 512, 1, 0), std::make_tuple(512, 1, 0, 0));
+  EXPECT_EQ(shape(151936, 0, 0, -1, 0), std::make_tuple(512, 1, 1, 0));
+  EXPECT_EQ(shape(32000, 512, 0, -1, 1), std::make_tuple(512, 1, 1, 1));
+  // A register tail only on one block of 512 a row by bulk copies.
+  EXPECT_THROW(shape(151936, 256, 0, -1, 1), std::invalid_argument);
+  EXPECT_THROW(shape(151936, 0, 2, -1, 1), std::invalid_argument);
+  EXPECT_THROW(shape(151936, 512, 1, 0, 1), std::invalid_argument);
+  EXPECT_THROW(shape(32000, 0, 0, -1, 1), std::invalid_argument);  // 256 threads a row
   // The element path: one block a row, its threads' own loads.
-  EXPECT_EQ(shape(1003, 0, 2), std::make_tuple(128, 1, 0));
-  EXPECT_EQ(shape(1003, 0, 0, 1), std::make_tuple(128, 1, 0));
+  EXPECT_EQ(shape(1003, 0, 2), std::make_tuple(128, 1, 0, 0));
+  EXPECT_EQ(shape(1003, 0, 0, 1), std::make_tuple(128, 1, 0, 0));
+  EXPECT_EQ(shape(1003, 512, 0, 1, 1), std::make_tuple(512, 1, 0, 0));
 }
 
 TEST_F(FusedKernels, CrossEntropyGivesANanLossForATargetOutsideTheVocabulary) {
@@ -474,7 +495,13 @@ TEST_F(FusedKernels, CrossEntropyRefusesALaunchItDoesNotHave) {
            [](cuda::CrossEntropyArgs& a) { a.copy_engine = -2; },
            [](cuda::CrossEntropyArgs& a) { a.held_bytes = -2; },
            [](cuda::CrossEntropyArgs& a) { a.copy_chunks = 17; },
-           [](cuda::CrossEntropyArgs& a) { a.copy_chunks = -1; }})
+           [](cuda::CrossEntropyArgs& a) { a.copy_chunks = -1; },
+           [](cuda::CrossEntropyArgs& a) { a.tail_in_registers = 2; },
+           [](cuda::CrossEntropyArgs& a) { a.tail_in_registers = -2; },
+           [](cuda::CrossEntropyArgs& a) {
+             a.vocab = 32;  // the 16-byte path, four blocks of 128 a row
+             a.tail_in_registers = 1;
+           }})
     EXPECT_THROW(cuda::softmax_cross_entropy(with(change), stream), std::invalid_argument);
   EXPECT_TRUE(grad.equal(logits));
 }

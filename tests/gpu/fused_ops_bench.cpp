@@ -424,8 +424,19 @@ void output_loss(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   b.row(m.name,
         "softmax cross-entropy (" + std::to_string(chosen.block_threads) + " threads, " +
             std::to_string(chosen.cluster_blocks) + " a cluster" +
-            (chosen.copy_engine == 1 ? ", bulk copies)" : ")"),
+            (chosen.copy_engine == 1 ? ", bulk copies" : "") +
+            (chosen.tail_in_registers == 1 ? ", register tail)" : ")"),
         bytes, [&](int i) { kernel(i, -1, 0, 0); });
+  // The same launch without the register tail (the unheld end read twice, §49's kernel).
+  if (chosen.tail_in_registers == 1)
+    b.row(
+        m.name, "softmax cross-entropy, no register tail", bytes,
+        [&](int i) {
+          cuda::CrossEntropyArgs a = args(i, -1, 0, 0);
+          a.tail_in_registers = 0;
+          cuda::softmax_cross_entropy(a, nullptr);
+        },
+        true);
   // The same launch with each thread loading what it holds (§48's kernel), where bulk copies
   // are the default.
   if (chosen.copy_engine == 1)

@@ -289,13 +289,6 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
   [[maybe_unused]] const int tail_count =
       tail_first < tail_end ? static_cast<int>((tail_end - tail_first + kThreads - 1) / kThreads)
                             : 0;
-  [[maybe_unused]] Raw tail[kTail > 0 ? kTail : 1];
-  [[maybe_unused]] const auto load_tail = [&](const __nv_bfloat16* row) {
-    const __nv_bfloat16* const at = row + tail_first * kVec;
-#pragma unroll
-    for (int j = 0; j < kTail; ++j)
-      if (j < tail_count) tail[j] = A::load(at + j * kThreads * kVec);
-  };
   const auto divisor = static_cast<float>(a.divisor);
   const int64_t step = gridDim.x / kCluster;
   auto* const logits = static_cast<__nv_bfloat16*>(a.logits);
@@ -322,10 +315,6 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
 #endif
   }
 
-  // The register tail of the block's first row; each later row's is asked for as soon as the
-  // row before has written its own, so that it lands during that row's pass 2.
-  if constexpr (kTail > 0)
-    if (blockIdx.x / kCluster < a.rows) load_tail(logits + blockIdx.x / kCluster * a.vocab);
   int parity = 0;
   for (int64_t r = blockIdx.x / kCluster; r < a.rows; r += step, parity ^= 1) {
     auto* row = logits + r * a.vocab;
@@ -353,7 +342,12 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
         fold(p, x);
       }
     }
+    [[maybe_unused]] Raw tail[kTail > 0 ? kTail : 1];
     if constexpr (kTail > 0) {
+      const __nv_bfloat16* const at = row + tail_first * kVec;
+#pragma unroll
+      for (int j = 0; j < kTail; ++j)
+        if (j < tail_count) tail[j] = A::load(at + j * kThreads * kVec);
 #pragma unroll
       for (int j = 0; j < kTail; ++j)
         if (j < tail_count) {
@@ -393,7 +387,6 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
         if (j < tail_count)
           write_gradient<kVec, kByInverse>(row, tail_first + j * kThreads, tail[j], p.max,
                                            inverse_sum, target, divisor, inverse);
-      if (r + step < a.rows) load_tail(logits + (r + step) * a.vocab);
     }
     for (int64_t first = tail_end + threadIdx.x; first < hi; first += kBatch * kThreads) {
       Raw raw[kBatch];
@@ -424,6 +417,10 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
             __threadfence_block();
             sm90::fence_async_shared();
             ask_chunk<kVec>(bulk, kept, logits + next * a.vocab, lo, held_end - lo, chunk, c);
+            // The next row's unheld end asked into L2 with its first chunk, for pass 1's loads.
+            if (c == 0 && hi > held_end)
+              sm90::bulk_prefetch_l2(logits + (next * a.vocab + held_end * kVec),
+                                     static_cast<uint32_t>((hi - held_end) * sizeof(Raw)));
           }
         }
       }

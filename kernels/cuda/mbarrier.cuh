@@ -112,4 +112,13 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
       : "memory");
 }
 
+// Asks L2 to fetch `bytes` contiguous bytes of global memory at `src` (16-byte aligned, bytes a
+// multiple of 16), for loads to come; nothing waits for it and nothing is written.
+__device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile(
+      "cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(reinterpret_cast<uint64_t>(src)),
+      "r"(bytes)
+      : "memory");
+}
+
 }  // namespace lpbench::cuda::sm90

@@ -19,10 +19,13 @@
 // two chunks, each signalled on its own mbarrier: pass 1 folds the unheld end from the threads'
 // own loads while the chunks land, then each chunk as it lands; in pass 2 the last warp done with
 // a chunk asks for the same chunk of the block's next row, so the next row streams in while this
-// one is written, and no register is held for it. Elsewhere (or asked for), each thread loads the
-// vectors it folds and keeps them itself, so that no barrier guards the copy, asking for eight
-// 16-byte accesses before it uses the first (64 KiB an SM in flight): bound by the latency of its
-// own loads at 25 % occupancy (§48's profile), 6–13 % slower.
+// one is written, and no register is held for it. Where a row does not fit (128 256 and 151 936
+// words), each thread of the block of 512 keeps up to ten vectors of the unheld end in its
+// registers between the passes (the register tail), so that Qwen3's rows too are read once, and the
+// next row's unheld end is asked into L2 with its first chunk (§50). Elsewhere (or asked for), each
+// thread loads the vectors it folds and keeps them itself, so that no barrier guards the copy,
+// asking for eight 16-byte accesses before it uses the first (64 KiB an SM in flight): bound by the
+// latency of its own loads at 25 % occupancy (§48's profile), 6–13 % slower.
 //
 // What bounds it (§47): with expf, holding the row gained 0 % at 32 000 words and 4–6 % at 128 256
 // and 151 936, at 45–55 % of the HBM peak either way: the exponentials' instructions, not the
@@ -218,10 +221,13 @@ constexpr int kMostChunks = 16;
 
 // The bulk path's register tail (one block of 512 a row): the first kTailVectors · 512 vectors of
 // the end that shared memory does not hold, each thread's kTailVectors of them kept in its own
-// registers between the passes, so that pass 2 reads none of them again (§50). Ten 16-byte vectors
-// are 40 registers a thread: with 224 KiB held, rows up to 155 648 words (Qwen3's 151 936, 32 KiB
-// past what an SM's shared memory holds) are then read once; a longer row's end past the tail is
-// read again as before.
+// registers between the passes, so that pass 2 reads none of them again (§50: 0.745 → 0.723 ms at
+// 151 936 words with the L2 ask below, 0.573 → 0.563 at 128 256). Ten 16-byte vectors are 40
+// registers a thread, which the launch's 128 hold beside the rest with four loads in flight for
+// what lies past the tail (eight spill): with 224 KiB held, rows up to 155 648 words (Qwen3's
+// 151 936, 73 KiB past what a block's shared memory holds) are read once; a longer row's end past
+// the tail is read again as before. Asking for the next row's tail in pass 2, as the chunks are,
+// made the chunks' fences wait for those loads (0.836 against 0.753 ms, §50).
 constexpr int kTailVectors = 10;
 
 // The bulk path's state: chunk c's barrier completes when its bytes of the block's current row
@@ -417,7 +423,8 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads)
             __threadfence_block();
             sm90::fence_async_shared();
             ask_chunk<kVec>(bulk, kept, logits + next * a.vocab, lo, held_end - lo, chunk, c);
-            // The next row's unheld end asked into L2 with its first chunk, for pass 1's loads.
+            // The next row's unheld end asked into L2 with its first chunk, for pass 1's loads,
+            // which then wait on L2, not HBM (§50: 0.745 → 0.723 ms at 151 936 words).
             if (c == 0 && hi > held_end)
               sm90::bulk_prefetch_l2(logits + (next * a.vocab + held_end * kVec),
                                      static_cast<uint32_t>((hi - held_end) * sizeof(Raw)));

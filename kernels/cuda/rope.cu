@@ -123,12 +123,15 @@ __global__ void __launch_bounds__(kThreads)
 // With every row's and column's amax asked for (RopeArgs::line_amax), each thread stays on one
 // group of 8 pairs of one head, 16 columns of the matrix, and walks `rows_per_thread` tokens
 // down them, 8 apart, keeping their maxima in registers; a warp holds 32 groups of one token
-// side by side, a block 8 tokens at a time (swiglu_lines_kernel's plan, swiglu.cu). A row's amax
+// side by side, a block 16 tokens at a time (swiglu_lines_kernel's plan, swiglu.cu). A row's amax
 // is a warp's reduction and one atomic; a column's, the block's warps' maxima through shared
 // memory and one atomic a column a block. The grid is one wave of resident blocks (line_grid).
+// Blocks of 16 warps, not 8: half the blocks in the wave, so half the columns' atomics, which all
+// come at the wave's end (docs/perf-log.md §50).
 constexpr int kLineLanes = 32;
-constexpr int kLineWarps = 8;
+constexpr int kLineWarps = 16;
 constexpr int kLineWords = 8;  // a thread's 16 columns two a word: x1's 8, then x2's 8
+static_assert(kLineWarps >= kLineWords, "warp w reduces word w");
 
 struct RopeLinesLaunch {
   RopeArgs part[kRopeMaxParts];
@@ -225,8 +228,8 @@ __global__ void __launch_bounds__(kLineLanes* kLineWarps)
   if (warp == 0) lane_col[lane] = lg.col;
   __syncthreads();
   // One thread a (word, group) of the block: the max over the warps, then a column's atomic.
-  const int w = warp;  // kLineWords == kLineWarps: warp w reduces word w
-  if (blockIdx.x * kLineLanes + lane >= groups) return;
+  const int w = warp;  // warp w reduces word w
+  if (w >= kLineWords || blockIdx.x * kLineLanes + lane >= groups) return;
   uint32_t m2 = 0;
 #pragma unroll
   for (int y = 0; y < kLineWarps; ++y)

@@ -98,16 +98,14 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // With every row's and column's amax asked for (SwigluArgs::line_amax), the columns stay put: a
-// warp holds 32 vectors of one row side by side, a block 16 rows at a time, and each thread walks
+// warp holds 32 vectors of one row side by side, a block 8 rows at a time, and each thread walks
 // `rows_per_thread` rows down the same columns, keeping their maxima in registers. A row's
 // amax is then a warp's reduction and one atomic; a column's, the block's warps' maxima through
 // shared memory and one atomic a column a block. (The flat kernel's grid-stride walk moves a
 // thread across columns, which would leave a column's maximum spread over all its threads.)
 // The launcher sizes the grid to one wave of resident blocks (line_grid, resident_grid.cuh).
-// Blocks of 16 warps, not 8: half the blocks in the wave, so half the columns' atomics, which all
-// come at the wave's end (docs/perf-log.md §50).
 constexpr int kLineLanes = 32;
-constexpr int kLineWarps = 16;
+constexpr int kLineWarps = 8;
 
 template <bool kBackward>
 __global__ void __launch_bounds__(kLineLanes* kLineWarps)

@@ -104,6 +104,8 @@ __global__ void __launch_bounds__(kThreads)
 // shared memory and one atomic a column a block. (The flat kernel's grid-stride walk moves a
 // thread across columns, which would leave a column's maximum spread over all its threads.)
 // The launcher sizes the grid to one wave of resident blocks (line_grid, resident_grid.cuh).
+// Blocks of 8 warps: 16, which halve the columns' atomics at the wave's end and made RoPE's lines
+// kernel 2–6 % faster (rope.cu), made these 5–12 % slower forward (docs/perf-log.md §50).
 constexpr int kLineLanes = 32;
 constexpr int kLineWarps = 8;
 

@@ -122,12 +122,12 @@ __global__ void __launch_bounds__(kThreads)
 
 // With every row's and column's amax asked for (RopeArgs::line_amax), each thread stays on one
 // group of 8 pairs of one head, 16 columns of the matrix, and walks `rows_per_thread` tokens
-// down them, 8 apart, keeping their maxima in registers; a warp holds 32 groups of one token
-// side by side, a block 16 tokens at a time (swiglu_lines_kernel's plan, swiglu.cu). A row's amax
-// is a warp's reduction and one atomic; a column's, the block's warps' maxima through shared
-// memory and one atomic a column a block. The grid is one wave of resident blocks (line_grid).
-// Blocks of 16 warps, not 8: half the blocks in the wave, so half the columns' atomics, which all
-// come at the wave's end (docs/perf-log.md §50).
+// down them, kLineWarps (16) apart, keeping their maxima in registers; a warp holds 32 groups of
+// one token side by side, a block 16 tokens at a time (swiglu_lines_kernel's plan, swiglu.cu). A
+// row's amax is a warp's reduction and one atomic; a column's, the block's warps' maxima through
+// shared memory and one atomic a column a block. The grid is one wave of resident blocks
+// (line_grid). Blocks of 16 warps, not 8: half the blocks in the wave, so half the columns'
+// atomics, which all come at the wave's end (docs/perf-log.md §50).
 constexpr int kLineLanes = 32;
 constexpr int kLineWarps = 16;
 constexpr int kLineWords = 8;  // a thread's 16 columns two a word: x1's 8, then x2's 8

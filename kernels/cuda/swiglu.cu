@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
@@ -73,6 +74,50 @@ __device__ __forceinline__ void swiglu_vector(const SwigluArgs& a, int64_t row, 
   }
 }
 
+// The 16-byte words one vector of out reads (the lines kernel's, which takes no INT8 copies):
+// gate's and up's, and the backward's d_out.
+template <bool kBackward>
+struct SwigluWords {
+  uint4 gate, up, d;
+};
+
+template <bool kBackward>
+__device__ __forceinline__ SwigluWords<kBackward> load_swiglu_words(const SwigluArgs& a,
+                                                                    int64_t row, int64_t col) {
+  const auto* gu = static_cast<const __nv_bfloat16*>(a.gate_up) + row * 2 * a.inner + col;
+  SwigluWords<kBackward> w;
+  w.gate = load_global_16(gu);
+  w.up = load_global_16(gu + a.inner);
+  if constexpr (kBackward) {
+    w.d = load_global_16(static_cast<const __nv_bfloat16*>(a.d_out) + row * a.inner + col);
+  } else {
+    w.d = make_uint4(0, 0, 0, 0);
+  }
+  return w;
+}
+
+// swiglu_vector's arithmetic on words already loaded, the same bits.
+template <bool kBackward>
+__device__ __forceinline__ void swiglu_words(const SwigluWords<kBackward>& w, Bf16x8& first,
+                                             Bf16x8& second) {
+  const Bf16x8 gate = unpack_bf16x8(w.gate);
+  const Bf16x8 up = unpack_bf16x8(w.up);
+  if constexpr (!kBackward) {
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e)
+      first.v[e] = round_bf16(silu(gate.v[e])) * up.v[e];
+  } else {
+    const Bf16x8 d = unpack_bf16x8(w.d);
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e) {
+      const float g = gate.v[e];
+      const float sigmoid = 1.0F / (1.0F + expf(-g));
+      second.v[e] = d.v[e] * round_bf16(silu(g));
+      first.v[e] = d.v[e] * up.v[e] * sigmoid * (1.0F + g * (1.0F - sigmoid));
+    }
+  }
+}
+
 // `per_row`: the vectors of a row of out (inner / 8); `total` < 2^31, the launcher checks.
 template <bool kBackward>
 __global__ void __launch_bounds__(kThreads)
@@ -109,8 +154,13 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kLineLanes = 32;
 constexpr int kLineWarps = 8;
 
-template <bool kBackward>
-__global__ void __launch_bounds__(kLineLanes* kLineWarps)
+// kAhead: each row's words are asked for before the row before it is computed and stored, so
+// that a thread has two rows' loads in flight where it had one (the accesses are volatile and
+// keep their order: without this a row's loads wait for the stores of the row before).
+// The forward's is held to the 5 blocks an SM that it fits without kAhead (one register more a
+// thread would cost a block); the backward's, held to 4, spilled 16 bytes, and fits 3.
+template <bool kBackward, bool kAhead>
+__global__ void __launch_bounds__(kLineLanes* kLineWarps, kAhead && !kBackward ? 5 : 1)
     swiglu_lines_kernel(const SwigluArgs a, const int rows_per_thread) {
   // The thread's columns two a word: out's 8, or d_gate's 8 then d_up's 8.
   constexpr int kWords = kBackward ? 8 : 4;
@@ -125,6 +175,9 @@ __global__ void __launch_bounds__(kLineLanes* kLineWarps)
   uint32_t first_cols[4] = {0, 0, 0, 0};
   uint32_t second_cols[4] = {0, 0, 0, 0};
   const int64_t first_row = int64_t{blockIdx.y} * kLineWarps * rows_per_thread + warp;
+  // kAhead: the words of row j, loaded in step j - 1 (or before the loop).
+  SwigluWords<kBackward> next{};
+  if (kAhead && live && first_row < a.rows) next = load_swiglu_words<kBackward>(a, first_row, col);
   for (int j = 0; j < rows_per_thread; ++j) {
     const int64_t row = first_row + int64_t{j} * kLineWarps;
     if (row >= a.rows) break;  // the same row for the whole warp
@@ -132,7 +185,16 @@ __global__ void __launch_bounds__(kLineLanes* kLineWarps)
     if (live) {
       Bf16x8 first;
       Bf16x8 second;
-      swiglu_vector<kBackward>(a, row, col, first, second);
+      if constexpr (kAhead) {
+        const SwigluWords<kBackward> now = next;
+        const int64_t after = row + kLineWarps;
+        if (j + 1 < rows_per_thread && after < a.rows) {
+          next = load_swiglu_words<kBackward>(a, after, col);
+        }
+        swiglu_words<kBackward>(now, first, second);
+      } else {
+        swiglu_vector<kBackward>(a, row, col, first, second);
+      }
       if constexpr (!kBackward) {
         store_bf16x8(static_cast<__nv_bfloat16*>(a.out) + row * a.inner + col, first, row2,
                      first_cols);
@@ -170,6 +232,16 @@ __global__ void __launch_bounds__(kLineLanes* kLineWarps)
   if (hi != 0) atomicMax(col_amax + 1, hi);
 }
 
+// Measurement only: LPBENCH_SWIGLU_LINES_AHEAD=1 runs the lines kernels with each row's words
+// loaded a row ahead (kAhead), for an A-B in one tree.
+bool lines_ahead() {
+  static const bool ahead = [] {
+    const char* v = std::getenv("LPBENCH_SWIGLU_LINES_AHEAD");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return ahead;
+}
+
 template <bool kBackward>
 void launch(const SwigluArgs& a, cudaStream_t stream) {
   const bool int8_in = kBackward && a.kept.values != nullptr;
@@ -193,7 +265,8 @@ void launch(const SwigluArgs& a, cudaStream_t stream) {
   if (a.line_amax != nullptr) {
     LPBENCH_CUDA_REQUIRE(a.amax == nullptr && a.keep.values == nullptr && !int8_in,
                          "swiglu: line_amax excludes the tensor's amax and saved=int8's blocks");
-    const auto kernel = swiglu_lines_kernel<kBackward>;
+    const auto kernel = lines_ahead() ? swiglu_lines_kernel<kBackward, true>
+                                      : swiglu_lines_kernel<kBackward, false>;
     const LineGrid g = line_grid(reinterpret_cast<const void*>(kernel), kLineLanes * kLineWarps,
                                  (per_row + kLineLanes - 1) / kLineLanes, a.rows, kLineWarps);
     LPBENCH_CUDA_REQUIRE(

@@ -15,7 +15,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
@@ -38,8 +37,28 @@ __device__ __forceinline__ float silu(float x) {
   return x / (1.0F + expf(-x));
 }
 
-// One vector of 8 columns at (row, col) of out: the forward's values of out into `first`; the
-// backward's d_gate into `first` and d_up into `second`.
+// The arithmetic on one vector of 8 columns: the forward's values of out into `first` (d unused);
+// the backward's d_gate into `first` and d_up into `second`.
+template <bool kBackward>
+__device__ __forceinline__ void swiglu_math(const Bf16x8& gate, const Bf16x8& up, const Bf16x8& d,
+                                            Bf16x8& first, Bf16x8& second) {
+  if constexpr (!kBackward) {
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e)
+      first.v[e] = round_bf16(silu(gate.v[e])) * up.v[e];
+  } else {
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e) {
+      const float g = gate.v[e];
+      const float sigmoid = 1.0F / (1.0F + expf(-g));
+      second.v[e] = d.v[e] * round_bf16(silu(g));
+      first.v[e] = d.v[e] * up.v[e] * sigmoid * (1.0F + g * (1.0F - sigmoid));
+    }
+  }
+}
+
+// One vector of 8 columns at (row, col) of out, loaded (or restored from saved=int8's copy, or
+// kept into it) and computed by swiglu_math.
 template <bool kBackward>
 __device__ __forceinline__ void swiglu_vector(const SwigluArgs& a, int64_t row, int64_t col,
                                               Bf16x8& first, Bf16x8& second) {
@@ -54,24 +73,16 @@ __device__ __forceinline__ void swiglu_vector(const SwigluArgs& a, int64_t row, 
     gate = load_bf16x8(gu + gate_at);
     up = load_bf16x8(gu + gate_at + a.inner);
   }
+  Bf16x8 d{};
   if constexpr (!kBackward) {
     if (a.keep.values != nullptr) {
       keep_int8x8(gate, row, col, 2 * a.inner, a.keep);
       keep_int8x8(up, row, col + a.inner, 2 * a.inner, a.keep);
     }
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e)
-      first.v[e] = round_bf16(silu(gate.v[e])) * up.v[e];
   } else {
-    const Bf16x8 d = load_bf16x8(static_cast<const __nv_bfloat16*>(a.d_out) + row * a.inner + col);
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e) {
-      const float g = gate.v[e];
-      const float sigmoid = 1.0F / (1.0F + expf(-g));
-      second.v[e] = d.v[e] * round_bf16(silu(g));
-      first.v[e] = d.v[e] * up.v[e] * sigmoid * (1.0F + g * (1.0F - sigmoid));
-    }
+    d = load_bf16x8(static_cast<const __nv_bfloat16*>(a.d_out) + row * a.inner + col);
   }
+  swiglu_math<kBackward>(gate, up, d, first, second);
 }
 
 // The 16-byte words one vector of out reads (the lines kernel's, which takes no INT8 copies):
@@ -96,26 +107,12 @@ __device__ __forceinline__ SwigluWords<kBackward> load_swiglu_words(const Swiglu
   return w;
 }
 
-// swiglu_vector's arithmetic on words already loaded, the same bits.
+// swiglu_math on words already loaded.
 template <bool kBackward>
 __device__ __forceinline__ void swiglu_words(const SwigluWords<kBackward>& w, Bf16x8& first,
                                              Bf16x8& second) {
-  const Bf16x8 gate = unpack_bf16x8(w.gate);
-  const Bf16x8 up = unpack_bf16x8(w.up);
-  if constexpr (!kBackward) {
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e)
-      first.v[e] = round_bf16(silu(gate.v[e])) * up.v[e];
-  } else {
-    const Bf16x8 d = unpack_bf16x8(w.d);
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e) {
-      const float g = gate.v[e];
-      const float sigmoid = 1.0F / (1.0F + expf(-g));
-      second.v[e] = d.v[e] * round_bf16(silu(g));
-      first.v[e] = d.v[e] * up.v[e] * sigmoid * (1.0F + g * (1.0F - sigmoid));
-    }
-  }
+  const Bf16x8 d = kBackward ? unpack_bf16x8(w.d) : Bf16x8{};
+  swiglu_math<kBackward>(unpack_bf16x8(w.gate), unpack_bf16x8(w.up), d, first, second);
 }
 
 // `per_row`: the vectors of a row of out (inner / 8); `total` < 2^31, the launcher checks.
@@ -154,13 +151,14 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kLineLanes = 32;
 constexpr int kLineWarps = 8;
 
-// kAhead: each row's words are asked for before the row before it is computed and stored, so
-// that a thread has two rows' loads in flight where it had one (the accesses are volatile and
-// keep their order: without this a row's loads wait for the stores of the row before).
-// The forward's is held to the 5 blocks an SM that it fits without kAhead (one register more a
-// thread would cost a block); the backward's, held to 4, spilled 16 bytes, and fits 3.
-template <bool kBackward, bool kAhead>
-__global__ void __launch_bounds__(kLineLanes* kLineWarps, kAhead && !kBackward ? 5 : 1)
+// Each row's words are asked for before the row before it is computed and stored, so that a
+// thread has two rows' loads in flight: the accesses are volatile and keep their order, and
+// loaded in turn a row's loads waited for the stores of the row before (the kernels ran 4 %
+// forward and 11 % backward slower so, docs/perf-log.md §51). The forward is held to the 5
+// blocks an SM it fitted before (one register more a thread would cost a block); the backward,
+// held to its 4, spilled 16 bytes, and fits 3.
+template <bool kBackward>
+__global__ void __launch_bounds__(kLineLanes* kLineWarps, kBackward ? 1 : 5)
     swiglu_lines_kernel(const SwigluArgs a, const int rows_per_thread) {
   // The thread's columns two a word: out's 8, or d_gate's 8 then d_up's 8.
   constexpr int kWords = kBackward ? 8 : 4;
@@ -175,9 +173,9 @@ __global__ void __launch_bounds__(kLineLanes* kLineWarps, kAhead && !kBackward ?
   uint32_t first_cols[4] = {0, 0, 0, 0};
   uint32_t second_cols[4] = {0, 0, 0, 0};
   const int64_t first_row = int64_t{blockIdx.y} * kLineWarps * rows_per_thread + warp;
-  // kAhead: the words of row j, loaded in step j - 1 (or before the loop).
+  // The words of row j, loaded in step j - 1 (or before the loop).
   SwigluWords<kBackward> next{};
-  if (kAhead && live && first_row < a.rows) next = load_swiglu_words<kBackward>(a, first_row, col);
+  if (live && first_row < a.rows) next = load_swiglu_words<kBackward>(a, first_row, col);
   for (int j = 0; j < rows_per_thread; ++j) {
     const int64_t row = first_row + int64_t{j} * kLineWarps;
     if (row >= a.rows) break;  // the same row for the whole warp
@@ -185,16 +183,12 @@ __global__ void __launch_bounds__(kLineLanes* kLineWarps, kAhead && !kBackward ?
     if (live) {
       Bf16x8 first;
       Bf16x8 second;
-      if constexpr (kAhead) {
-        const SwigluWords<kBackward> now = next;
-        const int64_t after = row + kLineWarps;
-        if (j + 1 < rows_per_thread && after < a.rows) {
-          next = load_swiglu_words<kBackward>(a, after, col);
-        }
-        swiglu_words<kBackward>(now, first, second);
-      } else {
-        swiglu_vector<kBackward>(a, row, col, first, second);
+      const SwigluWords<kBackward> now = next;
+      const int64_t after = row + kLineWarps;
+      if (j + 1 < rows_per_thread && after < a.rows) {
+        next = load_swiglu_words<kBackward>(a, after, col);
       }
+      swiglu_words<kBackward>(now, first, second);
       if constexpr (!kBackward) {
         store_bf16x8(static_cast<__nv_bfloat16*>(a.out) + row * a.inner + col, first, row2,
                      first_cols);
@@ -232,16 +226,6 @@ __global__ void __launch_bounds__(kLineLanes* kLineWarps, kAhead && !kBackward ?
   if (hi != 0) atomicMax(col_amax + 1, hi);
 }
 
-// Measurement only: LPBENCH_SWIGLU_LINES_AHEAD=1 runs the lines kernels with each row's words
-// loaded a row ahead (kAhead), for an A-B in one tree.
-bool lines_ahead() {
-  static const bool ahead = [] {
-    const char* v = std::getenv("LPBENCH_SWIGLU_LINES_AHEAD");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return ahead;
-}
-
 template <bool kBackward>
 void launch(const SwigluArgs& a, cudaStream_t stream) {
   const bool int8_in = kBackward && a.kept.values != nullptr;
@@ -265,8 +249,7 @@ void launch(const SwigluArgs& a, cudaStream_t stream) {
   if (a.line_amax != nullptr) {
     LPBENCH_CUDA_REQUIRE(a.amax == nullptr && a.keep.values == nullptr && !int8_in,
                          "swiglu: line_amax excludes the tensor's amax and saved=int8's blocks");
-    const auto kernel = lines_ahead() ? swiglu_lines_kernel<kBackward, true>
-                                      : swiglu_lines_kernel<kBackward, false>;
+    const auto kernel = swiglu_lines_kernel<kBackward>;
     const LineGrid g = line_grid(reinterpret_cast<const void*>(kernel), kLineLanes * kLineWarps,
                                  (per_row + kLineLanes - 1) / kLineLanes, a.rows, kLineWarps);
     LPBENCH_CUDA_REQUIRE(

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
@@ -131,7 +132,6 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kLineLanes = 32;
 constexpr int kLineWarps = 16;
 constexpr int kLineWords = 8;  // a thread's 16 columns two a word: x1's 8, then x2's 8
-static_assert(kLineWarps >= kLineWords, "warp w reduces word w");
 
 struct RopeLinesLaunch {
   RopeArgs part[kRopeMaxParts];
@@ -141,17 +141,25 @@ struct RopeLinesLaunch {
   uint32_t rows = 0;
 };
 
-// Part a's group at (head h, offset i) of token (b, t), stored and folded into the lines.
-__device__ __forceinline__ void rope_line_item(const RopeArgs& a, int64_t b, int64_t t, int64_t h,
-                                               int64_t i, uint32_t& row2, uint32_t (&first)[4],
-                                               uint32_t (&second)[4]) {
-  const int64_t half = a.head_dim / 2;
+// The 16-byte words of part a's group at (head h, offset i) of token (b, t): x1's and x2's.
+__device__ __forceinline__ void rope_line_load(const RopeArgs& a, int64_t b, int64_t t, int64_t h,
+                                               int64_t i, uint4& w1, uint4& w2) {
   const auto* in = static_cast<const __nv_bfloat16*>(a.in) + b * a.in_batch_stride +
                    t * a.in_token_stride + h * a.in_head_stride + i;
+  w1 = load_global_16(in);
+  w2 = load_global_16(in + a.head_dim / 2);
+}
+
+// That group, from its words, rotated (or copied), stored and folded into the lines.
+__device__ __forceinline__ void rope_line_words(const RopeArgs& a, int64_t b, int64_t t, int64_t h,
+                                                int64_t i, const uint4& w1, const uint4& w2,
+                                                uint32_t& row2, uint32_t (&first)[4],
+                                                uint32_t (&second)[4]) {
+  const int64_t half = a.head_dim / 2;
   auto* out = static_cast<__nv_bfloat16*>(a.out) + b * a.out_batch_stride + t * a.out_token_stride +
               h * a.out_head_stride + i;
-  const Bf16x8 x1 = load_bf16x8(in);
-  const Bf16x8 x2 = load_bf16x8(in + half);
+  const Bf16x8 x1 = unpack_bf16x8(w1);
+  const Bf16x8 x2 = unpack_bf16x8(w2);
   if (!a.rotate) {
     store_bf16x8(out, x1, row2, first);
     store_bf16x8(out + half, x2, row2, second);
@@ -182,10 +190,14 @@ __device__ __forceinline__ LineGroup line_group(const RopeArgs& a, const FastDiv
   return lg;
 }
 
-// Each branch names its part by a constant index, as in rope_parts_kernel.
-__global__ void __launch_bounds__(kLineLanes* kLineWarps)
+// Each branch names its part by a constant index, as in rope_parts_kernel. kAhead: each row's
+// words are asked for before the row before it is rotated and stored, so that a thread has two
+// rows' loads in flight (swiglu_lines_kernel's, swiglu.cu).
+template <int kWarps, bool kAhead>
+__global__ void __launch_bounds__(kLineLanes* kWarps)
     rope_lines_kernel(const __grid_constant__ RopeLinesLaunch l, const int rows_per_thread) {
-  __shared__ uint32_t warp_cols[kLineWarps][kLineWords][kLineLanes];
+  static_assert(kWarps >= kLineWords, "warp w reduces word w");
+  __shared__ uint32_t warp_cols[kWarps][kLineWords][kLineLanes];
   __shared__ int64_t lane_col[kLineLanes];
   const int lane = static_cast<int>(threadIdx.x);
   const int warp = static_cast<int>(threadIdx.y);
@@ -200,22 +212,43 @@ __global__ void __launch_bounds__(kLineLanes* kLineWarps)
   } else if (live) {
     lg = line_group(l.part[2], l.groups[2], 2, c - l.end[1]);
   }
+  // This thread's words of a row, its part named by a constant index.
+  const auto load = [&](int64_t row, uint4& w1, uint4& w2) {
+    uint32_t b = 0;
+    const uint32_t t = l.seq.divmod(static_cast<uint32_t>(row), b);
+    if (lg.part == 0 && live) {
+      rope_line_load(l.part[0], b, t, lg.head, lg.offset, w1, w2);
+    } else if (lg.part == 1) {
+      rope_line_load(l.part[1], b, t, lg.head, lg.offset, w1, w2);
+    } else if (lg.part == 2) {
+      rope_line_load(l.part[2], b, t, lg.head, lg.offset, w1, w2);
+    }
+  };
   uint32_t first[4] = {0, 0, 0, 0};
   uint32_t second[4] = {0, 0, 0, 0};
   uint32_t* line_amax = l.part[0].line_amax;
-  const int64_t first_row = int64_t{blockIdx.y} * kLineWarps * rows_per_thread + warp;
+  const int64_t first_row = int64_t{blockIdx.y} * kWarps * rows_per_thread + warp;
+  uint4 next1{}, next2{};  // kAhead: the words of row j, loaded in step j - 1 (or before)
+  if (kAhead && first_row < l.rows) load(first_row, next1, next2);
   for (int j = 0; j < rows_per_thread; ++j) {
-    const int64_t row = first_row + int64_t{j} * kLineWarps;
+    const int64_t row = first_row + int64_t{j} * kWarps;
     if (row >= l.rows) break;  // the same row for the whole warp
+    uint4 w1 = next1, w2 = next2;
+    if constexpr (kAhead) {
+      const int64_t after = row + kWarps;
+      if (j + 1 < rows_per_thread && after < l.rows) load(after, next1, next2);
+    } else {
+      load(row, w1, w2);
+    }
     uint32_t b = 0;
     const uint32_t t = l.seq.divmod(static_cast<uint32_t>(row), b);
     uint32_t row2 = 0;
     if (lg.part == 0 && live) {
-      rope_line_item(l.part[0], b, t, lg.head, lg.offset, row2, first, second);
+      rope_line_words(l.part[0], b, t, lg.head, lg.offset, w1, w2, row2, first, second);
     } else if (lg.part == 1) {
-      rope_line_item(l.part[1], b, t, lg.head, lg.offset, row2, first, second);
+      rope_line_words(l.part[1], b, t, lg.head, lg.offset, w1, w2, row2, first, second);
     } else if (lg.part == 2) {
-      rope_line_item(l.part[2], b, t, lg.head, lg.offset, row2, first, second);
+      rope_line_words(l.part[2], b, t, lg.head, lg.offset, w1, w2, row2, first, second);
     }
     const uint32_t m = __reduce_max_sync(0xffffffffu, amax_of_pairs(row2));
     if (lane == 0 && m != 0) atomicMax(line_amax + row, m);
@@ -232,7 +265,7 @@ __global__ void __launch_bounds__(kLineLanes* kLineWarps)
   if (w >= kLineWords || blockIdx.x * kLineLanes + lane >= groups) return;
   uint32_t m2 = 0;
 #pragma unroll
-  for (int y = 0; y < kLineWarps; ++y)
+  for (int y = 0; y < kWarps; ++y)
     m2 = __vmaxu2(m2, warp_cols[y][w][lane]);
   uint32_t* col_amax =
       line_amax + l.rows + lane_col[lane] + (w >= 4 ? l.part[0].head_dim / 2 : 0) + 2 * (w % 4);
@@ -240,6 +273,16 @@ __global__ void __launch_bounds__(kLineLanes* kLineWarps)
   const uint32_t hi = m2 & 0xffff0000u;
   if (lo != 0) atomicMax(col_amax, lo);
   if (hi != 0) atomicMax(col_amax + 1, hi);
+}
+
+// Measurement only: LPBENCH_ROPE_LINES_AHEAD=1 runs rope_lines_kernel<16, true> in place of
+// <16, false>, for an A-B in one tree.
+bool lines_ahead() {
+  static const bool ahead = [] {
+    const char* v = std::getenv("LPBENCH_ROPE_LINES_AHEAD");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return ahead;
 }
 
 void check(const RopeArgs& a) {
@@ -292,15 +335,17 @@ void launch_lines(const RopeArgs* parts, int count, cudaStream_t stream) {
     l.end[p] = l.end[count - 1];
   l.seq = FastDivmod(static_cast<uint32_t>(first.seq));
   l.rows = static_cast<uint32_t>(rows);
-  const LineGrid g =
-      line_grid(reinterpret_cast<const void*>(rope_lines_kernel), kLineLanes * kLineWarps,
-                (groups + kLineLanes - 1) / kLineLanes, rows, kLineWarps);
+  const bool ahead = lines_ahead();
+  const int warps = kLineWarps;
+  const auto kernel =
+      ahead ? rope_lines_kernel<kLineWarps, true> : rope_lines_kernel<kLineWarps, false>;
+  const LineGrid g = line_grid(reinterpret_cast<const void*>(kernel), kLineLanes * warps,
+                               (groups + kLineLanes - 1) / kLineLanes, rows, warps);
   LPBENCH_CUDA_REQUIRE(
       groups < kFastDivmodLimit && g.row_blocks <= 65535 && g.rows_per_thread < (1LL << 31),
       "rope: too many rows or columns for line_amax (split the batch)");
   const dim3 grid(static_cast<unsigned>(g.col_blocks), static_cast<unsigned>(g.row_blocks));
-  rope_lines_kernel<<<grid, dim3(kLineLanes, kLineWarps), 0, stream>>>(
-      l, static_cast<int>(g.rows_per_thread));
+  kernel<<<grid, dim3(kLineLanes, warps), 0, stream>>>(l, static_cast<int>(g.rows_per_thread));
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 

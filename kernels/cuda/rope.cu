@@ -7,7 +7,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
@@ -132,6 +131,7 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kLineLanes = 32;
 constexpr int kLineWarps = 16;
 constexpr int kLineWords = 8;  // a thread's 16 columns two a word: x1's 8, then x2's 8
+static_assert(kLineWarps >= kLineWords, "warp w reduces word w");
 
 struct RopeLinesLaunch {
   RopeArgs part[kRopeMaxParts];
@@ -190,14 +190,14 @@ __device__ __forceinline__ LineGroup line_group(const RopeArgs& a, const FastDiv
   return lg;
 }
 
-// Each branch names its part by a constant index, as in rope_parts_kernel. kAhead: each row's
-// words are asked for before the row before it is rotated and stored, so that a thread has two
-// rows' loads in flight (swiglu_lines_kernel's, swiglu.cu).
-template <int kWarps, bool kAhead>
-__global__ void __launch_bounds__(kLineLanes* kWarps)
+// Each branch names its part by a constant index, as in rope_parts_kernel. Each row's words are
+// asked for before the row before it is rotated and stored, so that a thread has two rows'
+// loads in flight (swiglu_lines_kernel's plan, swiglu.cu): loaded in turn, a row's loads waited
+// for the stores of the row before, and the kernel ran 3 % slower at Llama3.1-8B's shapes
+// (docs/perf-log.md §51).
+__global__ void __launch_bounds__(kLineLanes* kLineWarps)
     rope_lines_kernel(const __grid_constant__ RopeLinesLaunch l, const int rows_per_thread) {
-  static_assert(kWarps >= kLineWords, "warp w reduces word w");
-  __shared__ uint32_t warp_cols[kWarps][kLineWords][kLineLanes];
+  __shared__ uint32_t warp_cols[kLineWarps][kLineWords][kLineLanes];
   __shared__ int64_t lane_col[kLineLanes];
   const int lane = static_cast<int>(threadIdx.x);
   const int warp = static_cast<int>(threadIdx.y);
@@ -227,19 +227,15 @@ __global__ void __launch_bounds__(kLineLanes* kWarps)
   uint32_t first[4] = {0, 0, 0, 0};
   uint32_t second[4] = {0, 0, 0, 0};
   uint32_t* line_amax = l.part[0].line_amax;
-  const int64_t first_row = int64_t{blockIdx.y} * kWarps * rows_per_thread + warp;
-  uint4 next1{}, next2{};  // kAhead: the words of row j, loaded in step j - 1 (or before)
-  if (kAhead && first_row < l.rows) load(first_row, next1, next2);
+  const int64_t first_row = int64_t{blockIdx.y} * kLineWarps * rows_per_thread + warp;
+  uint4 next1{}, next2{};  // the words of row j, loaded in step j - 1 (or before the loop)
+  if (first_row < l.rows) load(first_row, next1, next2);
   for (int j = 0; j < rows_per_thread; ++j) {
-    const int64_t row = first_row + int64_t{j} * kWarps;
+    const int64_t row = first_row + int64_t{j} * kLineWarps;
     if (row >= l.rows) break;  // the same row for the whole warp
-    uint4 w1 = next1, w2 = next2;
-    if constexpr (kAhead) {
-      const int64_t after = row + kWarps;
-      if (j + 1 < rows_per_thread && after < l.rows) load(after, next1, next2);
-    } else {
-      load(row, w1, w2);
-    }
+    const uint4 w1 = next1, w2 = next2;
+    const int64_t after = row + kLineWarps;
+    if (j + 1 < rows_per_thread && after < l.rows) load(after, next1, next2);
     uint32_t b = 0;
     const uint32_t t = l.seq.divmod(static_cast<uint32_t>(row), b);
     uint32_t row2 = 0;
@@ -265,7 +261,7 @@ __global__ void __launch_bounds__(kLineLanes* kWarps)
   if (w >= kLineWords || blockIdx.x * kLineLanes + lane >= groups) return;
   uint32_t m2 = 0;
 #pragma unroll
-  for (int y = 0; y < kWarps; ++y)
+  for (int y = 0; y < kLineWarps; ++y)
     m2 = __vmaxu2(m2, warp_cols[y][w][lane]);
   uint32_t* col_amax =
       line_amax + l.rows + lane_col[lane] + (w >= 4 ? l.part[0].head_dim / 2 : 0) + 2 * (w % 4);
@@ -273,16 +269,6 @@ __global__ void __launch_bounds__(kLineLanes* kWarps)
   const uint32_t hi = m2 & 0xffff0000u;
   if (lo != 0) atomicMax(col_amax, lo);
   if (hi != 0) atomicMax(col_amax + 1, hi);
-}
-
-// Measurement only: LPBENCH_ROPE_LINES_AHEAD=1 runs rope_lines_kernel<16, true> in place of
-// <16, false>, for an A-B in one tree.
-bool lines_ahead() {
-  static const bool ahead = [] {
-    const char* v = std::getenv("LPBENCH_ROPE_LINES_AHEAD");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return ahead;
 }
 
 void check(const RopeArgs& a) {
@@ -335,17 +321,15 @@ void launch_lines(const RopeArgs* parts, int count, cudaStream_t stream) {
     l.end[p] = l.end[count - 1];
   l.seq = FastDivmod(static_cast<uint32_t>(first.seq));
   l.rows = static_cast<uint32_t>(rows);
-  const bool ahead = lines_ahead();
-  const int warps = kLineWarps;
-  const auto kernel =
-      ahead ? rope_lines_kernel<kLineWarps, true> : rope_lines_kernel<kLineWarps, false>;
-  const LineGrid g = line_grid(reinterpret_cast<const void*>(kernel), kLineLanes * warps,
-                               (groups + kLineLanes - 1) / kLineLanes, rows, warps);
+  const LineGrid g =
+      line_grid(reinterpret_cast<const void*>(rope_lines_kernel), kLineLanes * kLineWarps,
+                (groups + kLineLanes - 1) / kLineLanes, rows, kLineWarps);
   LPBENCH_CUDA_REQUIRE(
       groups < kFastDivmodLimit && g.row_blocks <= 65535 && g.rows_per_thread < (1LL << 31),
       "rope: too many rows or columns for line_amax (split the batch)");
   const dim3 grid(static_cast<unsigned>(g.col_blocks), static_cast<unsigned>(g.row_blocks));
-  kernel<<<grid, dim3(kLineLanes, warps), 0, stream>>>(l, static_cast<int>(g.rows_per_thread));
+  rope_lines_kernel<<<grid, dim3(kLineLanes, kLineWarps), 0, stream>>>(
+      l, static_cast<int>(g.rows_per_thread));
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 

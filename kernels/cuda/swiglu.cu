@@ -86,17 +86,16 @@ __device__ __forceinline__ void swiglu_vector(const SwigluArgs& a, int64_t row, 
 }
 
 // The 16-byte words one vector of out reads (the lines kernel's, which takes no INT8 copies):
-// gate's and up's, and the backward's d_out.
-template <bool kBackward>
+// gate's and up's, and the backward's d_out (zero forward).
 struct SwigluWords {
   uint4 gate, up, d;
 };
 
 template <bool kBackward>
-__device__ __forceinline__ SwigluWords<kBackward> load_swiglu_words(const SwigluArgs& a,
-                                                                    int64_t row, int64_t col) {
+__device__ __forceinline__ SwigluWords load_swiglu_words(const SwigluArgs& a, int64_t row,
+                                                         int64_t col) {
   const auto* gu = static_cast<const __nv_bfloat16*>(a.gate_up) + row * 2 * a.inner + col;
-  SwigluWords<kBackward> w;
+  SwigluWords w;
   w.gate = load_global_16(gu);
   w.up = load_global_16(gu + a.inner);
   if constexpr (kBackward) {
@@ -109,8 +108,7 @@ __device__ __forceinline__ SwigluWords<kBackward> load_swiglu_words(const Swiglu
 
 // swiglu_math on words already loaded.
 template <bool kBackward>
-__device__ __forceinline__ void swiglu_words(const SwigluWords<kBackward>& w, Bf16x8& first,
-                                             Bf16x8& second) {
+__device__ __forceinline__ void swiglu_words(const SwigluWords& w, Bf16x8& first, Bf16x8& second) {
   const Bf16x8 d = kBackward ? unpack_bf16x8(w.d) : Bf16x8{};
   swiglu_math<kBackward>(unpack_bf16x8(w.gate), unpack_bf16x8(w.up), d, first, second);
 }
@@ -174,7 +172,7 @@ __global__ void __launch_bounds__(kLineLanes* kLineWarps, kBackward ? 1 : 5)
   uint32_t second_cols[4] = {0, 0, 0, 0};
   const int64_t first_row = int64_t{blockIdx.y} * kLineWarps * rows_per_thread + warp;
   // The words of row j, loaded in step j - 1 (or before the loop).
-  SwigluWords<kBackward> next{};
+  SwigluWords next{};
   if (live && first_row < a.rows) next = load_swiglu_words<kBackward>(a, first_row, col);
   for (int j = 0; j < rows_per_thread; ++j) {
     const int64_t row = first_row + int64_t{j} * kLineWarps;
@@ -183,7 +181,7 @@ __global__ void __launch_bounds__(kLineLanes* kLineWarps, kBackward ? 1 : 5)
     if (live) {
       Bf16x8 first;
       Bf16x8 second;
-      const SwigluWords<kBackward> now = next;
+      const SwigluWords now = next;
       const int64_t after = row + kLineWarps;
       if (j + 1 < rows_per_thread && after < a.rows) {
         next = load_swiglu_words<kBackward>(a, after, col);

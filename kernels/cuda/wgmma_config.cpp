@@ -7,12 +7,16 @@
 
 // Timing experiments only (LPBENCH_WGMMA_DIAG, as wgmma_gemm.cu's knobs): PINGPONG=0 brings back
 // the heuristic as it was before ping-pong, and PP_STAGES=S gives ping-pong a ring of S stages
-// instead of kPingpongStages, for same-machine comparisons of whole steps.
+// instead of kPingpongStages, PP_MAX_KTILES=T moves kPingpongMaxKTiles to T, for same-machine
+// comparisons of whole steps.
 #ifndef LPBENCH_WGMMA_PINGPONG
 #define LPBENCH_WGMMA_PINGPONG 1
 #endif
 #ifndef LPBENCH_WGMMA_PP_STAGES
 #define LPBENCH_WGMMA_PP_STAGES 0
+#endif
+#ifndef LPBENCH_WGMMA_PP_MAX_KTILES
+#define LPBENCH_WGMMA_PP_MAX_KTILES 0
 #endif
 
 namespace lpbench::cuda {
@@ -24,7 +28,8 @@ namespace {
 // and block mode ran the same with 3, 4 or 6 (docs/perf-log.md §6b).
 constexpr int kMaxStages = 4;
 // K tiles (of 128) below which the ping-pong config is chosen: K = 11008 is 86 tiles, 12288 is 96.
-constexpr int64_t kPingpongMaxKTiles = 96;
+constexpr int64_t kPingpongMaxKTiles =
+    LPBENCH_WGMMA_PP_MAX_KTILES > 0 ? LPBENCH_WGMMA_PP_MAX_KTILES : 96;
 // Ping-pong's ring: 7 stages fit (wgmma_max_stages), but on the H200 the seventh ran the layer's
 // products the same or up to 9 % slower and the layer's step 1 % slower (docs/perf-log.md §24).
 constexpr int kPingpongStages = 6;

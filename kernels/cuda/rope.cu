@@ -120,6 +120,83 @@ __global__ void __launch_bounds__(kThreads)
   report_amax(l.part[0].amax, amax_of_pairs(amax));
 }
 
+// The tensor's amax asked for (the backward under tensorwise dY): the grid is one resident wave,
+// at most kAmaxGridCap blocks, so each thread walks several items, and it asks for the next
+// item's words before it rotates and stores the current one (swiglu_kernel's kAhead: the volatile
+// accesses keep their order, and walked in turn each item's loads waited for the stores of the
+// one before).
+struct RopeItemAt {
+  int part = 0;
+  int64_t t = 0, i = 0, dst = 0;
+  uint4 w1{}, w2{};
+};
+
+// Item `item` of part `a`: where it goes, and its words of x1 and x2, loaded.
+__device__ __forceinline__ RopeItemAt rope_item_load(const RopeArgs& a, const RopeIndex& ix,
+                                                     int part, uint32_t item) {
+  uint32_t head_item = 0, token_item = 0, b = 0;
+  const uint32_t g = ix.groups.divmod(item, head_item);
+  const uint32_t h = ix.heads.divmod(head_item, token_item);
+  const uint32_t t = ix.seq.divmod(token_item, b);
+  RopeItemAt at;
+  at.part = part;
+  at.t = t;
+  at.i = int64_t{g} * kBf16PerVector;
+  at.dst = b * a.out_batch_stride + t * a.out_token_stride + h * a.out_head_stride + at.i;
+  const auto* in = static_cast<const __nv_bfloat16*>(a.in) + b * a.in_batch_stride +
+                   t * a.in_token_stride + h * a.in_head_stride + at.i;
+  at.w1 = load_global_16(in);
+  at.w2 = load_global_16(in + a.head_dim / 2);
+  return at;
+}
+
+// That item rotated (or copied) and stored, folded into `amax`.
+__device__ __forceinline__ void rope_item_store(const RopeArgs& a, const RopeItemAt& at,
+                                                uint32_t& amax) {
+  auto* out = static_cast<__nv_bfloat16*>(a.out) + at.dst;
+  const Bf16x8 x1 = unpack_bf16x8(at.w1);
+  const Bf16x8 x2 = unpack_bf16x8(at.w2);
+  if (!a.rotate) {
+    store_bf16x8(out, x1, amax);
+    store_bf16x8(out + a.head_dim / 2, x2, amax);
+    return;
+  }
+  Bf16x8 y1;
+  Bf16x8 y2;
+  rotate_pairs(a, at.t, at.i, x1, x2, y1, y2);
+  store_bf16x8(out, y1, amax);
+  store_bf16x8(out + a.head_dim / 2, y2, amax);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    rope_parts_ahead_kernel(const __grid_constant__ RopeLaunch l) {
+  // Each branch names its part by a constant index, as in rope_parts_kernel.
+  auto load = [&](uint32_t item) {
+    if (item < l.end[0]) return rope_item_load(l.part[0], l.ix[0], 0, item);
+    if (item < l.end[1]) return rope_item_load(l.part[1], l.ix[1], 1, item - l.end[0]);
+    return rope_item_load(l.part[2], l.ix[2], 2, item - l.end[1]);
+  };
+  uint32_t amax = 0;
+  const uint32_t total = l.end[kRopeMaxParts - 1];
+  const uint32_t stride = gridDim.x * blockDim.x;
+  uint32_t item = blockIdx.x * blockDim.x + threadIdx.x;
+  RopeItemAt next;
+  if (item < total) next = load(item);
+  // Fewer than 2^31 items and threads (the launcher checks): item + stride stays below 2^32.
+  for (; item < total; item += stride) {
+    const RopeItemAt now = next;
+    if (item + stride < total) next = load(item + stride);
+    if (now.part == 0) {
+      rope_item_store(l.part[0], now, amax);
+    } else if (now.part == 1) {
+      rope_item_store(l.part[1], now, amax);
+    } else {
+      rope_item_store(l.part[2], now, amax);
+    }
+  }
+  report_amax(l.part[0].amax, amax_of_pairs(amax));
+}
+
 // With every row's and column's amax asked for (RopeArgs::line_amax), each thread stays on one
 // group of 8 pairs of one head, 16 columns of the matrix, and walks `rows_per_thread` tokens
 // down them, kLineWarps (16) apart, keeping their maxima in registers; a warp holds 32 groups of
@@ -373,8 +450,15 @@ void rope_parts(const RopeArgs* parts, int count, cudaStream_t stream) {
   const NvtxRange range(copy_only ? "lpbench rope_copy"
                         : inverse ? "lpbench rope_backward"
                                   : "lpbench rope_forward");
-  const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads,
-                                           parts[0].amax != nullptr ? kAmaxGridCap : 65535LL * 16);
+  const int64_t needed = (items + kThreads - 1) / kThreads;
+  if (parts[0].amax != nullptr) {
+    const int64_t blocks = resident_blocks(reinterpret_cast<const void*>(rope_parts_ahead_kernel),
+                                           kThreads, 0, std::min<int64_t>(needed, kAmaxGridCap));
+    rope_parts_ahead_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l);
+    LPBENCH_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  const int64_t blocks = std::min<int64_t>(needed, 65535LL * 16);
   if (count == 1) {
     rope_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l.part[0], l.ix[0]);
   } else {

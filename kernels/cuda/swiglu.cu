@@ -113,25 +113,73 @@ __device__ __forceinline__ void swiglu_words(const SwigluWords& w, Bf16x8& first
   swiglu_math<kBackward>(unpack_bf16x8(w.gate), unpack_bf16x8(w.up), d, first, second);
 }
 
-// `per_row`: the vectors of a row of out (inner / 8); `total` < 2^31, the launcher checks.
+// Stores one vector's results at (row, col) of out, folding their magnitudes into `amax`.
 template <bool kBackward>
-__global__ void __launch_bounds__(kThreads)
+__device__ __forceinline__ void store_swiglu(const SwigluArgs& a, int64_t row, int64_t col,
+                                             const Bf16x8& first, const Bf16x8& second,
+                                             uint32_t& amax) {
+  if constexpr (!kBackward) {
+    store_bf16x8(static_cast<__nv_bfloat16*>(a.out) + row * a.inner + col, first, amax);
+  } else {
+    auto* dgu = static_cast<__nv_bfloat16*>(a.d_gate_up) + row * 2 * a.inner + col;
+    store_bf16x8(dgu, first, amax);
+    store_bf16x8(dgu + a.inner, second, amax);
+  }
+}
+
+// `per_row`: the vectors of a row of out (inner / 8); `total` < 2^31, the launcher checks.
+//
+// kAhead (the tensor's amax asked for, no INT8 copies): the grid is one resident wave, at most
+// kAmaxGridCap blocks, so each thread walks many vectors, and it asks for the next vector's words
+// before it computes and stores the current one. The accesses are volatile and keep their order:
+// walked in turn, each vector's loads waited for the stores of the one before, one vector of
+// loads in flight a thread (the lines kernel below had the same wait: docs/perf-log.md §51).
+// Without an amax the grid has a thread a vector, and nothing to load ahead.
+// The forward ahead is held to the 5 blocks an SM it fits at 48 registers (51 unbounded: 4).
+template <bool kBackward, bool kAhead>
+__global__ void __launch_bounds__(kThreads, kAhead && !kBackward ? 5 : 0)
     swiglu_kernel(const SwigluArgs a, const FastDivmod per_row, const uint32_t total) {
   uint32_t amax = 0;
-  for (uint32_t item = blockIdx.x * blockDim.x + threadIdx.x; item < total;
-       item += gridDim.x * blockDim.x) {
-    uint32_t row_of_item = 0;
-    const int64_t col = int64_t{per_row.divmod(item, row_of_item)} * kBf16PerVector;
-    const int64_t row = row_of_item;
-    Bf16x8 first;
-    Bf16x8 second;
-    swiglu_vector<kBackward>(a, row, col, first, second);
-    if constexpr (!kBackward) {
-      store_bf16x8(static_cast<__nv_bfloat16*>(a.out) + row * a.inner + col, first, amax);
-    } else {
-      auto* dgu = static_cast<__nv_bfloat16*>(a.d_gate_up) + row * 2 * a.inner + col;
-      store_bf16x8(dgu, first, amax);
-      store_bf16x8(dgu + a.inner, second, amax);
+  if constexpr (kAhead) {
+    const uint32_t stride = gridDim.x * blockDim.x;
+    uint32_t item = blockIdx.x * blockDim.x + threadIdx.x;
+    // The words of `item` and their place, loaded in the step before (or before the loop).
+    SwigluWords next{};
+    int64_t row = 0;
+    int64_t col = 0;
+    auto locate = [&](uint32_t i) {
+      uint32_t r = 0;
+      col = int64_t{per_row.divmod(i, r)} * kBf16PerVector;
+      row = r;
+    };
+    if (item < total) {
+      locate(item);
+      next = load_swiglu_words<kBackward>(a, row, col);
+    }
+    // total < 2^31 and stride < 2^31 (the launcher checks): item + stride stays below 2^32.
+    for (; item < total; item += stride) {
+      const SwigluWords now = next;
+      const int64_t now_row = row;
+      const int64_t now_col = col;
+      if (item + stride < total) {
+        locate(item + stride);
+        next = load_swiglu_words<kBackward>(a, row, col);
+      }
+      Bf16x8 first;
+      Bf16x8 second;
+      swiglu_words<kBackward>(now, first, second);
+      store_swiglu<kBackward>(a, now_row, now_col, first, second, amax);
+    }
+  } else {
+    for (uint32_t item = blockIdx.x * blockDim.x + threadIdx.x; item < total;
+         item += gridDim.x * blockDim.x) {
+      uint32_t row_of_item = 0;
+      const int64_t col = int64_t{per_row.divmod(item, row_of_item)} * kBf16PerVector;
+      const int64_t row = row_of_item;
+      Bf16x8 first;
+      Bf16x8 second;
+      swiglu_vector<kBackward>(a, row, col, first, second);
+      store_swiglu<kBackward>(a, row, col, first, second, amax);
     }
   }
   report_amax(a.amax, amax_of_pairs(amax));
@@ -259,10 +307,20 @@ void launch(const SwigluArgs& a, cudaStream_t stream) {
     LPBENCH_CUDA_CHECK_LAUNCH();
     return;
   }
-  const int64_t blocks = std::min<int64_t>((items + kThreads - 1) / kThreads,
-                                           a.amax != nullptr ? kAmaxGridCap : 65535LL * 16);
-  swiglu_kernel<kBackward><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      a, FastDivmod(static_cast<uint32_t>(per_row)), static_cast<uint32_t>(items));
+  const FastDivmod divmod(static_cast<uint32_t>(per_row));
+  const int64_t needed = (items + kThreads - 1) / kThreads;
+  if (a.amax != nullptr && a.keep.values == nullptr && !int8_in) {
+    const auto kernel = swiglu_kernel<kBackward, true>;
+    const int64_t blocks = resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, 0,
+                                           std::min<int64_t>(needed, kAmaxGridCap));
+    kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a, divmod,
+                                                                   static_cast<uint32_t>(items));
+  } else {
+    const int64_t blocks =
+        std::min<int64_t>(needed, a.amax != nullptr ? kAmaxGridCap : 65535LL * 16);
+    swiglu_kernel<kBackward, false><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+        a, divmod, static_cast<uint32_t>(items));
+  }
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 

@@ -205,6 +205,76 @@ TEST_F(FusedKernels, RopeBackwardInOneLaunchIsThePartsBitForBit) {
   }
 }
 
+// Asked for the tensor's amax, SwiGLU (both ways) and RoPE's backward in one launch run one wave
+// of threads that each walk many items, loading the next item's words before they store the
+// current one (and for RoPE, crossing from one part into the next): the bits of the launches
+// without an amax, one item a thread, and the amax of what they wrote.
+TEST_F(FusedKernels, ProducersWalkingAheadForTheAmaxWriteTheBitsOfThoseThatDoNot) {
+  const auto bits_of = [](const at::Tensor& t) {
+    return c10::bit_cast<int32_t>(t.abs().max().to(at::kFloat).item<float>());
+  };
+  {
+    torch::manual_seed(23);
+    const at::Tensor gu0 = 3.0 * torch::randn({2053, 2 * 2056}, kBf16);
+    const at::Tensor d = torch::randn({2053, 2056}, kBf16);
+    const at::Tensor gu = leaf(gu0);
+    const at::Tensor out = swiglu(gu, /*report_amax=*/true);
+    const at::Tensor dgu = torch::autograd::grad({out}, {gu}, {d})[0];
+    const at::Tensor plain_gu = leaf(gu0);
+    const at::Tensor plain = swiglu(plain_gu);
+    const at::Tensor plain_dgu = torch::autograd::grad({plain}, {plain_gu}, {d})[0];
+    EXPECT_TRUE(out.equal(plain));
+    EXPECT_TRUE(dgu.equal(plain_dgu));
+    for (const at::Tensor& t : {out.detach(), dgu}) {
+      const std::optional<at::Tensor> reported = recall_amax(t);
+      ASSERT_TRUE(reported.has_value());
+      EXPECT_EQ(reported->item<int32_t>(), bits_of(t));
+    }
+  }
+  const int64_t seq = 2050, heads = 32, kv = 8, d = 128;
+  const at::Tensor cos = rope_table(seq, d, true);
+  const at::Tensor sin = rope_table(seq, d, false);
+  torch::manual_seed(29);
+  const at::Tensor dq = torch::randn({2, heads, seq, d}, kBf16).transpose(1, 2);
+  const at::Tensor dk = torch::randn({2, kv, seq, d}, kBf16).transpose(1, 2);
+  const at::Tensor dv = 2.0 * torch::randn({2, kv, seq, d}, kBf16).transpose(1, 2);
+  const at::Tensor amax = torch::zeros({1}, kBf16.dtype(at::kInt));
+  const auto launch = [&](const at::Tensor& dqkv, uint32_t* to) {
+    auto part = [&](const at::Tensor& in, int64_t first, int64_t n, bool rotate) {
+      const at::Tensor out = dqkv.narrow(2, first, n);
+      cuda::RopeArgs a;
+      a.in = in.data_ptr();
+      a.out = out.data_ptr();
+      a.batch = 2;
+      a.seq = seq;
+      a.heads = n;
+      a.head_dim = d;
+      a.in_batch_stride = in.stride(0);
+      a.in_token_stride = in.stride(1);
+      a.in_head_stride = in.stride(2);
+      a.out_batch_stride = out.stride(0);
+      a.out_token_stride = out.stride(1);
+      a.out_head_stride = out.stride(2);
+      a.cos = cos.data_ptr<float>();
+      a.sin = sin.data_ptr<float>();
+      a.inverse = true;
+      a.rotate = rotate;
+      a.amax = to;
+      return a;
+    };
+    const cuda::RopeArgs parts[] = {part(dq, 0, heads, true), part(dk, heads, kv, true),
+                                    part(dv, heads + kv, kv, false)};
+    cuda::rope_parts(parts, 3, c10::cuda::getCurrentCUDAStream().stream());
+  };
+  const at::Tensor walked = torch::full({2, seq, heads + 2 * kv, d}, 7.0, kBf16);
+  const at::Tensor plain = torch::full_like(walked, 7.0);
+  launch(walked, reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>()));
+  launch(plain, nullptr);
+  EXPECT_TRUE(walked.equal(plain));
+  EXPECT_TRUE(walked.narrow(2, 0, heads).equal(reference::rope(dq, cos, sin, true)));
+  EXPECT_EQ(amax.item<int32_t>(), bits_of(walked));
+}
+
 // Qwen3's per-head norm and RoPE in one kernel each way against the norm kernel then the RoPE
 // kernel (and back): the same roundings in the same order, so the same bits, from the strided
 // heads of a QKV product and back from attention's [B, H, T, D] gradient; and the amax of what

@@ -187,17 +187,23 @@ void swiglu(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   const auto gu = copies({tokens, 2 * inner}, kBf16), dgu = copies({tokens, 2 * inner}, kBf16);
   const auto out = copies({tokens, inner}, kBf16);
   const at::Tensor amax = torch::zeros({1}, kCuda.dtype(at::kInt));
-  // Then reporting every row's and column's amax instead (int8-row's X, dY under dy=row), which
-  // spares the row pair its own pass over them: the same bytes, plus the lines' atomics.
+  // Reporting the tensor's amax (int8-tensor's), then no amax (BF16's: a thread a vector, where
+  // the amax's grid is one wave that walks them), then every row's and column's amax instead
+  // (int8-row's X, dY under dy=row), which spares the row pair its own pass over them: the same
+  // bytes, plus the lines' atomics.
   const at::Tensor lines = torch::zeros({tokens + 2 * inner}, kCuda.dtype(at::kInt));
-  for (const bool by_line : {false, true}) {
-    const std::string how = by_line ? ", line amax" : "";
+  enum class Report { tensor_amax, no_amax, line_amax };
+  for (const Report report : {Report::tensor_amax, Report::no_amax, Report::line_amax}) {
+    const std::string how = report == Report::no_amax     ? ", no amax"
+                            : report == Report::line_amax ? ", line amax"
+                                                          : "";
     const auto args = [&](int i) {
       cuda::SwigluArgs a;
       a.gate_up = gu[i].data_ptr();
       a.rows = tokens;
       a.inner = inner;
-      (by_line ? a.line_amax : a.amax) = word(by_line ? lines : amax);
+      if (report == Report::tensor_amax) a.amax = word(amax);
+      if (report == Report::line_amax) a.line_amax = word(lines);
       return a;
     };
     b.row(m.name, "swiglu forward" + how, 3 * one, [&](int i) {
@@ -278,6 +284,15 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
       const cuda::RopeArgs parts[] = {from_sdpa_args(dq[i], dqkv[i], 0, nh, /*rotate=*/true),
                                       from_sdpa_args(dk[i], dqkv[i], nh, nkv, /*rotate=*/true),
                                       from_sdpa_args(dv[i], dqkv[i], nh + nkv, nkv, false)};
+      cuda::rope_parts(parts, 3, nullptr);
+    });
+    // No amax (BF16's backward): a thread a group, where the amax's grid is one wave that walks.
+    b.row(m.name, "rope backward, no amax", 2 * (nh + 2 * nkv) * head, [&](int i) {
+      cuda::RopeArgs parts[] = {from_sdpa_args(dq[i], dqkv[i], 0, nh, /*rotate=*/true),
+                                from_sdpa_args(dk[i], dqkv[i], nh, nkv, /*rotate=*/true),
+                                from_sdpa_args(dv[i], dqkv[i], nh + nkv, nkv, false)};
+      for (cuda::RopeArgs& p : parts)
+        p.amax = nullptr;
       cuda::rope_parts(parts, 3, nullptr);
     });
     // Reporting every row's and column's amax of dQKV instead (dY of qkv under int8-row and

@@ -1,8 +1,9 @@
 // Rotary position embedding, in place or from one strided layout into another (the backward
 // reads attention's dQ/dK and writes them rotated into the gradient of the fused QKV output).
-// One thread rotates 8 pairs: 16 bytes of each half, 32 bytes of cos and sin. The flat index
-// of a group of 8 pairs is split into (batch, token, head, group) by multiply-high divisions
-// (fast_divmod.cuh): 64-bit ones cost more than the group's bytes (docs/perf-log.md §36).
+// A thread rotates 8 pairs at a time (16 bytes of each half, 32 bytes of cos and sin), walking
+// the groups a resident wave apart. The flat index of a group of 8 pairs is split into (batch,
+// token, head, group) by multiply-high divisions (fast_divmod.cuh): 64-bit ones cost more than
+// the group's bytes (docs/perf-log.md §36).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -52,33 +53,6 @@ __device__ __forceinline__ void rotate_pairs(const RopeArgs& a, int64_t t, int64
   }
 }
 
-// One item: 8 pairs of one head of part `a`, item its index within the part.
-__device__ __forceinline__ void rope_item(const RopeArgs& a, const RopeIndex& ix, uint32_t item,
-                                          uint32_t& amax) {
-  const int64_t half = a.head_dim / 2;
-  const auto* in = static_cast<const __nv_bfloat16*>(a.in);
-  auto* out = static_cast<__nv_bfloat16*>(a.out);
-  uint32_t head_item = 0, token_item = 0, b = 0;
-  const uint32_t g = ix.groups.divmod(item, head_item);
-  const uint32_t h = ix.heads.divmod(head_item, token_item);
-  const uint32_t t = ix.seq.divmod(token_item, b);
-  const int64_t i = int64_t{g} * kBf16PerVector;
-  const int64_t src = b * a.in_batch_stride + t * a.in_token_stride + h * a.in_head_stride + i;
-  const int64_t dst = b * a.out_batch_stride + t * a.out_token_stride + h * a.out_head_stride + i;
-  const Bf16x8 x1 = load_bf16x8(in + src);
-  const Bf16x8 x2 = load_bf16x8(in + src + half);
-  if (!a.rotate) {
-    store_bf16x8(out + dst, x1, amax);
-    store_bf16x8(out + dst + half, x2, amax);
-    return;
-  }
-  Bf16x8 y1;
-  Bf16x8 y2;
-  rotate_pairs(a, t, i, x1, x2, y1, y2);
-  store_bf16x8(out + dst, y1, amax);
-  store_bf16x8(out + dst + half, y2, amax);
-}
-
 // The parts of one launch, one after another in the flat index space: part p's items end at
 // end[p] (end[p] = end[count - 1] past the last part, so its branches are never taken).
 struct RopeLaunch {
@@ -87,44 +61,12 @@ struct RopeLaunch {
   uint32_t end[kRopeMaxParts] = {0, 0, 0};
 };
 
-// A call alone (the forward): its arguments by value, the kernel (and PTX) it was before
-// rope_parts. Through the parts' kernel the forward ran 8 % slower, and through a template of it
-// with the branches compiled out 4–5 % slower (docs/perf-log.md §37).
-__global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a, const RopeIndex ix) {
-  uint32_t amax = 0;
-  // total < 2^31 (the launcher checks), so item + the grid's stride stays below 2^32.
-  for (uint32_t item = blockIdx.x * blockDim.x + threadIdx.x; item < ix.total;
-       item += gridDim.x * blockDim.x) {
-    rope_item(a, ix, item, amax);
-  }
-  report_amax(a.amax, amax_of_pairs(amax));
-}
-
-// rope_parts: each branch names its part by a constant index, so that the arguments stay in the
-// parameter bank (an index computed at run time would copy them into local memory).
-__global__ void __launch_bounds__(kThreads)
-    rope_parts_kernel(const __grid_constant__ RopeLaunch l) {
-  uint32_t amax = 0;
-  // Fewer than 2^31 items in all (the launcher checks), so item + the grid's stride stays below
-  // 2^32.
-  for (uint32_t item = blockIdx.x * blockDim.x + threadIdx.x; item < l.end[kRopeMaxParts - 1];
-       item += gridDim.x * blockDim.x) {
-    if (item < l.end[0]) {
-      rope_item(l.part[0], l.ix[0], item, amax);
-    } else if (item < l.end[1]) {
-      rope_item(l.part[1], l.ix[1], item - l.end[0], amax);
-    } else {
-      rope_item(l.part[2], l.ix[2], item - l.end[1], amax);
-    }
-  }
-  report_amax(l.part[0].amax, amax_of_pairs(amax));
-}
-
-// The tensor's amax asked for (the backward under tensorwise dY): the grid is one resident wave,
-// at most kAmaxGridCap blocks, so each thread walks several items, and it asks for the next
-// item's words before it rotates and stores the current one (swiglu_kernel's kAhead: the volatile
-// accesses keep their order, and walked in turn each item's loads waited for the stores of the
-// one before).
+// The grid is one resident wave (at most kAmaxGridCap blocks where the amax is asked for), so each
+// thread walks several items, and it asks for the next item's words before it rotates and stores
+// the current one: the volatile accesses keep their order, and walked in turn each item's loads
+// waited for the stores of the one before. On the H200 at 4096 tokens the backward reporting the
+// amax ran 0.0300 ms at Llama3.1-8B's shapes against 0.0311 walked in turn, 0.0313 an item a thread
+// (docs/perf-log.md §52). In place (the forward), the next item's load reads only its own pairs.
 struct RopeItemAt {
   int part = 0;
   int64_t t = 0, i = 0, dst = 0;
@@ -168,11 +110,14 @@ __device__ __forceinline__ void rope_item_store(const RopeArgs& a, const RopeIte
   store_bf16x8(out + a.head_dim / 2, y2, amax);
 }
 
-__global__ void __launch_bounds__(kThreads)
-    rope_parts_ahead_kernel(const __grid_constant__ RopeLaunch l) {
-  // Each branch names its part by a constant index, as in rope_parts_kernel.
+// kParts: 1 (a call alone, the forward: no branches) or kRopeMaxParts (fewer parts end where
+// the last one does). A branch names its part by a constant index, so that the arguments stay in
+// the parameter bank (an index computed at run time would copy them into local memory). Through
+// the parts' branches the forward of one item a thread ran 8 % slower (docs/perf-log.md §37).
+template <int kParts>
+__global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ RopeLaunch l) {
   auto load = [&](uint32_t item) {
-    if (item < l.end[0]) return rope_item_load(l.part[0], l.ix[0], 0, item);
+    if (kParts == 1 || item < l.end[0]) return rope_item_load(l.part[0], l.ix[0], 0, item);
     if (item < l.end[1]) return rope_item_load(l.part[1], l.ix[1], 1, item - l.end[0]);
     return rope_item_load(l.part[2], l.ix[2], 2, item - l.end[1]);
   };
@@ -186,7 +131,7 @@ __global__ void __launch_bounds__(kThreads)
   for (; item < total; item += stride) {
     const RopeItemAt now = next;
     if (item + stride < total) next = load(item + stride);
-    if (now.part == 0) {
+    if (kParts == 1 || now.part == 0) {
       rope_item_store(l.part[0], now, amax);
     } else if (now.part == 1) {
       rope_item_store(l.part[1], now, amax);
@@ -267,7 +212,7 @@ __device__ __forceinline__ LineGroup line_group(const RopeArgs& a, const FastDiv
   return lg;
 }
 
-// Each branch names its part by a constant index, as in rope_parts_kernel. Each row's words are
+// Each branch names its part by a constant index, as in rope_kernel. Each row's words are
 // asked for before the row before it is rotated and stored, so that a thread has two rows'
 // loads in flight (swiglu_lines_kernel's plan, swiglu.cu): loaded in turn, a row's loads waited
 // for the stores of the row before, and the kernel ran 3 % slower at Llama3.1-8B's shapes
@@ -450,20 +395,12 @@ void rope_parts(const RopeArgs* parts, int count, cudaStream_t stream) {
   const NvtxRange range(copy_only ? "lpbench rope_copy"
                         : inverse ? "lpbench rope_backward"
                                   : "lpbench rope_forward");
+  const auto kernel = count == 1 ? rope_kernel<1> : rope_kernel<kRopeMaxParts>;
   const int64_t needed = (items + kThreads - 1) / kThreads;
-  if (parts[0].amax != nullptr) {
-    const int64_t blocks = resident_blocks(reinterpret_cast<const void*>(rope_parts_ahead_kernel),
-                                           kThreads, 0, std::min<int64_t>(needed, kAmaxGridCap));
-    rope_parts_ahead_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l);
-    LPBENCH_CUDA_CHECK_LAUNCH();
-    return;
-  }
-  const int64_t blocks = std::min<int64_t>(needed, 65535LL * 16);
-  if (count == 1) {
-    rope_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l.part[0], l.ix[0]);
-  } else {
-    rope_parts_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l);
-  }
+  const int64_t blocks =
+      resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, 0,
+                      parts[0].amax != nullptr ? std::min<int64_t>(needed, kAmaxGridCap) : needed);
+  kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l);
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 

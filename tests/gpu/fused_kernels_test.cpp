@@ -205,18 +205,19 @@ TEST_F(FusedKernels, RopeBackwardInOneLaunchIsThePartsBitForBit) {
   }
 }
 
-// Asked for the tensor's amax, SwiGLU (both ways) and RoPE's backward in one launch run one wave
-// of threads that each walk many items, loading the next item's words before they store the
-// current one (and for RoPE, crossing from one part into the next): the bits of the launches
-// without an amax, one item a thread, and the amax of what they wrote.
-TEST_F(FusedKernels, ProducersWalkingAheadForTheAmaxWriteTheBitsOfThoseThatDoNot) {
+// SwiGLU (both ways) and RoPE's backward in one launch run one wave of threads that each walk
+// many items, loading the next item's words before they store the current one (for RoPE,
+// crossing from one part into the next): the bits of the reference (of SwiGLU's forward under
+// saved=int8, whose kernel takes a vector a thread in turn; of its backward within expf's last
+// bit), with the tensor's amax asked for or not, and the amax of what they wrote.
+TEST_F(FusedKernels, WalkingProducersWriteTheReferenceBitsAndTheirAmax) {
   const auto bits_of = [](const at::Tensor& t) {
     return c10::bit_cast<int32_t>(t.abs().max().to(at::kFloat).item<float>());
   };
   {
     torch::manual_seed(23);
-    const at::Tensor gu0 = 3.0 * torch::randn({2053, 2 * 2056}, kBf16);
-    const at::Tensor d = torch::randn({2053, 2056}, kBf16);
+    const at::Tensor gu0 = 3.0 * torch::randn({2053, 2 * 2176}, kBf16);
+    const at::Tensor d = torch::randn({2053, 2176}, kBf16);
     const at::Tensor gu = leaf(gu0);
     const at::Tensor out = swiglu(gu, /*report_amax=*/true);
     const at::Tensor dgu = torch::autograd::grad({out}, {gu}, {d})[0];
@@ -224,7 +225,9 @@ TEST_F(FusedKernels, ProducersWalkingAheadForTheAmaxWriteTheBitsOfThoseThatDoNot
     const at::Tensor plain = swiglu(plain_gu);
     const at::Tensor plain_dgu = torch::autograd::grad({plain}, {plain_gu}, {d})[0];
     EXPECT_TRUE(out.equal(plain));
+    EXPECT_TRUE(out.equal(swiglu(gu0, /*report_amax=*/false, /*int8_saved=*/true)));
     EXPECT_TRUE(dgu.equal(plain_dgu));
+    EXPECT_LT(relative_error(dgu, reference::swiglu_backward(d, gu0)), 1e-3);
     for (const at::Tensor& t : {out.detach(), dgu}) {
       const std::optional<at::Tensor> reported = recall_amax(t);
       ASSERT_TRUE(reported.has_value());
@@ -272,6 +275,8 @@ TEST_F(FusedKernels, ProducersWalkingAheadForTheAmaxWriteTheBitsOfThoseThatDoNot
   launch(plain, nullptr);
   EXPECT_TRUE(walked.equal(plain));
   EXPECT_TRUE(walked.narrow(2, 0, heads).equal(reference::rope(dq, cos, sin, true)));
+  EXPECT_TRUE(walked.narrow(2, heads, kv).equal(reference::rope(dk, cos, sin, true)));
+  EXPECT_TRUE(walked.narrow(2, heads + kv, kv).equal(dv));
   EXPECT_EQ(amax.item<int32_t>(), bits_of(walked));
 }
 

@@ -111,6 +111,39 @@ at::Tensor rope_table(int64_t seq, int64_t head_dim, bool cosine) {
   return (cosine ? cos : sin).to(kGpu);
 }
 
+// RoPE's backward as one launch of three parts, as a layer runs it: attention's gradients dq, dk
+// and dv ([B, T, H, D] views of SDPA's [B, H, T, D]) rotated back (dq, dk) or copied (dv) into
+// dqkv's heads in that order, each part folding max |written| into `amax` (or none).
+std::array<cuda::RopeArgs, 3> rope_backward_parts(const at::Tensor& dq, const at::Tensor& dk,
+                                                  const at::Tensor& dv, const at::Tensor& dqkv,
+                                                  const at::Tensor& cos, const at::Tensor& sin,
+                                                  uint32_t* amax) {
+  auto part = [&](const at::Tensor& in, int64_t first, int64_t n, bool rotate) {
+    const at::Tensor out = dqkv.narrow(2, first, n);
+    cuda::RopeArgs a;
+    a.in = in.data_ptr();
+    a.out = out.data_ptr();
+    a.batch = in.size(0);
+    a.seq = in.size(1);
+    a.heads = n;
+    a.head_dim = in.size(3);
+    a.in_batch_stride = in.stride(0);
+    a.in_token_stride = in.stride(1);
+    a.in_head_stride = in.stride(2);
+    a.out_batch_stride = out.stride(0);
+    a.out_token_stride = out.stride(1);
+    a.out_head_stride = out.stride(2);
+    a.cos = cos.data_ptr<float>();
+    a.sin = sin.data_ptr<float>();
+    a.inverse = true;
+    a.rotate = rotate;
+    a.amax = amax;
+    return a;
+  };
+  const int64_t heads = dq.size(2), kv = dk.size(2);
+  return {part(dq, 0, heads, true), part(dk, heads, kv, true), part(dv, heads + kv, kv, false)};
+}
+
 // Each row's amax, then each column's, of t seen as rows of its last dimension: FP32 bits, as the
 // producers report them.
 at::Tensor line_amax_of(const at::Tensor& t) {
@@ -153,31 +186,9 @@ TEST_F(FusedKernels, RopeBackwardInOneLaunchIsThePartsBitForBit) {
     const at::Tensor dv = torch::randn({2, kv, seq, d}, kBf16).transpose(1, 2);
     const at::Tensor dqkv = torch::full({2, seq, heads + 2 * kv, d}, 7.0, kBf16);
     const at::Tensor amax = torch::zeros({1}, kBf16.dtype(at::kInt));
-    auto part = [&](const at::Tensor& in, int64_t first, int64_t n, bool rotate) {
-      const at::Tensor out = dqkv.narrow(2, first, n);
-      cuda::RopeArgs a;
-      a.in = in.data_ptr();
-      a.out = out.data_ptr();
-      a.batch = 2;
-      a.seq = seq;
-      a.heads = n;
-      a.head_dim = d;
-      a.in_batch_stride = in.stride(0);
-      a.in_token_stride = in.stride(1);
-      a.in_head_stride = in.stride(2);
-      a.out_batch_stride = out.stride(0);
-      a.out_token_stride = out.stride(1);
-      a.out_head_stride = out.stride(2);
-      a.cos = cos.data_ptr<float>();
-      a.sin = sin.data_ptr<float>();
-      a.inverse = true;
-      a.rotate = rotate;
-      a.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
-      return a;
-    };
-    const cuda::RopeArgs parts[] = {part(dq, 0, heads, true), part(dk, heads, kv, true),
-                                    part(dv, heads + kv, kv, false)};
-    cuda::rope_parts(parts, 3, c10::cuda::getCurrentCUDAStream().stream());
+    const auto parts = rope_backward_parts(dq, dk, dv, dqkv, cos, sin,
+                                           reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>()));
+    cuda::rope_parts(parts.data(), 3, c10::cuda::getCurrentCUDAStream().stream());
     EXPECT_TRUE(dqkv.narrow(2, 0, heads).equal(reference::rope(dq, cos, sin, true))) << d;
     EXPECT_TRUE(dqkv.narrow(2, heads, kv).equal(reference::rope(dk, cos, sin, true))) << d;
     EXPECT_TRUE(dqkv.narrow(2, heads + kv, kv).equal(dv)) << d;
@@ -243,31 +254,8 @@ TEST_F(FusedKernels, WalkingProducersWriteTheReferenceBitsAndTheirAmax) {
   const at::Tensor dv = 2.0 * torch::randn({2, kv, seq, d}, kBf16).transpose(1, 2);
   const at::Tensor amax = torch::zeros({1}, kBf16.dtype(at::kInt));
   const auto launch = [&](const at::Tensor& dqkv, uint32_t* to) {
-    auto part = [&](const at::Tensor& in, int64_t first, int64_t n, bool rotate) {
-      const at::Tensor out = dqkv.narrow(2, first, n);
-      cuda::RopeArgs a;
-      a.in = in.data_ptr();
-      a.out = out.data_ptr();
-      a.batch = 2;
-      a.seq = seq;
-      a.heads = n;
-      a.head_dim = d;
-      a.in_batch_stride = in.stride(0);
-      a.in_token_stride = in.stride(1);
-      a.in_head_stride = in.stride(2);
-      a.out_batch_stride = out.stride(0);
-      a.out_token_stride = out.stride(1);
-      a.out_head_stride = out.stride(2);
-      a.cos = cos.data_ptr<float>();
-      a.sin = sin.data_ptr<float>();
-      a.inverse = true;
-      a.rotate = rotate;
-      a.amax = to;
-      return a;
-    };
-    const cuda::RopeArgs parts[] = {part(dq, 0, heads, true), part(dk, heads, kv, true),
-                                    part(dv, heads + kv, kv, false)};
-    cuda::rope_parts(parts, 3, c10::cuda::getCurrentCUDAStream().stream());
+    cuda::rope_parts(rope_backward_parts(dq, dk, dv, dqkv, cos, sin, to).data(), 3,
+                     c10::cuda::getCurrentCUDAStream().stream());
   };
   const at::Tensor walked = torch::full({2, seq, heads + 2 * kv, d}, 7.0, kBf16);
   const at::Tensor plain = torch::full_like(walked, 7.0);

@@ -7,9 +7,10 @@
 
 namespace lpbench::cuda {
 
-// Launch geometry of the grid-strided kernels (the norms, the q/k norm backward), whose blocks
-// each walk many rows. What the runtime says about a kernel does not change while the process
-// runs, so each answer is asked once per device and kept: these are called on every launch.
+// Launch geometry of the grid-strided kernels (the norms, the q/k norm backward, SwiGLU, RoPE),
+// whose blocks each walk many rows or vectors. What the runtime says about a kernel does not change
+// while the process runs, so each answer is asked once per device and kept: these are called on
+// every launch.
 
 // The blocks of a grid-strided backward over `rows` rows, `rows_per_block` at a time, with
 // `threads` threads a block: one wave (2048 threads an SM), fewer where the rows run out. Each

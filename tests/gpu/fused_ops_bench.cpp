@@ -187,10 +187,9 @@ void swiglu(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   const auto gu = copies({tokens, 2 * inner}, kBf16), dgu = copies({tokens, 2 * inner}, kBf16);
   const auto out = copies({tokens, inner}, kBf16);
   const at::Tensor amax = torch::zeros({1}, kCuda.dtype(at::kInt));
-  // Reporting the tensor's amax (int8-tensor's), then no amax (BF16's: a thread a vector, where
-  // the amax's grid is one wave that walks them), then every row's and column's amax instead
-  // (int8-row's X, dY under dy=row), which spares the row pair its own pass over them: the same
-  // bytes, plus the lines' atomics.
+  // Reporting the tensor's amax (int8-tensor's), then no amax (BF16's launch), then every row's
+  // and column's amax instead (int8-row's X, dY under dy=row), which spares the row pair its own
+  // pass over them: the same bytes, plus the lines' atomics.
   const at::Tensor lines = torch::zeros({tokens + 2 * inner}, kCuda.dtype(at::kInt));
   enum class Report { tensor_amax, no_amax, line_amax };
   for (const Report report : {Report::tensor_amax, Report::no_amax, Report::line_amax}) {
@@ -286,7 +285,7 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
                                       from_sdpa_args(dv[i], dqkv[i], nh + nkv, nkv, false)};
       cuda::rope_parts(parts, 3, nullptr);
     });
-    // No amax (BF16's backward): a thread a group, where the amax's grid is one wave that walks.
+    // No amax (BF16's backward): the same kernel without the amax's atomics and grid cap.
     b.row(m.name, "rope backward, no amax", 2 * (nh + 2 * nkv) * head, [&](int i) {
       cuda::RopeArgs parts[] = {from_sdpa_args(dq[i], dqkv[i], 0, nh, /*rotate=*/true),
                                 from_sdpa_args(dk[i], dqkv[i], nh, nkv, /*rotate=*/true),

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/trace-kernels on a small synthetic profiler trace: the kernel families (cuDNN's
 attention kernels name wgmma, and must not count as lpbench's INT8 GEMM), the sums, and --gaps
-(the span, the idle time, and the CPU operator that launched the kernel after each gap).
+(the span, the idle time, and the CPU operator that launched the kernel after each gap), and
+--timeline (each kernel's start, the idle time before it, its lead over its launch, its launcher).
 
   trace_kernels_test.py REPO_ROOT
 """
@@ -83,6 +84,18 @@ def main():
             if not ("host 153.0 us since its previous launch" in after
                     and "cudaStreamSynchronize 90.0" in after):
                 failures.append(f"host line under the first gap wrong: {after!r}")
+        # --timeline: every kernel in order, with its start, time, the idle GPU before it, its lead
+        # (kernel start minus launch: how far ahead the host was) and its launcher.
+        timeline = run(script, path, "--timeline").stdout.splitlines()
+        rows = [l.split() for l in timeline if "<-" in l and not l.strip().startswith("start")]
+        want = [["0.0", "100.0", "0.0", "5.0", "quantize:"],
+                ["160.0", "300.0", "60.0", "10.0", "gemm", "(wgmma", "int8):"],
+                ["460.0", "200.0", "0.0", "260.0", "attention:"],
+                ["680.0", "100.0", "20.0", "5.0", "gemm", "(cuBLAS/cutlass):"]]
+        if len(rows) != len(want) or any(r[:len(w)] != w for r, w in zip(rows, want)):
+            failures.append(f"--timeline rows wrong: {rows}")
+        elif not rows[1][-1] == "lpbench::wgmma_gemm":
+            failures.append(f"--timeline launcher wrong: {rows[1]}")
         missing = run(script, os.path.join(tmp, "absent.json"))
         if missing.returncode == 0 or "cannot read" not in missing.stderr:
             failures.append(f"an absent trace: exit {missing.returncode}, {missing.stderr!r}")
@@ -90,7 +103,7 @@ def main():
         print("\n".join(failures))
         print(out)
         return 1
-    print("trace-kernels: families, sums and gaps as expected")
+    print("trace-kernels: families, sums, gaps and timeline as expected")
     return 0
 
 

@@ -2,7 +2,9 @@
 
 #include <c10/core/StorageImpl.h>
 
+#include <algorithm>
 #include <deque>
+#include <iterator>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -97,6 +99,28 @@ void fold_amax(const at::Tensor& amax_bits, const at::Tensor& written) {
 
 void remember_amax(const at::Tensor& tensor, const at::Tensor& amax_bits) {
   if (tensor.is_non_overlapping_and_dense()) remember(tensor, amax_bits, 0);
+}
+
+void forget_amax(const at::Tensor& tensor, const at::Tensor& amax_bits) {
+  if (!tensor.has_storage()) return;
+  const c10::StorageImpl* key = tensor.storage().unsafeGetStorageImpl();
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  const auto it = g_entries.find(key);
+  if (it == g_entries.end()) return;
+  std::vector<Entry>& same_storage = it->second;
+  for (auto e = same_storage.begin(); e != same_storage.end(); ++e) {
+    if (e->offset != tensor.storage_offset() || e->numel != tensor.numel() || e->line_cols != 0 ||
+        !e->amax.is_same(amax_bits)) {
+      continue;
+    }
+    same_storage.erase(e);
+    // Its key in g_order goes too (the one nearest the back: entries are appended), so that
+    // eviction keeps counting entries.
+    const auto key_at = std::find(g_order.rbegin(), g_order.rend(), key);
+    if (key_at != g_order.rend()) g_order.erase(std::next(key_at).base());
+    if (same_storage.empty()) g_entries.erase(it);
+    return;
+  }
 }
 
 std::optional<at::Tensor> recall_amax(const at::Tensor& tensor) {

@@ -18,6 +18,10 @@ namespace lpbench::kernels {
 void remember_amax(const at::Tensor& tensor, const at::Tensor& amax_bits);
 std::optional<at::Tensor> recall_amax(const at::Tensor& tensor);
 
+// Forgets `tensor`'s amax where the one remembered is `amax_bits` itself (another remembered
+// since is kept).
+void forget_amax(const at::Tensor& tensor, const at::Tensor& amax_bits);
+
 // A fresh zeroed amax for a producer to fill, on `like`'s device.
 at::Tensor new_amax(const at::Tensor& like);
 

@@ -256,6 +256,20 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
 
 }  // namespace
 
+bool forward_quantizes_w_tensorwise(const LinearGemms& gemms) {
+  const auto tensorwise = [](const GemmSpec& spec, GemmKind kind) {
+    if (spec.rhs == NumberFormat::bf16 || spec.scaling == Scaling::none ||
+        spec.hadamard_block > 0 || spec.amax_history > 0) {
+      return false;
+    }
+    const QuantSpec q = operand_spec(spec, kind, Side::rhs);
+    return q.block_rows == 0 && q.block_cols == 0;
+  };
+  // Under requantize_w, dgrad's W is quantized in backward, after the forward.
+  return tensorwise(gemms.fprop, GemmKind::fprop) ||
+         (!gemms.requantize_w && tensorwise(gemms.dgrad, GemmKind::dgrad));
+}
+
 at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms,
                             const std::string& module, const at::Tensor& master,
                             LinearAmaxHistories* histories, WeightQuantCache* weight_cache,

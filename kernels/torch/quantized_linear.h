@@ -38,6 +38,12 @@ struct WeightQuantCache {
   void clear() { *this = WeightQuantCache{}; }
 };
 
+// Whether quantized_linear's forward under `gemms` quantizes W with one scale for the whole
+// tensor, found from W's own amax (no amax history, no rotation): where it does, an amax of W
+// remembered beforehand (amax_registry.h: AdamW's, or a layer's ScopedAmaxes) saves that
+// quantization its amax pass.
+bool forward_quantizes_w_tensorwise(const LinearGemms& gemms);
+
 // `add_into_grad` (with `master`): where master's gradient is already defined when backward
 // runs (the micro-batches after the first of a step; the flat gradient buffers of data
 // parallel), the wgrad product adds into it (gemm_nt_add: Megatron's gradient accumulation

@@ -4,6 +4,7 @@
 
 #include "kernels/profiling/range.h"
 #include "kernels/recipe.h"
+#include "kernels/torch/amax_registry.h"
 #include "tests/support/tensor_compare.h"
 #include "workloads/levels/adamw.h"
 #include "workloads/levels/workload.h"
@@ -149,6 +150,35 @@ TEST(GemmLevel, ModelSetCoversEveryLinearAsFpropDgradAndWgrad) {
   }
   EXPECT_DOUBLE_EQ(workload->flops_per_step(), expected);
   EXPECT_EQ(training_gemms({"x", 8, 4}, 2)[2].second.k, 2);  // wgrad reduces over tokens
+}
+
+// A fused layer under a recipe that quantizes W tensorwise finds its four weights' amaxes
+// together before its forward (ScopedAmaxes), and none outlives the forward; recipes that scale W
+// otherwise, the unfused set and --no-producer-amax find none.
+TEST(DecoderLayer, FindsTheWeightsAmaxesItsTensorwiseQuantizationsWant) {
+  const ModelConfig config = builtin_model("tiny");
+  const auto wanting = [&config](const char* recipe, Fusion fusion, bool producer_amax) {
+    PrecisionPlan plan(kernels::recipe_by_name(recipe), torch::kCPU, fusion, producer_amax);
+    DecoderLayer layer(config, 0, plan);
+    return std::make_pair(layer, layer->weights_wanting_amax());
+  };
+  for (const char* recipe : {"int8-tensor", "fp8-tensor"}) {
+    SCOPED_TRACE(recipe);
+    auto [layer, weights] = wanting(recipe, Fusion::fused, true);
+    ASSERT_EQ(weights.size(), 4U);  // qkv, out, gate_up, down
+    for (const torch::Tensor& w : weights)
+      EXPECT_EQ(w.scalar_type(), torch::kBFloat16);
+    const auto [cos, sin] = rope_tables(config, 16);
+    const torch::Tensor x = torch::randn({2, 16, config.hidden_size}).to(torch::kBFloat16);
+    layer->forward(x, cos, sin);
+    for (const torch::Tensor& w : weights)
+      EXPECT_FALSE(kernels::recall_amax(w).has_value());
+  }
+  EXPECT_TRUE(wanting("int8-row", Fusion::fused, true).second.empty());
+  EXPECT_TRUE(wanting("int8-block", Fusion::fused, true).second.empty());
+  EXPECT_TRUE(wanting("bf16", Fusion::fused, true).second.empty());
+  EXPECT_TRUE(wanting("int8-tensor", Fusion::none, true).second.empty());
+  EXPECT_TRUE(wanting("int8-tensor", Fusion::fused, false).second.empty());
 }
 
 TEST(Moe, RoutesEachTokenToItsTopTwoExpertsAndRecordsTheLoad) {

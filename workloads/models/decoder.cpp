@@ -7,6 +7,7 @@
 #include "kernels/profiling/range.h"
 #include "kernels/torch/embedding.h"
 #include "kernels/torch/quantized_linear.h"
+#include "kernels/torch/weight_amax.h"
 #include "workloads/models/checkpoint.h"
 #include "workloads/models/rope.h"
 #include "workloads/models/storage.h"
@@ -76,6 +77,12 @@ torch::Tensor RecipeLinearImpl::forward(const torch::Tensor& x) {
   }
   return kernels::quantized_linear(x, weight_.to(kCompute), gemms_, name_, {}, histories_.get(),
                                    weight_cache_.get());
+}
+
+torch::Tensor RecipeLinearImpl::weight_wanting_amax() const {
+  const bool cached = weight_cache_ && weight_cache_->filled;
+  if (!compute_.defined() || cached || !kernels::forward_quantizes_w_tensorwise(gemms_)) return {};
+  return compute_;
 }
 
 void RecipeLinearImpl::cache_quantized_weight(bool enabled) {
@@ -198,7 +205,7 @@ torch::Tensor MoeImpl::forward(const torch::Tensor& x) {
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config, int64_t index, PrecisionPlan& plan)
-    : name_("layers." + std::to_string(index)) {
+    : weight_amaxes_(plan.ops().producer_amax()), name_("layers." + std::to_string(index)) {
   const std::string& prefix = name_;
   attention_norm_ =
       register_module("attention_norm", RMSNorm(config.hidden_size, config.norm_eps, plan));
@@ -214,6 +221,9 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config, int64_t index, Pre
 ResidualStream DecoderLayerImpl::forward_stream(const ResidualStream& in, const torch::Tensor& cos,
                                                 const torch::Tensor& sin) {
   const profiling::Range range("layer", name_);
+  // First, while the host queues the norm and the first quantization behind it, one pass finds
+  // every weight's amax that no optimizer step reported (docs/perf-log.md §53).
+  const kernels::ScopedAmaxes weights(weights_wanting_amax());
   // The previous layer's residual add and this layer's attention norm in one operator, and the
   // attention's residual add and the MLP's norm in another (one pass each, fused); with no add
   // to take, the norm still takes the stream's gradient into its backward. Either way the
@@ -223,6 +233,22 @@ ResidualStream DecoderLayerImpl::forward_stream(const ResidualStream& in, const 
                                                     : attention_norm_->residual_forward(in.h);
   const auto [h, normed] = mlp_norm_->add_forward(x, attention_(attention_in, cos, sin));
   return {h, moe_ ? moe_(normed) : mlp_(normed)};
+}
+
+std::vector<torch::Tensor> DecoderLayerImpl::weights_wanting_amax() const {
+  std::vector<torch::Tensor> weights;
+  if (!weight_amaxes_) return weights;
+  for (const torch::nn::Module* block :
+       {static_cast<const torch::nn::Module*>(attention_.get()),
+        static_cast<const torch::nn::Module*>(mlp_ ? mlp_.get() : nullptr)}) {
+    if (block == nullptr) continue;
+    for (const auto& module : block->modules(/*include_self=*/false)) {
+      if (const auto* linear = dynamic_cast<const RecipeLinearImpl*>(module.get())) {
+        if (torch::Tensor w = linear->weight_wanting_amax(); w.defined()) weights.push_back(w);
+      }
+    }
+  }
+  return weights;
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,

@@ -85,6 +85,10 @@ class RecipeLinearImpl : public torch::nn::Module {
   // The BF16 copy the products read (fused), or an undefined tensor (unfused: cast per forward).
   const torch::Tensor& compute_weight() const { return compute_; }
   const kernels::LinearGemms& gemms() const { return gemms_; }
+  // The BF16 copy whose quantization in the next forward would find W's amax itself (fused, W
+  // quantized tensorwise, no quantized copy cached): for the layer to find with the others
+  // (kernels::ScopedAmaxes). Undefined otherwise.
+  torch::Tensor weight_wanting_amax() const;
   // Quantize W once and reuse it until clear_weight_cache (kernels::WeightQuantCache), or not.
   void cache_quantized_weight(bool enabled);
   void clear_weight_cache() {
@@ -193,8 +197,14 @@ class DecoderLayerImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
   // The MoE block, or nullptr for a dense layer.
   const Moe& moe() const { return moe_; }
+  // Where the plan's producers report amaxes (Operators::producer_amax), the BF16 weights of
+  // attention's and the dense MLP's products whose amax the forward would otherwise find one by
+  // one (RecipeLinearImpl::weight_wanting_amax): the forward finds them together first. The
+  // MoE's experts are left out: an expert that no token reaches runs no product.
+  std::vector<torch::Tensor> weights_wanting_amax() const;
 
  private:
+  bool weight_amaxes_ = false;  // the plan's producers report amaxes (Operators::producer_amax)
   RMSNorm attention_norm_{nullptr}, mlp_norm_{nullptr};
   Attention attention_{nullptr};
   Mlp mlp_{nullptr};

@@ -43,6 +43,7 @@ class Operators {
         lines_(fusion == Fusion::fused ? lines : kernels::LineAmax{}) {}
   Fusion fusion() const { return fusion_; }
   bool int8_saved() const { return int8_saved_; }
+  bool producer_amax() const { return producer_amax_; }
 
   // RMSNorm over the last dimension (statistics in FP32), the result in x's type.
   torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) const;

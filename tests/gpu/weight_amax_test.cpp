@@ -1,0 +1,114 @@
+// kernels/cuda/tensors_amax.cu through its glue (kernels/torch/weight_amax.h) on the GPU: one
+// launch's amaxes against the oracle for tensors of every size and content, in more tensors than
+// one launch takes and with ones the kernel does not take between them; and a decoder layer whose
+// forward finds its weights' amaxes together steps to the bits it steps to with every
+// quantization finding its own. Skipped where torch sees no GPU.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/tensors_amax.cuh"
+#include "kernels/recipe.h"
+#include "kernels/torch/amax_registry.h"
+#include "kernels/torch/weight_amax.h"
+#include "tests/support/rope_tables.h"
+#include "tests/support/tensor_compare.h"
+#include "workloads/models/decoder.h"
+#include "workloads/models/model_zoo.h"
+
+namespace lpbench::kernels {
+namespace {
+
+using test_support::relative_error;
+
+// max |x| as FP32 bits compared as integers (a NaN above +Inf), by torch's ops.
+int32_t oracle_bits(const at::Tensor& t) {
+  return t.to(at::kFloat).contiguous().view(at::kInt).bitwise_and(0x7fffffff).max().item<int32_t>();
+}
+
+TEST(WeightAmaxOnGpu, OneLaunchGivesEachTensorsAmaxAsTheOracle) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const auto bf16 = torch::dtype(torch::kBFloat16).device(torch::kCUDA, 0);
+  torch::manual_seed(11);
+  std::vector<at::Tensor> tensors;
+  // Sizes from one vector to several waves of the grid, and the layer's shapes' proportions.
+  for (const auto& shape : std::vector<std::vector<int64_t>>{
+           {8}, {3, 40}, {1536, 1024}, {128, 11008}, {4096, 1032}, {24, 8}, {512, 512}})
+    tensors.push_back(torch::randn(shape, bf16) * (1.0 + static_cast<double>(tensors.size())));
+  tensors.push_back(torch::zeros({256}, bf16));
+  at::Tensor with_nan = torch::randn({2048, 64}, bf16);
+  with_nan.view({-1})[77777] = std::numeric_limits<float>::quiet_NaN();
+  tensors.push_back(with_nan);
+  at::Tensor with_inf = torch::randn({1000, 8}, bf16);
+  with_inf.view({-1})[7999] = -std::numeric_limits<float>::infinity();
+  tensors.push_back(with_inf);
+  // Ones the kernel does not take (not whole 16-byte vectors, not contiguous, misaligned), between
+  // and after ones it does: each slot is still its own tensor's.
+  tensors.insert(tensors.begin() + 3, torch::randn({13}, bf16) * 100.0);
+  tensors.insert(tensors.begin() + 6, torch::randn({64, 40}, bf16).t());
+  tensors.push_back(torch::randn({1025}, bf16).narrow(0, 1, 1024) * 7.0);
+  ASSERT_GT(tensors.size(), static_cast<size_t>(cuda::kMaxAmaxTensors));
+  const at::Tensor amax = tensors_amax(tensors);
+  ASSERT_TRUE(amax.is_cuda());
+  ASSERT_EQ(amax.numel(), static_cast<int64_t>(tensors.size()));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    EXPECT_EQ(amax[static_cast<int64_t>(i)].item<int32_t>(), oracle_bits(tensors[i])) << i;
+  }
+}
+
+// int8-tensor and fp8-tensor quantize W tensorwise: with the producers reporting amaxes, the
+// layer's forward finds its four weights' amaxes in one launch first, and the products read them;
+// without, each quantization runs its own pass. The same bits either way: the layer's output and
+// the gradients of the MLP's weights (attention's backward may sum in another order from run to
+// run: the rest within 1e-2); and no weight's amax is remembered after the step.
+TEST(WeightAmaxOnGpu, ALayerStepsToTheSameBitsWithItsWeightsAmaxesFoundTogether) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const torch::Device gpu(torch::kCUDA, 0);
+  const workloads::ModelConfig model = workloads::builtin_model("small");
+  const int64_t seq = 256;
+  const auto [cos_cpu, sin_cpu] = test_support::rope_tables(seq, model.head_dim);
+  const at::Tensor cos = cos_cpu.to(gpu), sin = sin_cpu.to(gpu);
+  const auto bf16 = torch::dtype(torch::kBFloat16).device(gpu);
+  for (const char* name : {"int8-tensor", "fp8-tensor"}) {
+    SCOPED_TRACE(name);
+    std::vector<std::pair<std::string, at::Tensor>> got[2];
+    at::Tensor y[2];
+    for (const bool producer_amax : {false, true}) {
+      torch::manual_seed(5);
+      workloads::PrecisionPlan plan(parse_recipe(name), gpu, workloads::Fusion::fused,
+                                    producer_amax);
+      workloads::DecoderLayer layer(model, 0, plan);
+      layer->to(gpu);
+      const std::vector<at::Tensor> weights = layer->weights_wanting_amax();
+      EXPECT_EQ(weights.size(), producer_amax ? 4U : 0U);
+      const at::Tensor x = torch::randn({2, seq, model.hidden_size}, bf16).requires_grad_(true);
+      const at::Tensor out = layer->forward(x, cos, sin);
+      out.backward(torch::randn_like(out));
+      for (const at::Tensor& w : weights)
+        EXPECT_FALSE(recall_amax(w).has_value());
+      y[producer_amax] = out.detach();
+      for (const auto& p : layer->named_parameters())
+        got[producer_amax].emplace_back(p.key(), p.value().grad().clone());
+    }
+    EXPECT_TRUE(y[0].equal(y[1]));
+    ASSERT_EQ(got[0].size(), got[1].size());
+    int mlp = 0;
+    for (size_t i = 0; i < got[0].size(); ++i) {
+      const auto& [key, grad] = got[0][i];
+      SCOPED_TRACE(key);
+      if (key.find("mlp") != std::string::npos) {
+        ++mlp;
+        EXPECT_TRUE(grad.equal(got[1][i].second));
+      } else {
+        EXPECT_LT(relative_error(grad, got[1][i].second), 1e-2);
+      }
+    }
+    EXPECT_GE(mlp, 2);
+  }
+}
+
+}  // namespace
+}  // namespace lpbench::kernels

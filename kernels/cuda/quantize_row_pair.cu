@@ -16,7 +16,6 @@
 #include <algorithm>
 
 #include "kernels/cuda/check.cuh"
-#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/quantize_byte_tile.cuh"
 #include "kernels/cuda/quantize_math.cuh"
 #include "kernels/cuda/quantize_row_pair.cuh"
@@ -108,8 +107,6 @@ struct RowPairParams {
 
 template <bool kInt8>
 __global__ void __launch_bounds__(kThreads) quantize_row_pair_kernel(const RowPairParams p) {
-  // As the tensorwise kernel: the product after it launches as a programmatic dependent.
-  let_dependents_launch();
   __shared__ __align__(16) uint32_t tile[kWords];
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile;
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;

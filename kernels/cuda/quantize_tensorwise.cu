@@ -20,7 +20,6 @@
 
 #include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/check.cuh"
-#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/quantize_byte_tile.cuh"
 #include "kernels/cuda/quantize_math.cuh"
 #include "kernels/cuda/quantize_tensorwise.cuh"
@@ -52,9 +51,6 @@ struct TensorwiseParams {
 // One 128×128 tile of X per CTA (quantize_byte_tile.cuh).
 template <bool kInt8, bool kWriteX, bool kWriteT>
 __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
-  // The product that reads these values launches as a programmatic dependent (wgmma_gemm.cu): it
-  // may take SMs as this kernel's last blocks leave them, and waits for this grid to complete.
-  let_dependents_launch();
   __shared__ __align__(16) uint32_t tile[kWords];
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile;
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;

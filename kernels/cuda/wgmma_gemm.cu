@@ -36,7 +36,6 @@
 #include <type_traits>
 
 #include "kernels/cuda/check.cuh"
-#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/wgmma_gemm.cuh"
 #include "kernels/cuda/wgmma_ptx.cuh"
@@ -286,11 +285,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
     __syncthreads();
   }
-  // Launched as a programmatic dependent (launch() below), the CTA may have started before the
-  // kernel ahead of it in the stream has finished: everything before this line touches only
-  // this CTA's shared memory; from here on it reads what that kernel (A, B, their scales) and
-  // those before it wrote, and writes C.
-  wait_for_producer();
   const auto finish = [&] {
     if (cluster > 1) sm90::cluster_sync();
   };
@@ -878,16 +872,6 @@ bool aligned(const void* p, size_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
 
-// Whether the GEMM launches as a programmatic dependent of the kernel before it (launch()).
-// LPBENCH_WGMMA_PDL=0 launches it plainly (measurement only: docs/perf-log.md §53).
-bool launches_as_dependent() {
-  static const bool on = [] {
-    const char* v = std::getenv("LPBENCH_WGMMA_PDL");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return on;
-}
-
 void require_sm90() {
   const DeviceInfo d = device_info();
   LPBENCH_CUDA_REQUIRE(d.major == 9 && d.minor == 0,
@@ -938,39 +922,28 @@ void launch(const Params& p, const CUtensorMap& ma, const CUtensorMap& mb, int s
   auto kernel = wgmma_gemm_kernel<BN, kBlocked, OutT, kColumnB, kPingpong, kAccumulate>;
   LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smem)));
-  // A programmatic dependent of the kernel before it (dependent_launch.cuh): its CTAs may take
-  // SMs, set up their barriers and wait there while that kernel's last blocks finish (the
-  // quantizations let their dependents launch as they start), instead of launching after it.
-  // Every sm_90 device (the only one this kernel runs on) supports it.
-  cudaLaunchAttribute attrs[2] = {};
-  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[0].val.programmaticStreamSerializationAllowed = launches_as_dependent() ? 1 : 0;
-  cudaLaunchConfig_t config{};
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  config.attrs = attrs;
-  config.numAttrs = 1;
   if (p.cluster_m == 1) {
     const int tiles = p.tiles_m * p.tiles_n;
-    config.gridDim = dim3(static_cast<unsigned>(std::min(tiles, sms)));
-    LPBENCH_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, ma, mb, p));
+    kernel<<<static_cast<unsigned>(std::min(tiles, sms)), kThreads, smem, stream>>>(ma, mb, p);
+    LPBENCH_CUDA_CHECK_LAUNCH();
     return;
   }
   // Pairs of CTAs: as many as can be resident at once (a pair needs two free SMs of one GPC),
   // never more than there are pairs of tile rows' units.
-  attrs[1].id = cudaLaunchAttributeClusterDimension;
-  attrs[1].val.clusterDim.x = static_cast<unsigned>(p.cluster_m);
-  attrs[1].val.clusterDim.y = 1;
-  attrs[1].val.clusterDim.z = 1;
-  config.gridDim = dim3(static_cast<unsigned>(sms / p.cluster_m * p.cluster_m));
-  // The occupancy query is asked of the cluster attribute alone.
-  config.attrs = &attrs[1];
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(p.cluster_m);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = &attr;
   config.numAttrs = 1;
+  config.gridDim = dim3(static_cast<unsigned>(sms / p.cluster_m * p.cluster_m));
   int resident = 0;
   LPBENCH_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&resident, kernel, &config));
-  config.attrs = attrs;
-  config.numAttrs = 2;
   LPBENCH_CUDA_REQUIRE(resident > 0, "no cluster of " + std::to_string(p.cluster_m) +
                                          " CTAs fits on this device with " + std::to_string(smem) +
                                          " bytes of shared memory each");

@@ -26,7 +26,6 @@ constexpr int kThreads = 256;
 
 // The index space of one call: groups of 8 pairs a head, heads a token, tokens a sequence.
 struct RopeIndex {
-  uint32_t total = 0;
   FastDivmod groups, heads, seq;
 };
 
@@ -51,6 +50,35 @@ __device__ __forceinline__ void rotate_pairs(const RopeArgs& a, int64_t t, int64
     y1.v[e] = a.inverse ? __fadd_rn(a1c, a2s) : __fsub_rn(a1c, a2s);
     y2.v[e] = a.inverse ? __fsub_rn(a2c, a1s) : __fadd_rn(a2c, a1s);
   }
+}
+
+// The 16-byte words of part a's group of 8 pairs at (head h, offset i) of token (b, t): x1's
+// and x2's. Both kernels load through it.
+__device__ __forceinline__ void load_pair_words(const RopeArgs& a, int64_t b, int64_t t, int64_t h,
+                                                int64_t i, uint4& w1, uint4& w2) {
+  const auto* in = static_cast<const __nv_bfloat16*>(a.in) + b * a.in_batch_stride +
+                   t * a.in_token_stride + h * a.in_head_stride + i;
+  w1 = load_global_16(in);
+  w2 = load_global_16(in + a.head_dim / 2);
+}
+
+// Those words rotated, or copied where the part does not rotate (the backward's dV), handed to
+// `store(y1, y2)`. Both kernels store through it, each folding into its own maxima. (Returning the
+// values instead, with a copy for dV, held both in registers: 64 → 74 a thread in the lines
+// kernel, one block an SM where there were two.)
+template <typename Store>
+__device__ __forceinline__ void rotate_or_copy(const RopeArgs& a, int64_t t, int64_t i,
+                                               const uint4& w1, const uint4& w2, Store&& store) {
+  const Bf16x8 x1 = unpack_bf16x8(w1);
+  const Bf16x8 x2 = unpack_bf16x8(w2);
+  if (!a.rotate) {
+    store(x1, x2);
+    return;
+  }
+  Bf16x8 y1;
+  Bf16x8 y2;
+  rotate_pairs(a, t, i, x1, x2, y1, y2);
+  store(y1, y2);
 }
 
 // The parts of one launch, one after another in the flat index space: part p's items end at
@@ -85,10 +113,7 @@ __device__ __forceinline__ RopeItemAt rope_item_load(const RopeArgs& a, const Ro
   at.t = t;
   at.i = int64_t{g} * kBf16PerVector;
   at.dst = b * a.out_batch_stride + t * a.out_token_stride + h * a.out_head_stride + at.i;
-  const auto* in = static_cast<const __nv_bfloat16*>(a.in) + b * a.in_batch_stride +
-                   t * a.in_token_stride + h * a.in_head_stride + at.i;
-  at.w1 = load_global_16(in);
-  at.w2 = load_global_16(in + a.head_dim / 2);
+  load_pair_words(a, b, t, h, at.i, at.w1, at.w2);
   return at;
 }
 
@@ -96,18 +121,10 @@ __device__ __forceinline__ RopeItemAt rope_item_load(const RopeArgs& a, const Ro
 __device__ __forceinline__ void rope_item_store(const RopeArgs& a, const RopeItemAt& at,
                                                 uint32_t& amax) {
   auto* out = static_cast<__nv_bfloat16*>(a.out) + at.dst;
-  const Bf16x8 x1 = unpack_bf16x8(at.w1);
-  const Bf16x8 x2 = unpack_bf16x8(at.w2);
-  if (!a.rotate) {
-    store_bf16x8(out, x1, amax);
-    store_bf16x8(out + a.head_dim / 2, x2, amax);
-    return;
-  }
-  Bf16x8 y1;
-  Bf16x8 y2;
-  rotate_pairs(a, at.t, at.i, x1, x2, y1, y2);
-  store_bf16x8(out, y1, amax);
-  store_bf16x8(out + a.head_dim / 2, y2, amax);
+  rotate_or_copy(a, at.t, at.i, at.w1, at.w2, [&](const Bf16x8& y1, const Bf16x8& y2) {
+    store_bf16x8(out, y1, amax);
+    store_bf16x8(out + a.head_dim / 2, y2, amax);
+  });
 }
 
 // kParts: 1 (a call alone, the forward: no branches) or kRopeMaxParts (fewer parts end where
@@ -163,35 +180,17 @@ struct RopeLinesLaunch {
   uint32_t rows = 0;
 };
 
-// The 16-byte words of part a's group at (head h, offset i) of token (b, t): x1's and x2's.
-__device__ __forceinline__ void rope_line_load(const RopeArgs& a, int64_t b, int64_t t, int64_t h,
-                                               int64_t i, uint4& w1, uint4& w2) {
-  const auto* in = static_cast<const __nv_bfloat16*>(a.in) + b * a.in_batch_stride +
-                   t * a.in_token_stride + h * a.in_head_stride + i;
-  w1 = load_global_16(in);
-  w2 = load_global_16(in + a.head_dim / 2);
-}
-
-// That group, from its words, rotated (or copied), stored and folded into the lines.
+// A group, from its words, rotated (or copied), stored and folded into the lines.
 __device__ __forceinline__ void rope_line_words(const RopeArgs& a, int64_t b, int64_t t, int64_t h,
                                                 int64_t i, const uint4& w1, const uint4& w2,
                                                 uint32_t& row2, uint32_t (&first)[4],
                                                 uint32_t (&second)[4]) {
-  const int64_t half = a.head_dim / 2;
   auto* out = static_cast<__nv_bfloat16*>(a.out) + b * a.out_batch_stride + t * a.out_token_stride +
               h * a.out_head_stride + i;
-  const Bf16x8 x1 = unpack_bf16x8(w1);
-  const Bf16x8 x2 = unpack_bf16x8(w2);
-  if (!a.rotate) {
-    store_bf16x8(out, x1, row2, first);
-    store_bf16x8(out + half, x2, row2, second);
-    return;
-  }
-  Bf16x8 y1;
-  Bf16x8 y2;
-  rotate_pairs(a, t, i, x1, x2, y1, y2);
-  store_bf16x8(out, y1, row2, first);
-  store_bf16x8(out + half, y2, row2, second);
+  rotate_or_copy(a, t, i, w1, w2, [&](const Bf16x8& y1, const Bf16x8& y2) {
+    store_bf16x8(out, y1, row2, first);
+    store_bf16x8(out + a.head_dim / 2, y2, row2, second);
+  });
 }
 
 // Where a thread's group lies: its part, head and offset, and its first column in the matrix.
@@ -239,11 +238,11 @@ __global__ void __launch_bounds__(kLineLanes* kLineWarps)
     uint32_t b = 0;
     const uint32_t t = l.seq.divmod(static_cast<uint32_t>(row), b);
     if (lg.part == 0 && live) {
-      rope_line_load(l.part[0], b, t, lg.head, lg.offset, w1, w2);
+      load_pair_words(l.part[0], b, t, lg.head, lg.offset, w1, w2);
     } else if (lg.part == 1) {
-      rope_line_load(l.part[1], b, t, lg.head, lg.offset, w1, w2);
+      load_pair_words(l.part[1], b, t, lg.head, lg.offset, w1, w2);
     } else if (lg.part == 2) {
-      rope_line_load(l.part[2], b, t, lg.head, lg.offset, w1, w2);
+      load_pair_words(l.part[2], b, t, lg.head, lg.offset, w1, w2);
     }
   };
   uint32_t first[4] = {0, 0, 0, 0};
@@ -385,7 +384,6 @@ void rope_parts(const RopeArgs* parts, int count, cudaStream_t stream) {
     l.ix[p].groups = FastDivmod(static_cast<uint32_t>(groups));
     l.ix[p].heads = FastDivmod(static_cast<uint32_t>(a.heads));
     l.ix[p].seq = FastDivmod(static_cast<uint32_t>(a.seq));
-    l.ix[p].total = static_cast<uint32_t>(part_items);
     l.end[p] = static_cast<uint32_t>(items);
     inverse = inverse || (a.rotate && a.inverse);
     copy_only = copy_only && !a.rotate;

@@ -14,15 +14,13 @@
 #include "kernels/recipe.h"
 #include "kernels/torch/amax_registry.h"
 #include "kernels/torch/weight_amax.h"
+#include "tests/support/layer_steps.h"
 #include "tests/support/rope_tables.h"
-#include "tests/support/tensor_compare.h"
 #include "workloads/models/decoder.h"
 #include "workloads/models/model_zoo.h"
 
 namespace lpbench::kernels {
 namespace {
-
-using test_support::relative_error;
 
 // max |x| as FP32 bits compared as integers (a NaN above +Inf), by torch's ops.
 int32_t oracle_bits(const at::Tensor& t) {
@@ -74,8 +72,7 @@ TEST(WeightAmaxOnGpu, ALayerStepsToTheSameBitsWithItsWeightsAmaxesFoundTogether)
   const auto bf16 = torch::dtype(torch::kBFloat16).device(gpu);
   for (const char* name : {"int8-tensor", "fp8-tensor"}) {
     SCOPED_TRACE(name);
-    std::vector<std::pair<std::string, at::Tensor>> got[2];
-    at::Tensor y[2];
+    test_support::LayerStep step[2];
     for (const bool producer_amax : {false, true}) {
       torch::manual_seed(5);
       workloads::PrecisionPlan plan(parse_recipe(name), gpu, workloads::Fusion::fused,
@@ -89,24 +86,11 @@ TEST(WeightAmaxOnGpu, ALayerStepsToTheSameBitsWithItsWeightsAmaxesFoundTogether)
       out.backward(torch::randn_like(out));
       for (const at::Tensor& w : weights)
         EXPECT_FALSE(recall_amax(w).has_value());
-      y[producer_amax] = out.detach();
+      step[producer_amax].y = out.detach();
       for (const auto& p : layer->named_parameters())
-        got[producer_amax].emplace_back(p.key(), p.value().grad().clone());
+        step[producer_amax].grads.emplace_back(p.key(), p.value().grad().clone());
     }
-    EXPECT_TRUE(y[0].equal(y[1]));
-    ASSERT_EQ(got[0].size(), got[1].size());
-    int mlp = 0;
-    for (size_t i = 0; i < got[0].size(); ++i) {
-      const auto& [key, grad] = got[0][i];
-      SCOPED_TRACE(key);
-      if (key.find("mlp") != std::string::npos) {
-        ++mlp;
-        EXPECT_TRUE(grad.equal(got[1][i].second));
-      } else {
-        EXPECT_LT(relative_error(grad, got[1][i].second), 1e-2);
-      }
-    }
-    EXPECT_GE(mlp, 2);
+    test_support::expect_same_layer_step(step[0], step[1]);
   }
 }
 

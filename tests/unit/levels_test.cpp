@@ -152,9 +152,10 @@ TEST(GemmLevel, ModelSetCoversEveryLinearAsFpropDgradAndWgrad) {
   EXPECT_EQ(training_gemms({"x", 8, 4}, 2)[2].second.k, 2);  // wgrad reduces over tokens
 }
 
-// A fused layer under a recipe that quantizes W tensorwise finds its four weights' amaxes
-// together before its forward (ScopedAmaxes), and none outlives the forward; recipes that scale W
-// otherwise, the unfused set and --no-producer-amax find none.
+// A fused layer under a recipe that quantizes W tensorwise wants its four weights' amaxes found
+// together before its forward (ScopedAmaxes, on the GPU: tests/gpu/weight_amax_test.cpp), and
+// none is remembered after a forward; recipes that scale W otherwise, the unfused set and
+// --no-producer-amax want none.
 TEST(DecoderLayer, FindsTheWeightsAmaxesItsTensorwiseQuantizationsWant) {
   const ModelConfig config = builtin_model("tiny");
   const auto wanting = [&config](const char* recipe, Fusion fusion, bool producer_amax) {

@@ -221,9 +221,10 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config, int64_t index, Pre
 ResidualStream DecoderLayerImpl::forward_stream(const ResidualStream& in, const torch::Tensor& cos,
                                                 const torch::Tensor& sin) {
   const profiling::Range range("layer", name_);
-  // First, while the host queues the norm and the first quantization behind it, one pass finds
-  // every weight's amax that no optimizer step reported (docs/perf-log.md §53).
-  const kernels::ScopedAmaxes weights(weights_wanting_amax());
+  // First, one pass finds every weight's amax that no optimizer step reported (docs/perf-log.md
+  // §53). Only on the GPU: the CPU's quantization (the reference) finds its amax itself.
+  const kernels::ScopedAmaxes weights(in.h.is_cuda() ? weights_wanting_amax()
+                                                     : std::vector<torch::Tensor>{});
   // The previous layer's residual add and this layer's attention norm in one operator, and the
   // attention's residual add and the MLP's norm in another (one pass each, fused); with no add
   // to take, the norm still takes the stream's gradient into its backward. Either way the

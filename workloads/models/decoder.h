@@ -199,8 +199,8 @@ class DecoderLayerImpl : public torch::nn::Module {
   const Moe& moe() const { return moe_; }
   // Where the plan's producers report amaxes (Operators::producer_amax), the BF16 weights of
   // attention's and the dense MLP's products whose amax the forward would otherwise find one by
-  // one (RecipeLinearImpl::weight_wanting_amax): the forward finds them together first. The
-  // MoE's experts are left out: an expert that no token reaches runs no product.
+  // one (RecipeLinearImpl::weight_wanting_amax): on the GPU the forward finds them together
+  // first. The MoE's experts are left out: an expert that no token reaches runs no product.
   std::vector<torch::Tensor> weights_wanting_amax() const;
 
  private:

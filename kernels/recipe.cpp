@@ -351,12 +351,6 @@ Recipe parse_recipe(std::string_view text) {
           "leaves {} unquantized; drop one of them",
           text, to_string(kind)));
     }
-    if (g.lhs_scaling == Scaling::row && g.amax_history > 0) {
-      throw std::invalid_argument(fmt::format(
-          "recipe '{}': dy=row and amax-history do not combine (delayed scaling keeps one amax "
-          "per tensor); drop one of them",
-          text));
-    }
     if (recipe.saved == SavedActivations::int8 && g.amax_history > 0) {
       throw std::invalid_argument(fmt::format(
           "recipe '{}': saved=int8 and amax-history do not combine (W, made again in backward, "

@@ -41,10 +41,11 @@ struct GemmSpec {
   // fallback: a left-operand block whose amax exceeds outlier_ratio × the median block amax of
   // its tensor is an outlier block.
   double outlier_ratio = 0.0;
-  // tensor only: delayed scaling, as Transformer Engine does it. Each operand is scaled by the
-  // largest amax of its last `amax_history` quantizations instead of its own, and its own amax is
-  // found by the quantizing pass itself (no amax pass); values beyond the stale amax saturate.
-  // 0: every operand by its own amax (dynamic scaling).
+  // tensor only: delayed scaling, as Transformer Engine does it. Each operand with one scale for
+  // the whole tensor is scaled by the largest amax of its last `amax_history` quantizations
+  // instead of its own, and its own amax is found by the quantizing pass itself (no amax pass);
+  // values beyond the stale amax saturate. An operand scaled otherwise (dy=row's dY) keeps its
+  // own scales. 0: every operand by its own amax (dynamic scaling).
   int64_t amax_history = 0;
   // The left operand's own scaling where it differs from `scaling` (none: the same). The `dy=row`
   // ablation of int8-tensor scales dY per token in dgrad and per output channel in wgrad while W
@@ -139,7 +140,7 @@ std::vector<std::string> recipe_names();
 //   quantize-all       drop the keep rules (embedding and output layer quantized too; the router
 //                      stays BF16)
 //   amax-history=<n>   delayed scaling over the last n steps' amaxes (tensor scaling only;
-//                      1..1024; GemmSpec::amax_history)
+//                      1..1024; GemmSpec::amax_history); with dy=row, X and W only
 //   dy=bf16            the output gradient dY stays BF16 in dgrad and wgrad; W and X are still
 //                      rounded as the recipe rounds them (GemmSpec::rounds_rhs_only)
 //   dy=row             dY scaled per token (dgrad) and per output channel (wgrad), W and X per

@@ -724,7 +724,7 @@ Plan plan(const QuantizeArgs& a) {
   // takes one inverse scale per 4 columns, i.e. blocks at least 4 rows tall in the tile.
   // Delayed scaling (a stale amax, or this step's to record) takes the general path, whose
   // quantizing pass saturates and reports.
-  if (a.delayed || a.amax_seen != nullptr) p.path = Path::general;
+  if (a.delayed || a.amax_seen != nullptr || a.history != nullptr) p.path = Path::general;
   // Stochastic rounding lives in the apply pass only (an ablation's path, not a tuned one).
   if (a.stochastic) p.path = Path::general;
   const bool copy = a.values_t != nullptr;
@@ -761,7 +761,18 @@ void validate(const QuantizeArgs& a) {
   LPBENCH_CUDA_REQUIRE(
       !(a.delayed || a.amax_seen != nullptr) || (a.block_rows == 0 && a.block_cols == 0),
       "delayed scaling is for tensorwise quantization only");
-  LPBENCH_CUDA_REQUIRE(!a.delayed || a.amax != nullptr, "delayed scaling needs the history's amax");
+  LPBENCH_CUDA_REQUIRE(!a.delayed || a.amax != nullptr || a.history != nullptr,
+                       "delayed scaling needs the history's amax, or the history");
+  if (a.history != nullptr) {
+    LPBENCH_CUDA_REQUIRE(a.block_rows == 0 && a.block_cols == 0 && !a.copy_rowwise,
+                         "an amax history is for tensorwise quantization only");
+    LPBENCH_CUDA_REQUIRE(a.amax == nullptr && a.amax_seen == nullptr,
+                         "an amax history takes the place of amax and amax_seen");
+    LPBENCH_CUDA_REQUIRE(!a.stochastic, "delayed scaling rounds to nearest");
+    LPBENCH_CUDA_REQUIRE(
+        a.history_slots >= 3 && a.history_current >= 0 && a.history_current < a.history_slots,
+        "an amax history needs 3 slots or more and its current slot among them");
+  }
   LPBENCH_CUDA_REQUIRE(!a.stochastic || a.out_type == DType::int8,
                        "stochastic rounding is for INT8 output only");
   LPBENCH_CUDA_REQUIRE(a.x != nullptr, "x is null");
@@ -809,9 +820,40 @@ void launch_tile(const TileParams& tp, DType x_type, int64_t rows, int64_t cols,
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace
+// The history's amax (the ring's largest slot but the current and the next one) into *amax, and
+// the next slot zeroed: where the one-pass kernel, which does both itself, does not apply.
+__global__ void history_amax_kernel(uint32_t* history, int64_t slots, int64_t current,
+                                    uint32_t* amax) {
+  const int64_t next = (current + 1) % slots;
+  uint32_t m = 0;
+  for (int64_t s = threadIdx.x; s < slots; s += 32) {
+    if (s != current && s != next) m = max(m, history[s]);
+  }
+  m = __reduce_max_sync(0xffffffffu, m);
+  if (threadIdx.x == 0) {
+    *amax = m;
+    history[next] = 0;
+  }
+}
 
-size_t quantize_workspace_bytes(const QuantizeArgs& args) {
+// What a quantization with an amax history runs as where the one-pass kernel does not apply:
+// scaled by `history_amax` (history_amax_kernel's), or by its own amax for a history's first,
+// recording into the current slot.
+QuantizeArgs off_the_ring(const QuantizeArgs& a, const uint32_t* history_amax) {
+  QuantizeArgs given = a;
+  given.history = nullptr;
+  given.history_slots = 0;
+  given.history_current = 0;
+  given.amax = a.delayed ? history_amax : nullptr;
+  given.amax_seen = a.history + a.history_current;
+  return given;
+}
+
+bool one_pass_takes(const QuantizeArgs& a) {
+  return !a.tile_kernel && tensorwise_kernel_applies(a);
+}
+
+size_t path_workspace_bytes(const QuantizeArgs& args) {
   validate_shape(args);
   // Every row's and column's amax (the row-pair kernel), which also covers the general path's
   // one per column where each layout goes its own way.
@@ -822,12 +864,22 @@ size_t quantize_workspace_bytes(const QuantizeArgs& args) {
   return p.path == Path::general ? static_cast<size_t>(p.nbr * p.nbc) * sizeof(uint32_t) : 0;
 }
 
+}  // namespace
+
+size_t quantize_workspace_bytes(const QuantizeArgs& args) {
+  // Off the one-pass kernel, a history's amax takes the first word, the path's own after it.
+  if (args.history != nullptr && !one_pass_takes(args)) {
+    return sizeof(uint32_t) + path_workspace_bytes(off_the_ring(args, nullptr));
+  }
+  return path_workspace_bytes(args);
+}
+
 const char* quantize_kernel_name(const QuantizeArgs& args) {
   validate(args);
   if (args.copy_rowwise) {
     return !args.tile_kernel && row_pair_kernel_applies(args) ? "row pair" : "rows + general";
   }
-  if (!args.tile_kernel && tensorwise_kernel_applies(args)) return "tensorwise";
+  if (one_pass_takes(args)) return "tensorwise";
   const Plan p = plan(args);
   switch (p.path) {
     case Path::tile:
@@ -867,8 +919,22 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
     quantize(t_only, stream);
     return;
   }
-  if (!args.tile_kernel && tensorwise_kernel_applies(args)) {
+  if (one_pass_takes(args)) {
     quantize_tensorwise(args, stream);
+    return;
+  }
+  if (args.history != nullptr) {
+    // The history's amax found first, then the path as with a given amax (or, for a history's
+    // first quantization, its own amax pass), recording into the current slot.
+    LPBENCH_CUDA_REQUIRE(args.workspace != nullptr,
+                         "an amax history needs a workspace of quantize_workspace_bytes() bytes");
+    auto* word = static_cast<uint32_t*>(args.workspace);
+    history_amax_kernel<<<1, 32, 0, stream>>>(args.history, args.history_slots,
+                                              args.history_current, word);
+    LPBENCH_CUDA_CHECK_LAUNCH();
+    QuantizeArgs given = off_the_ring(args, word);
+    given.workspace = word + 1;
+    quantize(given, stream);
     return;
   }
   const Plan p = plan(args);

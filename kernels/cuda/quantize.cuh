@@ -56,6 +56,15 @@ struct QuantizeArgs {
   // Tensorwise only, optional: max |x| of X, as FP32 bits, folded into *amax_seen (atomicMax;
   // the caller zeroes it) by the quantizing pass itself: delayed scaling's record of this step.
   uint32_t* amax_seen = nullptr;
+  // Tensorwise only, delayed scaling from a history kept on the device, in place of `amax` and
+  // `amax_seen`: a ring of `history_slots` amaxes (FP32 bits), of which slot `history_current`
+  // (zero) takes this quantization's max |x| and the slot after it is zeroed for the next one.
+  // With `delayed`, X is scaled by the largest of the other slots (the history); without, by its
+  // own amax (a history's first quantization). The one-pass kernel reads the ring itself, so a
+  // step of delayed scaling launches nothing but its quantizations.
+  uint32_t* history = nullptr;
+  int64_t history_slots = 0;
+  int64_t history_current = 0;
   // INT8 only: stochastic rounding, q = floor(x · inv + u) with u = rounding_uniform(seed, i) for
   // the element's row-major index i in the output (the transposed copy takes its element's
   // index in the output, so that it stays the output's exact transpose); see

@@ -55,6 +55,29 @@ __device__ __forceinline__ uint2 quantize8(const uint4& raw, float inv, DType fm
                     quant::pack4(f[4], f[5], f[6], f[7], out));
 }
 
+// The same under a scale that X may outgrow (delayed scaling): values past ±fmax saturate and
+// NaN values become 0, as the general path's apply pass (quantize.cu) and
+// reference::quantize_by_amax round them; a non-finite inverse (`nonfinite`) makes every value 0.
+// Each value's |x| is folded into `seen` (FP32 bits, a NaN above +Inf), the record a history
+// keeps of this quantization. INT8 clamps to ±127 here; FP8's saturating conversion (pack2) takes
+// any value past ±fmax, infinities included, to ±fmax itself, as the clamp would (with the clamp
+// written out too, ptxas spilled the FP8 kernel that writes both layouts on sm_90a).
+template <bool kInt8>
+__device__ __forceinline__ uint2 quantize8_saturating(const uint4& raw, float inv, bool nonfinite,
+                                                      float fmax, DType fmt, uint32_t& seen) {
+  float f[8];
+  quant::Vec<__nv_bfloat16>::unpack(raw, f);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    seen = max(seen, quant::abs_bits(f[e]));
+    const float q = nonfinite ? 0.0f : quant::scaled(f[e], inv);
+    f[e] = kInt8 ? fminf(fmaxf(q, -fmax), fmax) : q;
+  }
+  const DType out = kInt8 ? DType::int8 : fmt;
+  return make_uint2(quant::pack4(f[0], f[1], f[2], f[3], out),
+                    quant::pack4(f[4], f[5], f[6], f[7], out));
+}
+
 // The same with an inverse per value, any of which may be NaN (a row or column with a NaN or an
 // Inf): those values become 0, as quant::scaled makes them.
 template <bool kInt8>

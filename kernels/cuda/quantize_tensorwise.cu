@@ -12,7 +12,9 @@
 // through shared memory (16 KiB a CTA) to be transposed four by four with byte permutes and
 // written 128 contiguous bytes a warp instruction (quantize_byte_tile.cuh). The scale is computed
 // from the amax in every CTA (one division), so there is no scales kernel and no copy of a
-// producer's amax before it: one launch where there were three.
+// producer's amax before it: one launch where there were three. Under delayed scaling it also
+// takes the amax history's largest amax from the ring itself and records max |x| into it
+// (kRecord), so that a delayed-scaling step launches its quantizations and nothing else.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -46,30 +48,60 @@ struct TensorwiseParams {
   // (c0 / kb) · inv_sc for the tile of X at (r0, c0). Null: tensorwise, from `amax`.
   const float* inv_blocks;
   int64_t kb, inv_sr, inv_sc;
+  // Delayed scaling and a history's record (kRecord): values past the amax saturate, max |x| is
+  // folded into *amax_seen (one atomic a CTA), and the first CTA zeroes *zero_slot (the next
+  // quantization's slot). With `history`, the amax is the largest of its `history_slots` but
+  // slots `skip` (this quantization's, which the CTAs are writing) and `zero`, in place of
+  // `amax`: every warp reads the ring itself, so no launch before this one finds it.
+  uint32_t* amax_seen;
+  uint32_t* zero_slot;
+  const uint32_t* history;
+  int64_t history_slots, skip, zero;
 };
 
+// The ring's amax but slots p.skip and p.zero, which this launch writes (one warp's reads and
+// reduction; every warp of a CTA finds the same).
+__device__ __forceinline__ uint32_t history_amax(const TensorwiseParams& p) {
+  uint32_t m = 0;
+  for (int64_t s = threadIdx.x & 31; s < p.history_slots; s += 32) {
+    if (s != p.skip && s != p.zero) m = max(m, __ldg(p.history + s));
+  }
+  return __reduce_max_sync(0xffffffffu, m);
+}
+
 // One 128×128 tile of X per CTA (quantize_byte_tile.cuh).
-template <bool kInt8, bool kWriteX, bool kWriteT>
+template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord>
 __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
   __shared__ __align__(16) uint32_t tile[kWords];
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile;
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
 
   float scale;
   float inv;
   if (p.inv_blocks != nullptr) {
     inv = __ldg(p.inv_blocks + (r0 / p.kb) * p.inv_sr + (c0 / p.kb) * p.inv_sc);
   } else {
-    quant::scale_of(__ldg(p.amax), p.fmax, &scale, &inv);
-    if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+    uint32_t amax;
+    if constexpr (kRecord) {
+      amax = p.history != nullptr ? history_amax(p) : __ldg(p.amax);
+    } else {
+      amax = __ldg(p.amax);
+    }
+    quant::scale_of(amax, p.fmax, &scale, &inv);
+    if (first_thread) {
       if (p.scales != nullptr) *p.scales = scale;
       if (p.scales_t != nullptr) *p.scales_t = scale;
     }
   }
+  if constexpr (kRecord) {
+    if (first_thread && p.zero_slot != nullptr) *p.zero_slot = 0u;
+  }
   // A NaN or Inf in X (a non-finite amax, a NaN inverse) makes every value 0: nothing is read,
-  // and 0 · 0 rounds to +0 in every format, as the reference's do.
+  // and 0 · 0 rounds to +0 in every format, as the reference's do. A record reads X all the same.
   uint4 raw[kLoads];
-  if (inv != inv) {
+  const bool nonfinite = inv != inv;
+  if (!kRecord && nonfinite) {
     inv = 0.0f;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i)
@@ -78,10 +110,16 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
     load(p.x, p.ld, r0, c0, raw);
   }
   const int col = load_col();
+  uint32_t seen = 0;
 #pragma unroll
   for (int i = 0; i < kLoads; ++i) {
     const int r = load_row(i);
-    const uint2 q = quantize8<kInt8>(raw[i], inv, p.fmt);
+    uint2 q;
+    if constexpr (kRecord) {
+      q = quantize8_saturating<kInt8>(raw[i], inv, nonfinite, p.fmax, p.fmt, seen);
+    } else {
+      q = quantize8<kInt8>(raw[i], inv, p.fmt);
+    }
     if constexpr (kWriteX) {
       *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + c0 + col) = q;
     }
@@ -91,6 +129,7 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
     __syncthreads();
     store_transposed(tile, p.values_t, p.rows, r0, c0);
   }
+  if constexpr (kRecord) report_amax(p.amax_seen, seen);
 }
 
 // max |x| of X into *amax (zeroed), as FP32 bits: thread t of a CTA owns one 16-byte column
@@ -128,14 +167,14 @@ __global__ void __launch_bounds__(kThreads)
   report_amax(amax, m);
 }
 
-template <bool kInt8>
+template <bool kInt8, bool kRecord>
 void launch(const TensorwiseParams& tp, dim3 grid, cudaStream_t stream) {
   if (tp.values != nullptr && tp.values_t != nullptr) {
-    quantize_tensorwise_kernel<kInt8, true, true><<<grid, kThreads, 0, stream>>>(tp);
+    quantize_tensorwise_kernel<kInt8, true, true, kRecord><<<grid, kThreads, 0, stream>>>(tp);
   } else if (tp.values != nullptr) {
-    quantize_tensorwise_kernel<kInt8, true, false><<<grid, kThreads, 0, stream>>>(tp);
+    quantize_tensorwise_kernel<kInt8, true, false, kRecord><<<grid, kThreads, 0, stream>>>(tp);
   } else {
-    quantize_tensorwise_kernel<kInt8, false, true><<<grid, kThreads, 0, stream>>>(tp);
+    quantize_tensorwise_kernel<kInt8, false, true, kRecord><<<grid, kThreads, 0, stream>>>(tp);
   }
 }
 
@@ -145,9 +184,8 @@ void launch(const TensorwiseParams& tp, dim3 grid, cudaStream_t stream) {
 bool takes_call(const QuantizeArgs& a) {
   void* const x_layout = a.transpose ? nullptr : a.values;
   void* const t_layout = a.transpose ? a.values : a.values_t;
-  return a.x_type == DType::bf16 && !a.delayed && a.amax_seen == nullptr && !a.stochastic &&
-         a.rows % kTile == 0 && a.cols % kTile == 0 && a.rows / kTile <= 65535 &&
-         quant::aligned(a.x, 16) && a.ld % 8 == 0 &&
+  return a.x_type == DType::bf16 && !a.stochastic && a.rows % kTile == 0 && a.cols % kTile == 0 &&
+         a.rows / kTile <= 65535 && quant::aligned(a.x, 16) && a.ld % 8 == 0 &&
          (x_layout == nullptr || quant::aligned(x_layout, 8)) &&
          (t_layout == nullptr || quant::aligned(t_layout, 4));
 }
@@ -167,10 +205,11 @@ TensorwiseParams params_of(const QuantizeArgs& a) {
 
 void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tp.cols / kTile), static_cast<unsigned>(tp.rows / kTile));
+  const bool record = tp.amax_seen != nullptr;
   if (tp.fmt == DType::int8) {
-    launch<true>(tp, grid, stream);
+    record ? launch<true, true>(tp, grid, stream) : launch<true, false>(tp, grid, stream);
   } else {
-    launch<false>(tp, grid, stream);
+    record ? launch<false, true>(tp, grid, stream) : launch<false, false>(tp, grid, stream);
   }
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
@@ -209,7 +248,17 @@ void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
   TensorwiseParams tp = params_of(a);
   tp.scales = a.scales;
   tp.scales_t = a.transpose ? nullptr : a.scales_t;
-  if (a.amax != nullptr) {
+  tp.amax_seen = a.amax_seen;
+  if (a.history != nullptr) {
+    tp.skip = a.history_current;
+    tp.zero = (a.history_current + 1) % a.history_slots;
+    tp.amax_seen = a.history + tp.skip;
+    tp.zero_slot = a.history + tp.zero;
+    tp.history_slots = a.history_slots;
+  }
+  if (a.history != nullptr && a.delayed) {
+    tp.history = a.history;  // the kernel finds the history's amax
+  } else if (a.amax != nullptr) {
     tp.amax = a.amax;
   } else {
     LPBENCH_CUDA_REQUIRE(a.workspace != nullptr,

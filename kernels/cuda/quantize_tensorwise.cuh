@@ -8,9 +8,10 @@
 
 namespace lpbench::cuda {
 
-// Whether this call can take the one-pass kernel: tensorwise, BF16 in, no delayed scaling or
-// stochastic rounding, sides multiples of 128, 16-byte aligned input rows, outputs aligned for
-// 8-byte (X's layout) and 4-byte (Xᵀ's) stores.
+// Whether this call can take the one-pass kernel: tensorwise, BF16 in, no stochastic rounding,
+// sides multiples of 128, 16-byte aligned input rows, outputs aligned for 8-byte (X's layout) and
+// 4-byte (Xᵀ's) stores. Delayed scaling included: the kernel saturates under a given amax or an
+// amax history's, which it reads itself, and records max |x| (QuantizeArgs::history).
 bool tensorwise_kernel_applies(const QuantizeArgs& args);
 
 // Launches it, after an amax pass into args.workspace where args.amax is not given.

@@ -51,6 +51,15 @@ void keep_bf16_where_needed(GemmOperand& op, const at::Tensor& t, const GemmSpec
   if (spec.scaling == Scaling::fallback && side == Side::lhs) op.bf16 = transpose ? t.t() : t;
 }
 
+// The amax history an operand's quantization keeps: the product's, where the operand has one
+// scale for the whole tensor; none where it is scaled otherwise (dy=row's dY, per row, beside
+// delayed scaling's X and W).
+AmaxHistory* history_for(const GemmSpec& spec, GemmKind kind, Side side, AmaxHistory* history) {
+  if (spec.amax_history == 0) return nullptr;
+  const QuantSpec q = operand_spec(spec, kind, side);
+  return q.block_rows == 0 && q.block_cols == 0 ? history : nullptr;
+}
+
 }  // namespace
 
 QuantSpec operand_spec(const GemmSpec& spec, GemmKind kind, Side side) {
@@ -74,6 +83,7 @@ QuantSpec operand_spec(const GemmSpec& spec, GemmKind kind, Side side) {
 
 GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec, GemmKind kind, Side side,
                             bool transpose, AmaxHistory* history) {
+  history = history_for(spec, kind, side, history);
   GemmOperand op;
   if (format_of(spec, side) == NumberFormat::bf16) {
     op.bf16 = transpose ? t.t() : t;
@@ -83,13 +93,12 @@ GemmOperand prepare_operand(const at::Tensor& t, const GemmSpec& spec, GemmKind 
     // Rotated along K (the operand's columns as the product reads it), then quantized as it is.
     const profiling::Range range("quantize", std::string(to_string(kind)) + " (hadamard)");
     op.q = quantize_hadamard(t, transpose, spec.hadamard_block, operand_spec(spec, kind, side),
-                             spec.amax_history > 0 ? history : nullptr);
+                             history);
     return op;
   }
   {
     const profiling::Range range("quantize", to_string(kind));
-    op.q = kernels::quantize(t, operand_spec(spec, kind, side), transpose,
-                             spec.amax_history > 0 ? history : nullptr);
+    op.q = kernels::quantize(t, operand_spec(spec, kind, side), transpose, history);
   }
   keep_bf16_where_needed(op, t, spec, side, transpose);
   return op;
@@ -118,15 +127,15 @@ bool may_share(const OperandUse& direct, const OperandUse& transposed) {
 // For uses that may share: whether their common `spec` is per row both ways. That is not one
 // quantization, but one amax pass and one pass make the two. (Stochastic rounding draws a seed
 // per layout: apart.)
-bool rowwise_both_ways(const QuantSpec& spec, const OperandUse& direct) {
-  return is_rowwise(spec) && spec.rounding == Rounding::nearest && direct.spec.amax_history == 0;
+bool rowwise_both_ways(const QuantSpec& spec) {
+  return is_rowwise(spec) && spec.rounding == Rounding::nearest;
 }
 
 }  // namespace
 
 bool quantized_as_rowwise_pair(const OperandUse& direct, const OperandUse& transposed) {
   return may_share(direct, transposed) &&
-         rowwise_both_ways(operand_spec(direct.spec, direct.kind, direct.side), direct);
+         rowwise_both_ways(operand_spec(direct.spec, direct.kind, direct.side));
 }
 
 std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
@@ -141,13 +150,14 @@ std::pair<GemmOperand, GemmOperand> prepare_operand_pair(const at::Tensor& t,
   };
   if (!may_share(direct, transposed)) return apart();
   const QuantSpec spec = operand_spec(direct.spec, direct.kind, direct.side);
-  const bool rowwise_pair = rowwise_both_ways(spec, direct);
+  const bool rowwise_pair = rowwise_both_ways(spec);
   if (!rowwise_pair && !transposes_exactly(spec)) return apart();
   const profiling::Range range("quantize", std::string(to_string(direct.kind)) + "+" +
                                                std::string(to_string(transposed.kind)));
-  auto [q, qt] = rowwise_pair ? kernels::quantize_rowwise_pair(t, spec)
-                              : kernels::quantize_with_transpose(
-                                    t, spec, direct.spec.amax_history > 0 ? history : nullptr);
+  auto [q, qt] = rowwise_pair
+                     ? kernels::quantize_rowwise_pair(t, spec)
+                     : kernels::quantize_with_transpose(
+                           t, spec, history_for(direct.spec, direct.kind, direct.side, history));
   GemmOperand a;
   GemmOperand b;
   a.q = std::move(q);

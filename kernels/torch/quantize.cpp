@@ -38,12 +38,14 @@ uint64_t seed_for(const QuantSpec& spec) {
 // The reference's delayed scaling: x (as quantized) by the history's amax, then x's own amax
 // into the history.
 Quantized reference_delayed(const at::Tensor& x, const QuantSpec& spec, AmaxHistory& history) {
-  const std::optional<at::Tensor> given = history.scaling_amax(x);
-  Quantized q = given ? reference::quantize_by_amax(x, spec.format,
-                                                    c10::bit_cast<float>(given->item<int32_t>()))
-                      : reference::quantize(x, spec);
+  const AmaxHistory::Turn turn = history.take_turn(x);
+  Quantized q = turn.first
+                    ? reference::quantize(x, spec)
+                    : reference::quantize_by_amax(
+                          x, spec.format,
+                          c10::bit_cast<float>(AmaxHistory::scaling_amax(turn).item<int32_t>()));
   const float own = reference::block_absmax(x, x.size(0), x.size(1)).item<float>();
-  history.next_slot(x).fill_(static_cast<int64_t>(c10::bit_cast<int32_t>(own) & 0x7fffffff));
+  AmaxHistory::record(turn, c10::bit_cast<int32_t>(own) & 0x7fffffff);
   return q;
 }
 
@@ -56,14 +58,13 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
                                                              bool with_transpose,
                                                              AmaxHistory* history, uint64_t seed,
                                                              bool rowwise_copy = false) {
-  // Delayed scaling scales by the history's amax; otherwise a tensorwise scale whose amax the
-  // kernel that wrote x already reported needs no amax pass either.
-  const std::optional<at::Tensor> delayed =
-      history != nullptr ? history->scaling_amax(x) : std::nullopt;
-  const std::optional<at::Tensor> amax = delayed ? delayed
-                                         : spec.block_rows == 0 && spec.block_cols == 0
-                                             ? recall_amax(x)
-                                             : std::nullopt;
+  // Delayed scaling scales by the history's amax, which the quantizing pass finds in the ring;
+  // otherwise a tensorwise scale whose amax the kernel that wrote x already reported needs no
+  // amax pass either.
+  std::optional<AmaxHistory::Turn> turn;
+  if (history != nullptr) turn = history->take_turn(x);
+  const std::optional<at::Tensor> amax =
+      !turn && spec.block_rows == 0 && spec.block_cols == 0 ? recall_amax(x) : std::nullopt;
   // Rowwise both ways: each row's and column's amax, where the kernel that wrote x reported them.
   const std::optional<at::Tensor> lines =
       rowwise_copy && !transpose ? recall_line_amax(x, x.size(1)) : std::nullopt;
@@ -106,13 +107,13 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
   }
   if (amax) args.amax = reinterpret_cast<const uint32_t*>(amax->data_ptr<int32_t>());
   if (lines) args.line_amax = reinterpret_cast<const uint32_t*>(lines->data_ptr<int32_t>());
-  args.delayed = delayed.has_value();
   args.stochastic = spec.rounding == Rounding::stochastic;
   args.seed = seed;
-  at::Tensor slot;
-  if (history != nullptr) {
-    slot = history->next_slot(x);
-    args.amax_seen = reinterpret_cast<uint32_t*>(slot.data_ptr<int32_t>());
+  if (turn) {
+    args.history = reinterpret_cast<uint32_t*>(turn->ring.data_ptr<int32_t>());
+    args.history_slots = turn->ring.numel();
+    args.history_current = turn->current;
+    args.delayed = !turn->first;
   }
   const size_t scratch = cuda::quantize_workspace_bytes(args);
   at::Tensor workspace;

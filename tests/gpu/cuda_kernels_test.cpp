@@ -878,6 +878,27 @@ TEST(GpuKernelArgs, QuantizeRejectsInconsistentArguments) {
   // Tensorwise needs the workspace.
   EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.block_rows = a.block_cols = 0; }), nullptr),
                std::invalid_argument);
+  // An amax history: tensorwise, in place of a given amax, three slots or more, its current slot
+  // among them.
+  static uint32_t ring[4];
+  const auto history = [](auto change) {
+    return [change](QuantizeArgs& a) {
+      a.block_rows = a.block_cols = 0;
+      a.delayed = true;
+      a.history = ring;
+      a.history_slots = 4;
+      a.history_current = 1;
+      change(a);
+    };
+  };
+  EXPECT_THROW(quantize(with(history([](QuantizeArgs& a) { a.block_cols = 128; })), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(quantize(with(history([](QuantizeArgs& a) { a.amax = ring; })), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(quantize(with(history([](QuantizeArgs& a) { a.history_slots = 2; })), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(quantize(with(history([](QuantizeArgs& a) { a.history_current = 4; })), nullptr),
+               std::invalid_argument);
   // The transposed copy: both pointers, square blocks, no transpose of its own.
   static char copy[16];
   const auto with_copy = [&](auto change) {
@@ -925,9 +946,29 @@ TEST(GpuKernelArgs, OnlyAlignedTensorwiseBf16OnTheTileGridTakesTheTensorwiseKern
   EXPECT_EQ(with([](QuantizeArgs& a) { a.x = buffer + 2; }), "general");
   EXPECT_EQ(with([](QuantizeArgs& a) { a.values = buffer + 4; }), "general");
   EXPECT_EQ(with([](QuantizeArgs& a) { a.stochastic = true; }), "general");
+  // Delayed scaling: a given stale amax, or an amax history that the kernel reads itself; off
+  // the grid, the general path after a small kernel finds the history's amax.
   EXPECT_EQ(with([](QuantizeArgs& a) {
               a.delayed = true;
               a.amax = reinterpret_cast<const uint32_t*>(buffer);
+            }),
+            "tensorwise");
+  const auto with_history = [](QuantizeArgs& a) {
+    a.delayed = true;
+    a.history = reinterpret_cast<uint32_t*>(buffer);
+    a.history_slots = 6;
+    a.history_current = 5;
+  };
+  EXPECT_EQ(with(with_history), "tensorwise");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              with_history(a);
+              a.rows = 200;
+            }),
+            "general");
+  EXPECT_EQ(with([&](QuantizeArgs& a) {
+              with_history(a);
+              a.delayed = false;  // a history's first quantization: its own amax, recorded
+              a.cols = 500;
             }),
             "general");
   EXPECT_EQ(with([](QuantizeArgs& a) { a.tile_kernel = true; }), "general");

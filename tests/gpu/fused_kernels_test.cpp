@@ -832,8 +832,10 @@ TEST(LineAmaxOnGpu, ALayerStepsToTheSameBitsWithProducersLineAmaxes) {
 
 // Delayed scaling on the GPU is the reference's, bit for bit, step after step: the same values
 // and scales from the same history, and the same amax recorded by the quantizing pass itself
-// (one layout, the transposed one, and both from one pass; a ragged shape and a large one; a
-// step whose values outgrow the history saturates, and a NaN the history cannot know becomes 0).
+// (one layout, the transposed one, and both from one pass; a ragged shape, which finds the
+// history's amax in a kernel of its own, and a large one, whose one-pass kernel reads the ring
+// itself; a step whose values outgrow the history saturates, an Inf too, and a NaN the history
+// cannot know becomes 0).
 TEST_F(FusedKernels, DelayedScalingMatchesTheReferenceStepAfterStep) {
   for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{300, 200}, {4096, 4096}}) {
     for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e5m2}) {
@@ -846,7 +848,10 @@ TEST_F(FusedKernels, DelayedScalingMatchesTheReferenceStepAfterStep) {
         SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + ", step " +
                      std::to_string(step));
         at::Tensor x = (torch::randn({rows, cols}, kGpu) * sizes[step]).to(at::kBFloat16);
-        if (step == 4) x[7][3] = std::numeric_limits<float>::quiet_NaN();
+        if (step == 4) {
+          x[7][3] = std::numeric_limits<float>::quiet_NaN();
+          x[9][5] = std::numeric_limits<float>::infinity();  // saturates under a finite history
+        }
         const at::Tensor xc = x.cpu();
         const int mode = step % 3;  // as it is, transposed, both layouts from one pass
         Quantized g;

@@ -182,6 +182,29 @@ TEST(DecoderLayer, FindsTheWeightsAmaxesItsTensorwiseQuantizationsWant) {
   EXPECT_TRUE(wanting("int8-tensor", Fusion::fused, false).second.empty());
 }
 
+// The fused operators report the amaxes of what they write only where a product scales an
+// operand by that operand's own amax: delayed scaling's quantizing pass records the amax itself
+// (QuantizeArgs::history), so a report would be a pass of work nothing reads.
+TEST(PrecisionPlan, ProducersReportAmaxesOnlyWhereAScaleIsTheOperandsOwn) {
+  const auto reports = [](const char* recipe) {
+    return PrecisionPlan(kernels::parse_recipe(recipe), torch::kCPU, Fusion::fused, true)
+        .ops()
+        .producer_amax();
+  };
+  EXPECT_TRUE(reports("int8-tensor"));
+  EXPECT_TRUE(reports("fp8-tensor"));
+  EXPECT_TRUE(reports("int8-tensor:dy=row"));
+  EXPECT_TRUE(reports("int8-tensor:wgrad=bf16"));
+  EXPECT_FALSE(reports("int8-tensor:amax-history=16"));
+  EXPECT_FALSE(reports("fp8-tensor:amax-history=4"));
+  EXPECT_FALSE(reports("int8-row"));
+  EXPECT_FALSE(reports("bf16"));
+  EXPECT_FALSE(
+      PrecisionPlan(kernels::recipe_by_name("int8-tensor"), torch::kCPU, Fusion::fused, false)
+          .ops()
+          .producer_amax());
+}
+
 TEST(Moe, RoutesEachTokenToItsTopTwoExpertsAndRecordsTheLoad) {
   ModelConfig config = builtin_model("tiny-moe");
   torch::manual_seed(0);

@@ -577,5 +577,33 @@ TEST(DelayedScaling, TheLinearLayerKeepsAHistoryPerOperand) {
   EXPECT_EQ(histories.dy.recorded(), 2);
 }
 
+// dy=row under delayed scaling: X and W keep histories, dY is scaled per row (per token in dgrad,
+// per channel in wgrad) by its own amaxes and keeps none. A history's first step scales by each
+// operand's own amax, so it is dy=row's dynamic step, bit for bit.
+TEST(DelayedScaling, DyPerRowKeepsNoHistoryBesideXAndW) {
+  const LinearCase c = make_case(13);
+  const LinearGemms delayed = parse_recipe("int8-tensor:dy=row,amax-history=3").gemms;
+  const LinearGemms dynamic = parse_recipe("int8-tensor:dy=row").gemms;
+  LinearAmaxHistories histories(3);
+  for (int step = 0; step < 2; ++step) {
+    const at::Tensor x = c.x.detach().requires_grad_(true);
+    const at::Tensor w = c.w.detach().requires_grad_(true);
+    const at::Tensor y = quantized_linear(x, w, delayed, "fc", {}, &histories);
+    y.backward(c.grad_y);
+    if (step == 0) {
+      const at::Tensor x0 = c.x.detach().requires_grad_(true);
+      const at::Tensor w0 = c.w.detach().requires_grad_(true);
+      const at::Tensor y0 = quantized_linear(x0, w0, dynamic, "fc");
+      y0.backward(c.grad_y);
+      EXPECT_TRUE(y.equal(y0));
+      EXPECT_TRUE(x.grad().equal(x0.grad()));
+      EXPECT_TRUE(w.grad().equal(w0.grad()));
+    }
+  }
+  EXPECT_EQ(histories.x.recorded(), 2);
+  EXPECT_EQ(histories.w.recorded(), 2);
+  EXPECT_EQ(histories.dy.recorded(), 0);
+}
+
 }  // namespace
 }  // namespace lpbench::kernels

@@ -40,7 +40,7 @@ LayerLevel::LayerLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   grad_y_ = torch::randn(shape, bf16);
   operators_ = describe_operators(
       options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim}, options.seq_len,
-      device, options.producer_amax && quantizes_tensorwise(recipe),
+      device, options.producer_amax && quantizes_by_own_amax(recipe),
       recipe.saved == kernels::SavedActivations::int8,
       producer_line_amax(recipe, options.producer_amax));
 }

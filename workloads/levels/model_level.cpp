@@ -85,7 +85,7 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
     // unfused there are none. Where the recipe quantizes tensorwise, the step also reports
     // each copy's amax, as the fused operators report theirs.
     copy_amax = options.fusion == Fusion::fused && options.producer_amax &&
-                quantizes_tensorwise(recipe) && kernels::adamw_on_kernel(device);
+                quantizes_by_own_amax(recipe) && kernels::adamw_on_kernel(device);
     std::vector<torch::Tensor> parameters = decoder_->parameters();
     std::vector<torch::Tensor> copies(parameters.size());
     for (const ComputeCopy& c : decoder_->compute_copies()) {
@@ -100,7 +100,7 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   }
   operators_ = describe_operators(
       options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim}, options.seq_len,
-      device, options.producer_amax && quantizes_tensorwise(recipe),
+      device, options.producer_amax && quantizes_by_own_amax(recipe),
       recipe.saved == kernels::SavedActivations::int8,
       producer_line_amax(recipe, options.producer_amax));
   if (options.fusion == Fusion::fused) {

@@ -26,10 +26,12 @@ double residual_std(const ModelConfig& config) {
 
 }  // namespace
 
-bool quantizes_tensorwise(const kernels::Recipe& recipe) {
+bool quantizes_by_own_amax(const kernels::Recipe& recipe) {
   for (const kernels::GemmKind kind : kernels::kGemmKinds) {
     const kernels::GemmSpec& spec = recipe.gemms[kind];
-    if (spec.quantized() && spec.scaling == kernels::Scaling::tensor) return true;
+    if (spec.quantized() && spec.scaling == kernels::Scaling::tensor && spec.amax_history == 0) {
+      return true;
+    }
   }
   return false;
 }

@@ -25,8 +25,11 @@
 // and attention come from the plan's operator set (operators.h).
 namespace lpbench::workloads {
 
-// Whether any product of the recipe quantizes an operand with one scale for the whole tensor.
-bool quantizes_tensorwise(const kernels::Recipe& recipe);
+// Whether any product of the recipe quantizes an operand with one scale for the whole tensor,
+// found from the operand's own amax: what a producer's reported amax saves a pass over. (An
+// amax history's scale, delayed scaling, is found in the history: the quantizing pass records
+// the operand's amax itself.)
+bool quantizes_by_own_amax(const kernels::Recipe& recipe);
 // Which producers report every row's and column's amax of what they write under the recipe:
 // those of the operands it quantizes per row both ways (per row in one product, per row of the
 // transpose in the other). `forward`: X, SwiGLU's output (the down projection's input);
@@ -45,7 +48,7 @@ class PrecisionPlan {
                          Fusion fusion = Fusion::none, bool producer_amax = false)
       : recipe_(recipe),
         device_(device),
-        ops_(fusion, producer_amax && quantizes_tensorwise(recipe),
+        ops_(fusion, producer_amax && quantizes_by_own_amax(recipe),
              recipe.saved == kernels::SavedActivations::int8,
              producer_line_amax(recipe, producer_amax)) {}
   const torch::Device& device() const { return device_; }

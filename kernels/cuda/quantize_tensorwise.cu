@@ -63,6 +63,7 @@ struct TensorwiseParams {
 // reduction; every warp of a CTA finds the same).
 __device__ __forceinline__ uint32_t history_amax(const TensorwiseParams& p) {
   uint32_t m = 0;
+#pragma unroll 1
   for (int64_t s = threadIdx.x & 31; s < p.history_slots; s += 32) {
     if (s != p.skip && s != p.zero) m = max(m, __ldg(p.history + s));
   }
@@ -98,11 +99,14 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
     if (first_thread && p.zero_slot != nullptr) *p.zero_slot = 0u;
   }
   // A NaN or Inf in X (a non-finite amax, a NaN inverse) makes every value 0: nothing is read,
-  // and 0 · 0 rounds to +0 in every format, as the reference's do. A record reads X all the same.
+  // and 0 · 0 rounds to +0 in every format, as the reference's do; a record reads X all the
+  // same. (The record's test stays a run-time branch even though it never skips there: with no
+  // branch before them, ptxas spread the loads among the first values' arithmetic, three in
+  // flight where this kernel keeps eight, and each launch ran 3–7 µs slower, perf-log §54.)
   uint4 raw[kLoads];
   const bool nonfinite = inv != inv;
-  if (!kRecord && nonfinite) {
-    inv = 0.0f;
+  if (kRecord ? nonfinite && p.amax_seen == nullptr : nonfinite) {
+    if constexpr (!kRecord) inv = 0.0f;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i)
       raw[i] = make_uint4(0, 0, 0, 0);
@@ -129,7 +133,7 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
     __syncthreads();
     store_transposed(tile, p.values_t, p.rows, r0, c0);
   }
-  if constexpr (kRecord) report_amax(p.amax_seen, seen);
+  if constexpr (kRecord) report_amax_if_above(p.amax_seen, seen);
 }
 
 // max |x| of X into *amax (zeroed), as FP32 bits: thread t of a CTA owns one 16-byte column

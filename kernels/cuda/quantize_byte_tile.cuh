@@ -55,22 +55,36 @@ __device__ __forceinline__ uint2 quantize8(const uint4& raw, float inv, DType fm
                     quant::pack4(f[4], f[5], f[6], f[7], out));
 }
 
-// The same under a scale that X may outgrow (delayed scaling): values past ±fmax saturate and
-// NaN values become 0, as the general path's apply pass (quantize.cu) and
-// reference::quantize_by_amax round them; a non-finite inverse (`nonfinite`) makes every value 0.
-// Each value's |x| is folded into `seen` (FP32 bits, a NaN above +Inf), the record a history
-// keeps of this quantization. INT8 clamps to ±127 here; FP8's saturating conversion (pack2) takes
-// any value past ±fmax, infinities included, to ±fmax itself, as the clamp would (with the clamp
-// written out too, ptxas spilled the FP8 kernel that writes both layouts on sm_90a).
-template <bool kInt8>
-__device__ __forceinline__ uint2 quantize8_saturating(const uint4& raw, float inv, bool nonfinite,
-                                                      float fmax, DType fmt, uint32_t& seen) {
+// max |x| of a thread's loads, as FP32 bits (a NaN above +Inf): taken on the BF16 bits two at a
+// time (sign cleared, an unsigned 16-bit max a pair), which order as the values do, then widened
+// to FP32's place. One instruction or two a pair where a max a value after unpacking was four.
+__device__ __forceinline__ uint32_t loads_amax(const uint4 (&raw)[kLoads]) {
+  uint32_t pairs = 0;
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    pairs = __vmaxu2(pairs, raw[i].x & 0x7fff7fffu);
+    pairs = __vmaxu2(pairs, raw[i].y & 0x7fff7fffu);
+    pairs = __vmaxu2(pairs, raw[i].z & 0x7fff7fffu);
+    pairs = __vmaxu2(pairs, raw[i].w & 0x7fff7fffu);
+  }
+  return max(pairs >> 16, pairs & 0xffffu) << 16;
+}
+
+// Eight values under a scale that X may outgrow (delayed scaling): values past ±fmax saturate,
+// as the general path's apply pass (quantize.cu) and reference::quantize_by_amax round them. With
+// no NaN among the values that is a clamp for INT8 and nothing for FP8, whose saturating
+// conversion (pack2) takes any value past ±fmax, infinities included, to ±fmax itself; kNan
+// (where the caller found one) tests each value too and makes a NaN 0. The clamp and the test
+// for every value, with the amax folded value by value, made each launch of the record's kernel
+// 3–7 µs slower than the dynamic kernel (docs/perf-log.md §54).
+template <bool kInt8, bool kNan>
+__device__ __forceinline__ uint2 quantize8_saturating(const uint4& raw, float inv, float fmax,
+                                                      DType fmt) {
   float f[8];
   quant::Vec<__nv_bfloat16>::unpack(raw, f);
 #pragma unroll
   for (int e = 0; e < 8; ++e) {
-    seen = max(seen, quant::abs_bits(f[e]));
-    const float q = nonfinite ? 0.0f : quant::scaled(f[e], inv);
+    const float q = kNan ? quant::scaled(f[e], inv) : __fmul_rn(f[e], inv);
     f[e] = kInt8 ? fminf(fmaxf(q, -fmax), fmax) : q;
   }
   const DType out = kInt8 ? DType::int8 : fmt;

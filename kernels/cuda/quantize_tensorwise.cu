@@ -114,20 +114,36 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
     load(p.x, p.ld, r0, c0, raw);
   }
   const int col = load_col();
-  uint32_t seen = 0;
+  // Each load's format bytes from `quantize`, stored in X's layout and stashed for Xᵀ's.
+  const auto write = [&](auto quantize) {
 #pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
-    const int r = load_row(i);
-    uint2 q;
-    if constexpr (kRecord) {
-      q = quantize8_saturating<kInt8>(raw[i], inv, nonfinite, p.fmax, p.fmt, seen);
+    for (int i = 0; i < kLoads; ++i) {
+      const int r = load_row(i);
+      const uint2 q = quantize(raw[i]);
+      if constexpr (kWriteX) {
+        *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + c0 + col) = q;
+      }
+      if constexpr (kWriteT) stash(tile, r, col, q);
+    }
+  };
+  uint32_t seen = 0;
+  if constexpr (kRecord) {
+    // This thread's max |x| first, which also says whether a NaN is among its values; each case
+    // its own loop, so that the common one tests no value. A non-finite amax (a NaN inverse)
+    // makes every value 0, as the reference's.
+    seen = loads_amax(raw);
+    if (nonfinite) {
+      write([](const uint4&) { return make_uint2(0u, 0u); });
+    } else if (seen <= quant::kInfBits) {
+      write([&](const uint4& v) {
+        return quantize8_saturating<kInt8, false>(v, inv, p.fmax, p.fmt);
+      });
     } else {
-      q = quantize8<kInt8>(raw[i], inv, p.fmt);
+      write(
+          [&](const uint4& v) { return quantize8_saturating<kInt8, true>(v, inv, p.fmax, p.fmt); });
     }
-    if constexpr (kWriteX) {
-      *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + c0 + col) = q;
-    }
-    if constexpr (kWriteT) stash(tile, r, col, q);
+  } else {
+    write([&](const uint4& v) { return quantize8<kInt8>(v, inv, p.fmt); });
   }
   if constexpr (kWriteT) {
     __syncthreads();

@@ -74,9 +74,9 @@ __device__ __forceinline__ uint32_t loads_amax(const uint4 (&raw)[kLoads]) {
 // as the general path's apply pass (quantize.cu) and reference::quantize_by_amax round them. With
 // no NaN among the values that is a clamp for INT8 and nothing for FP8, whose saturating
 // conversion (pack2) takes any value past ±fmax, infinities included, to ±fmax itself; kNan
-// (where the caller found one) tests each value too and makes a NaN 0. The clamp and the test
-// for every value, with the amax folded value by value, made each launch of the record's kernel
-// 3–7 µs slower than the dynamic kernel (docs/perf-log.md §54).
+// (where the caller found one) tests each value too and makes a NaN 0. With the test for every
+// value and the amax folded value by value, each launch of the record's kernel ran 3–7 µs longer
+// than the dynamic kernel's; this way, about 2 (docs/perf-log.md §54).
 template <bool kInt8, bool kNan>
 __device__ __forceinline__ uint2 quantize8_saturating(const uint4& raw, float inv, float fmax,
                                                       DType fmt) {

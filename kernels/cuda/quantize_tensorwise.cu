@@ -49,8 +49,8 @@ struct TensorwiseParams {
   const float* inv_blocks;
   int64_t kb, inv_sr, inv_sc;
   // Delayed scaling and a history's record (kRecord): values past the amax saturate, max |x| is
-  // folded into *amax_seen (one atomic a CTA), and the first CTA zeroes *zero_slot (the next
-  // quantization's slot). With `history`, the amax is the largest of its `history_slots` but
+  // folded into *amax_seen (at most one atomic a CTA), and the first CTA zeroes *zero_slot (the
+  // next quantization's slot). With `history`, the amax is the largest of its `history_slots` but
   // slots `skip` (this quantization's, which the CTAs are writing) and `zero`, in place of
   // `amax`: every warp reads the ring itself, so no launch before this one finds it.
   uint32_t* amax_seen;
@@ -100,9 +100,10 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   }
   // A NaN or Inf in X (a non-finite amax, a NaN inverse) makes every value 0: nothing is read,
   // and 0 · 0 rounds to +0 in every format, as the reference's do; a record reads X all the
-  // same. (The record's test stays a run-time branch even though it never skips there: with no
-  // branch before them, ptxas spread the loads among the first values' arithmetic, three in
-  // flight where this kernel keeps eight, and each launch ran 3–7 µs slower, perf-log §54.)
+  // same. (The record's test stays a run-time branch though it never skips there: with no branch
+  // before them, ptxas spread the loads among the first values' arithmetic, three in flight
+  // where the dynamic kernel keeps eight. That alone did not move the kernel's time, perf-log
+  // §54; it keeps the two kernels' loads the same.)
   uint4 raw[kLoads];
   const bool nonfinite = inv != inv;
   if (kRecord ? nonfinite && p.amax_seen == nullptr : nonfinite) {

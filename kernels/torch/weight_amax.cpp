@@ -1,7 +1,5 @@
 #include "kernels/torch/weight_amax.h"
 
-#include <algorithm>
-
 #include "kernels/profiling/range.h"
 #include "kernels/torch/amax_registry.h"
 

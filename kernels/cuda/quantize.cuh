@@ -59,7 +59,7 @@ struct QuantizeArgs {
   // Tensorwise only, delayed scaling from a history kept on the device, in place of `amax` and
   // `amax_seen`: a ring of `history_slots` amaxes (FP32 bits), of which slot `history_current`
   // (zero) takes this quantization's max |x| and the slot after it is zeroed for the next one.
-  // With `delayed`, X is scaled by the largest of the other slots (the history); without, by its
+  // With `delayed`, X is scaled by the largest slot but those two (the history); without, by its
   // own amax (a history's first quantization). The one-pass kernel reads the ring itself, so a
   // step of delayed scaling launches nothing but its quantizations.
   uint32_t* history = nullptr;

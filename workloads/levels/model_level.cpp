@@ -82,8 +82,8 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
     decoder_->refresh_compute_weights();
   } else {
     // Fused, the step writes the BF16 copies the products read (kept, or made per layer);
-    // unfused there are none. Where the recipe quantizes tensorwise, the step also reports
-    // each copy's amax, as the fused operators report theirs.
+    // unfused there are none. Where the recipe scales a tensor by its own amax, the step also
+    // reports each copy's amax, as the fused operators report theirs.
     copy_amax = options.fusion == Fusion::fused && options.producer_amax &&
                 quantizes_by_own_amax(recipe) && kernels::adamw_on_kernel(device);
     std::vector<torch::Tensor> parameters = decoder_->parameters();

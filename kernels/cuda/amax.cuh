@@ -50,19 +50,6 @@ __device__ __forceinline__ void report_amax_if_above(uint32_t* amax, uint32_t mi
   if (threadIdx.x == 0 && v > *reinterpret_cast<volatile uint32_t*>(amax)) atomicMax(amax, v);
 }
 
-// An amax history's amax (QuantizeArgs::history): the largest of the ring's `slots` but slots
-// `skip` and `zero`, which the quantization that reads it writes. One warp's reads and
-// reduction; every lane gets it.
-__device__ __forceinline__ uint32_t ring_amax(const uint32_t* ring, int64_t slots, int64_t skip,
-                                              int64_t zero) {
-  uint32_t m = 0;
-#pragma unroll 1
-  for (int64_t s = threadIdx.x & 31; s < slots; s += 32) {
-    if (s != skip && s != zero) m = max(m, __ldg(ring + s));
-  }
-  return __reduce_max_sync(0xffffffffu, m);
-}
-
 // The most blocks a grid-strided producer launches when it reports an amax.
 constexpr long long kAmaxGridCap = 2048;
 

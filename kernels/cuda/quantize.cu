@@ -825,7 +825,11 @@ void launch_tile(const TileParams& tp, DType x_type, int64_t rows, int64_t cols,
 __global__ void history_amax_kernel(uint32_t* history, int64_t slots, int64_t current,
                                     uint32_t* amax) {
   const int64_t next = (current + 1) % slots;
-  const uint32_t m = ring_amax(history, slots, current, next);
+  uint32_t m = 0;
+  for (int64_t s = threadIdx.x; s < slots; s += 32) {
+    if (s != current && s != next) m = max(m, history[s]);
+  }
+  m = __reduce_max_sync(0xffffffffu, m);
   if (threadIdx.x == 0) {
     *amax = m;
     history[next] = 0;

@@ -59,6 +59,17 @@ struct TensorwiseParams {
   int64_t history_slots, skip, zero;
 };
 
+// The ring's amax but slots p.skip and p.zero, which this launch writes (one warp's reads and
+// reduction; every warp of a CTA finds the same).
+__device__ __forceinline__ uint32_t history_amax(const TensorwiseParams& p) {
+  uint32_t m = 0;
+#pragma unroll 1
+  for (int64_t s = threadIdx.x & 31; s < p.history_slots; s += 32) {
+    if (s != p.skip && s != p.zero) m = max(m, __ldg(p.history + s));
+  }
+  return __reduce_max_sync(0xffffffffu, m);
+}
+
 // One 128×128 tile of X per CTA (quantize_byte_tile.cuh).
 template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord>
 __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
@@ -74,8 +85,7 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   } else {
     uint32_t amax;
     if constexpr (kRecord) {
-      amax = p.history != nullptr ? ring_amax(p.history, p.history_slots, p.skip, p.zero)
-                                  : __ldg(p.amax);
+      amax = p.history != nullptr ? history_amax(p) : __ldg(p.amax);
     } else {
       amax = __ldg(p.amax);
     }

@@ -84,8 +84,8 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
                "into a CUDA graph after the first step and replay it for the steps after, so "
                "that what is timed is the GPU's work without the host's launch gaps; every "
                "recipe of the sweep alike. Not with --regions or --diagnostics, nor with "
-               "recipes whose step changes on the host (stochastic rounding, amax-history, "
-               "int8-fallback) or MoE layers");
+               "recipes whose step changes on the host (stochastic rounding, int8-fallback) or "
+               "MoE layers; amax-history replays, its history moving on on the GPU");
   run.add_option("--trace-step", config.trace_step,
                  "Capture this step with torch's profiler into a Chrome/Perfetto trace beside "
                  "the database");

@@ -435,7 +435,6 @@ void check_cuda_graph(const ResolvedRun& run, const RunConfig& config) {
       const char* why =
           g.lhs_rounding == kernels::Rounding::stochastic
               ? "draws a new rounding seed on the host every step"
-          : g.amax_history > 0 ? "moves its amax history's slot on the host every step"
           : g.scaling == kernels::Scaling::fallback || g.lhs_scaling == kernels::Scaling::fallback
               ? "counts its outlier blocks on the host"
               : nullptr;

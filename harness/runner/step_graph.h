@@ -15,7 +15,7 @@ namespace lpbench::runner {
 // (`lpbench run --cuda-graph`), so that the GPU never waits on the host's kernel launches:
 // what is timed is the GPU's work alone, the same for every recipe. Only steps whose work does
 // not change from step to step on the host side may be captured (config's check_cuda_graph says
-// which: no host reads, no per-step seeds or history slots).
+// which: no host reads, no per-step seeds; an amax history moves on on the device).
 class StepGraph {
  public:
   // Runs `step` once eagerly on a side stream (lazy initialisation there: cuBLAS workspaces,

@@ -33,6 +33,7 @@
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
+#include "kernels/cuda/amax_ring.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/quantize.cuh"
@@ -770,8 +771,8 @@ void validate(const QuantizeArgs& a) {
                          "an amax history takes the place of amax and amax_seen");
     LPBENCH_CUDA_REQUIRE(!a.stochastic, "delayed scaling rounds to nearest");
     LPBENCH_CUDA_REQUIRE(
-        a.history_slots >= 3 && a.history_current >= 0 && a.history_current < a.history_slots,
-        "an amax history needs 3 slots or more and its current slot among them");
+        a.history_slots >= 3 && a.history_current >= -1 && a.history_current < a.history_slots,
+        "an amax history needs 3 slots or more, and its current slot among them (or -1)");
   }
   LPBENCH_CUDA_REQUIRE(!a.stochastic || a.out_type == DType::int8,
                        "stochastic rounding is for INT8 output only");
@@ -820,32 +821,35 @@ void launch_tile(const TileParams& tp, DType x_type, int64_t rows, int64_t cols,
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 
-// The history's amax (the ring's largest slot but the current and the next one) into *amax, and
-// the next slot zeroed: where the one-pass kernel, which does both itself, does not apply.
-__global__ void history_amax_kernel(uint32_t* history, int64_t slots, int64_t current,
-                                    uint32_t* amax) {
-  const int64_t next = (current + 1) % slots;
-  uint32_t m = 0;
-  for (int64_t s = threadIdx.x; s < slots; s += 32) {
-    if (s != current && s != next) m = max(m, history[s]);
-  }
-  m = __reduce_max_sync(0xffffffffu, m);
+// Where the one-pass kernel, which does it all itself, does not apply, a quantization with an
+// amax history runs in three launches, `words` a workspace of two: this one-warp kernel puts the
+// history's amax (the ring's largest slot but the current and the next one) into words[0] and
+// zeroes words[1]; the path records X's amax into words[1] (off_the_ring); then
+// commit_ring_kernel moves it into the current slot and the ring on (amax_history.h).
+__global__ void history_amax_kernel(const uint32_t* history, int64_t slots, uint32_t* words) {
+  const uint32_t m = ring_amax(history, slots, ring_turn(history, slots));
   if (threadIdx.x == 0) {
-    *amax = m;
-    history[next] = 0;
+    words[0] = m;
+    words[1] = 0;
   }
 }
 
+__global__ void commit_ring_kernel(uint32_t* history, int64_t slots, const uint32_t* seen) {
+  const RingTurn t = ring_turn(history, slots);
+  history[t.current] = *seen;
+  history[t.next] = 0;
+  history[slots] = static_cast<uint32_t>(t.next);
+}
+
 // What a quantization with an amax history runs as where the one-pass kernel does not apply:
-// scaled by `history_amax` (history_amax_kernel's), or by its own amax for a history's first,
-// recording into the current slot.
-QuantizeArgs off_the_ring(const QuantizeArgs& a, const uint32_t* history_amax) {
+// scaled by `words[0]` (history_amax_kernel's), or by its own amax for a history's first,
+// recording into words[1].
+QuantizeArgs off_the_ring(const QuantizeArgs& a, uint32_t* words) {
   QuantizeArgs given = a;
   given.history = nullptr;
   given.history_slots = 0;
-  given.history_current = 0;
-  given.amax = a.delayed ? history_amax : nullptr;
-  given.amax_seen = a.history + a.history_current;
+  given.amax = a.delayed ? words : nullptr;
+  given.amax_seen = words + 1;
   return given;
 }
 
@@ -867,9 +871,11 @@ size_t path_workspace_bytes(const QuantizeArgs& args) {
 }  // namespace
 
 size_t quantize_workspace_bytes(const QuantizeArgs& args) {
-  // Off the one-pass kernel, a history's amax takes the first word, the path's own after it.
+  // Off the one-pass kernel, a history's amax and record take the first two words, the path's
+  // own after them.
   if (args.history != nullptr && !one_pass_takes(args)) {
-    return sizeof(uint32_t) + path_workspace_bytes(off_the_ring(args, nullptr));
+    uint32_t words[2];  // the path's plan depends on where its amax comes from, not on its value
+    return sizeof(words) + path_workspace_bytes(off_the_ring(args, words));
   }
   return path_workspace_bytes(args);
 }
@@ -925,16 +931,17 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
   }
   if (args.history != nullptr) {
     // The history's amax found first, then the path as with a given amax (or, for a history's
-    // first quantization, its own amax pass), recording into the current slot.
+    // first quantization, its own amax pass), recording into a word that then goes to the ring.
     LPBENCH_CUDA_REQUIRE(args.workspace != nullptr,
                          "an amax history needs a workspace of quantize_workspace_bytes() bytes");
-    auto* word = static_cast<uint32_t*>(args.workspace);
-    history_amax_kernel<<<1, 32, 0, stream>>>(args.history, args.history_slots,
-                                              args.history_current, word);
+    auto* words = static_cast<uint32_t*>(args.workspace);
+    history_amax_kernel<<<1, 32, 0, stream>>>(args.history, args.history_slots, words);
     LPBENCH_CUDA_CHECK_LAUNCH();
-    QuantizeArgs given = off_the_ring(args, word);
-    given.workspace = word + 1;
+    QuantizeArgs given = off_the_ring(args, words);
+    given.workspace = words + 2;
     quantize(given, stream);
+    commit_ring_kernel<<<1, 1, 0, stream>>>(args.history, args.history_slots, words + 1);
+    LPBENCH_CUDA_CHECK_LAUNCH();
     return;
   }
   const Plan p = plan(args);

@@ -57,14 +57,19 @@ struct QuantizeArgs {
   // the caller zeroes it) by the quantizing pass itself: delayed scaling's record of this step.
   uint32_t* amax_seen = nullptr;
   // Tensorwise only, delayed scaling from a history kept on the device, in place of `amax` and
-  // `amax_seen`: a ring of `history_slots` amaxes (FP32 bits), of which slot `history_current`
-  // (zero) takes this quantization's max |x| and the slot after it is zeroed for the next one.
-  // With `delayed`, X is scaled by the largest slot but those two (the history); without, by its
-  // own amax (a history's first quantization). The one-pass kernel reads the ring itself, so a
-  // step of delayed scaling launches nothing but its quantizations.
+  // `amax_seen`: a ring of `history_slots` amaxes (FP32 bits), then the current slot's index (the
+  // caller zeroes all history_slots + 1 words once: kernels/torch/amax_history.h, amax_ring.cuh).
+  // The current slot (zero) takes this quantization's max |x|, the slot after it is zeroed and
+  // becomes the current one. With `delayed`, X is scaled by the largest slot but those two (the
+  // history); without, by its own amax (a history's first quantization). The one-pass kernel
+  // reads the ring and records into it itself, so a step of delayed scaling launches nothing but
+  // its quantizations. `history_current`: the current slot, as the host knows it (the index is
+  // then only written); -1 where the ring's index says, so that the host passes the same
+  // arguments every step and a CUDA graph replays them (a one-thread launch after the one-pass
+  // kernel then moves the index on: amax_ring.cuh).
   uint32_t* history = nullptr;
   int64_t history_slots = 0;
-  int64_t history_current = 0;
+  int64_t history_current = -1;
   // INT8 only: stochastic rounding, q = floor(x · inv + u) with u = rounding_uniform(seed, i) for
   // the element's row-major index i in the output (the transposed copy takes its element's
   // index in the output, so that it stays the output's exact transpose); see

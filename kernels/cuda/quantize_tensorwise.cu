@@ -14,13 +14,15 @@
 // from the amax in every CTA (one division), so there is no scales kernel and no copy of a
 // producer's amax before it: one launch where there were three. Under delayed scaling it also
 // takes the amax history's largest amax from the ring itself and records max |x| into it
-// (kRecord), so that a delayed-scaling step launches its quantizations and nothing else.
+// (kRecord): an eager delayed-scaling step launches its quantizations and nothing else; replayed
+// from a CUDA graph, a one-thread launch after each moves the ring on (amax_ring.cuh).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 
 #include "kernels/cuda/amax.cuh"
+#include "kernels/cuda/amax_ring.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/quantize_byte_tile.cuh"
 #include "kernels/cuda/quantize_math.cuh"
@@ -48,26 +50,22 @@ struct TensorwiseParams {
   // (c0 / kb) · inv_sc for the tile of X at (r0, c0). Null: tensorwise, from `amax`.
   const float* inv_blocks;
   int64_t kb, inv_sr, inv_sc;
-  // Delayed scaling and a history's record (kRecord): values past the amax saturate, max |x| is
-  // folded into *amax_seen (at most one atomic a CTA), and the first CTA zeroes *zero_slot (the
-  // next quantization's slot). With `history`, the amax is the largest of its `history_slots` but
-  // slots `skip` (this quantization's, which the CTAs are writing) and `zero`, in place of
-  // `amax`: every warp reads the ring itself, so no launch before this one finds it.
+  // Delayed scaling and a history's record (kRecord): values past the amax saturate and max |x|
+  // is folded into *amax_seen (at most one atomic a CTA), or with `ring` (an amax history,
+  // QuantizeArgs::history, of `ring_slots` slots) into its current slot: `ring_current`, whose
+  // next slot the first CTA zeroes and makes the current one; or where it is -1 the one the
+  // ring's index says, whose next slot the first CTA zeroes and advance_ring_kernel then makes
+  // the current one (amax_ring.cuh). With `ring_amax`, the amax is the history's, in place of
+  // `amax`.
   uint32_t* amax_seen;
-  uint32_t* zero_slot;
-  const uint32_t* history;
-  int64_t history_slots, skip, zero;
+  uint32_t* ring;
+  int64_t ring_slots, ring_current;
+  bool ring_amax;
 };
 
-// The ring's amax but slots p.skip and p.zero, which this launch writes (one warp's reads and
-// reduction; every warp of a CTA finds the same).
-__device__ __forceinline__ uint32_t history_amax(const TensorwiseParams& p) {
-  uint32_t m = 0;
-#pragma unroll 1
-  for (int64_t s = threadIdx.x & 31; s < p.history_slots; s += 32) {
-    if (s != p.skip && s != p.zero) m = max(m, __ldg(p.history + s));
-  }
-  return __reduce_max_sync(0xffffffffu, m);
+// The ring moved on, after the quantizing kernel (amax_ring.cuh says why a launch of its own).
+__global__ void advance_ring_kernel(uint32_t* ring, int64_t slots) {
+  ring[slots] = static_cast<uint32_t>(ring_turn(ring, slots).next);
 }
 
 // One 128×128 tile of X per CTA (quantize_byte_tile.cuh).
@@ -78,6 +76,13 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;
   const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
 
+  RingTurn turn{0, 0};
+  if constexpr (kRecord) {
+    if (p.ring != nullptr) {
+      turn = p.ring_current >= 0 ? ring_turn_at(p.ring_current, p.ring_slots)
+                                 : ring_turn(p.ring, p.ring_slots);
+    }
+  }
   float scale;
   float inv;
   if (p.inv_blocks != nullptr) {
@@ -85,7 +90,8 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   } else {
     uint32_t amax;
     if constexpr (kRecord) {
-      amax = p.history != nullptr ? history_amax(p) : __ldg(p.amax);
+      // Every warp finds the history's amax itself (ring_amax), so no launch before this one does.
+      amax = p.ring_amax ? ring_amax(p.ring, p.ring_slots, turn) : __ldg(p.amax);
     } else {
       amax = __ldg(p.amax);
     }
@@ -96,7 +102,11 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
     }
   }
   if constexpr (kRecord) {
-    if (first_thread && p.zero_slot != nullptr) *p.zero_slot = 0u;
+    if (first_thread && p.ring != nullptr) {
+      p.ring[turn.next] = 0u;
+      // Nothing in this launch reads the index where the host said which slot is current.
+      if (p.ring_current >= 0) p.ring[p.ring_slots] = static_cast<uint32_t>(turn.next);
+    }
   }
   // A NaN or Inf in X (a non-finite amax, a NaN inverse) makes every value 0: nothing is read,
   // and 0 · 0 rounds to +0 in every format, as the reference's do; a record reads X all the
@@ -106,7 +116,7 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   // §54; it keeps the two kernels' loads the same.)
   uint4 raw[kLoads];
   const bool nonfinite = inv != inv;
-  if (kRecord ? nonfinite && p.amax_seen == nullptr : nonfinite) {
+  if (kRecord ? nonfinite && p.amax_seen == nullptr && p.ring == nullptr : nonfinite) {
     if constexpr (!kRecord) inv = 0.0f;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i)
@@ -150,7 +160,9 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
     __syncthreads();
     store_transposed(tile, p.values_t, p.rows, r0, c0);
   }
-  if constexpr (kRecord) report_amax_if_above(p.amax_seen, seen);
+  if constexpr (kRecord) {
+    report_amax_if_above(p.ring != nullptr ? p.ring + turn.current : p.amax_seen, seen);
+  }
 }
 
 // max |x| of X into *amax (zeroed), as FP32 bits: thread t of a CTA owns one 16-byte column
@@ -226,7 +238,7 @@ TensorwiseParams params_of(const QuantizeArgs& a) {
 
 void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tp.cols / kTile), static_cast<unsigned>(tp.rows / kTile));
-  const bool record = tp.amax_seen != nullptr;
+  const bool record = tp.amax_seen != nullptr || tp.ring != nullptr;
   if (tp.fmt == DType::int8) {
     record ? launch<true, true>(tp, grid, stream) : launch<true, false>(tp, grid, stream);
   } else {
@@ -270,15 +282,11 @@ void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
   tp.scales = a.scales;
   tp.scales_t = a.transpose ? nullptr : a.scales_t;
   tp.amax_seen = a.amax_seen;
-  if (a.history != nullptr) {
-    tp.skip = a.history_current;
-    tp.zero = (a.history_current + 1) % a.history_slots;
-    tp.amax_seen = a.history + tp.skip;
-    tp.zero_slot = a.history + tp.zero;
-    tp.history_slots = a.history_slots;
-  }
+  tp.ring = a.history;
+  tp.ring_slots = a.history_slots;
+  tp.ring_current = a.history_current;
   if (a.history != nullptr && a.delayed) {
-    tp.history = a.history;  // the kernel finds the history's amax
+    tp.ring_amax = true;  // the kernel finds the history's amax
   } else if (a.amax != nullptr) {
     tp.amax = a.amax;
   } else {
@@ -296,6 +304,10 @@ void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
     tp.amax = amax;
   }
   launch_tiles(tp, stream);
+  if (tp.ring != nullptr && tp.ring_current < 0) {
+    advance_ring_kernel<<<1, 1, 0, stream>>>(tp.ring, tp.ring_slots);
+    LPBENCH_CUDA_CHECK_LAUNCH();
+  }
 }
 
 }  // namespace lpbench::cuda

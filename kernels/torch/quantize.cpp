@@ -8,6 +8,7 @@
 #include "kernels/torch/rounding_seed.h"
 
 #ifdef LPBENCH_CUDA_GLUE
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAStream.h>
 #include "kernels/torch/cuda_types.h"
 
@@ -62,7 +63,10 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
   // otherwise a tensorwise scale whose amax the kernel that wrote x already reported needs no
   // amax pass either.
   std::optional<AmaxHistory::Turn> turn;
-  if (history != nullptr) turn = history->take_turn(x);
+  if (history != nullptr) {
+    turn = history->take_turn(
+        x, c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None);
+  }
   const std::optional<at::Tensor> amax =
       !turn && spec.block_rows == 0 && spec.block_cols == 0 ? recall_amax(x) : std::nullopt;
   // Rowwise both ways: each row's and column's amax, where the kernel that wrote x reported them.
@@ -111,7 +115,7 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
   args.seed = seed;
   if (turn) {
     args.history = reinterpret_cast<uint32_t*>(turn->ring.data_ptr<int32_t>());
-    args.history_slots = turn->ring.numel();
+    args.history_slots = turn->slots();
     args.history_current = turn->current;
     args.delayed = !turn->first;
   }

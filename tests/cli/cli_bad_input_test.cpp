@@ -189,8 +189,6 @@ TEST_F(CliBadInput, CudaGraphsAreRefusedWhereAReplayedStepWouldDifferFromTheStep
        "--diagnostics would time"},
       {"graph with stochastic rounding", with({"--recipes", "int8-tensor:dy-rounding=stochastic"}),
        "draws a new rounding seed on the host"},
-      {"graph with delayed scaling", with({"--recipes", "int8-tensor:amax-history=4"}),
-       "amax history's slot"},
       {"graph with fallback", with({"--recipes", "int8-fallback"}), "outlier blocks on the host"},
       {"graph of an MoE layer",
        {"run", "--cuda-graph", "--workload", "layer:mixtral-8x7b-8l", "--device", "cpu", "--db",

@@ -879,15 +879,14 @@ TEST(GpuKernelArgs, QuantizeRejectsInconsistentArguments) {
   EXPECT_THROW(quantize(with([](QuantizeArgs& a) { a.block_rows = a.block_cols = 0; }), nullptr),
                std::invalid_argument);
   // An amax history: tensorwise, in place of a given amax, three slots or more, its current slot
-  // among them.
-  static uint32_t ring[4];
+  // among them or -1 (the ring's index says).
+  static uint32_t ring[5];
   const auto history = [](auto change) {
     return [change](QuantizeArgs& a) {
       a.block_rows = a.block_cols = 0;
       a.delayed = true;
       a.history = ring;
-      a.history_slots = 4;
-      a.history_current = 1;
+      a.history_slots = 3;
       change(a);
     };
   };
@@ -897,7 +896,11 @@ TEST(GpuKernelArgs, QuantizeRejectsInconsistentArguments) {
                std::invalid_argument);
   EXPECT_THROW(quantize(with(history([](QuantizeArgs& a) { a.history_slots = 2; })), nullptr),
                std::invalid_argument);
-  EXPECT_THROW(quantize(with(history([](QuantizeArgs& a) { a.history_current = 4; })), nullptr),
+  EXPECT_THROW(quantize(with(history([](QuantizeArgs& a) { a.stochastic = true; })), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(quantize(with(history([](QuantizeArgs& a) { a.history_current = 3; })), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(quantize(with(history([](QuantizeArgs& a) { a.history_current = -2; })), nullptr),
                std::invalid_argument);
   // The transposed copy: both pointers, square blocks, no transpose of its own.
   static char copy[16];
@@ -957,7 +960,6 @@ TEST(GpuKernelArgs, OnlyAlignedTensorwiseBf16OnTheTileGridTakesTheTensorwiseKern
     a.delayed = true;
     a.history = reinterpret_cast<uint32_t*>(buffer);
     a.history_slots = 6;
-    a.history_current = 5;
   };
   EXPECT_EQ(with(with_history), "tensorwise");
   EXPECT_EQ(with([&](QuantizeArgs& a) {

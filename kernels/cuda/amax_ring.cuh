@@ -29,7 +29,7 @@ struct RingTurn {
   int64_t current, next;
 };
 
-__host__ __device__ __forceinline__ RingTurn ring_turn_at(int64_t current, int64_t slots) {
+__device__ __forceinline__ RingTurn ring_turn_at(int64_t current, int64_t slots) {
   return {current, current + 1 == slots ? 0 : current + 1};
 }
 

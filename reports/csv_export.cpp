@@ -135,7 +135,7 @@ std::string runs_csv(const store::Store& store) {
 
 std::string steps_csv(const store::Store& store) {
   std::string out = header({"run_id", "step", "warmup", "loss", "step_ms", "tokens", "lr",
-                            "grad_norm", "peak_mem_gib", "peak_reserved_gib"});
+                            "grad_norm", "peak_mem_gib", "peak_reserved_gib", "sm_clock_mhz"});
   for (const store::RunRecord& r : store.runs()) {
     for (const store::StepRecord& s : store.steps(r.id)) {
       out += Row()
@@ -149,6 +149,7 @@ std::string steps_csv(const store::Store& store) {
                  .number(s.grad_norm)
                  .number(s.peak_mem_gib)
                  .number(s.peak_reserved_gib)
+                 .number(s.sm_clock_mhz)
                  .line();
     }
   }

@@ -28,13 +28,16 @@ RunSummary summarize_run(const store::RunRecord& run, const std::vector<store::S
   s.run = run;
   s.steps_recorded = static_cast<int64_t>(steps.size());
   std::vector<double> times;
+  std::vector<double> clocks;
   for (const store::StepRecord& step : steps) {
     if (step.warmup) continue;
     times.push_back(step.step_ms);
+    if (step.sm_clock_mhz) clocks.push_back(*step.sm_clock_mhz);
     if (step.peak_mem_gib)
       s.peak_mem_gib = std::max(s.peak_mem_gib.value_or(0.0), *step.peak_mem_gib);
   }
   s.step_ms = stats::summarize(times);
+  if (!clocks.empty()) s.sm_clock_mhz = stats::summarize(clocks);
   if (s.step_ms.count > 0 && s.step_ms.median > 0.0) {
     s.tokens_per_s = static_cast<double>(run.tokens_per_step) / (s.step_ms.median / 1000.0);
   }

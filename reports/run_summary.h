@@ -15,6 +15,8 @@ struct RunSummary {
   store::RunRecord run;
   int64_t steps_recorded = 0;
   stats::Summary step_ms;  // measured steps only (warm-up left out)
+  // The SM clock the measured steps ran at, where the store has it (a GPU with NVML).
+  std::optional<stats::Summary> sm_clock_mhz;
   std::optional<double> tokens_per_s;
   std::optional<double> final_loss;  // mean over the last 10 % of steps
   std::optional<double> peak_mem_gib;

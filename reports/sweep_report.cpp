@@ -165,8 +165,13 @@ SweepTable sweep_table(const SweepReport& report) {
   std::vector<std::pair<std::string, std::vector<int64_t>>> int8_backends;
   std::vector<std::pair<std::string, std::vector<int64_t>>> operator_sets;
   std::vector<int64_t> graph_runs;
+  std::vector<std::string> clocks;
   for (const RunSummary& s : report.runs) {
     if (replayed_from_graph(s.run)) graph_runs.push_back(s.run.id);
+    if (const std::optional<stats::Summary>& c = s.sm_clock_mhz) {
+      clocks.push_back(fmt::format("run {} ({}) {:.0f} ({:.0f}–{:.0f})", s.run.id, s.run.recipe,
+                                   c->median, c->p10, c->p90));
+    }
     any_emulated = any_emulated || store::products_emulated(s.run);
     if (s.run.int8_backend && !store::products_emulated(s.run)) {
       add_run(int8_backends, *s.run.int8_backend, s.run.id);
@@ -230,6 +235,13 @@ SweepTable sweep_table(const SweepReport& report) {
         "host's launch gaps; a replay's allocations are the graph's, which the allocator does not "
         "count a step, so peak_mem_gib is \"—\" (peak reserved is in the steps table).",
         graph_runs.size() > 1 ? "s" : "", fmt::join(graph_runs, ", ")));
+  }
+  if (!clocks.empty()) {
+    out.notes.push_back(fmt::format(
+        "SM clock as the measured steps ran (NVML, read as each step's last kernels ran), MHz, "
+        "median (p10–p90): {}. Under a power cap each recipe settles at its own clock, "
+        "interleaved or not; a speedup is measured at the clocks each recipe got.",
+        fmt::join(clocks, "; ")));
   }
   if (any_clock_fell) {
     out.notes.push_back(

@@ -231,6 +231,11 @@ CREATE TABLE run_ranks (
 ) WITHOUT ROWID;
 )sql";
 
+constexpr std::string_view kSchemaV8 = R"sql(
+-- The GPU's SM clock (NVML) as the step ran; NULL on a CPU, without NVML, or before version 8.
+ALTER TABLE steps ADD COLUMN sm_clock_mhz REAL;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -242,6 +247,7 @@ const std::vector<Migration>& migrations() {
       {5, "load_samples, runs.contention, kernel mean, CPU time and repetitions", kSchemaV5},
       {6, "kernel_samples", kSchemaV6},
       {7, "runs.world_size and sharding, run_ranks", kSchemaV7},
+      {8, "steps.sm_clock_mhz", kSchemaV8},
   };
   return list;
 }

@@ -82,6 +82,9 @@ struct StepRecord {
   double grad_norm = 0.0;
   std::optional<double> peak_mem_gib;
   std::optional<double> peak_reserved_gib;
+  // The GPU's SM clock as the step ran (NVML, read while its last kernels ran): with a power cap,
+  // recipes interleaved in one sweep each settle at their own clock.
+  std::optional<double> sm_clock_mhz;
 };
 
 struct EvalRecord {

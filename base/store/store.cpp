@@ -392,9 +392,9 @@ void Store::add_modules(int64_t run_id, const std::vector<ModuleRecord>& modules
 void Store::add_step(const StepRecord& s) {
   insert_row(connection_, "steps",
              "run_id, step, warmup, loss, step_ms, tokens, lr, grad_norm, peak_mem_gib, "
-             "peak_reserved_gib",
+             "peak_reserved_gib, sm_clock_mhz",
              s.run_id, s.step, s.warmup, s.loss, s.step_ms, s.tokens, s.lr, s.grad_norm,
-             s.peak_mem_gib, s.peak_reserved_gib);
+             s.peak_mem_gib, s.peak_reserved_gib, s.sm_clock_mhz);
 }
 
 void Store::add_eval(const EvalRecord& e) {
@@ -576,7 +576,7 @@ std::vector<StepRecord> Store::steps(int64_t run_id) const {
   std::vector<StepRecord> out;
   Statement query(connection_,
                   "SELECT step, warmup, loss, step_ms, tokens, lr, grad_norm, peak_mem_gib, "
-                  "peak_reserved_gib FROM steps WHERE run_id = ? ORDER BY step");
+                  "peak_reserved_gib, sm_clock_mhz FROM steps WHERE run_id = ? ORDER BY step");
   query.bind(1, run_id);
   while (query.step()) {
     Columns c(query);
@@ -591,6 +591,7 @@ std::vector<StepRecord> Store::steps(int64_t run_id) const {
     s.grad_norm = nan_if_null(c.optional_real());
     s.peak_mem_gib = c.optional_real();
     s.peak_reserved_gib = c.optional_real();
+    s.sm_clock_mhz = c.optional_real();
     out.push_back(s);
   }
   return out;

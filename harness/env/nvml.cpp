@@ -88,12 +88,20 @@ std::optional<std::string> Nvml::driver_version() const {
   return std::string(buffer);
 }
 
-std::optional<double> Nvml::max_sm_clock_mhz(int device) const {
+std::optional<double> Nvml::sm_clock(const char* query, int device) const {
   Device d = handle(device);
-  auto get = symbol<ClockFn>(library_, "nvmlDeviceGetMaxClockInfo");
+  auto get = symbol<ClockFn>(library_, query);
   unsigned value = 0;
   if (d == nullptr || get == nullptr || get(d, kClockSm, &value) != 0) return std::nullopt;
   return value;
+}
+
+std::optional<double> Nvml::max_sm_clock_mhz(int device) const {
+  return sm_clock("nvmlDeviceGetMaxClockInfo", device);
+}
+
+std::optional<double> Nvml::sm_clock_mhz(int device) const {
+  return sm_clock("nvmlDeviceGetClockInfo", device);
 }
 
 GpuSample Nvml::sample(int device) const {

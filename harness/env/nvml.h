@@ -26,6 +26,8 @@ class Nvml {
   std::optional<std::string> driver_version() const;
   std::optional<double> max_sm_clock_mhz(int device) const;
   GpuSample sample(int device) const;
+  // The SM clock now: one query, for a sample a step.
+  std::optional<double> sm_clock_mhz(int device) const;
   // The share of the last sample period in which a kernel ran on the GPU, in percent (every
   // process's kernels, lpbench's own included).
   std::optional<double> utilization_pct(int device) const;
@@ -35,6 +37,8 @@ class Nvml {
  private:
   Nvml();
   void* handle(int device) const;
+  // The SM clock that NVML's `query` (a ClockInfo function) answers.
+  std::optional<double> sm_clock(const char* query, int device) const;
   bool available_ = false;
   void* library_ = nullptr;
 };

@@ -63,6 +63,11 @@ void sample_clocks(SweepContext& context, ActiveRun& active, const char* phase,
 
 }  // namespace
 
+std::optional<double> step_sm_clock(const SweepContext& context) {
+  if (!gpu_watched(context)) return std::nullopt;
+  return env::Nvml::instance().sm_clock_mhz(context.run.device.index());
+}
+
 std::optional<std::string> contention(const store::LoadSampleRecord& end,
                                       std::optional<int64_t> gpu_others_at_start) {
   std::string why;

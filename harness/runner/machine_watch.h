@@ -25,6 +25,13 @@ void watch_first_measured(SweepContext& context, ActiveRun& active, int64_t step
 // The clocks and the load at the end, and the verdicts on both.
 void watch_end(SweepContext& context, ActiveRun& active);
 
+// The SM clock as one step runs: read between the step's stop event and the wait for it, while
+// the GPU runs the step's last kernels (the host is ahead of it by then) or has just finished
+// them, so that every step carries the clock it ran at, untimed. Under a power cap recipes that
+// draw different power settle at different clocks, even interleaved; the steps show it. Empty on
+// a CPU or without NVML.
+std::optional<double> step_sm_clock(const SweepContext& context);
+
 // Why a run counts as contended, from its end sample and the other GPU processes seen at its
 // start; none when it does not.
 std::optional<std::string> contention(const store::LoadSampleRecord& end,

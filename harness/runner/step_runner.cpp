@@ -98,6 +98,7 @@ void one_step(SweepContext& context, ActiveRun& active, int64_t step) {
   const bool traced = step == run.config.trace_step;
   const bool diagnosed = diagnostic_step(step, run.config.diagnostics_every, run.config.steps);
   std::map<std::string, kernels::OperandStats> diagnostics;
+  std::optional<double> sm_clock_mhz;
   try {
     std::optional<timing::TraceCapture> trace;
     if (traced) trace.emplace(run.device);
@@ -107,7 +108,9 @@ void one_step(SweepContext& context, ActiveRun& active, int64_t step) {
       const profiling::Range range("step", active.recipe->name);
       out = replayed ? active.graph->replay() : active.workload->step(step);
     }
-    step_ms = context.timer.stop_ms();
+    context.timer.stop();
+    sm_clock_mhz = step_sm_clock(context);
+    step_ms = context.timer.elapsed_ms();
     if (trace) save_trace(context, active, step, *trace);
     finite = active.workload->last_step_finite();
     if (diagnosed) diagnostics = kernels::take_operand_stats();
@@ -120,9 +123,9 @@ void one_step(SweepContext& context, ActiveRun& active, int64_t step) {
   // A traced or diagnosed step carries the profiler's or the diagnostics' overhead: it is kept,
   // but out of the statistics.
   const bool excluded = step < run.timing_warmup_steps || traced || diagnosed;
-  store::StepRecord record{active.run_id, step,        excluded, out.loss.value_or(NAN),
-                           step_ms,       out.tokens,  out.lr,   out.grad_norm.value_or(NAN),
-                           std::nullopt,  std::nullopt};
+  store::StepRecord record{active.run_id, step,         excluded,    out.loss.value_or(NAN),
+                           step_ms,       out.tokens,   out.lr,      out.grad_norm.value_or(NAN),
+                           std::nullopt,  std::nullopt, sm_clock_mhz};
   // A replayed step allocates nothing the allocator sees (its tensors live in the graph's pool):
   // its peak allocated is not measurable, and is left empty rather than recorded as the resident.
   if (!replayed) {

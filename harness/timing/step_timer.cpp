@@ -28,14 +28,20 @@ void StepTimer::start() {
   }
 }
 
-double StepTimer::stop_ms() {
+void StepTimer::stop() {
   if (stop_event_) {
     stop_event_->record(current_stream(device_));
+  } else {
+    host_stop_ = std::chrono::steady_clock::now();
+  }
+}
+
+double StepTimer::elapsed_ms() {
+  if (stop_event_) {
     stop_event_->synchronize();
     return start_event_->elapsedTime(*stop_event_);
   }
-  const auto elapsed = std::chrono::steady_clock::now() - host_start_;
-  return std::chrono::duration<double, std::milli>(elapsed).count();
+  return std::chrono::duration<double, std::milli>(host_stop_ - host_start_).count();
 }
 
 }  // namespace lpbench::timing

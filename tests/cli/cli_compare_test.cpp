@@ -73,7 +73,7 @@ TEST(CliCompare, UnlikeRunsAreRefusedWithExitTwoUnlessAllowed) {
       r.tokens_per_step = 128;
       const int64_t run = store.add_run(r);
       for (int step = 0; step < 12; ++step)
-        store.add_step({run, step, step < 2, 3.0, 10.0 + step % 3, 128, 1e-3, 0.5, {}, {}});
+        store.add_step({run, step, step < 2, 3.0, 10.0 + step % 3, 128, 1e-3, 0.5, {}, {}, {}});
       store.finish_run(run, store::RunStatus::ok, std::nullopt);
     }
   }

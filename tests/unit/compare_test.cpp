@@ -71,7 +71,7 @@ class History {
       for (int step = 0; step < spec.steps; ++step) {
         const bool warmup = step < 2;
         store_.add_step({run, step, warmup, spec.loss, warmup ? 10 * spec.median_ms : noise(rng_),
-                         512, 1e-3, 1.0, spec.peak_gib, spec.peak_gib});
+                         512, 1e-3, 1.0, spec.peak_gib, spec.peak_gib, std::nullopt});
       }
       if (spec.contention) store_.set_contention(run, spec.contention);
       store_.finish_run(

@@ -139,7 +139,7 @@ int64_t layer_sweep(store::Store& store, const std::vector<std::pair<std::string
     std::normal_distribution<double> noise(ms, ms * 0.005);
     for (int step = 0; step < 16; ++step) {
       store.add_step({id, step, step < 4, 10.0, step < 4 ? 3 * ms : noise(rng), 4096, 1e-4, 1.0,
-                      std::nullopt, std::nullopt});
+                      std::nullopt, std::nullopt, std::nullopt});
     }
     store.finish_run(id, store::RunStatus::ok, std::nullopt);
   }
@@ -192,7 +192,8 @@ int64_t convergence_sweep(store::Store& store,
     r.config_json = fmt::format(R"({{"training":{{"seed":{},"steps":{}}}}})", seed_value, steps);
     const int64_t id = store.add_run(r);
     for (int step = 0; step < steps; ++step)
-      store.add_step({id, step, false, loss, 5.0, 512, 1e-3, 1.0, std::nullopt, std::nullopt});
+      store.add_step(
+          {id, step, false, loss, 5.0, 512, 1e-3, 1.0, std::nullopt, std::nullopt, std::nullopt});
     store.add_eval({id, steps - 1, loss, 1024});
     store.finish_run(id, store::RunStatus::ok, std::nullopt);
   }

@@ -107,7 +107,8 @@ class StoredSweep {
     for (int64_t step = 0; step < 20; ++step) {
       // Two warm-up steps far off, then a tight spread around `ms`.
       const double t = step < 2 ? 100 * ms : ms + 0.01 * static_cast<double>(step % 3);
-      store_.add_step({id, step, step < 2, loss, t, 1000, 1e-3, 1.0, std::nullopt, std::nullopt});
+      store_.add_step(
+          {id, step, step < 2, loss, t, 1000, 1e-3, 1.0, std::nullopt, std::nullopt, std::nullopt});
     }
     store_.finish_run(
         id, status,
@@ -139,6 +140,7 @@ TEST(SweepReport, ShowsTheStoredNumbersWithSpeedupAndLossGap) {
   EXPECT_NE(text.find("emulated"), std::string::npos) << text;
   // The CPU reference's runs carry the mark, not a backend note.
   EXPECT_EQ(text.find("Quantized GEMMs ran on"), std::string::npos) << text;
+  EXPECT_EQ(text.find("SM clock"), std::string::npos) << text;  // no step has one
 }
 
 // Every name a CPU path records is marked: the reference, int8-fallback's reference with its
@@ -255,6 +257,35 @@ TEST(SweepReport, SaysWhichRunsWereReplayedFromACudaGraph) {
   store.finish_run(store.add_run(r), store::RunStatus::ok, std::nullopt);
   const std::string plain = render_sweep_markdown(build_sweep_report(store, *store.sweep(eager)));
   EXPECT_EQ(plain.find("CUDA graph"), std::string::npos) << plain;
+}
+
+// Each run's measured steps' SM clocks, warm-up left out, beside the times they explain.
+TEST(SweepReport, GivesTheSmClockEachRunsMeasuredStepsRanAt) {
+  lpbench::testing::TempDir dir;
+  store::Store store = store::Store::open(dir / "r.db", store::Store::Mode::write);
+  const int64_t sweep = store.add_sweep({0, "2026-12-01T00:00:00.000Z", "lpbench run", "h", "0"});
+  auto add_run = [&](const std::string& recipe, double ms, double mhz) {
+    store::RunRecord r = lpbench::testing::test_run_record(sweep, recipe, "cuda:0");
+    r.workload = "layer:tiny";
+    r.level = "layer";
+    const int64_t id = store.add_run(r);
+    for (int64_t step = 0; step < 12; ++step) {
+      // Two warm-up steps at the boost clock, then one clock a recipe, one step in three at the
+      // next 15 MHz step down.
+      const bool warmup = step < 2;
+      const double clock = warmup ? 1980.0 : mhz - (step % 3 == 0 ? 15.0 : 0.0);
+      store.add_step(
+          {id, step, warmup, NAN, ms, 4096, 0.0, NAN, std::nullopt, std::nullopt, clock});
+    }
+    store.finish_run(id, store::RunStatus::ok, std::nullopt);
+  };
+  add_run("bf16", 8.5, 1755.0);
+  add_run("int8-tensor", 5.7, 1650.0);
+  const std::string text = render_sweep_markdown(build_sweep_report(store, *store.sweep(sweep)));
+  EXPECT_NE(text.find("MHz, median (p10–p90): run 1 (bf16) 1755 (1740–1755); run 2 "
+                      "(int8-tensor) 1650 (1635–1650)."),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

@@ -67,8 +67,9 @@ TEST(Store, RecordsRunsStepsAndModulesAsTypedRows) {
   store.add_modules(run,
                     {{run, "output", "linear", false, "fprop=bf16 dgrad=bf16 wgrad=bf16", "kept"},
                      {run, "layers.0.mlp.down", "linear", true, "int8", "quantized"}});
-  store.add_step({run, 0, true, 6.2, 12.5, 512, 1e-4, 3.0, std::nullopt, std::nullopt});
-  store.add_step({run, 1, false, NAN, 11.0, 512, 2e-4, INFINITY, 1.5, 2.0});
+  store.add_step(
+      {run, 0, true, 6.2, 12.5, 512, 1e-4, 3.0, std::nullopt, std::nullopt, std::nullopt});
+  store.add_step({run, 1, false, NAN, 11.0, 512, 2e-4, INFINITY, 1.5, 2.0, 1755.0});
 
   const std::vector<RunRecord> runs = store.runs(sweep);
   ASSERT_EQ(runs.size(), 1U);
@@ -85,6 +86,8 @@ TEST(Store, RecordsRunsStepsAndModulesAsTypedRows) {
   EXPECT_TRUE(std::isnan(steps[1].loss));  // NaN is stored as NULL and read back as NaN
   EXPECT_TRUE(std::isinf(steps[1].grad_norm));
   EXPECT_DOUBLE_EQ(*steps[1].peak_mem_gib, 1.5);
+  EXPECT_FALSE(steps[0].sm_clock_mhz.has_value());  // a CPU step, or no NVML
+  EXPECT_DOUBLE_EQ(*steps[1].sm_clock_mhz, 1755.0);
 
   const std::vector<ModuleRecord> modules = store.modules(run);
   ASSERT_EQ(modules.size(), 2U);

@@ -238,9 +238,10 @@ SweepTable sweep_table(const SweepReport& report) {
   }
   if (!clocks.empty()) {
     out.notes.push_back(fmt::format(
-        "SM clock as the measured steps ran (NVML, read as each step's last kernels ran), MHz, "
-        "median (p10–p90): {}. Under a power cap each recipe settles at its own clock, "
-        "interleaved or not; a speedup is measured at the clocks each recipe got.",
+        "SM clock as the measured steps ran (NVML's reading as each step's last kernels ran, "
+        "which it renews about every 0.1 s: the clock's drift, not each step's own), MHz, median "
+        "(p10–p90): {}. Recipes interleaved in one sweep share the drift; a clock that differs "
+        "between two runs carries into their speedup.",
         fmt::join(clocks, "; ")));
   }
   if (any_clock_fell) {

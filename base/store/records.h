@@ -82,8 +82,8 @@ struct StepRecord {
   double grad_norm = 0.0;
   std::optional<double> peak_mem_gib;
   std::optional<double> peak_reserved_gib;
-  // The GPU's SM clock as the step ran (NVML, read while its last kernels ran): with a power cap,
-  // recipes interleaved in one sweep each settle at their own clock.
+  // The GPU's SM clock as the step ran: NVML's reading while its last kernels ran, which NVML
+  // renews about every 0.1 s (the clock's drift over a sweep, not the step's own).
   std::optional<double> sm_clock_mhz;
 };
 

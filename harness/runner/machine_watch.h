@@ -27,9 +27,9 @@ void watch_end(SweepContext& context, ActiveRun& active);
 
 // The SM clock as one step runs: read between the step's stop event and the wait for it, while
 // the GPU runs the step's last kernels (the host is ahead of it by then) or has just finished
-// them, so that every step carries the clock it ran at, untimed. Under a power cap recipes that
-// draw different power settle at different clocks, even interleaved; the steps show it. Empty on
-// a CPU or without NVML.
+// them, untimed. NVML renews the reading about every 0.1 s (docs/perf-log.md §56), so a step
+// carries the clock's drift over a sweep (an H200's boost, then its power cap from about 1.3 s of
+// load on), not its own. Empty on a CPU or without NVML.
 std::optional<double> step_sm_clock(const SweepContext& context);
 
 // Why a run counts as contended, from its end sample and the other GPU processes seen at its

@@ -239,9 +239,9 @@ SweepTable sweep_table(const SweepReport& report) {
   if (!clocks.empty()) {
     out.notes.push_back(fmt::format(
         "SM clock as the measured steps ran (NVML's reading as each step's last kernels ran, "
-        "which it renews about every 0.1 s: the clock's drift, not each step's own), MHz, median "
-        "(p10–p90): {}. Recipes interleaved in one sweep share the drift; a clock that differs "
-        "between two runs carries into their speedup.",
+        "which it renews about every 0.1 s: a shorter step carries the clock of the steps "
+        "around it, a longer one its own), MHz, median (p10–p90): {}. Where two runs' clocks "
+        "differ beyond their spread, so did the conditions their speedup compares.",
         fmt::join(clocks, "; ")));
   }
   if (any_clock_fell) {

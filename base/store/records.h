@@ -83,7 +83,7 @@ struct StepRecord {
   std::optional<double> peak_mem_gib;
   std::optional<double> peak_reserved_gib;
   // The GPU's SM clock as the step ran: NVML's reading while its last kernels ran, which NVML
-  // renews about every 0.1 s (the clock's drift over a sweep, not the step's own).
+  // renews about every 0.1 s (for a shorter step, the clock of the steps around it).
   std::optional<double> sm_clock_mhz;
 };
 

@@ -27,9 +27,10 @@ void watch_end(SweepContext& context, ActiveRun& active);
 
 // The SM clock as one step runs: read between the step's stop event and the wait for it, while
 // the GPU runs the step's last kernels (the host is ahead of it by then) or has just finished
-// them, untimed. NVML renews the reading about every 0.1 s (docs/perf-log.md §56), so a step
-// carries the clock's drift over a sweep (an H200's boost, then its power cap from about 1.3 s of
-// load on), not its own. Empty on a CPU or without NVML.
+// them, untimed. NVML renews the reading about every 0.1 s (docs/perf-log.md §56): a layer's
+// step of a few ms carries the clock of the steps around it (an H200's boost, then its power
+// cap from about 1 s of load on), a model's step of 0.1 s its own. Empty on a CPU or without
+// NVML.
 std::optional<double> step_sm_clock(const SweepContext& context);
 
 // Why a run counts as contended, from its end sample and the other GPU processes seen at its

@@ -55,7 +55,7 @@ TEST(CliExport, CsvReadsBackToTheStoredValues) {
   ASSERT_EQ(steps.size(), stored.size() + 1);
   for (size_t i = 0; i < stored.size(); ++i) {
     const auto& row = steps[i + 1];
-    ASSERT_EQ(row.size(), 10U);
+    ASSERT_EQ(row.size(), 11U);
     EXPECT_EQ(std::stoll(row[1]), stored[i].step);
     EXPECT_EQ(row[2], stored[i].warmup ? "1" : "0");
     if (std::isnan(stored[i].loss)) {
@@ -65,7 +65,8 @@ TEST(CliExport, CsvReadsBackToTheStoredValues) {
     }
     EXPECT_EQ(std::strtod(row[4].c_str(), nullptr), stored[i].step_ms);
     EXPECT_EQ(std::strtod(row[6].c_str(), nullptr), stored[i].lr);
-    EXPECT_EQ(row[8], "");  // no peak memory on the CPU
+    EXPECT_EQ(row[8], "");   // no peak memory on the CPU
+    EXPECT_EQ(row[10], "");  // nor an SM clock
   }
   const auto evals = testing::parse_csv(read_file(out + "/evals.csv"));
   ASSERT_EQ(evals.size(), 2U);

@@ -2,14 +2,17 @@
 // launch's amaxes against the oracle for tensors of every size and content, in more tensors than
 // one launch takes and with ones the kernel does not take between them; and a decoder layer whose
 // forward finds its weights' amaxes together steps to the bits it steps to with every
-// quantization finding its own. Skipped where torch sees no GPU.
+// quantization finding its own; and the zeroed slots producers report their amaxes into
+// (new_amax), eagerly and under a CUDA graph. Skipped where torch sees no GPU.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 #include <vector>
 
+#include "harness/runner/step_graph.h"
 #include "kernels/cuda/tensors_amax.cuh"
 #include "kernels/recipe.h"
 #include "kernels/torch/amax_registry.h"
@@ -25,6 +28,49 @@ namespace {
 // max |x| as FP32 bits compared as integers (a NaN above +Inf), by torch's ops.
 int32_t oracle_bits(const at::Tensor& t) {
   return t.to(at::kFloat).contiguous().view(at::kInt).bitwise_and(0x7fffffff).max().item<int32_t>();
+}
+
+// new_amax's slots on a GPU come 64 to a zeroed block: each reads zero when handed out though
+// the slots before it were written, no two share an element, and a block still referenced is
+// never zeroed again.
+TEST(AmaxSlotsOnGpu, EachIsZeroWhenHandedOutAndItsOwn) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const at::Tensor like = torch::zeros({4}, torch::dtype(torch::kBFloat16).device(torch::kCUDA, 0));
+  std::vector<at::Tensor> slots;
+  for (int i = 0; i < 150; ++i) {  // more than two blocks
+    slots.push_back(new_amax(like));
+    ASSERT_EQ(slots.back().numel(), 1);
+    ASSERT_EQ(slots.back().scalar_type(), at::kInt);
+    EXPECT_EQ(slots.back().item<int32_t>(), 0) << "slot " << i;
+    slots.back().fill_(i + 1);  // as a producer's report would
+  }
+  for (size_t i = 0; i < slots.size(); ++i)
+    EXPECT_EQ(slots[i].item<int32_t>(), static_cast<int32_t>(i) + 1) << "slot " << i;
+  std::vector<const void*> addresses;
+  for (const at::Tensor& slot : slots)
+    addresses.push_back(slot.const_data_ptr());
+  std::sort(addresses.begin(), addresses.end());
+  EXPECT_EQ(std::adjacent_find(addresses.begin(), addresses.end()), addresses.end());
+}
+
+// Under a CUDA graph's capture a producer's amax is zeroed by the graph itself, so every replay
+// starts its report from zero, whatever the slot held after the replay before.
+TEST(AmaxSlotsOnGpu, AGraphZeroesTheSlotsItTookAtEveryReplay) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const at::Tensor like = torch::zeros({4}, torch::dtype(torch::kBFloat16).device(torch::kCUDA, 0));
+  const at::Tensor before = new_amax(like);  // an eager block, partly handed out
+  at::Tensor taken;
+  runner::StepGraph graph([&] {
+    taken = new_amax(like);
+    return workloads::StepOutput{};
+  });
+  ASSERT_TRUE(taken.defined());
+  EXPECT_NE(taken.storage().unsafeGetStorageImpl(), before.storage().unsafeGetStorageImpl());
+  for (int replay = 0; replay < 3; ++replay) {
+    taken.fill_(1000 + replay);  // a report left from the last replay
+    graph.replay();
+    EXPECT_EQ(taken.item<int32_t>(), 0) << "replay " << replay;
+  }
 }
 
 TEST(WeightAmaxOnGpu, OneLaunchGivesEachTensorsAmaxAsTheOracle) {

@@ -72,8 +72,12 @@ __global__ void advance_ring_kernel(uint32_t* ring, int64_t slots) {
 template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord>
 __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
   __shared__ __align__(16) uint32_t tile[kWords];
-  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile;
-  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  // The tiles are taken from X's end to its start. The kernel that wrote X (a norm, SwiGLU,
+  // RoPE's backward) walked it from start to end, so its last rows are what L2 still holds when
+  // this launch begins: the CTAs that start first read them there rather than from DRAM before
+  // the rest of X (and this launch's own writes) evict them.
+  const int64_t r0 = static_cast<int64_t>(gridDim.y - 1 - blockIdx.y) * kTile;
+  const int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
   const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
 
   RingTurn turn{0, 0};
@@ -293,7 +297,7 @@ void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
     LPBENCH_CUDA_REQUIRE(a.workspace != nullptr,
                          "tensorwise quantization needs a workspace of quantize_workspace_bytes()");
     auto* amax = static_cast<uint32_t*>(a.workspace);
-    LPBENCH_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(uint32_t), stream));
+    if (!a.workspace_zeroed) LPBENCH_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(uint32_t), stream));
     // Enough CTAs to keep every SM's loads in flight, few enough that the atomics stay cheap.
     const int64_t strips = (a.cols / 8 + kThreads - 1) / kThreads;
     const int64_t row_groups =

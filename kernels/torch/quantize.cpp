@@ -3,6 +3,7 @@
 #include <c10/util/bit_cast.h>
 
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "kernels/torch/rounding_seed.h"
@@ -121,7 +122,14 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
   }
   const size_t scratch = cuda::quantize_workspace_bytes(args);
   at::Tensor workspace;
-  if (scratch > 0) {
+  if (!amax && !turn && scratch == sizeof(int32_t) &&
+      std::string_view(cuda::quantize_kernel_name(args)) == "tensorwise") {
+    // The one-pass kernel's amax pass folds into a producer's slot, zeroed with 63 others in
+    // one launch, rather than into a word it would first clear with a memset launch of its own.
+    workspace = new_amax(input);
+    args.workspace = workspace.data_ptr();
+    args.workspace_zeroed = true;
+  } else if (scratch > 0) {
     workspace = at::empty({static_cast<int64_t>(scratch)}, input.options().dtype(at::kByte));
     args.workspace = workspace.data_ptr();
   }

@@ -3,7 +3,8 @@
 // one launch takes and with ones the kernel does not take between them; and a decoder layer whose
 // forward finds its weights' amaxes together steps to the bits it steps to with every
 // quantization finding its own; and the zeroed slots producers report their amaxes into
-// (new_amax), eagerly and under a CUDA graph. Skipped where torch sees no GPU.
+// (new_amax), eagerly and under a CUDA graph, among them the amax passes of tensorwise
+// quantizations no producer reported for. Skipped where torch sees no GPU.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -15,7 +16,9 @@
 #include "harness/runner/step_graph.h"
 #include "kernels/cuda/tensors_amax.cuh"
 #include "kernels/recipe.h"
+#include "kernels/reference/quantize.h"
 #include "kernels/torch/amax_registry.h"
+#include "kernels/torch/quantize.h"
 #include "kernels/torch/weight_amax.h"
 #include "tests/support/layer_steps.h"
 #include "tests/support/rope_tables.h"
@@ -70,6 +73,41 @@ TEST(AmaxSlotsOnGpu, AGraphZeroesTheSlotsItTookAtEveryReplay) {
     taken.fill_(1000 + replay);  // a report left from the last replay
     graph.replay();
     EXPECT_EQ(taken.item<int32_t>(), 0) << "replay " << replay;
+  }
+}
+
+// A tensorwise quantization whose input no producer reported an amax for finds its own into a
+// new_amax slot rather than a word it clears first (QuantizeArgs::workspace_zeroed): each of many
+// calls, a large amax before a small one and across slot blocks, scales by its own input's amax,
+// both layouts as the reference's bit for bit; and a graph replaying one scales each replay by
+// the input it holds then (the slot zeroed by the graph itself).
+TEST(AmaxSlotsOnGpu, ATensorwiseQuantizationFindsItsOwnAmaxInASlot) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const auto bf16 = torch::dtype(torch::kBFloat16).device(torch::kCUDA, 0);
+  const QuantSpec spec{NumberFormat::int8, 0, 0};
+  torch::manual_seed(11);
+  for (int i = 0; i < 70; ++i) {
+    // Every other input 1000 times smaller: a slot left holding the one before's amax would
+    // scale it too coarsely.
+    const at::Tensor x = torch::randn({256, 384}, bf16) * (i % 2 == 0 ? 1000.0 : 1.0);
+    const auto [q, t] = quantize_with_transpose(x, spec);
+    const Quantized ref = reference::quantize(x.cpu(), spec);
+    ASSERT_TRUE(q.scales.cpu().equal(ref.scales)) << "call " << i;
+    ASSERT_TRUE(q.values.cpu().equal(ref.values)) << "call " << i;
+    ASSERT_TRUE(t.values.cpu().equal(ref.values.t().contiguous())) << "call " << i;
+  }
+  const at::Tensor input = torch::randn({256, 384}, bf16) * 1000.0;
+  Quantized captured;
+  runner::StepGraph graph([&] {
+    captured = kernels::quantize(input, spec);
+    return workloads::StepOutput{};
+  });
+  for (int replay = 0; replay < 3; ++replay) {
+    input.copy_(torch::randn({256, 384}, bf16) * (replay == 1 ? 1.0 : 0.001));
+    graph.replay();
+    const Quantized ref = reference::quantize(input.cpu(), spec);
+    EXPECT_TRUE(captured.scales.cpu().equal(ref.scales)) << "replay " << replay;
+    EXPECT_TRUE(captured.values.cpu().equal(ref.values)) << "replay " << replay;
   }
 }
 

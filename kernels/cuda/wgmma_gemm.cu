@@ -296,11 +296,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int num_units = tiles_m_c * p.tiles_n;
   const int first_unit = static_cast<int>(blockIdx.x) / cluster;
   const int unit_step = static_cast<int>(gridDim.x) / cluster;
-  // The grouped order is walked from its last group to its first, so that the tiles stored last
-  // are the output's first rows: what L2 still holds when the kernel after this one (a norm,
-  // RoPE, SwiGLU, each reading its input from the first row on) starts.
   const auto unit_coords = [&](int u, int& tm, int& tn) {
-    tile_coords(num_units - 1 - u, tiles_m_c, p.tiles_n, tm, tn);
+    tile_coords(u, tiles_m_c, p.tiles_n, tm, tn);
     tm = tm * cluster + static_cast<int>(rank);
   };
   if (tid < 128) {

@@ -1024,7 +1024,7 @@ void quantize(const QuantizeArgs& args, cudaStream_t stream) {
     LPBENCH_CUDA_REQUIRE(blocks == 1, "a given amax is for tensorwise quantization only");
     LPBENCH_CUDA_CHECK(
         cudaMemcpyAsync(amax, args.amax, sizeof(uint32_t), cudaMemcpyDeviceToDevice, stream));
-  } else {
+  } else if (!args.workspace_zeroed) {
     LPBENCH_CUDA_CHECK(
         cudaMemsetAsync(amax, 0, static_cast<size_t>(blocks) * sizeof(uint32_t), stream));
   }

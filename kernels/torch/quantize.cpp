@@ -3,7 +3,6 @@
 #include <c10/util/bit_cast.h>
 
 #include <optional>
-#include <string_view>
 #include <utility>
 
 #include "kernels/torch/rounding_seed.h"
@@ -122,10 +121,10 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
   }
   const size_t scratch = cuda::quantize_workspace_bytes(args);
   at::Tensor workspace;
-  if (!amax && !turn && scratch == sizeof(int32_t) &&
-      std::string_view(cuda::quantize_kernel_name(args)) == "tensorwise") {
-    // The one-pass kernel's amax pass folds into a producer's slot, zeroed with 63 others in
-    // one launch, rather than into a word it would first clear with a memset launch of its own.
+  if (!amax && !turn && scratch == sizeof(int32_t)) {
+    // A one-word workspace is a tensorwise amax: its pass folds into a producer's slot, zeroed
+    // with 63 others in one launch, rather than into a word it would first clear with a memset
+    // launch of its own.
     workspace = new_amax(input);
     args.workspace = workspace.data_ptr();
     args.workspace_zeroed = true;

@@ -476,7 +476,10 @@ using lpbench::test_support::relative_error;
 // same outputs and gradients for a dense layer, an MoE layer and Qwen3's per-head norms, with and
 // without checkpointing. Under BF16 they agree within BF16 rounding; under int8-tensor the two
 // sets' BF16 roundings move some INT8 roundings (another draw of the same quantization noise),
-// so they lie no further apart than the recipe's own error (its unfused gradients from BF16's).
+// so they lie no further apart than the recipe's own error (its unfused logits and gradients
+// from BF16's). Which roundings move depends on the CPU: on this project's AMD machines the two
+// sets' int8-tensor logits agree bit for bit, on CI's they differed by 1.35 %, inside the
+// recipe's own 3.3-4.2 %.
 struct DecoderGrads {
   torch::Tensor logits;
   std::vector<torch::Tensor> grads;
@@ -509,7 +512,9 @@ TEST(Fusion, TheFusedDecoderComputesWhatTheUnfusedOneDoes) {
             decoder_grads(config, recipe, Fusion::fused, checkpointing, tokens);
         const std::string what = config.name + (config.qk_norm ? "+qk_norm " : " ") + recipe +
                                  (checkpointing ? " checkpointed" : "");
-        EXPECT_LT(relative_error(fused.logits, none.logits), 1e-2) << what;
+        const double logits_error = relative_error(none.logits, bf16.logits);
+        EXPECT_LT(relative_error(fused.logits, none.logits), std::max(1e-2, logits_error))
+            << what << " (the recipe's own error " << logits_error << ")";
         ASSERT_EQ(none.grads.size(), fused.grads.size()) << what;
         for (size_t p = 0; p < none.grads.size(); ++p) {
           EXPECT_EQ(fused.grads[p].scalar_type(), torch::kFloat) << what;  // FP32 masters' grads

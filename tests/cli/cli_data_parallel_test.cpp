@@ -98,9 +98,13 @@ double mean_of_last(const std::vector<double>& values, size_t count) {
 // does), so its products differ slightly from the whole batch's: 1e-3 and 1e-2. After that the
 // trajectories part the way any two BF16 trainings do whose weights differ in the last bit (a
 // one-ulp change of the clipping coefficient moved the tiny model's step-3 gradient norm by 5 %,
-// measured), so later steps are held to what a sharding bug would break: every loss within 3 %
-// (measured: up to 1.5 %), and the fall of the loss over 20 steps within 6 % of one process's
-// (measured: 0.05–3.1 %).
+// measured), so later steps are held to what a sharding bug would break: every loss within 3 %,
+// and the fall of the loss over 20 steps within 6 % of one process's. int8-tensor's ranks run
+// products of their own scales, a numerically other training than the whole batch's, and how far
+// 20 steps carry the two apart depends on the CPU's kernels: measured with torch's AVX-512, AVX2
+// and plain kernels (ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA), every loss within 0.3-1.5 % (BF16)
+// and 1.2-2.3 % (int8-tensor), the falls within 0.1-2.8 % and 2.4-9.9 %. So int8-tensor is held
+// to 5 % and 15 %; a sharding bug shows in BF16's bounds, whose sharding code is the same.
 TEST(DataParallel, TwoAndThreeGlooRanksTrainAsOneProcessOnTheGlobalBatch) {
   constexpr int kSteps = 20;
   for (int ranks : {2, 3}) {
@@ -128,11 +132,12 @@ TEST(DataParallel, TwoAndThreeGlooRanksTrainAsOneProcessOnTheGlobalBatch) {
       EXPECT_LT(relative(t.loss[0], reference.loss[0]), bf16 ? 1e-6 : 1e-3);
       EXPECT_LT(relative(t.grad_norm[0], reference.grad_norm[0]), 1e-2);
       for (int s = 0; s < kSteps; ++s)
-        EXPECT_LT(relative(t.loss[s], reference.loss[s]), 3e-2) << "step " << s;
+        EXPECT_LT(relative(t.loss[s], reference.loss[s]), bf16 ? 3e-2 : 5e-2) << "step " << s;
       const double fall = t.loss[0] - mean_of_last(t.loss, 5);
       const double reference_fall = reference.loss[0] - mean_of_last(reference.loss, 5);
       EXPECT_GT(reference_fall, 0.2);
-      EXPECT_LT(relative(fall, reference_fall), 0.06) << fall << " against " << reference_fall;
+      EXPECT_LT(relative(fall, reference_fall), bf16 ? 0.06 : 0.15)
+          << fall << " against " << reference_fall;
       // The run says how it was trained, and counts every rank's tokens.
       EXPECT_EQ(t.run.world_size, ranks);
       EXPECT_EQ(t.run.sharding.value_or(""), "zero1 (gloo)");

@@ -51,12 +51,9 @@ class SeedEachTest : public testing::EmptyTestEventListener {
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
-  const char* salt = std::getenv("LPBENCH_TEST_SEED");
-  if (salt != nullptr && *salt != '\0') {
-    std::printf("torch seeds: each test's name with LPBENCH_TEST_SEED=%s\n", salt);
-  } else {
-    salt = "";
-  }
+  const char* env = std::getenv("LPBENCH_TEST_SEED");
+  const std::string_view salt = env != nullptr ? env : "";
+  if (!salt.empty()) std::printf("torch seeds: each test's name with LPBENCH_TEST_SEED=%s\n", env);
   testing::UnitTest::GetInstance()->listeners().Append(new SeedEachTest(salt));  // gtest owns it
   return RUN_ALL_TESTS();
 }

@@ -85,6 +85,7 @@ std::string runs_csv(const store::Store& store) {
                             "git_commit",
                             "git_dirty",
                             "cpu_name",
+                            "cpu_kernels",
                             "gpu_name",
                             "driver_version",
                             "cuda_version",
@@ -116,6 +117,7 @@ std::string runs_csv(const store::Store& store) {
                .text(p.git_commit)
                .flag(p.git_dirty)
                .maybe(p.cpu_name)
+               .maybe(p.cpu_kernels)
                .maybe(p.gpu_name)
                .maybe(p.driver_version)
                .maybe(p.cuda_version)

@@ -236,6 +236,11 @@ constexpr std::string_view kSchemaV8 = R"sql(
 ALTER TABLE steps ADD COLUMN sm_clock_mhz REAL;
 )sql";
 
+constexpr std::string_view kSchemaV9 = R"sql(
+-- torch's CPU kernel set (ATen's dispatch level, oneDNN's ISA cap where set); NULL before version 9.
+ALTER TABLE runs ADD COLUMN cpu_kernels TEXT;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -248,6 +253,7 @@ const std::vector<Migration>& migrations() {
       {6, "kernel_samples", kSchemaV6},
       {7, "runs.world_size and sharding, run_ranks", kSchemaV7},
       {8, "steps.sm_clock_mhz", kSchemaV8},
+      {9, "runs.cpu_kernels", kSchemaV9},
   };
   return list;
 }

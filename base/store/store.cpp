@@ -145,7 +145,7 @@ constexpr std::string_view kRunColumns =
     "started_at, finished_at, host, pid, process_start, git_commit, git_dirty, cpu_name, "
     "gpu_name, driver_version, cuda_version, torch_version, lpbench_version, build_type, "
     "tokens_per_step, level, model, layers_run, layers_published, data, memory_estimate_gib, "
-    "clock_fell, contention, world_size, sharding";
+    "clock_fell, contention, world_size, sharding, cpu_kernels";
 
 RunRecord read_run(const Statement& s) {
   Columns c(s);
@@ -184,6 +184,7 @@ RunRecord read_run(const Statement& s) {
   r.contention = c.optional_text();
   r.world_size = c.integer();
   r.sharding = c.optional_text();
+  r.provenance.cpu_kernels = c.optional_text();
   return r;
 }
 
@@ -372,13 +373,13 @@ int64_t Store::add_run(const RunRecord& r) {
                     "started_at, host, pid, process_start, git_commit, git_dirty, cpu_name, "
                     "gpu_name, driver_version, cuda_version, torch_version, lpbench_version, "
                     "build_type, tokens_per_step, level, model, layers_run, layers_published, "
-                    "data, memory_estimate_gib, world_size, sharding",
+                    "data, memory_estimate_gib, world_size, sharding, cpu_kernels",
                     r.sweep_id, r.workload, r.recipe, r.device, r.int8_backend, r.config_json,
                     to_string(RunStatus::running), r.started_at, p.host, r.pid, r.process_start,
                     p.git_commit, p.git_dirty, p.cpu_name, p.gpu_name, p.driver_version,
                     p.cuda_version, p.torch_version, p.lpbench_version, p.build_type,
                     r.tokens_per_step, r.level, r.model, r.layers_run, r.layers_published, r.data,
-                    r.memory_estimate_gib, r.world_size, r.sharding);
+                    r.memory_estimate_gib, r.world_size, r.sharding, p.cpu_kernels);
 }
 
 void Store::add_modules(int64_t run_id, const std::vector<ModuleRecord>& modules) {

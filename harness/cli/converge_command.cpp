@@ -170,9 +170,10 @@ void add_converge_command(CLI::App& app, Action& action, const std::string& comm
                   "Tokens: synthetic, a directory made by `lpbench data prepare`, or a token file")
       ->capture_default_str();
   cmd->add_option("--layers", o->run.layers, "Build this many layers at full width");
-  cmd->add_option("--micro-batch", o->run.micro_batch, "Sequences per step (default: the model's)");
-  cmd->add_option("--seq-len", o->run.seq_len, "Tokens per sequence (default: the model's)");
-  cmd->add_option("--lr", o->run.lr, "Peak learning rate (default: the model's)");
+  cmd->add_option("--micro-batch", o->run.micro_batch,
+                  "Sequences per step (default, or 0: the model's)");
+  cmd->add_option("--seq-len", o->run.seq_len, "Tokens per sequence (default, or 0: the model's)");
+  cmd->add_option("--lr", o->run.lr, "Peak learning rate (default, or 0: the model's)");
   cmd->add_option("--eval-every", o->run.eval_every, "Validation every N steps (default steps/20)");
   cmd->add_option("--eval-batches", o->run.eval_batches, "Validation batches per evaluation")
       ->capture_default_str();

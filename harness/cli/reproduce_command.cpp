@@ -392,9 +392,9 @@ void add_reproduce_command(CLI::App& app, Action& action, const std::string& com
                 "activation checkpointing where that makes a row fit this device, and lists the "
                 "rows no single device of this size holds");
   cmd->add_option("--seq-len", options->plan.seq_len,
-                  "Tokens per sequence (default: each model's)");
+                  "Tokens per sequence (default, or 0: each model's)");
   cmd->add_option("--micro-batch", options->plan.micro_batch,
-                  "Sequences per step (default: each model's)");
+                  "Sequences per step (default, or 0: each model's)");
   cmd->add_option("--device", options->plan.device, "auto, cpu, cuda or cuda:<index>")
       ->capture_default_str();
   cmd->add_option("--nproc-per-node", options->plan.nproc_per_node,

@@ -15,7 +15,7 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
   run.add_option("--model", config.model,
                  "Replace each workload's model: a built-in name or a Hugging Face config.json");
   run.add_option("--layers", config.layers,
-                 "Model level: build this many layers at full width (default: all)");
+                 "Model level: build this many layers at full width (default, or 0: all)");
   run.add_option("--steps", config.steps, "Steps per recipe")->capture_default_str();
   run.add_option("--warmup-steps", config.warmup_steps,
                  "Steps left out of the timing statistics (default: min(10, steps/10))");
@@ -23,8 +23,9 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
   run.add_option("--seed", config.seed, "Seed of the initial weights and the data")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  run.add_option("--micro-batch", config.micro_batch, "Sequences per step (default: the model's)");
-  run.add_option("--seq-len", config.seq_len, "Tokens per sequence (default: the model's)");
+  run.add_option("--micro-batch", config.micro_batch,
+                 "Sequences per step (default, or 0: the model's)");
+  run.add_option("--seq-len", config.seq_len, "Tokens per sequence (default, or 0: the model's)");
   run.add_option("--grad-accum", config.grad_accum,
                  "Model level: sum the gradients of N micro-batches before each optimizer step "
                  "(a step trains N × --micro-batch sequences a rank); each linear layer "
@@ -37,7 +38,7 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
                "Model level, fused: let autograd add each micro-batch's weight gradients into "
                "the summed ones (the ablation of the wgrad products adding into them as they "
                "store)");
-  run.add_option("--lr", config.lr, "Peak learning rate (default: the model's)");
+  run.add_option("--lr", config.lr, "Peak learning rate (default, or 0: the model's)");
   run.add_flag("--activation-checkpointing", config.activation_checkpointing,
                "Model level: recompute each layer's activations in backward");
   run.add_option("--checkpoint-layers", config.checkpoint_layers,

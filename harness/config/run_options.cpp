@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 #include <stdexcept>
+#include <string>
 
 #include "base/errors.h"
 #include "kernels/int8_backend.h"
@@ -19,9 +20,13 @@ namespace {
 constexpr int64_t kMaxSteps = 100'000'000;
 constexpr int64_t kMaxSize = 1 << 24;
 
-void check_range(std::string_view flag, int64_t value, int64_t min, int64_t max) {
+// `zero_means`: what 0 stands for where the range starts at 0 (said in the message).
+void check_range(std::string_view flag, int64_t value, int64_t min, int64_t max,
+                 std::string_view zero_means = {}) {
   if (value < min || value > max) {
-    throw InputError(fmt::format("{} must be between {} and {}, got {}", flag, min, max, value));
+    const std::string low =
+        zero_means.empty() ? std::to_string(min) : fmt::format("{} ({})", min, zero_means);
+    throw InputError(fmt::format("{} must be between {} and {}, got {}", flag, low, max, value));
   }
 }
 
@@ -48,10 +53,10 @@ void check_run_options(const RunConfig& config) {
   const int64_t warmup =
       config.warmup_steps >= 0 ? config.warmup_steps : std::min<int64_t>(10, config.steps / 10);
   check_range("--warmup-steps", warmup, 0, config.steps - 1);
-  check_range("--micro-batch", config.micro_batch, 0, kMaxSize);
-  check_range("--seq-len", config.seq_len, 0, kMaxSize);
+  check_range("--micro-batch", config.micro_batch, 0, kMaxSize, "the model's");
+  check_range("--seq-len", config.seq_len, 0, kMaxSize, "the model's");
   check_range("--grad-accum", config.grad_accum, 1, 1 << 16);
-  check_range("--layers", config.layers, 0, 1 << 16);
+  check_range("--layers", config.layers, 0, 1 << 16, "all");
   check_range("--eval-batches", config.eval_batches, 1, 1 << 16);
   check_range("--eval-every", config.eval_every, -1, kMaxSteps);
   check_range("--metrics-every", config.metrics_every, 0, kMaxSteps);
@@ -64,7 +69,8 @@ void check_run_options(const RunConfig& config) {
                                  kernels::kInt8GemmNames));
   }
   if (!std::isfinite(config.lr) || config.lr < 0.0) {
-    throw InputError(fmt::format("--lr must be a positive number, got {}", config.lr));
+    throw InputError(
+        fmt::format("--lr must be a positive number (0: the model's), got {}", config.lr));
   }
   if (!std::isfinite(config.memory_budget_gib) || config.memory_budget_gib < 0.0) {
     throw InputError(fmt::format(

@@ -1,9 +1,11 @@
 #include "harness/env/provenance_probe.h"
 
+#include <ATen/Version.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <fmt/format.h>
 #include <torch/headeronly/version.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "base/env/build_info.h"
@@ -28,6 +30,14 @@ std::optional<std::string> cpu_model_name() {
     }
   }
   return std::nullopt;
+}
+
+// ATen's dispatch level, as ATEN_CPU_CAPABILITY may have lowered it, and oneDNN's ISA cap.
+std::string cpu_kernel_set() {
+  std::string set = at::get_cpu_capability();
+  const char* onednn = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (onednn != nullptr && *onednn != '\0') set += fmt::format(" (oneDNN at most {})", onednn);
+  return set;
 }
 
 std::optional<std::string> cuda_runtime_version() {
@@ -55,6 +65,7 @@ Provenance collect_provenance(const c10::Device& device) {
   p.build_type = std::string(build.build_type);
   p.torch_version = TORCH_VERSION;
   p.cpu_name = cpu_model_name();
+  p.cpu_kernels = cpu_kernel_set();
   p.gpu_name = gpu_name(device);
   if (device.is_cuda()) {
     p.driver_version = Nvml::instance().driver_version();

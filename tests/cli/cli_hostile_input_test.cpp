@@ -281,11 +281,11 @@ TEST_F(CliHostileInput, MalformedTokenFiles) {
 TEST_F(CliHostileInput, AbsurdSizes) {
   const std::string huge = "99999999999999999999999";
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
-      {{"--micro-batch", "-1"}, "--micro-batch must be between"},
+      {{"--micro-batch", "-1"}, "--micro-batch must be between 0 (the model's) and"},
       {{"--micro-batch", "16777217"}, "--micro-batch must be between"},
       {{"--micro-batch", huge}, "--micro-batch"},
       {{"--micro-batch", "4096", "--seq-len", "8192"}, "tokens per step exceeds"},
-      {{"--seq-len", "-8"}, "--seq-len must be between"},
+      {{"--seq-len", "-8"}, "--seq-len must be between 0 (the model's) and"},
       {{"--seq-len", "9223372036854775807"}, "--seq-len must be between"},
       {{"--seq-len", huge}, "--seq-len"},
       {{"--steps", "-1"}, "--steps must be between"},
@@ -296,7 +296,7 @@ TEST_F(CliHostileInput, AbsurdSizes) {
       {{"--layers", huge}, "--layers"},
       {{"--warmup-steps", "2"}, "--warmup-steps must be between"},
       {{"--eval-batches", "0"}, "--eval-batches must be between"},
-      {{"--lr", "-0.1"}, "--lr must be a positive number"},
+      {{"--lr", "-0.1"}, "--lr must be a positive number (0: the model's)"},
       {{"--lr", "nan"}, "--lr"},
       {{"--lr", "inf"}, "--lr"},
       {{"--lr", "1e999"}, "--lr"},

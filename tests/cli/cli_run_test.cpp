@@ -66,6 +66,22 @@ TEST(CliRun, Bf16AndInt8TrainTinyAlikeAndTheReportComparesThem) {
   EXPECT_NE(list.out.find("| ok "), std::string::npos) << list.out;
 }
 
+// A CPU run's losses depend on the kernels torch ran (their roundings differ): the store keeps
+// which, as ATEN_CPU_CAPABILITY and ONEDNN_MAX_CPU_ISA left them.
+TEST(CliRun, RecordsTheCpuKernelsTorchRanOn) {
+  TempDir dir;
+  const std::string db = dir / "kernels.db";
+  const testing::ProcessResult run =
+      run_process({"/usr/bin/env", "ATEN_CPU_CAPABILITY=default", "ONEDNN_MAX_CPU_ISA=SSE41",
+                   LPBENCH_BINARY, "run", "--workload", "model:tiny", "--recipes", "bf16",
+                   "--steps", "2", "--device", "cpu", "--db", db});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const store::Store store = store::Store::open(db, store::Store::Mode::read);
+  const auto runs = store.runs();
+  ASSERT_EQ(runs.size(), 1U);
+  EXPECT_EQ(runs[0].provenance.cpu_kernels, "DEFAULT (oneDNN at most SSE41)");
+}
+
 // --dry-run checks what a run would (the nightly checks every suite line with it before any runs)
 // and touches nothing: no database is created, bad input still exits 2 with one line.
 TEST(CliRun, DryRunChecksEverythingAndOpensNothing) {

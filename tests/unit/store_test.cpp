@@ -25,6 +25,7 @@ RunRecord sample_run(int64_t sweep_id, const env::ProcessIdentity& process) {
   r.process_start = process.start;
   r.provenance.lpbench_version = "0.1.0";
   r.provenance.build_type = "Release";
+  r.provenance.cpu_kernels = "AVX2 (oneDNN at most SSE41)";
   r.tokens_per_step = 512;
   return r;
 }
@@ -77,6 +78,7 @@ TEST(Store, RecordsRunsStepsAndModulesAsTypedRows) {
   EXPECT_EQ(runs[0].int8_backend, "cpu-exact");
   EXPECT_EQ(runs[0].provenance.git_commit, "abc");
   EXPECT_FALSE(runs[0].provenance.gpu_name.has_value());
+  EXPECT_EQ(runs[0].provenance.cpu_kernels, "AVX2 (oneDNN at most SSE41)");
 
   const std::vector<StepRecord> steps = store.steps(run);
   ASSERT_EQ(steps.size(), 2U);

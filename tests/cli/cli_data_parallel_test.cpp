@@ -166,6 +166,35 @@ TEST(DataParallel, TwoAndThreeGlooRanksTrainAsOneProcessOnTheGlobalBatch) {
   }
 }
 
+// Under a tensorwise recipe each rank quantizes its own micro-batch with its own scale, as one
+// process's micro-batches do under --grad-accum: the one-process twin of 2 ranks of micro-batch 2
+// is micro-batch 2 × 2 accumulated, whose first loss is the same mean of the same two quantized
+// forwards (measured on three seeds: equal to the last of 8 printed digits; one process of
+// micro-batch 4, which scales the whole batch at once, 6e-5 apart) and whose first gradient is
+// the same sum of two quantized backwards, added in another order (the norms 3e-6 apart; 1e-3
+// from micro-batch 4's). A rank that quantized with another scale
+// (the whole batch's, or another rank's) would miss both bounds.
+TEST(DataParallel, Int8RanksQuantizeAsTheMicroBatchesOfOneProcessDo) {
+  TempDir dir;
+  const std::string accumulated_db = dir / "accumulated.db";
+  const std::string dp_db = dir / "dp.db";
+  const testing::ProcessResult accumulated =
+      run_process(with(tiny_run(accumulated_db, "int8-tensor", 2, 2), {"--grad-accum", "2"}));
+  ASSERT_EQ(accumulated.exit_code, 0) << accumulated.err;
+  const testing::ProcessResult dp =
+      run_process(with(tiny_run(dp_db, "int8-tensor", 2, 2), {"--nproc-per-node", "2"}));
+  ASSERT_EQ(dp.exit_code, 0) << dp.err;
+  const Trained one = trained(accumulated_db).at("int8-tensor");
+  const Trained ranks = trained(dp_db).at("int8-tensor");
+  ASSERT_EQ(ranks.run.world_size, 2);
+  ASSERT_FALSE(one.loss.empty());
+  ASSERT_FALSE(ranks.loss.empty());
+  EXPECT_LT(relative(ranks.loss[0], one.loss[0]), 1e-6)
+      << ranks.loss[0] << " against " << one.loss[0];
+  EXPECT_LT(relative(ranks.grad_norm[0], one.grad_norm[0]), 1e-4)
+      << ranks.grad_norm[0] << " against " << one.grad_norm[0];
+}
+
 // ZeRO stages 2 and 3 against stage 1 on the same ranks and batch (with activation
 // checkpointing, which the layer-sharded stages need): every gradient element is the same sum
 // (a + b, or a + b + c) reduced layer by layer instead of all at once, every master the same

@@ -10,10 +10,13 @@
 // in registers, storing X's bytes straight away and stashing Xᵀ's in the byte tile
 // (quantize_byte_tile.cuh): two reads of X. Where the kernel that wrote X reported every row's
 // and column's amax (QuantizeArgs::line_amax), the amax pass is skipped: one read.
+//
+// Each CTA turns the amaxes of its tile's 128 rows and 128 columns into inverse scales itself, a
+// line a thread while its loads are in flight, and the CTAs on the grid's first column and row
+// store the rows' and the columns' scales. A kernel of its own did that before, one launch and
+// its gap (1.5–2 µs of kernel, and as much idle) for every pair (docs/perf-log.md §58).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-
-#include <algorithm>
 
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/quantize_byte_tile.cuh"
@@ -75,48 +78,48 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// The rows' scales into scales [rows], the columns' into scales_t [cols], and each line's
-// inverse scale into inv [rows + cols] (`amax` itself where this pass found it, a producer's
-// report where one came: that one is left as it is).
-__global__ void row_pair_scales_kernel(const uint32_t* amax, uint32_t* inv_out, int64_t rows,
-                                       int64_t cols, float* scales, float* scales_t, float fmax) {
-  for (int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; b < rows + cols;
-       b += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float scale;
-    float inv;
-    quant::scale_of(amax[b], fmax, &scale, &inv);
-    if (b < rows) {
-      scales[b] = scale;
-    } else {
-      scales_t[b - rows] = scale;
-    }
-    inv_out[b] = __float_as_uint(inv);
-  }
-}
-
 struct RowPairParams {
   const __nv_bfloat16* x;
   int64_t ld;
   int64_t rows, cols;
-  const float* row_inv;  // [rows]
-  const float* col_inv;  // [cols]
+  const uint32_t* row_amax;  // [rows], FP32 bits
+  const uint32_t* col_amax;  // [cols], FP32 bits
+  float fmax;                // the format's largest value
   DType fmt;
   uint8_t* values;    // [rows, cols], X per row
   uint8_t* values_t;  // [cols, rows], Xᵀ per row of Xᵀ
+  float* scales;      // [rows], written by the CTAs of the grid's first column
+  float* scales_t;    // [cols], written by the CTAs of the grid's first row
 };
+
+// A line a thread: the tile's rows, then its columns.
+static_assert(kThreads == 2 * kTile, "the row-pair kernel gives each thread one line's scale");
 
 template <bool kInt8>
 __global__ void __launch_bounds__(kThreads) quantize_row_pair_kernel(const RowPairParams p) {
   __shared__ __align__(16) uint32_t tile[kWords];
+  __shared__ __align__(16) float line_inv[2 * kTile];  // the tile's rows', then columns' inverses
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile;
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;
   const int col = load_col();
   uint4 raw[kLoads];
   load(p.x, p.ld, r0, c0, raw);
+  {
+    const int t = static_cast<int>(threadIdx.x);
+    const bool row = t < kTile;
+    const int64_t line = row ? r0 + t : c0 + (t - kTile);
+    float scale;
+    float inv;
+    quant::scale_of(__ldg((row ? p.row_amax : p.col_amax) + line), p.fmax, &scale, &inv);
+    line_inv[t] = inv;
+    if (row && blockIdx.x == 0) p.scales[line] = scale;
+    if (!row && blockIdx.y == 0) p.scales_t[line] = scale;
+  }
+  __syncthreads();
   // The thread's eight columns are the same in every load: their inverse scales, once.
   float col_inv[8];
-  const float4 lo = __ldg(reinterpret_cast<const float4*>(p.col_inv + c0 + col));
-  const float4 hi = __ldg(reinterpret_cast<const float4*>(p.col_inv + c0 + col + 4));
+  const float4 lo = *reinterpret_cast<const float4*>(line_inv + kTile + col);
+  const float4 hi = *reinterpret_cast<const float4*>(line_inv + kTile + col + 4);
   col_inv[0] = lo.x;
   col_inv[1] = lo.y;
   col_inv[2] = lo.z;
@@ -128,7 +131,7 @@ __global__ void __launch_bounds__(kThreads) quantize_row_pair_kernel(const RowPa
 #pragma unroll
   for (int i = 0; i < kLoads; ++i) {
     const int r = load_row(i);
-    const float inv = __ldg(p.row_inv + r0 + r);
+    const float inv = line_inv[r];
     float row_inv[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e)
@@ -156,36 +159,33 @@ size_t row_pair_workspace_bytes(const QuantizeArgs& a) {
 
 void quantize_row_pair(const QuantizeArgs& a, cudaStream_t stream) {
   LPBENCH_CUDA_REQUIRE(row_pair_kernel_applies(a), "the row-pair kernel does not apply");
-  LPBENCH_CUDA_REQUIRE(a.workspace != nullptr,
+  LPBENCH_CUDA_REQUIRE(a.workspace != nullptr || a.line_amax != nullptr,
                        "rowwise pairs need a workspace of quantize_workspace_bytes()");
-  auto* inv = static_cast<uint32_t*>(a.workspace);
   const dim3 grid(static_cast<unsigned>(a.cols / kTile), static_cast<unsigned>(a.rows / kTile));
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   // The amaxes the producer of X reported, or this call's own pass over X into the workspace
   // (whose amaxes the scales kernel then overwrites with their inverses).
   const uint32_t* amax = a.line_amax;
   if (amax == nullptr) {
-    LPBENCH_CUDA_CHECK(cudaMemsetAsync(inv, 0, row_pair_workspace_bytes(a), stream));
-    row_col_amax_kernel<<<grid, kThreads, 0, stream>>>(x, a.ld, inv, inv + a.rows);
+    auto* found = static_cast<uint32_t*>(a.workspace);
+    LPBENCH_CUDA_CHECK(cudaMemsetAsync(found, 0, row_pair_workspace_bytes(a), stream));
+    row_col_amax_kernel<<<grid, kThreads, 0, stream>>>(x, a.ld, found, found + a.rows);
     LPBENCH_CUDA_CHECK_LAUNCH();
-    amax = inv;
+    amax = found;
   }
-  const int64_t n = a.rows + a.cols;
-  row_pair_scales_kernel<<<static_cast<unsigned>(
-                               std::min<int64_t>((n + kThreads - 1) / kThreads, 1024)),
-                           kThreads, 0, stream>>>(amax, inv, a.rows, a.cols, a.scales, a.scales_t,
-                                                  format_max(a.out_type));
-  LPBENCH_CUDA_CHECK_LAUNCH();
   RowPairParams p{};
   p.x = x;
   p.ld = a.ld;
   p.rows = a.rows;
   p.cols = a.cols;
-  p.row_inv = reinterpret_cast<const float*>(inv);
-  p.col_inv = reinterpret_cast<const float*>(inv + a.rows);
+  p.row_amax = amax;
+  p.col_amax = amax + a.rows;
+  p.fmax = format_max(a.out_type);
   p.fmt = a.out_type;
   p.values = static_cast<uint8_t*>(a.values);
   p.values_t = static_cast<uint8_t*>(a.values_t);
+  p.scales = a.scales;
+  p.scales_t = a.scales_t;
   if (a.out_type == DType::int8) {
     quantize_row_pair_kernel<true><<<grid, kThreads, 0, stream>>>(p);
   } else {

@@ -12,7 +12,7 @@ namespace lpbench::cuda {
 // stores.
 bool row_pair_kernel_applies(const QuantizeArgs& args);
 
-// (rows + cols) words of workspace: the amaxes, then the inverse scales.
+// (rows + cols) words of workspace: the amaxes its own pass finds where no producer reported them.
 size_t row_pair_workspace_bytes(const QuantizeArgs& args);
 
 void quantize_row_pair(const QuantizeArgs& args, cudaStream_t stream);

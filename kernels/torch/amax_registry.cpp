@@ -86,34 +86,40 @@ std::optional<at::Tensor> recall(const at::Tensor& tensor, int64_t line_cols) {
 }
 
 #ifdef LPBENCH_CUDA_GLUE
-// Producers' amax slots on a GPU, zeroed kArenaSlots at a time: one fill launch where each amax
-// took its own (a launch and its gap, ~2.5 µs; int8-tensor's layer step took eight). Each slot
-// is handed out once, and a block lives while any of its slots is referenced, so no slot is
-// zeroed or reused under a reader. A block serves the device and stream it was zeroed on, and
-// only eagerly: a slot zeroed before a CUDA graph's capture would not be zeroed again by the
+// Producers' amaxes on a GPU, taken from blocks of kArenaWords words zeroed in one fill launch
+// each, where each amax took its own fill (a launch and its gap, ~2.5 µs; int8-tensor's layer
+// step took eight, and dy=row's producers' lines three more). A block holds several steps'
+// amaxes and lines (a llama2-7b layer's lines are 42 K words a step). Each range is handed out
+// once, 16-byte aligned, and a block lives while any of its ranges is referenced, so no range
+// is zeroed or reused under a reader. A block serves the device and stream it was zeroed on, and
+// only eagerly: a range zeroed before a CUDA graph's capture would not be zeroed again by the
 // replays, so under capture every amax gets its own fill, recorded in the graph.
-constexpr int64_t kArenaSlots = 64;
+constexpr int64_t kArenaWords = int64_t{1} << 18;  // 1 MiB
+constexpr int64_t kArenaAlign = 4;                 // words: 16 bytes
 
 struct AmaxArena {
-  at::Tensor slots;
-  int64_t next = kArenaSlots;
+  at::Tensor words;
+  int64_t next = 0;
   c10::StreamId stream = 0;
 };
 
-std::optional<at::Tensor> arena_slot(const at::Tensor& like) {
+std::optional<at::Tensor> arena_words(const at::Tensor& like, int64_t count) {
   if (!like.is_cuda() ||
       c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None) {
     return std::nullopt;
   }
   thread_local AmaxArena arena;
   const c10::StreamId stream = c10::cuda::getCurrentCUDAStream(like.device().index()).id();
-  if (arena.next == kArenaSlots || arena.slots.device() != like.device() ||
-      arena.stream != stream) {
-    arena.slots = at::zeros({kArenaSlots}, like.options().dtype(at::kInt));
+  const int64_t taken = (count + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+  if (!arena.words.defined() || arena.next + taken > arena.words.numel() ||
+      arena.words.device() != like.device() || arena.stream != stream) {
+    arena.words = at::zeros({std::max(kArenaWords, taken)}, like.options().dtype(at::kInt));
     arena.next = 0;
     arena.stream = stream;
   }
-  return arena.slots.narrow(0, arena.next++, 1);
+  at::Tensor range = arena.words.narrow(0, arena.next, count);
+  arena.next += taken;
+  return range;
 }
 #endif
 
@@ -121,12 +127,17 @@ std::optional<at::Tensor> arena_slot(const at::Tensor& like) {
 
 at::Tensor new_amax(const at::Tensor& like) {
 #ifdef LPBENCH_CUDA_GLUE
-  if (std::optional<at::Tensor> slot = arena_slot(like)) return *std::move(slot);
+  if (std::optional<at::Tensor> slot = arena_words(like, 1)) return *std::move(slot);
 #endif
   return at::zeros({1}, like.options().dtype(at::kInt));
 }
 
 at::Tensor new_line_amax(const at::Tensor& like, int64_t rows, int64_t cols) {
+#ifdef LPBENCH_CUDA_GLUE
+  if (std::optional<at::Tensor> lines = arena_words(like, rows + cols)) {
+    return *std::move(lines);
+  }
+#endif
   return at::zeros({rows + cols}, like.options().dtype(at::kInt));
 }
 

@@ -22,8 +22,8 @@ std::optional<at::Tensor> recall_amax(const at::Tensor& tensor);
 // since is kept).
 void forget_amax(const at::Tensor& tensor, const at::Tensor& amax_bits);
 
-// A fresh zeroed amax for a producer to fill, on `like`'s device (on a GPU, eagerly, a slot of a
-// block zeroed in one launch with the next 63: see amax_registry.cpp).
+// A fresh zeroed amax for a producer to fill, on `like`'s device (on a GPU, eagerly, a word of a
+// block zeroed in one launch with several steps' others: see amax_registry.cpp).
 at::Tensor new_amax(const at::Tensor& like);
 
 // Every row's max |x|, then every column's, of what a producer wrote, read as a row-major

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -33,27 +34,35 @@ int32_t oracle_bits(const at::Tensor& t) {
   return t.to(at::kFloat).contiguous().view(at::kInt).bitwise_and(0x7fffffff).max().item<int32_t>();
 }
 
-// new_amax's slots on a GPU come 64 to a zeroed block: each reads zero when handed out though
-// the slots before it were written, no two share an element, and a block still referenced is
-// never zeroed again.
+// new_amax's words and new_line_amax's ranges on a GPU come from blocks zeroed in one launch
+// each: each reads zero when handed out though the ranges before it were written, each starts
+// 16-byte aligned, no two overlap, and a block still referenced is never zeroed again.
 TEST(AmaxSlotsOnGpu, EachIsZeroWhenHandedOutAndItsOwn) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const at::Tensor like = torch::zeros({4}, torch::dtype(torch::kBFloat16).device(torch::kCUDA, 0));
-  std::vector<at::Tensor> slots;
-  for (int i = 0; i < 150; ++i) {  // more than two blocks
-    slots.push_back(new_amax(like));
-    ASSERT_EQ(slots.back().numel(), 1);
-    ASSERT_EQ(slots.back().scalar_type(), at::kInt);
-    EXPECT_EQ(slots.back().item<int32_t>(), 0) << "slot " << i;
-    slots.back().fill_(i + 1);  // as a producer's report would
+  constexpr int64_t kRows = 4096;
+  constexpr int64_t kCols = 22016;  // llama2-7b's dGU: 26 K words
+  std::vector<at::Tensor> taken;
+  for (int i = 0; i < 50; ++i) {  // 25 line ranges: more than two blocks of 1 MiB
+    const bool lines = i % 2 == 1;
+    at::Tensor t = lines ? new_line_amax(like, kRows, kCols) : new_amax(like);
+    ASSERT_EQ(t.numel(), lines ? kRows + kCols : 1);
+    ASSERT_EQ(t.scalar_type(), at::kInt);
+    EXPECT_EQ(t.abs().max().item<int32_t>(), 0) << "range " << i;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.const_data_ptr()) % 16, 0U) << "range " << i;
+    t.fill_(i + 1);  // as a producer's report would
+    taken.push_back(t);
   }
-  for (size_t i = 0; i < slots.size(); ++i)
-    EXPECT_EQ(slots[i].item<int32_t>(), static_cast<int32_t>(i) + 1) << "slot " << i;
-  std::vector<const void*> addresses;
-  for (const at::Tensor& slot : slots)
-    addresses.push_back(slot.const_data_ptr());
-  std::sort(addresses.begin(), addresses.end());
-  EXPECT_EQ(std::adjacent_find(addresses.begin(), addresses.end()), addresses.end());
+  for (size_t i = 0; i < taken.size(); ++i)
+    EXPECT_TRUE(taken[i].eq(static_cast<int32_t>(i) + 1).all().item<bool>()) << "range " << i;
+  std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // [begin, end) of each
+  for (const at::Tensor& t : taken) {
+    const auto begin = reinterpret_cast<uintptr_t>(t.const_data_ptr());
+    spans.emplace_back(begin, begin + static_cast<uintptr_t>(t.numel()) * sizeof(int32_t));
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i)
+    EXPECT_LE(spans[i - 1].second, spans[i].first) << "ranges " << i - 1 << " and " << i;
 }
 
 // Under a CUDA graph's capture a producer's amax is zeroed by the graph itself, so every replay

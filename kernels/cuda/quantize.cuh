@@ -46,9 +46,9 @@ struct QuantizeArgs {
   // Tensorwise and full-row/column reductions need a device scratch of at least
   // quantize_workspace_bytes(args) bytes.
   void* workspace = nullptr;
-  // The workspace is zero already (a one-word workspace: a producer's amax slot from a block
-  // zeroed in one launch, kernels/torch/amax_registry.h), so the amax pass folds into it with no
-  // memset launched before it.
+  // The workspace is zero already (a one-word workspace, or the row pair's rows + cols words:
+  // a range of a block zeroed in one launch, kernels/torch/amax_registry.h), so the amax pass
+  // folds into it with no memset launched before it.
   bool workspace_zeroed = false;
   // Tensorwise only, optional: max |x| already known, as the bits of an FP32 (the kernel that
   // produced X reported it: kernels/cuda/amax.cuh), so the amax pass over X is skipped.

@@ -13,6 +13,7 @@
 #include "kernels/torch/cuda_types.h"
 
 #include "kernels/cuda/quantize.cuh"
+#include "kernels/cuda/quantize_row_pair.cuh"
 #include "kernels/torch/amax_registry.h"
 #endif
 
@@ -126,6 +127,12 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
     // with 63 others in one launch, rather than into a word it would first clear with a memset
     // launch of its own.
     workspace = new_amax(input);
+    args.workspace = workspace.data_ptr();
+    args.workspace_zeroed = true;
+  } else if (!lines && args.copy_rowwise && cuda::row_pair_kernel_applies(args)) {
+    // The row pair's amax pass folds every row's and column's amax into a zeroed range of the
+    // producers' arena, likewise, rather than into a workspace it would first clear.
+    workspace = new_line_amax(input, args.rows, args.cols);
     args.workspace = workspace.data_ptr();
     args.workspace_zeroed = true;
   } else if (scratch > 0) {

@@ -164,7 +164,7 @@ void quantize_row_pair(const QuantizeArgs& a, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(a.cols / kTile), static_cast<unsigned>(a.rows / kTile));
   const auto* x = static_cast<const __nv_bfloat16*>(a.x);
   // The amaxes the producer of X reported, or this call's own pass over X into the workspace
-  // (whose amaxes the scales kernel then overwrites with their inverses).
+  // (zeroed here unless the caller handed it over zeroed).
   const uint32_t* amax = a.line_amax;
   if (amax == nullptr) {
     auto* found = static_cast<uint32_t*>(a.workspace);

@@ -133,7 +133,7 @@ TextTable frontier_table(const Frontier& f) {
   using Align = TextTable::Align;
   TextTable table({{"recipe"},
                    {"speedup over bf16", Align::right},
-                   {"loss gap vs bf16", Align::right},
+                   {"val loss gap vs bf16", Align::right},
                    {"seeds", Align::right},
                    {"parity"}});
   for (const FrontierRow& row : f.rows) {
@@ -153,15 +153,19 @@ TextTable frontier_table(const Frontier& f) {
 }
 
 std::string frontier_source(const Frontier& f) {
-  if (!f.source) return f.no_speed + ".";
+  // Said with or without speedups: the sweep table beside this one gives a loss gap too, of the
+  // training loss over the last steps, and the two differ.
+  constexpr std::string_view kGaps =
+      "Loss gaps: the convergence verdict (final validation loss against BF16's, over the seeds; "
+      "not the training loss of a sweep's table).";
+  if (!f.source) return fmt::format("{}. {}", f.no_speed, kGaps);
   const std::string flag =
       f.source->flagged.empty()
           ? ""
           : fmt::format(" ‡ Those times are not comparable as they are: {}.", f.source->flagged);
   return fmt::format(
-      "Speedups: {} in sweep {} on {} (medians, with the range the p10–p90 spreads allow); loss "
-      "gaps: the convergence verdict (final validation loss against BF16's, over the seeds).{}",
-      f.source->workload, f.source->sweep_id, f.source->gpu, flag);
+      "Speedups: {} in sweep {} on {} (medians, with the range the p10–p90 spreads allow). {}{}",
+      f.source->workload, f.source->sweep_id, f.source->gpu, kGaps, flag);
 }
 
 std::string frontier_finding(const Frontier& f) {
@@ -184,7 +188,7 @@ Chart frontier_chart(const Frontier& f) {
       f.source ? fmt::format("Speed against accuracy ({} on {})", f.source->workload, f.source->gpu)
                : "Speed against accuracy";
   chart.x_label = "speedup over bf16 (×)";
-  chart.y_label = "loss gap vs bf16 (%)";
+  chart.y_label = "validation loss gap vs bf16 (%)";
   chart.reference_y = 0.0;
   chart.reference_title = "bf16";
   ChartSeries parity{"at parity", ChartSeries::Style::error_bars, 2, {}};

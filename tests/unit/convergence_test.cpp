@@ -171,12 +171,32 @@ TEST(Frontier, MarksTheFastestRecipeAtParityFromAGpuLayerSweep) {
   EXPECT_NE(md.find("the fastest recipe at parity: fp8-tensor (1.25× faster)"), std::string::npos)
       << md;
   EXPECT_NEAR(f.rows[1].speedup->ratio, 10.0 / 7.0, 0.03);  // int8-tensor: faster, not at parity
+  // Its gaps are the validation loss's, and it says so beside a sweep table's training-loss gap.
+  EXPECT_NE(md.find("| val loss gap vs bf16 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("final validation loss against BF16's"), std::string::npos) << md;
   const Chart chart = frontier_chart(f);
   ASSERT_EQ(chart.series.size(), 3u);
   EXPECT_EQ(chart.series[0].points.size(), 3u);  // at parity: bf16, int8-row, fp8-tensor
   EXPECT_EQ(chart.series[1].points.size(), 1u);  // int8-tensor
   EXPECT_EQ(chart.series[2].points.size(), 1u);  // the fastest at parity
   EXPECT_NEAR(chart.series[2].points[0].x, 1.25, 0.02);
+}
+
+// Without a GPU layer sweep there are no speedups, and the table still says which loss its gaps
+// are of: the demo's report printed a sweep table's training-loss gap (+0.18 %) above this one's
+// validation-loss gap (+0.10 %), both headed "loss gap vs bf16", and nothing said why they differ.
+TEST(Frontier, SaysWhichLossItsGapsAreOfWithoutSpeedups) {
+  lpbench::testing::TempDir dir;
+  store::Store store = store::Store::open(dir / "f.db", store::Store::Mode::write);
+  layer_sweep(store, {{"bf16", 10.0}, {"int8-tensor", 7.0}}, "cpu");
+  const auto verdicts =
+      judge({seed("bf16", 0, 4.00), seed("int8-tensor", 0, 4.01)}, ParityRule{0.01});
+  const Frontier f = build_frontier(store, verdicts, std::nullopt);
+  EXPECT_FALSE(f.source);
+  const std::string md = render_frontier(f);
+  EXPECT_NE(md.find("no layer-level bf16 run on a GPU"), std::string::npos) << md;
+  EXPECT_NE(md.find("final validation loss against BF16's"), std::string::npos) << md;
+  EXPECT_NE(md.find("| val loss gap vs bf16 |"), std::string::npos) << md;
 }
 
 // A convergence sweep: model:small runs with a validation loss, one per (recipe, seed, loss).

@@ -58,15 +58,20 @@ __device__ __forceinline__ void load_float8(const float* p, float (&w)[kBf16PerV
   w[4] = hi.x, w[5] = hi.y, w[6] = hi.z, w[7] = hi.w;
 }
 
-// Round to nearest even, as torch's casts to BF16 do.
-__device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in) {
+// Eight values rounded to BF16 (to nearest even, as torch's casts to BF16 do) and packed as 16
+// bytes hold them, the first in the low half of the first word.
+__device__ __forceinline__ uint4 pack_bf16x8(const Bf16x8& in) {
   uint32_t words[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const __nv_bfloat162 pair = __floats2bfloat162_rn(in.v[2 * i], in.v[2 * i + 1]);
     words[i] = *reinterpret_cast<const uint32_t*>(&pair);
   }
-  store_global_16(p, make_uint4(words[0], words[1], words[2], words[3]));
+  return make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+__device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in) {
+  store_global_16(p, pack_bf16x8(in));
 }
 
 // The same store, also folding max |x| of the stored values into `amax2`: two BF16 magnitudes

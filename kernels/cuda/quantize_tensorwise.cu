@@ -16,6 +16,11 @@
 // takes the amax history's largest amax from the ring itself and records max |x| into it
 // (kRecord): an eager delayed-scaling step launches its quantizations and nothing else; replayed
 // from a CUDA graph, a one-thread launch after each moves the ring on (amax_ring.cuh).
+//
+// Under delayed scaling the scale is known before X is, so the kernel can also compute X as it
+// loads it: SwiGLU's output from the gate/up product (quantize_swiglu_tensorwise), which is then
+// never written in BF16 nor read back: 4 bytes an element fewer than SwiGLU's kernel followed by
+// this one (docs/perf-log.md §59).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -24,9 +29,11 @@
 #include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/amax_ring.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/quantize_byte_tile.cuh"
 #include "kernels/cuda/quantize_math.cuh"
 #include "kernels/cuda/quantize_tensorwise.cuh"
+#include "kernels/cuda/swiglu_math.cuh"
 
 namespace lpbench::cuda {
 
@@ -37,7 +44,10 @@ using namespace byte_tile;
 struct TensorwiseParams {
   const __nv_bfloat16* x;
   int64_t ld;
-  int64_t rows, cols;    // of X
+  int64_t rows, cols;  // of X
+  // SwiGLU (quantize_swiglu_tensorwise): X[r, c] = silu(x[r, c]) · x[r, c + up_offset], rounded
+  // to BF16 as SwiGLU's kernel stores it (x holds rows of [gate | up], ld elements apart).
+  int64_t up_offset;
   const uint32_t* amax;  // max |x| as FP32 bits, on the device
   DType fmt;
   float fmax;
@@ -68,8 +78,32 @@ __global__ void advance_ring_kernel(uint32_t* ring, int64_t slots) {
   ring[slots] = static_cast<uint32_t>(ring_turn(ring, slots).next);
 }
 
-// One 128×128 tile of X per CTA (quantize_byte_tile.cuh).
-template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord>
+// The thread's eight loads of SwiGLU's output tile at (r0, c0), as `load` gives X's: the gate's
+// and the up projection's sixteen loads in flight at once, then each value computed and rounded
+// to BF16 in the registers X's loads fill.
+__device__ __forceinline__ void load_swiglu(const TensorwiseParams& p, int64_t r0, int64_t c0,
+                                            uint4 (&raw)[kLoads]) {
+  uint4 up[kLoads];
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const __nv_bfloat16* gate = p.x + (r0 + load_row(i)) * p.ld + c0 + load_col();
+    raw[i] = quant::load_vec(gate);
+    up[i] = quant::load_vec(gate + p.up_offset);
+  }
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const Bf16x8 g = unpack_bf16x8(raw[i]);
+    const Bf16x8 u = unpack_bf16x8(up[i]);
+    Bf16x8 out;
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e)
+      out.v[e] = swiglu_value(g.v[e], u.v[e]);
+    raw[i] = pack_bf16x8(out);
+  }
+}
+
+// One 128×128 tile of X per CTA (quantize_byte_tile.cuh); with kSwiglu, of SwiGLU's output.
+template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, bool kSwiglu = false>
 __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
   __shared__ __align__(16) uint32_t tile[kWords];
   // The tiles are taken from X's end to its start. The kernel that wrote X (a norm, SwiGLU,
@@ -125,6 +159,8 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
 #pragma unroll
     for (int i = 0; i < kLoads; ++i)
       raw[i] = make_uint4(0, 0, 0, 0);
+  } else if constexpr (kSwiglu) {
+    load_swiglu(p, r0, c0, raw);
   } else {
     load(p.x, p.ld, r0, c0, raw);
   }
@@ -204,14 +240,17 @@ __global__ void __launch_bounds__(kThreads)
   report_amax(amax, m);
 }
 
-template <bool kInt8, bool kRecord>
+template <bool kInt8, bool kRecord, bool kSwiglu = false>
 void launch(const TensorwiseParams& tp, dim3 grid, cudaStream_t stream) {
   if (tp.values != nullptr && tp.values_t != nullptr) {
-    quantize_tensorwise_kernel<kInt8, true, true, kRecord><<<grid, kThreads, 0, stream>>>(tp);
+    quantize_tensorwise_kernel<kInt8, true, true, kRecord, kSwiglu>
+        <<<grid, kThreads, 0, stream>>>(tp);
   } else if (tp.values != nullptr) {
-    quantize_tensorwise_kernel<kInt8, true, false, kRecord><<<grid, kThreads, 0, stream>>>(tp);
+    quantize_tensorwise_kernel<kInt8, true, false, kRecord, kSwiglu>
+        <<<grid, kThreads, 0, stream>>>(tp);
   } else {
-    quantize_tensorwise_kernel<kInt8, false, true, kRecord><<<grid, kThreads, 0, stream>>>(tp);
+    quantize_tensorwise_kernel<kInt8, false, true, kRecord, kSwiglu>
+        <<<grid, kThreads, 0, stream>>>(tp);
   }
 }
 
@@ -243,7 +282,11 @@ TensorwiseParams params_of(const QuantizeArgs& a) {
 void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tp.cols / kTile), static_cast<unsigned>(tp.rows / kTile));
   const bool record = tp.amax_seen != nullptr || tp.ring != nullptr;
-  if (tp.fmt == DType::int8) {
+  if (tp.up_offset > 0) {
+    // SwiGLU's output is quantized under delayed scaling only (its amax is not known before).
+    tp.fmt == DType::int8 ? launch<true, true, true>(tp, grid, stream)
+                          : launch<false, true, true>(tp, grid, stream);
+  } else if (tp.fmt == DType::int8) {
     record ? launch<true, true>(tp, grid, stream) : launch<true, false>(tp, grid, stream);
   } else {
     record ? launch<false, true>(tp, grid, stream) : launch<false, false>(tp, grid, stream);
@@ -280,8 +323,11 @@ void quantize_tiles_by_block(const QuantizeArgs& a, const float* inv_blocks, cud
   launch_tiles(tp, stream);
 }
 
-void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
-  LPBENCH_CUDA_REQUIRE(tensorwise_kernel_applies(a), "the tensorwise kernel does not apply");
+namespace {
+
+// The kernel's parameters for a tensorwise call: its scales and its record (amax_seen, or the
+// history's ring).
+TensorwiseParams tensorwise_params_of(const QuantizeArgs& a) {
   TensorwiseParams tp = params_of(a);
   tp.scales = a.scales;
   tp.scales_t = a.transpose ? nullptr : a.scales_t;
@@ -289,6 +335,22 @@ void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
   tp.ring = a.history;
   tp.ring_slots = a.history_slots;
   tp.ring_current = a.history_current;
+  return tp;
+}
+
+// After the kernel, where only the ring's index says which slot is current: the ring moved on.
+void advance_ring(const TensorwiseParams& tp, cudaStream_t stream) {
+  if (tp.ring != nullptr && tp.ring_current < 0) {
+    advance_ring_kernel<<<1, 1, 0, stream>>>(tp.ring, tp.ring_slots);
+    LPBENCH_CUDA_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace
+
+void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
+  LPBENCH_CUDA_REQUIRE(tensorwise_kernel_applies(a), "the tensorwise kernel does not apply");
+  TensorwiseParams tp = tensorwise_params_of(a);
   if (a.history != nullptr && a.delayed) {
     tp.ring_amax = true;  // the kernel finds the history's amax
   } else if (a.amax != nullptr) {
@@ -308,10 +370,25 @@ void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
     tp.amax = amax;
   }
   launch_tiles(tp, stream);
-  if (tp.ring != nullptr && tp.ring_current < 0) {
-    advance_ring_kernel<<<1, 1, 0, stream>>>(tp.ring, tp.ring_slots);
-    LPBENCH_CUDA_CHECK_LAUNCH();
-  }
+  advance_ring(tp, stream);
+}
+
+bool swiglu_tensorwise_applies(const QuantizeArgs& a) {
+  return !a.transpose && a.ld >= 2 * a.cols && tensorwise_kernel_applies(a);
+}
+
+void quantize_swiglu_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
+  LPBENCH_CUDA_REQUIRE(a.history != nullptr && a.delayed,
+                       "quantize_swiglu_tensorwise: delayed scaling from a history only");
+  LPBENCH_CUDA_REQUIRE(swiglu_tensorwise_applies(a),
+                       "quantize_swiglu_tensorwise: the one-pass kernel does not apply (BF16 "
+                       "gate/up rows, X's sides multiples of 128)");
+  TensorwiseParams tp = tensorwise_params_of(a);
+  tp.up_offset = a.cols;
+  tp.ring_amax = true;
+  NvtxRange range("lpbench::cuda::quantize_swiglu_tensorwise");
+  launch_tiles(tp, stream);
+  advance_ring(tp, stream);
 }
 
 }  // namespace lpbench::cuda

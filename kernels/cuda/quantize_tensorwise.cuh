@@ -17,6 +17,16 @@ bool tensorwise_kernel_applies(const QuantizeArgs& args);
 // Launches it, after an amax pass into args.workspace where args.amax is not given.
 void quantize_tensorwise(const QuantizeArgs& args, cudaStream_t stream);
 
+// SwiGLU's output X = silu(gate) · up quantized as the kernel computes it from the gate/up
+// product, both layouts as asked, under delayed scaling only (the scale must be known before the
+// values are): args.x holds rows of [gate | up] (args.ld ≥ 2 · args.cols elements apart), and
+// rows × cols is X's shape. X's values are SwiGLU's forward's BF16 bits (swiglu_math.cuh), so
+// the result is quantize(swiglu_forward(gate_up)) bit for bit, and X itself is never written.
+// Whether it applies: as tensorwise_kernel_applies, and args.ld ≥ 2 · args.cols; the launch also
+// needs args.history with args.delayed.
+bool swiglu_tensorwise_applies(const QuantizeArgs& args);
+void quantize_swiglu_tensorwise(const QuantizeArgs& args, cudaStream_t stream);
+
 // The same kernel for square blocks of kb × kb (kb a multiple of 128: each tile in one block),
 // applying the inverse scales the general path's amax pass left in `inv_blocks` (laid out as the
 // output's scale grid). Whether it applies: as tensorwise_kernel_applies, blocks {kb, kb}, and

@@ -25,17 +25,13 @@
 #include "kernels/cuda/resident_grid.cuh"
 #include "kernels/cuda/saved_int8_blocks.cuh"
 #include "kernels/cuda/swiglu.cuh"
+#include "kernels/cuda/swiglu_math.cuh"
 
 namespace lpbench::cuda {
 
 namespace {
 
 constexpr int kThreads = 256;
-
-// torch's silu: x / (1 + exp(−x)) in FP32.
-__device__ __forceinline__ float silu(float x) {
-  return x / (1.0F + expf(-x));
-}
 
 // The arithmetic on one vector of 8 columns: the forward's values of out into `first` (d unused);
 // the backward's d_gate into `first` and d_up into `second`.
@@ -45,7 +41,7 @@ __device__ __forceinline__ void swiglu_math(const Bf16x8& gate, const Bf16x8& up
   if constexpr (!kBackward) {
 #pragma unroll
     for (int e = 0; e < kBf16PerVector; ++e)
-      first.v[e] = round_bf16(silu(gate.v[e])) * up.v[e];
+      first.v[e] = swiglu_value(gate.v[e], up.v[e]);
   } else {
 #pragma unroll
     for (int e = 0; e < kBf16PerVector; ++e) {

@@ -1,7 +1,11 @@
 #include "kernels/torch/quantize.h"
 
+#include <c10/core/StorageImpl.h>
 #include <c10/util/bit_cast.h>
 
+#include <atomic>
+#include <deque>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -14,6 +18,7 @@
 
 #include "kernels/cuda/quantize.cuh"
 #include "kernels/cuda/quantize_row_pair.cuh"
+#include "kernels/cuda/quantize_tensorwise.cuh"
 #include "kernels/torch/amax_registry.h"
 #endif
 
@@ -51,6 +56,46 @@ Quantized reference_delayed(const at::Tensor& x, const QuantSpec& spec, AmaxHist
   return q;
 }
 
+std::atomic<bool> g_producer_quantization{true};
+
+// Producers' quantizations waiting for their consumer (remember_quantization). A consumer takes
+// its entry in the same forward, right after the producer: a few entries are ever waiting (one
+// each where a forward stops between the two), and the oldest go past kWaiting.
+struct Waiting {
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  const c10::StorageImpl* key = nullptr;
+  int64_t offset = 0;
+  int64_t numel = 0;
+  const AmaxHistory* history = nullptr;
+  Quantized q;
+  Quantized t;
+};
+constexpr size_t kWaiting = 8;
+std::mutex g_waiting_mutex;
+std::deque<Waiting> g_waiting;
+
+// The producer's quantization of x under `history` and `spec`, taken (forgotten) where there is
+// one.
+std::optional<Waiting> take_waiting(const at::Tensor& x, const AmaxHistory* history,
+                                    const QuantSpec& spec) {
+  if (!x.has_storage()) return std::nullopt;
+  const c10::StorageImpl* key = x.storage().unsafeGetStorageImpl();
+  const std::lock_guard<std::mutex> lock(g_waiting_mutex);
+  for (auto it = g_waiting.begin(); it != g_waiting.end(); ++it) {
+    if (it->key != key || it->offset != x.storage_offset() || it->numel != x.numel() ||
+        it->history != history || !(it->q.spec == spec)) {
+      continue;
+    }
+    // A storage freed since, whose address a new one took, is not x's.
+    const bool alive = it->storage.lock().get() == key;
+    std::optional<Waiting> found;
+    if (alive) found = std::move(*it);
+    g_waiting.erase(it);
+    return found;
+  }
+  return std::nullopt;
+}
+
 #ifdef LPBENCH_CUDA_GLUE
 // The quantization of `input` (transposed with `transpose`) into fresh tensors, and with
 // `with_transpose` the transposed copy too (first: as asked; second: its transpose).
@@ -60,6 +105,19 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
                                                              bool with_transpose,
                                                              AmaxHistory* history, uint64_t seed,
                                                              bool rowwise_copy = false) {
+  // Its producer quantized it already (x's values were never written).
+  if (history != nullptr && !transpose && !rowwise_copy) {
+    if (std::optional<Waiting> done = take_waiting(x, history, spec)) {
+      std::optional<Quantized> t;
+      if (with_transpose) t = std::move(done->t);
+      return {std::move(done->q), std::move(t)};
+    }
+  }
+  // A producer's stand-in (swiglu.h) holds none of its values: quantizing it would quantize zeros.
+  TORCH_CHECK(x.numel() <= 1 || !x.has_storage() ||
+                  x.storage().nbytes() >= static_cast<size_t>(x.numel()) * x.itemsize(),
+              "quantize: x stands in for a producer's output whose quantization was written in "
+              "its place, but none under this history and spec was waiting for it");
   // Delayed scaling scales by the history's amax, which the quantizing pass finds in the ring;
   // otherwise a tensorwise scale whose amax the kernel that wrote x already reported needs no
   // amax pass either.
@@ -199,6 +257,76 @@ std::pair<Quantized, Quantized> quantize_with_transpose(const at::Tensor& x, con
                                    : reference::quantize(x, spec, seed);
   Quantized t = reference::transpose(q);
   return {std::move(q), std::move(t)};
+}
+
+std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
+    const at::Tensor& gate_up, const DelayedInput& input) {
+#ifdef LPBENCH_CUDA_GLUE
+  AmaxHistory* history = input.history;
+  const QuantSpec& spec = input.spec;
+  if (history == nullptr || history->recorded() == 0 || !gate_up.is_cuda() ||
+      gate_up.scalar_type() != at::kBFloat16 || gate_up.dim() < 2 || !gate_up.is_contiguous() ||
+      spec.block_rows != 0 || spec.block_cols != 0 || spec.rounding != Rounding::nearest ||
+      spec.format == NumberFormat::bf16) {
+    return std::nullopt;
+  }
+  const int64_t inner = gate_up.size(-1) / 2;
+  const int64_t rows = gate_up.numel() / gate_up.size(-1);
+  cuda::QuantizeArgs args;
+  args.x = gate_up.data_ptr();
+  args.x_type = cuda::DType::bf16;
+  args.rows = rows;
+  args.cols = inner;
+  args.ld = 2 * inner;
+  args.out_type = cuda_type(spec.format, "quantize");
+  if (!cuda::swiglu_tensorwise_applies(args)) return std::nullopt;
+  const AmaxHistory::Turn turn = history->take_turn(
+      gate_up, c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None);
+  const auto values_options = gate_up.options().dtype(reference::storage_type(spec.format));
+  const auto scales_options = gate_up.options().dtype(at::kFloat);
+  Quantized q{at::empty({rows, inner}, values_options), at::empty({1, 1}, scales_options), spec};
+  Quantized t{at::empty({inner, rows}, values_options), at::empty({1, 1}, scales_options), spec};
+  args.values = q.values.data_ptr();
+  args.scales = q.scales.data_ptr<float>();
+  args.values_t = t.values.data_ptr();
+  args.scales_t = t.scales.data_ptr<float>();
+  args.history = reinterpret_cast<uint32_t*>(turn.ring.data_ptr<int32_t>());
+  args.history_slots = turn.slots();
+  args.history_current = turn.current;
+  args.delayed = true;
+  cuda::quantize_swiglu_tensorwise(
+      args, c10::cuda::getCurrentCUDAStream(gate_up.device().index()).stream());
+  return std::make_pair(std::move(q), std::move(t));
+#else
+  (void)gate_up;
+  (void)input;
+  return std::nullopt;
+#endif
+}
+
+void remember_quantization(const at::Tensor& x, const DelayedInput& input, Quantized q,
+                           Quantized t) {
+  TORCH_CHECK(x.has_storage() && input.history != nullptr,
+              "remember_quantization: a tensor with storage and a history");
+  Waiting w{x.storage().getWeakStorageImpl(),
+            x.storage().unsafeGetStorageImpl(),
+            x.storage_offset(),
+            x.numel(),
+            input.history,
+            std::move(q),
+            std::move(t)};
+  const std::lock_guard<std::mutex> lock(g_waiting_mutex);
+  g_waiting.push_back(std::move(w));
+  while (g_waiting.size() > kWaiting)
+    g_waiting.pop_front();
+}
+
+void set_producer_quantization(bool enabled) {
+  g_producer_quantization.store(enabled);
+}
+
+bool producer_quantization() {
+  return g_producer_quantization.load();
 }
 
 }  // namespace lpbench::kernels

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <optional>
 #include <utility>
 
 #include "kernels/reference/quantize.h"
@@ -41,5 +42,33 @@ bool is_rowwise(const QuantSpec& spec);
 // reads x three times. A training step reads int8-row's and fp8-row's operands (and dY under
 // dy=row) so.
 std::pair<Quantized, Quantized> quantize_rowwise_pair(const at::Tensor& x, const QuantSpec& spec);
+
+// How the consumer of a producer's output quantizes it, where a producer can quantize it in its
+// place: tensorwise (`spec`, rounding to nearest), both layouts, scaled by `history` (delayed
+// scaling: the scale is known before the values are). No history: the producer writes its output.
+struct DelayedInput {
+  AmaxHistory* history = nullptr;
+  QuantSpec spec;
+};
+
+// SwiGLU's output X = silu(gate) · up of gate_up [rows, 2·inner] quantized by `input` as one GPU
+// kernel computes it (kernels/cuda/quantize_tensorwise.cuh): X and Xᵀ, the bits of
+// quantize_with_transpose(swiglu(gate_up), input.spec, input.history), the history's turn taken.
+// None where that kernel does not apply, taking no turn: off the GPU, shapes or spec it does not
+// take, and a history's first turn (scaled by X's own amax, which is known only after X is).
+std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
+    const at::Tensor& gate_up, const DelayedInput& input);
+
+// A producer's quantization of `x`, written in place of x's values (x stands for them in
+// autograd's graph), kept until the consumer's quantization of x under the same history and
+// spec takes it (quantize and quantize_with_transpose, on the GPU), once: the consumer then
+// quantizes nothing. Matched by x's storage, as the amax registry matches (amax_registry.h).
+void remember_quantization(const at::Tensor& x, const DelayedInput& input, Quantized q,
+                           Quantized t);
+
+// Whether producers quantize their output in their consumer's place where they can (on by
+// default): off, they write it and the consumer quantizes it, the same bits (the tests' twin).
+void set_producer_quantization(bool enabled);
+bool producer_quantization();
 
 }  // namespace lpbench::kernels

@@ -270,6 +270,25 @@ bool forward_quantizes_w_tensorwise(const LinearGemms& gemms) {
          (!gemms.requantize_w && tensorwise(gemms.dgrad, GemmKind::dgrad));
 }
 
+std::optional<QuantSpec> delayed_tensorwise_x(const LinearGemms& gemms) {
+  const GemmSpec& fprop = gemms.fprop;
+  const GemmSpec& wgrad = gemms.wgrad;
+  if (!fprop.quantized() || fprop.amax_history == 0 || fprop.hadamard_block > 0 ||
+      fprop.scaling == Scaling::fallback || !layout_sharing()) {
+    return std::nullopt;
+  }
+  const QuantSpec spec = operand_spec(fprop, GemmKind::fprop, Side::lhs);
+  if (spec.block_rows != 0 || spec.block_cols != 0 || spec.rounding != Rounding::nearest) {
+    return std::nullopt;
+  }
+  // wgrad reads Xᵀ from the same quantization (prepare_operand_pair), or not at all in BF16.
+  if (wgrad.rhs == NumberFormat::bf16 || wgrad.hadamard_block > 0 ||
+      !(operand_spec(wgrad, GemmKind::wgrad, Side::rhs) == spec)) {
+    return std::nullopt;
+  }
+  return spec;
+}
+
 at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms,
                             const std::string& module, const at::Tensor& master,
                             LinearAmaxHistories* histories, WeightQuantCache* weight_cache,

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <optional>
 #include <string>
 
 #include "kernels/recipe.h"
@@ -43,6 +44,13 @@ struct WeightQuantCache {
 // remembered beforehand (amax_registry.h: AdamW's, or a layer's ScopedAmaxes) saves that
 // quantization its amax pass.
 bool forward_quantizes_w_tensorwise(const LinearGemms& gemms);
+
+// The quantization of X that quantized_linear's forward under `gemms` makes in one pass for
+// fprop and, transposed, wgrad, where a producer of X can make it in its place
+// (quantize.h's DelayedInput, with the linear's X history): tensorwise, delayed scaling, rounded
+// to nearest, no rotation or fallback, and nothing of the linear reading X in BF16. None
+// otherwise.
+std::optional<QuantSpec> delayed_tensorwise_x(const LinearGemms& gemms);
 
 // `add_into_grad` (with `master`): where master's gradient is already defined when backward
 // runs (the micro-batches after the first of a step; the flat gradient buffers of data

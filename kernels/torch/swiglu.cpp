@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/swiglu.cuh"
 #include "kernels/torch/amax_registry.h"
+#include "kernels/torch/operand_diagnostics.h"
 #endif
 
 namespace lpbench::kernels {
@@ -62,12 +63,24 @@ struct Report {
     }
   }
 };
+
+// What stands for the forward's output in autograd's graph where the consumer's quantization
+// was written in its place (remember_quantization): the output's shape over one element's
+// storage, zero, every stride 0. Nothing reads its values: the consumer takes the quantization,
+// and the backward reads gate_up.
+at::Tensor unwritten(const std::vector<int64_t>& sizes, const at::TensorOptions& options) {
+  const at::Tensor zero = at::zeros({1}, options);
+  at::Tensor out = at::empty({0}, options);
+  out.set_(zero.storage(), 0, sizes, std::vector<int64_t>(sizes.size(), 0));
+  return out;
+}
 #endif
 
 class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up, bool report_amax,
-                            bool int8_saved, bool lines_forward, bool lines_backward) {
+                            bool int8_saved, bool lines_forward, bool lines_backward,
+                            const DelayedInput& consumer) {
     const profiling::Range range("swiglu");
     ctx->saved_data["amax"] = report_amax;
     ctx->saved_data["lines"] = lines_backward;
@@ -77,6 +90,18 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
       const at::Tensor gu = gate_up.contiguous();
       std::vector<int64_t> sizes = gu.sizes().vec();
       sizes.back() /= 2;
+      // The consumer's quantization written in place of the output, where the kernel takes it
+      // (a history's first turn does not). A sampled step's diagnostics read the output itself.
+      if (consumer.history != nullptr && producer_quantization() && !int8_saved &&
+          !operand_diagnostics()) {
+        if (auto quantized = quantize_swiglu_with_transpose(gu, consumer)) {
+          ctx->save_for_backward({gu, at::Tensor()});
+          at::Tensor out = unwritten(sizes, gu.options());
+          remember_quantization(out, consumer, std::move(quantized->first),
+                                std::move(quantized->second));
+          return out;
+        }
+      }
       at::Tensor out = at::empty(sizes, gu.options());
       cuda::SwigluArgs a = args_for(gu);
       a.out = out.data_ptr();
@@ -121,20 +146,26 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
                           ctx->saved_data["amax"].toBool(), a.rows, 2 * a.inner, a);
       cuda::swiglu_backward(a, stream_of(gu));
       report.remember(d_gate_up, 2 * a.inner);
-      return {d_gate_up, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+      return {d_gate_up, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     }
 #else
     const at::Tensor gate_up = restore_activation({kept[0], kept[1]}, type);
 #endif
-    return {reference::swiglu_backward(grads[0], gate_up), at::Tensor(), at::Tensor(), at::Tensor(),
+    return {reference::swiglu_backward(grads[0], gate_up),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
             at::Tensor()};
   }
 };
 
 }  // namespace
 
-at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax, bool int8_saved, LineAmax lines) {
-  return SwigluFunction::apply(gate_up, report_amax, int8_saved, lines.forward, lines.backward);
+at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax, bool int8_saved, LineAmax lines,
+                  const DelayedInput& consumer) {
+  return SwigluFunction::apply(gate_up, report_amax, int8_saved, lines.forward, lines.backward,
+                               consumer);
 }
 
 }  // namespace lpbench::kernels

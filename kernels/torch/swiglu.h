@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "kernels/torch/amax_registry.h"
+#include "kernels/torch/quantize.h"
 
 // SwiGLU on the fused gate/up product as one differentiable operator: silu(gate) · up, forward
 // and backward each one pass on the GPU (kernels/cuda/swiglu.cuh), the reference elsewhere.
@@ -13,8 +14,12 @@ namespace lpbench::kernels {
 // `int8_saved`: gate_up is kept for backward as INT8 blocks (saved_activation.h), and the
 // backward differentiates at the restored gate_up. `lines`: the forward's out or the
 // backward's d gate_up reports every row's and column's amax instead (for a quantization per
-// row both ways), where the kernel runs and gate_up is not kept as INT8.
+// row both ways), where the kernel runs and gate_up is not kept as INT8. `consumer`: how the
+// next product quantizes out (delayed scaling: the down projection's X); where the GPU kernel
+// takes it (quantize_swiglu_with_transpose; not a history's first turn, nor under saved=int8 or
+// a diagnosed step), the forward writes that quantization instead of out, and returns a stand-in
+// for out whose values are not out's (zero): only that consumer may read it.
 at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax = false, bool int8_saved = false,
-                  LineAmax lines = {});
+                  LineAmax lines = {}, const DelayedInput& consumer = {});
 
 }  // namespace lpbench::kernels

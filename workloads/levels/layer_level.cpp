@@ -42,7 +42,8 @@ LayerLevel::LayerLevel(const ModelConfig& model, const kernels::Recipe& recipe,
       options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim}, options.seq_len,
       device, options.producer_amax && quantizes_by_own_amax(recipe),
       recipe.saved == kernels::SavedActivations::int8,
-      producer_line_amax(recipe, options.producer_amax));
+      producer_line_amax(recipe, options.producer_amax),
+      swiglu_quantizes_down(recipe, options.producer_amax));
 }
 
 StepOutput LayerLevel::step(int64_t /*index*/) {

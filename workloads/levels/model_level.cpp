@@ -102,7 +102,8 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
       options.fusion, {model.num_heads, model.num_kv_heads, model.head_dim}, options.seq_len,
       device, options.producer_amax && quantizes_by_own_amax(recipe),
       recipe.saved == kernels::SavedActivations::int8,
-      producer_line_amax(recipe, options.producer_amax));
+      producer_line_amax(recipe, options.producer_amax),
+      swiglu_quantizes_down(recipe, options.producer_amax));
   if (options.fusion == Fusion::fused) {
     if (!decoder_->fusable_output()) {
       operators_ += "; output layer quantized: loss unfused";

@@ -50,6 +50,13 @@ kernels::LineAmax producer_line_amax(const kernels::Recipe& recipe, bool produce
                                              use(GemmKind::wgrad, Side::lhs))};
 }
 
+bool swiglu_quantizes_down(const kernels::Recipe& recipe, bool producer_amax) {
+  return producer_amax &&
+         kernels::delayed_tensorwise_x(
+             kernels::decide(recipe, "layers.0.mlp.down", kernels::ModuleKind::linear).gemms)
+             .has_value();
+}
+
 kernels::LinearGemms PrecisionPlan::linear(const std::string& module) {
   decisions_.push_back(kernels::decide(recipe_, module, kernels::ModuleKind::linear));
   return decisions_.back().gemms;
@@ -79,6 +86,13 @@ torch::Tensor RecipeLinearImpl::forward(const torch::Tensor& x) {
   }
   return kernels::quantized_linear(x, weight_.to(kCompute), gemms_, name_, {}, histories_.get(),
                                    weight_cache_.get());
+}
+
+kernels::DelayedInput RecipeLinearImpl::delayed_input() const {
+  if (!compute_.defined() || !histories_) return {};
+  const std::optional<kernels::QuantSpec> spec = kernels::delayed_tensorwise_x(gemms_);
+  if (!spec) return {};
+  return {&histories_->x, *spec};
 }
 
 torch::Tensor RecipeLinearImpl::weight_wanting_amax() const {
@@ -157,7 +171,8 @@ MlpImpl::MlpImpl(const ModelConfig& config, const std::string& prefix, Precision
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   const profiling::Range range("mlp");
-  return down_(ops_.swiglu(gate_up_(x)));
+  // SwiGLU writes the down projection's quantized X in place of its output where it can.
+  return down_(ops_.swiglu(gate_up_(x), down_->delayed_input()));
 }
 
 MoeImpl::MoeImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan)

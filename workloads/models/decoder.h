@@ -37,6 +37,10 @@ bool quantizes_by_own_amax(const kernels::Recipe& recipe);
 // producers report at all, and not under saved=int8 (SwiGLU then keeps an INT8 copy instead).
 kernels::LineAmax producer_line_amax(const kernels::Recipe& recipe, bool producer_amax);
 
+// Whether, under `producer_amax`, SwiGLU writes the down projection's quantized X (the first
+// layer's down projection as the recipe decides it: kernels::delayed_tensorwise_x).
+bool swiglu_quantizes_down(const kernels::Recipe& recipe, bool producer_amax);
+
 // Decides, module by module, what a recipe does, and keeps the decisions for the store.
 class PrecisionPlan {
  public:
@@ -50,7 +54,7 @@ class PrecisionPlan {
         device_(device),
         ops_(fusion, producer_amax && quantizes_by_own_amax(recipe),
              recipe.saved == kernels::SavedActivations::int8,
-             producer_line_amax(recipe, producer_amax)) {}
+             producer_line_amax(recipe, producer_amax), producer_amax) {}
   const torch::Device& device() const { return device_; }
   const Operators& ops() const { return ops_; }
   kernels::LinearGemms linear(const std::string& module);
@@ -101,6 +105,10 @@ class RecipeLinearImpl : public torch::nn::Module {
   // fused: kernels::quantized_linear's add_into_grad), or leaves the sum to autograd.
   void add_into_gradient(bool enabled) { add_into_grad_ = enabled && compute_.defined(); }
   bool adds_into_gradient() const { return add_into_grad_; }
+  // How this layer's forward quantizes X, for X's producer to quantize it in its place
+  // (kernels::delayed_tensorwise_x, with this layer's X history; fused only); no history where
+  // it cannot.
+  kernels::DelayedInput delayed_input() const;
 
  private:
   torch::Tensor weight_;   // [out, in], FP32

@@ -8,6 +8,7 @@
 
 #include "kernels/torch/amax_registry.h"
 #include "kernels/torch/attention.h"
+#include "kernels/torch/quantize.h"
 
 // The operators a decoder step is assembled from, other than its matrix products, in one of two
 // sets: `none`, the readable composition of libtorch operations (the unfused ablation, and what
@@ -24,7 +25,8 @@ std::string_view to_string(Fusion fusion);
 // changes in the set (producers reporting amax, activations saved as INT8).
 std::string describe_operators(Fusion fusion, const kernels::AttentionShape& shape, int64_t seq,
                                const torch::Device& device, bool producer_amax = false,
-                               bool int8_saved = false, kernels::LineAmax lines = {});
+                               bool int8_saved = false, kernels::LineAmax lines = {},
+                               bool swiglu_quantizes = false);
 
 class Operators {
  public:
@@ -35,12 +37,15 @@ class Operators {
   // `lines` (fused only): SwiGLU's forward, and SwiGLU's and RoPE's backward, report every row's
   // and column's amax of what they write instead, for a recipe that quantizes that operand per
   // row both ways (producer_line_amax, decoder.h).
+  // `quantizing_producers` (fused only): SwiGLU writes the next product's quantization of its
+  // output in its place where that product asks for one it can make (swiglu's `consumer`).
   explicit Operators(Fusion fusion, bool producer_amax = false, bool int8_saved = false,
-                     kernels::LineAmax lines = {})
+                     kernels::LineAmax lines = {}, bool quantizing_producers = false)
       : fusion_(fusion),
         producer_amax_(producer_amax && fusion == Fusion::fused),
         int8_saved_(int8_saved && fusion == Fusion::fused),
-        lines_(fusion == Fusion::fused ? lines : kernels::LineAmax{}) {}
+        lines_(fusion == Fusion::fused ? lines : kernels::LineAmax{}),
+        quantizing_producers_(quantizing_producers && fusion == Fusion::fused) {}
   Fusion fusion() const { return fusion_; }
   bool int8_saved() const { return int8_saved_; }
   bool producer_amax() const { return producer_amax_; }
@@ -56,8 +61,11 @@ class Operators {
   std::pair<torch::Tensor, torch::Tensor> add_norm(const torch::Tensor& x,
                                                    const torch::Tensor& residual,
                                                    const torch::Tensor& weight, double eps) const;
-  // silu(gate) · up of the fused gate/up product [..., 2·inner].
-  torch::Tensor swiglu(const torch::Tensor& gate_up) const;
+  // silu(gate) · up of the fused gate/up product [..., 2·inner]. `consumer` (fused only): how
+  // the next product quantizes it, for SwiGLU to write that quantization in its place where it
+  // can (kernels::swiglu); the result is then a stand-in only that product may read.
+  torch::Tensor swiglu(const torch::Tensor& gate_up,
+                       const kernels::DelayedInput& consumer = {}) const;
   // Causal attention of the fused QKV product [B, T, (H + 2·KV)·D] → [B, T, H·D]: RoPE on q and
   // k (after per-head norms, where q_norm and k_norm are given: Qwen3), then SDPA.
   torch::Tensor attention(const torch::Tensor& qkv, const kernels::AttentionShape& shape,
@@ -70,6 +78,7 @@ class Operators {
   bool producer_amax_;
   bool int8_saved_;
   kernels::LineAmax lines_;
+  bool quantizing_producers_;
 };
 
 }  // namespace lpbench::workloads

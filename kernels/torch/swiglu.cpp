@@ -66,12 +66,13 @@ struct Report {
 
 // What stands for the forward's output in autograd's graph where the consumer's quantization
 // was written in its place (remember_quantization): the output's shape over one element's
-// storage, zero, every stride 0. Nothing reads its values: the consumer takes the quantization,
-// and the backward reads gate_up.
+// storage, every stride 0. That element is never written (zeroing it took a launch a step):
+// nothing reads it. The consumer takes the quantization instead (and quantizing the stand-in
+// itself fails, quantize.cpp), and the backward reads gate_up.
 at::Tensor unwritten(const std::vector<int64_t>& sizes, const at::TensorOptions& options) {
-  const at::Tensor zero = at::zeros({1}, options);
+  const at::Tensor one = at::empty({1}, options);
   at::Tensor out = at::empty({0}, options);
-  out.set_(zero.storage(), 0, sizes, std::vector<int64_t>(sizes.size(), 0));
+  out.set_(one.storage(), 0, sizes, std::vector<int64_t>(sizes.size(), 0));
   return out;
 }
 #endif

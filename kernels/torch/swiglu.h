@@ -18,7 +18,7 @@ namespace lpbench::kernels {
 // next product quantizes out (delayed scaling: the down projection's X); where the GPU kernel
 // takes it (quantize_swiglu_with_transpose; not a history's first turn, nor under saved=int8 or
 // a diagnosed step), the forward writes that quantization instead of out, and returns a stand-in
-// for out whose values are not out's (zero): only that consumer may read it.
+// for out whose values were never written: only that consumer may take it.
 at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax = false, bool int8_saved = false,
                   LineAmax lines = {}, const DelayedInput& consumer = {});
 

@@ -71,7 +71,7 @@ TEST(SwigluQuantize, WritesTheBitsOfSwigluThenTheQuantization) {
   }
 }
 
-// kernels::swiglu given its consumer's quantization returns a stand-in (every stride 0, zero)
+// kernels::swiglu given its consumer's quantization returns a stand-in (every stride 0)
 // and leaves the quantization for the consumer, which takes it once: the same bits as SwiGLU's
 // output quantized. A second quantization of the stand-in, with nothing left waiting, fails
 // rather than quantize zeros.

@@ -21,12 +21,6 @@ namespace {
 // Tokens per step: far beyond any real run (the flags are checked in run_options.cpp).
 constexpr int64_t kMaxSize = 1 << 24;
 
-void check_range(std::string_view flag, int64_t value, int64_t min, int64_t max) {
-  if (value < min || value > max) {
-    throw InputError(fmt::format("{} must be between {} and {}, got {}", flag, min, max, value));
-  }
-}
-
 // The largest value in [1, upper] for which `fits` holds (it is monotone), or 0.
 int64_t largest_fitting(int64_t upper, const std::function<bool(int64_t)>& fits) {
   int64_t lo = 0;

@@ -20,17 +20,16 @@ namespace {
 constexpr int64_t kMaxSteps = 100'000'000;
 constexpr int64_t kMaxSize = 1 << 24;
 
-// `zero_means`: what 0 stands for where the range starts at 0 (said in the message).
+}  // namespace
+
 void check_range(std::string_view flag, int64_t value, int64_t min, int64_t max,
-                 std::string_view zero_means = {}) {
+                 std::string_view zero_means) {
   if (value < min || value > max) {
     const std::string low =
         zero_means.empty() ? std::to_string(min) : fmt::format("{} ({})", min, zero_means);
     throw InputError(fmt::format("{} must be between {} and {}, got {}", flag, low, max, value));
   }
 }
-
-}  // namespace
 
 void check_run_options(const RunConfig& config) {
   if (config.recipes.empty()) {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // The options of `lpbench run` and the checks that need neither torch nor a file: kept apart from
@@ -81,5 +82,10 @@ struct RunConfig {
 // Throws InputError for the first option out of its range (sizes, steps, recipes, learning
 // rate, INT8 GEMM backend), naming it and what is valid. Touches nothing.
 void check_run_options(const RunConfig& config);
+
+// Throws InputError "<flag> must be between <min> and <max>, got <value>" where value is outside
+// [min, max]; `zero_means` (where the range starts at 0) says what 0 stands for, after the 0.
+void check_range(std::string_view flag, int64_t value, int64_t min, int64_t max,
+                 std::string_view zero_means = {});
 
 }  // namespace lpbench::config

@@ -18,10 +18,9 @@
 // from a CUDA graph, a one-thread launch after each moves the ring on (amax_ring.cuh).
 //
 // Under delayed scaling the scale is known before X is, so the kernel can also compute X as it
-// loads it: SwiGLU's output from the gate/up product (quantize_swiglu_tensorwise), or SwiGLU's
-// gradient from the gate/up product and the output's gradient (quantize_swiglu_grad_tensorwise),
-// which is then never written in BF16 nor read back: 4 bytes an element fewer than SwiGLU's
-// kernel followed by this one (docs/perf-log.md §59).
+// loads it: SwiGLU's output from the gate/up product (quantize_swiglu_tensorwise), which is then
+// never written in BF16 nor read back: 4 bytes an element fewer than SwiGLU's kernel followed by
+// this one (docs/perf-log.md §59).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -49,9 +48,6 @@ struct TensorwiseParams {
   // SwiGLU (quantize_swiglu_tensorwise): X[r, c] = silu(x[r, c]) · x[r, c + up_offset], rounded
   // to BF16 as SwiGLU's kernel stores it (x holds rows of [gate | up], ld elements apart).
   int64_t up_offset;
-  // SwiGLU's gradient (quantize_swiglu_grad_tensorwise): X = [d_gate | d_up] of x's [gate | up]
-  // (X's cols = ld = 2 · up_offset) and d_out [rows, up_offset].
-  const __nv_bfloat16* d_out;
   const uint32_t* amax;  // max |x| as FP32 bits, on the device
   DType fmt;
   float fmax;
@@ -106,61 +102,8 @@ __device__ __forceinline__ void load_swiglu(const TensorwiseParams& p, int64_t r
   }
 }
 
-// The same for SwiGLU's gradient: a tile of d_gate (c0 < inner: the gate's, the up
-// projection's and d_out's loads) or of d_up (the gate's and d_out's), in quarters of two loads
-// of each: 80 registers a thread, as the forward's sixteen loads take (halves took 106: two CTAs
-// an SM; ptxas, sm_90a).
-template <bool kGate>
-__device__ __forceinline__ void load_swiglu_grad_tile(const TensorwiseParams& p, int64_t r0,
-                                                      int64_t c, uint4 (&raw)[kLoads]) {
-  constexpr int kHalf = kLoads / 4;
-  const int64_t inner = p.up_offset;
-#pragma unroll
-  for (int h = 0; h < kLoads; h += kHalf) {
-    uint4 up[kHalf];
-    uint4 d[kHalf];
-#pragma unroll
-    for (int i = 0; i < kHalf; ++i) {
-      const int64_t r = r0 + load_row(h + i);
-      raw[h + i] = quant::load_vec(p.x + r * p.ld + c);
-      d[i] = quant::load_vec(p.d_out + r * inner + c);
-      if constexpr (kGate) up[i] = quant::load_vec(p.x + r * p.ld + c + inner);
-    }
-#pragma unroll
-    for (int i = 0; i < kHalf; ++i) {
-      const Bf16x8 g = unpack_bf16x8(raw[h + i]);
-      const Bf16x8 dv = unpack_bf16x8(d[i]);
-      Bf16x8 out;
-      if constexpr (kGate) {
-        const Bf16x8 u = unpack_bf16x8(up[i]);
-#pragma unroll
-        for (int e = 0; e < kBf16PerVector; ++e)
-          out.v[e] = swiglu_d_gate(g.v[e], u.v[e], dv.v[e]);
-      } else {
-#pragma unroll
-        for (int e = 0; e < kBf16PerVector; ++e)
-          out.v[e] = swiglu_d_up(g.v[e], dv.v[e]);
-      }
-      raw[h + i] = pack_bf16x8(out);
-    }
-  }
-}
-
-__device__ __forceinline__ void load_swiglu_grad(const TensorwiseParams& p, int64_t r0, int64_t c0,
-                                                 uint4 (&raw)[kLoads]) {
-  // The same branch for every thread of the CTA: inner is on the 128 grid.
-  if (c0 < p.up_offset) {
-    load_swiglu_grad_tile<true>(p, r0, c0 + load_col(), raw);
-  } else {
-    load_swiglu_grad_tile<false>(p, r0, c0 - p.up_offset + load_col(), raw);
-  }
-}
-
-// Where a tile's values come from: X itself, or SwiGLU's output or gradient computed as loaded.
-enum Source { kFromX, kFromSwiglu, kFromSwigluGrad };
-
-// One 128×128 tile of X per CTA (quantize_byte_tile.cuh), X as kSource gives it.
-template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, int kSource = kFromX>
+// One 128×128 tile of X per CTA (quantize_byte_tile.cuh); with kSwiglu, of SwiGLU's output.
+template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, bool kSwiglu = false>
 __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
   __shared__ __align__(16) uint32_t tile[kWords];
   // The tiles are taken from X's end to its start. The kernel that wrote X (a norm, SwiGLU,
@@ -216,10 +159,8 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
 #pragma unroll
     for (int i = 0; i < kLoads; ++i)
       raw[i] = make_uint4(0, 0, 0, 0);
-  } else if constexpr (kSource == kFromSwiglu) {
+  } else if constexpr (kSwiglu) {
     load_swiglu(p, r0, c0, raw);
-  } else if constexpr (kSource == kFromSwigluGrad) {
-    load_swiglu_grad(p, r0, c0, raw);
   } else {
     load(p.x, p.ld, r0, c0, raw);
   }
@@ -299,16 +240,16 @@ __global__ void __launch_bounds__(kThreads)
   report_amax(amax, m);
 }
 
-template <bool kInt8, bool kRecord, int kSource = kFromX>
+template <bool kInt8, bool kRecord, bool kSwiglu = false>
 void launch(const TensorwiseParams& tp, dim3 grid, cudaStream_t stream) {
   if (tp.values != nullptr && tp.values_t != nullptr) {
-    quantize_tensorwise_kernel<kInt8, true, true, kRecord, kSource>
+    quantize_tensorwise_kernel<kInt8, true, true, kRecord, kSwiglu>
         <<<grid, kThreads, 0, stream>>>(tp);
   } else if (tp.values != nullptr) {
-    quantize_tensorwise_kernel<kInt8, true, false, kRecord, kSource>
+    quantize_tensorwise_kernel<kInt8, true, false, kRecord, kSwiglu>
         <<<grid, kThreads, 0, stream>>>(tp);
   } else {
-    quantize_tensorwise_kernel<kInt8, false, true, kRecord, kSource>
+    quantize_tensorwise_kernel<kInt8, false, true, kRecord, kSwiglu>
         <<<grid, kThreads, 0, stream>>>(tp);
   }
 }
@@ -341,13 +282,10 @@ TensorwiseParams params_of(const QuantizeArgs& a) {
 void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tp.cols / kTile), static_cast<unsigned>(tp.rows / kTile));
   const bool record = tp.amax_seen != nullptr || tp.ring != nullptr;
-  if (tp.up_offset > 0 && tp.d_out != nullptr) {
-    tp.fmt == DType::int8 ? launch<true, true, kFromSwigluGrad>(tp, grid, stream)
-                          : launch<false, true, kFromSwigluGrad>(tp, grid, stream);
-  } else if (tp.up_offset > 0) {
+  if (tp.up_offset > 0) {
     // SwiGLU's output is quantized under delayed scaling only (its amax is not known before).
-    tp.fmt == DType::int8 ? launch<true, true, kFromSwiglu>(tp, grid, stream)
-                          : launch<false, true, kFromSwiglu>(tp, grid, stream);
+    tp.fmt == DType::int8 ? launch<true, true, true>(tp, grid, stream)
+                          : launch<false, true, true>(tp, grid, stream);
   } else if (tp.fmt == DType::int8) {
     record ? launch<true, true>(tp, grid, stream) : launch<true, false>(tp, grid, stream);
   } else {
@@ -449,27 +387,6 @@ void quantize_swiglu_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
   tp.up_offset = a.cols;
   tp.ring_amax = true;
   NvtxRange range("lpbench::cuda::quantize_swiglu_tensorwise");
-  launch_tiles(tp, stream);
-  advance_ring(tp, stream);
-}
-
-bool swiglu_grad_tensorwise_applies(const QuantizeArgs& a) {
-  return !a.transpose && a.ld == a.cols && (a.cols / 2) % kTile == 0 &&
-         tensorwise_kernel_applies(a);
-}
-
-void quantize_swiglu_grad_tensorwise(const QuantizeArgs& a, const void* d_out,
-                                     cudaStream_t stream) {
-  LPBENCH_CUDA_REQUIRE(a.history != nullptr && a.delayed,
-                       "quantize_swiglu_grad_tensorwise: delayed scaling from a history only");
-  LPBENCH_CUDA_REQUIRE(swiglu_grad_tensorwise_applies(a) && quant::aligned(d_out, 16),
-                       "quantize_swiglu_grad_tensorwise: the one-pass kernel does not apply "
-                       "(BF16 gate/up rows of two halves on the 128 grid, 16-byte aligned)");
-  TensorwiseParams tp = tensorwise_params_of(a);
-  tp.up_offset = a.cols / 2;
-  tp.d_out = static_cast<const __nv_bfloat16*>(d_out);
-  tp.ring_amax = true;
-  NvtxRange range("lpbench::cuda::quantize_swiglu_grad_tensorwise");
   launch_tiles(tp, stream);
   advance_ring(tp, stream);
 }

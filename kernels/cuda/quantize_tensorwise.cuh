@@ -27,15 +27,6 @@ void quantize_tensorwise(const QuantizeArgs& args, cudaStream_t stream);
 bool swiglu_tensorwise_applies(const QuantizeArgs& args);
 void quantize_swiglu_tensorwise(const QuantizeArgs& args, cudaStream_t stream);
 
-// SwiGLU's gradient [d_gate | d_up] of gate_up [rows, 2·inner] and the output's gradient d_out
-// [rows, inner] (contiguous, 16-byte aligned), quantized as the kernel computes it, likewise:
-// args.x is gate_up, args.rows × args.cols the gradient's shape (cols = 2·inner = args.ld), and
-// the result is quantize(swiglu_backward(gate_up, d_out)) bit for bit. Whether it applies: as
-// tensorwise_kernel_applies, with inner on the 128 grid.
-bool swiglu_grad_tensorwise_applies(const QuantizeArgs& args);
-void quantize_swiglu_grad_tensorwise(const QuantizeArgs& args, const void* d_out,
-                                     cudaStream_t stream);
-
 // The same kernel for square blocks of kb × kb (kb a multiple of 128: each tile in one block),
 // applying the inverse scales the general path's amax pass left in `inv_blocks` (laid out as the
 // output's scale grid). Whether it applies: as tensorwise_kernel_applies, blocks {kb, kb}, and

@@ -45,8 +45,10 @@ __device__ __forceinline__ void swiglu_math(const Bf16x8& gate, const Bf16x8& up
   } else {
 #pragma unroll
     for (int e = 0; e < kBf16PerVector; ++e) {
-      second.v[e] = swiglu_d_up(gate.v[e], d.v[e]);
-      first.v[e] = swiglu_d_gate(gate.v[e], up.v[e], d.v[e]);
+      const float g = gate.v[e];
+      const float sigmoid = 1.0F / (1.0F + expf(-g));
+      second.v[e] = d.v[e] * round_bf16(silu(g));
+      first.v[e] = d.v[e] * up.v[e] * sigmoid * (1.0F + g * (1.0F - sigmoid));
     }
   }
 }

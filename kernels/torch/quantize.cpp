@@ -106,17 +106,16 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
                                                              AmaxHistory* history, uint64_t seed,
                                                              bool rowwise_copy = false) {
   // Its producer quantized it already (x's values were never written).
-  if (history != nullptr && !rowwise_copy) {
+  if (history != nullptr && !transpose && !rowwise_copy) {
     if (std::optional<Waiting> done = take_waiting(x, history, spec)) {
-      if (transpose) return {std::move(done->t), std::nullopt};  // xᵀ's alone
       std::optional<Quantized> t;
       if (with_transpose) t = std::move(done->t);
       return {std::move(done->q), std::move(t)};
     }
   }
-  // A producer's stand-in (swiglu.h) holds none of its values: quantizing it would quantize
-  // whatever its one element holds.
-  TORCH_CHECK(!stands_in(x),
+  // A producer's stand-in (swiglu.h) holds none of its values: quantizing it would quantize zeros.
+  TORCH_CHECK(x.numel() <= 1 || !x.has_storage() ||
+                  x.storage().nbytes() >= static_cast<size_t>(x.numel()) * x.itemsize(),
               "quantize: x stands in for a producer's output whose quantization was written in "
               "its place, but none under this history and spec was waiting for it");
   // Delayed scaling scales by the history's amax, which the quantizing pass finds in the ring;
@@ -303,59 +302,6 @@ std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
   (void)input;
   return std::nullopt;
 #endif
-}
-
-std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_grad_with_transpose(
-    const at::Tensor& gate_up, const at::Tensor& d_out, const DelayedInput& input) {
-#ifdef LPBENCH_CUDA_GLUE
-  AmaxHistory* history = input.history;
-  const QuantSpec& spec = input.spec;
-  if (history == nullptr || history->recorded() == 0 || !gate_up.is_cuda() ||
-      gate_up.scalar_type() != at::kBFloat16 || d_out.scalar_type() != at::kBFloat16 ||
-      gate_up.dim() < 2 || !gate_up.is_contiguous() || !d_out.is_contiguous() ||
-      d_out.device() != gate_up.device() || d_out.numel() * 2 != gate_up.numel() ||
-      spec.block_rows != 0 || spec.block_cols != 0 || spec.rounding != Rounding::nearest ||
-      spec.format == NumberFormat::bf16) {
-    return std::nullopt;
-  }
-  const int64_t cols = gate_up.size(-1);
-  const int64_t rows = gate_up.numel() / cols;
-  cuda::QuantizeArgs args;
-  args.x = gate_up.data_ptr();
-  args.x_type = cuda::DType::bf16;
-  args.rows = rows;
-  args.cols = cols;
-  args.ld = cols;
-  args.out_type = cuda_type(spec.format, "quantize");
-  if (!cuda::swiglu_grad_tensorwise_applies(args)) return std::nullopt;
-  const AmaxHistory::Turn turn = history->take_turn(
-      gate_up, c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None);
-  const auto values_options = gate_up.options().dtype(reference::storage_type(spec.format));
-  const auto scales_options = gate_up.options().dtype(at::kFloat);
-  Quantized q{at::empty({rows, cols}, values_options), at::empty({1, 1}, scales_options), spec};
-  Quantized t{at::empty({cols, rows}, values_options), at::empty({1, 1}, scales_options), spec};
-  args.values = q.values.data_ptr();
-  args.scales = q.scales.data_ptr<float>();
-  args.values_t = t.values.data_ptr();
-  args.scales_t = t.scales.data_ptr<float>();
-  args.history = reinterpret_cast<uint32_t*>(turn.ring.data_ptr<int32_t>());
-  args.history_slots = turn.slots();
-  args.history_current = turn.current;
-  args.delayed = true;
-  cuda::quantize_swiglu_grad_tensorwise(
-      args, d_out.data_ptr(), c10::cuda::getCurrentCUDAStream(gate_up.device().index()).stream());
-  return std::make_pair(std::move(q), std::move(t));
-#else
-  (void)gate_up;
-  (void)d_out;
-  (void)input;
-  return std::nullopt;
-#endif
-}
-
-bool stands_in(const at::Tensor& x) {
-  return x.numel() > 1 && x.has_storage() &&
-         x.storage().nbytes() < static_cast<size_t>(x.numel()) * x.itemsize();
 }
 
 void remember_quantization(const at::Tensor& x, const DelayedInput& input, Quantized q,

@@ -59,16 +59,6 @@ struct DelayedInput {
 std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
     const at::Tensor& gate_up, const DelayedInput& input);
 
-// SwiGLU's gradient [d_gate | d_up] of gate_up [rows, 2·inner] and d_out [rows, inner] quantized
-// by `input` as one GPU kernel computes it, likewise: the bits of
-// quantize_with_transpose(swiglu_backward(gate_up, d_out), input.spec, input.history).
-std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_grad_with_transpose(
-    const at::Tensor& gate_up, const at::Tensor& d_out, const DelayedInput& input);
-
-// Whether x stands in for a producer's output whose quantization was written in its place: more
-// elements than its storage holds (every stride 0 over one element, swiglu.h).
-bool stands_in(const at::Tensor& x);
-
 // A producer's quantization of `x`, written in place of x's values (x stands for them in
 // autograd's graph), kept until the consumer's quantization of x under the same history and
 // spec takes it (quantize and quantize_with_transpose, on the GPU), once: the consumer then

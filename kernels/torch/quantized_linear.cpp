@@ -8,7 +8,6 @@
 #include "kernels/profiling/range.h"
 #include "kernels/torch/gemm.h"
 #include "kernels/torch/operand_diagnostics.h"
-#include "kernels/torch/quantize.h"
 
 namespace lpbench::kernels {
 
@@ -204,10 +203,7 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     const std::string module = ctx->saved_data["module"].toStringRef();
 
     const at::Tensor& grad_y = grad_outputs[0];
-    // A stand-in for dY (its producer wrote dY's quantization in its place) stays as it is: its
-    // quantization is found by it, and a contiguous copy would hold nothing of dY.
-    at::Tensor g2 = grad_y.reshape({-1, grad_y.size(-1)});
-    if (!stands_in(g2)) g2 = g2.contiguous();
+    const at::Tensor g2 = grad_y.reshape({-1, grad_y.size(-1)}).contiguous();
     const at::ScalarType dtype = grad_y.scalar_type();
 
     const bool need_x = ctx->saved_data["need_x"].toBool();
@@ -288,25 +284,6 @@ std::optional<QuantSpec> delayed_tensorwise_x(const LinearGemms& gemms) {
   // wgrad reads Xᵀ from the same quantization (prepare_operand_pair), or not at all in BF16.
   if (wgrad.rhs == NumberFormat::bf16 || wgrad.hadamard_block > 0 ||
       !(operand_spec(wgrad, GemmKind::wgrad, Side::rhs) == spec)) {
-    return std::nullopt;
-  }
-  return spec;
-}
-
-std::optional<QuantSpec> delayed_tensorwise_dy(const LinearGemms& gemms) {
-  const GemmSpec& dgrad = gemms.dgrad;
-  const GemmSpec& wgrad = gemms.wgrad;
-  if (!dgrad.quantized() || dgrad.amax_history == 0 || dgrad.hadamard_block > 0 ||
-      dgrad.scaling == Scaling::fallback || !layout_sharing()) {
-    return std::nullopt;
-  }
-  const QuantSpec spec = operand_spec(dgrad, GemmKind::dgrad, Side::lhs);
-  if (spec.block_rows != 0 || spec.block_cols != 0 || spec.rounding != Rounding::nearest) {
-    return std::nullopt;
-  }
-  // wgrad reads dYᵀ from the same quantization (prepare_operand_pair).
-  if (!wgrad.quantized() || wgrad.hadamard_block > 0 || wgrad.scaling == Scaling::fallback ||
-      !(operand_spec(wgrad, GemmKind::wgrad, Side::lhs) == spec)) {
     return std::nullopt;
   }
   return spec;

@@ -52,10 +52,6 @@ bool forward_quantizes_w_tensorwise(const LinearGemms& gemms);
 // otherwise.
 std::optional<QuantSpec> delayed_tensorwise_x(const LinearGemms& gemms);
 
-// The same for dY in quantized_linear's backward (dgrad's dY and wgrad's dYᵀ from one
-// quantization), where the operator whose gradient it is can make it in its place.
-std::optional<QuantSpec> delayed_tensorwise_dy(const LinearGemms& gemms);
-
 // `add_into_grad` (with `master`): where master's gradient is already defined when backward
 // runs (the micro-batches after the first of a step; the flat gradient buffers of data
 // parallel), the wgrad product adds into it (gemm_nt_add: Megatron's gradient accumulation

@@ -81,11 +81,8 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up, bool report_amax,
                             bool int8_saved, bool lines_forward, bool lines_backward,
-                            const DelayedInput& consumer, const DelayedInput& grad_consumer) {
+                            const DelayedInput& consumer) {
     const profiling::Range range("swiglu");
-    // The gradient's consumer travels through the context as an address and the spec's format.
-    ctx->saved_data["grad_history"] = reinterpret_cast<int64_t>(grad_consumer.history);
-    ctx->saved_data["grad_format"] = static_cast<int64_t>(grad_consumer.spec.format);
     ctx->saved_data["amax"] = report_amax;
     ctx->saved_data["lines"] = lines_backward;
     ctx->saved_data["type"] = static_cast<int64_t>(gate_up.scalar_type());
@@ -138,23 +135,6 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
     if (reads_blocks || on_kernel(gate_up)) {
       const at::Tensor gu = gate_up.contiguous();
       const at::Tensor d = grads[0].contiguous();
-      // The gate/up product's quantization of the gradient written in its place, as the forward
-      // writes the down projection's (not from saved=int8's copy, nor on a diagnosed step).
-      const DelayedInput consumer{
-          reinterpret_cast<AmaxHistory*>(ctx->saved_data["grad_history"].toInt()),
-          { static_cast<NumberFormat>(ctx->saved_data["grad_format"].toInt()),
-            0,
-            0 }};
-      if (consumer.history != nullptr && producer_quantization() && !reads_blocks &&
-          !operand_diagnostics()) {
-        if (auto quantized = quantize_swiglu_grad_with_transpose(gu, d, consumer)) {
-          at::Tensor stand_in = unwritten(gu.sizes().vec(), gu.options().dtype(type));
-          remember_quantization(stand_in, consumer, std::move(quantized->first),
-                                std::move(quantized->second));
-          return {stand_in,     at::Tensor(), at::Tensor(), at::Tensor(),
-                  at::Tensor(), at::Tensor(), at::Tensor()};
-        }
-      }
       at::Tensor d_gate_up = at::empty_like(gu, gu.options().dtype(type));
       cuda::SwigluArgs a = args_for(gu);
       if (reads_blocks) {
@@ -167,14 +147,12 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
                           ctx->saved_data["amax"].toBool(), a.rows, 2 * a.inner, a);
       cuda::swiglu_backward(a, stream_of(gu));
       report.remember(d_gate_up, 2 * a.inner);
-      return {d_gate_up,    at::Tensor(), at::Tensor(), at::Tensor(),
-              at::Tensor(), at::Tensor(), at::Tensor()};
+      return {d_gate_up, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     }
 #else
     const at::Tensor gate_up = restore_activation({kept[0], kept[1]}, type);
 #endif
     return {reference::swiglu_backward(grads[0], gate_up),
-            at::Tensor(),
             at::Tensor(),
             at::Tensor(),
             at::Tensor(),
@@ -186,9 +164,9 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
 }  // namespace
 
 at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax, bool int8_saved, LineAmax lines,
-                  const DelayedInput& consumer, const DelayedInput& grad_consumer) {
+                  const DelayedInput& consumer) {
   return SwigluFunction::apply(gate_up, report_amax, int8_saved, lines.forward, lines.backward,
-                               consumer, grad_consumer);
+                               consumer);
 }
 
 }  // namespace lpbench::kernels

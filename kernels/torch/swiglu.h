@@ -18,10 +18,8 @@ namespace lpbench::kernels {
 // next product quantizes out (delayed scaling: the down projection's X); where the GPU kernel
 // takes it (quantize_swiglu_with_transpose; not a history's first turn, nor under saved=int8 or
 // a diagnosed step), the forward writes that quantization instead of out, and returns a stand-in
-// for out whose values were never written: only that consumer may take it. `grad_consumer`: the
-// same for the backward's d gate_up, which the gate/up product's backward quantizes.
+// for out whose values were never written: only that consumer may take it.
 at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax = false, bool int8_saved = false,
-                  LineAmax lines = {}, const DelayedInput& consumer = {},
-                  const DelayedInput& grad_consumer = {});
+                  LineAmax lines = {}, const DelayedInput& consumer = {});
 
 }  // namespace lpbench::kernels

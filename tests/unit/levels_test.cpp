@@ -480,20 +480,6 @@ TEST(Fusion, SwigluQuantizesTheDownProjectionsXOnlyUnderDelayedTensorwiseScaling
   EXPECT_FALSE(quantizes("bf16"));
 }
 
-// Its backward writes the gate/up projection's dY quantized where dY is scaled tensorwise by a
-// history too (not under dy=row, whose dY is scaled per row by its own amaxes).
-TEST(Fusion, SwigluQuantizesTheGateUpProjectionsDyOnlyUnderDelayedTensorwiseScaling) {
-  const auto quantizes = [](const char* recipe, bool producer_amax = true) {
-    return swiglu_quantizes_gate_up_grad(kernels::parse_recipe(recipe), producer_amax);
-  };
-  EXPECT_TRUE(quantizes("int8-tensor:amax-history=16"));
-  EXPECT_TRUE(quantizes("fp8-tensor:amax-history=4"));
-  EXPECT_FALSE(quantizes("int8-tensor:amax-history=16", false));
-  EXPECT_FALSE(quantizes("int8-tensor:dy=row,amax-history=16"));
-  EXPECT_FALSE(quantizes("int8-tensor"));
-  EXPECT_FALSE(quantizes("bf16"));
-}
-
 }  // namespace
 }  // namespace lpbench::workloads
 

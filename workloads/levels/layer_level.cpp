@@ -43,8 +43,7 @@ LayerLevel::LayerLevel(const ModelConfig& model, const kernels::Recipe& recipe,
       device, options.producer_amax && quantizes_by_own_amax(recipe),
       recipe.saved == kernels::SavedActivations::int8,
       producer_line_amax(recipe, options.producer_amax),
-      swiglu_quantizes_down(recipe, options.producer_amax),
-      swiglu_quantizes_gate_up_grad(recipe, options.producer_amax));
+      swiglu_quantizes_down(recipe, options.producer_amax));
 }
 
 StepOutput LayerLevel::step(int64_t /*index*/) {

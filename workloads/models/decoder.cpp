@@ -57,13 +57,6 @@ bool swiglu_quantizes_down(const kernels::Recipe& recipe, bool producer_amax) {
              .has_value();
 }
 
-bool swiglu_quantizes_gate_up_grad(const kernels::Recipe& recipe, bool producer_amax) {
-  return producer_amax &&
-         kernels::delayed_tensorwise_dy(
-             kernels::decide(recipe, "layers.0.mlp.gate_up", kernels::ModuleKind::linear).gemms)
-             .has_value();
-}
-
 kernels::LinearGemms PrecisionPlan::linear(const std::string& module) {
   decisions_.push_back(kernels::decide(recipe_, module, kernels::ModuleKind::linear));
   return decisions_.back().gemms;
@@ -100,13 +93,6 @@ kernels::DelayedInput RecipeLinearImpl::delayed_input() const {
   const std::optional<kernels::QuantSpec> spec = kernels::delayed_tensorwise_x(gemms_);
   if (!spec) return {};
   return {&histories_->x, *spec};
-}
-
-kernels::DelayedInput RecipeLinearImpl::delayed_grad() const {
-  if (!compute_.defined() || !histories_) return {};
-  const std::optional<kernels::QuantSpec> spec = kernels::delayed_tensorwise_dy(gemms_);
-  if (!spec) return {};
-  return {&histories_->dy, *spec};
 }
 
 torch::Tensor RecipeLinearImpl::weight_wanting_amax() const {
@@ -185,9 +171,8 @@ MlpImpl::MlpImpl(const ModelConfig& config, const std::string& prefix, Precision
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   const profiling::Range range("mlp");
-  // SwiGLU writes the down projection's quantized X in place of its output where it can, and its
-  // backward the gate/up projection's quantized dY in place of its gradient.
-  return down_(ops_.swiglu(gate_up_(x), down_->delayed_input(), gate_up_->delayed_grad()));
+  // SwiGLU writes the down projection's quantized X in place of its output where it can.
+  return down_(ops_.swiglu(gate_up_(x), down_->delayed_input()));
 }
 
 MoeImpl::MoeImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan)

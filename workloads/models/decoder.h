@@ -40,9 +40,6 @@ kernels::LineAmax producer_line_amax(const kernels::Recipe& recipe, bool produce
 // Whether, under `producer_amax`, SwiGLU writes the down projection's quantized X (the first
 // layer's down projection as the recipe decides it: kernels::delayed_tensorwise_x).
 bool swiglu_quantizes_down(const kernels::Recipe& recipe, bool producer_amax);
-// Whether, under `producer_amax`, SwiGLU's backward writes the gate/up projection's quantized dY
-// (the first layer's, as the recipe decides it: kernels::delayed_tensorwise_dy).
-bool swiglu_quantizes_gate_up_grad(const kernels::Recipe& recipe, bool producer_amax);
 
 // Decides, module by module, what a recipe does, and keeps the decisions for the store.
 class PrecisionPlan {
@@ -112,8 +109,6 @@ class RecipeLinearImpl : public torch::nn::Module {
   // (kernels::delayed_tensorwise_x, with this layer's X history; fused only); no history where
   // it cannot.
   kernels::DelayedInput delayed_input() const;
-  // The same for dY in this layer's backward (kernels::delayed_tensorwise_dy, its dY history).
-  kernels::DelayedInput delayed_grad() const;
 
  private:
   torch::Tensor weight_;   // [out, in], FP32

@@ -24,8 +24,7 @@ std::string_view to_string(Fusion fusion) {
 
 std::string describe_operators(Fusion fusion, const kernels::AttentionShape& shape, int64_t seq,
                                const torch::Device& device, bool producer_amax, bool int8_saved,
-                               kernels::LineAmax lines, bool swiglu_quantizes,
-                               bool swiglu_quantizes_grad) {
+                               kernels::LineAmax lines, bool swiglu_quantizes) {
   const std::string backend = kernels::attention_backend(
       shape, seq, torch::TensorOptions().dtype(torch::kBFloat16).device(device));
   const bool fused = fusion == Fusion::fused;
@@ -43,9 +42,6 @@ std::string describe_operators(Fusion fusion, const kernels::AttentionShape& sha
               : "") +
          (swiglu_quantizes && fused
               ? "; SwiGLU writes the down projection's X quantized (delayed scaling)"
-              : "") +
-         (swiglu_quantizes_grad && fused
-              ? "; SwiGLU's backward writes the gate/up projection's dY quantized (delayed scaling)"
               : "") +
          (int8_saved && fused ? "; activations saved as INT8" : "");
 }
@@ -77,12 +73,11 @@ std::pair<torch::Tensor, torch::Tensor> Operators::add_norm(const torch::Tensor&
   return {h, unfused_norm(h, weight, eps)};
 }
 
-torch::Tensor Operators::swiglu(const torch::Tensor& gate_up, const kernels::DelayedInput& consumer,
-                                const kernels::DelayedInput& grad_consumer) const {
+torch::Tensor Operators::swiglu(const torch::Tensor& gate_up,
+                                const kernels::DelayedInput& consumer) const {
   if (fusion_ == Fusion::fused) {
     return kernels::swiglu(gate_up, producer_amax_, int8_saved_, lines_,
-                           quantizing_producers_ ? consumer : kernels::DelayedInput{},
-                           quantizing_producers_ ? grad_consumer : kernels::DelayedInput{});
+                           quantizing_producers_ ? consumer : kernels::DelayedInput{});
   }
   const int64_t inner = gate_up.size(-1) / 2;
   return torch::silu(gate_up.narrow(-1, 0, inner)) * gate_up.narrow(-1, inner, inner);

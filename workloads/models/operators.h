@@ -26,7 +26,7 @@ std::string_view to_string(Fusion fusion);
 std::string describe_operators(Fusion fusion, const kernels::AttentionShape& shape, int64_t seq,
                                const torch::Device& device, bool producer_amax = false,
                                bool int8_saved = false, kernels::LineAmax lines = {},
-                               bool swiglu_quantizes = false, bool swiglu_quantizes_grad = false);
+                               bool swiglu_quantizes = false);
 
 class Operators {
  public:
@@ -64,9 +64,8 @@ class Operators {
   // silu(gate) · up of the fused gate/up product [..., 2·inner]. `consumer` (fused only): how
   // the next product quantizes it, for SwiGLU to write that quantization in its place where it
   // can (kernels::swiglu); the result is then a stand-in only that product may read.
-  // `grad_consumer`: the same for the backward's gradient, which the gate/up product quantizes.
-  torch::Tensor swiglu(const torch::Tensor& gate_up, const kernels::DelayedInput& consumer = {},
-                       const kernels::DelayedInput& grad_consumer = {}) const;
+  torch::Tensor swiglu(const torch::Tensor& gate_up,
+                       const kernels::DelayedInput& consumer = {}) const;
   // Causal attention of the fused QKV product [B, T, (H + 2·KV)·D] → [B, T, H·D]: RoPE on q and
   // k (after per-head norms, where q_norm and k_norm are given: Qwen3), then SDPA.
   torch::Tensor attention(const torch::Tensor& qkv, const kernels::AttentionShape& shape,

@@ -113,7 +113,8 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
       return {std::move(done->q), std::move(t)};
     }
   }
-  // A producer's stand-in (swiglu.h) holds none of its values: quantizing it would quantize zeros.
+  // A producer's stand-in (swiglu.h) holds none of its values: quantizing it would quantize
+  // whatever its one unwritten element holds.
   TORCH_CHECK(x.numel() <= 1 || !x.has_storage() ||
                   x.storage().nbytes() >= static_cast<size_t>(x.numel()) * x.itemsize(),
               "quantize: x stands in for a producer's output whose quantization was written in "

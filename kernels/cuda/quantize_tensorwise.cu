@@ -294,6 +294,27 @@ void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   LPBENCH_CUDA_CHECK_LAUNCH();
 }
 
+// The kernel's parameters for a tensorwise call: its scales and its record (amax_seen, or the
+// history's ring).
+TensorwiseParams tensorwise_params_of(const QuantizeArgs& a) {
+  TensorwiseParams tp = params_of(a);
+  tp.scales = a.scales;
+  tp.scales_t = a.transpose ? nullptr : a.scales_t;
+  tp.amax_seen = a.amax_seen;
+  tp.ring = a.history;
+  tp.ring_slots = a.history_slots;
+  tp.ring_current = a.history_current;
+  return tp;
+}
+
+// After the kernel, where only the ring's index says which slot is current: the ring moved on.
+void advance_ring(const TensorwiseParams& tp, cudaStream_t stream) {
+  if (tp.ring != nullptr && tp.ring_current < 0) {
+    advance_ring_kernel<<<1, 1, 0, stream>>>(tp.ring, tp.ring_slots);
+    LPBENCH_CUDA_CHECK_LAUNCH();
+  }
+}
+
 }  // namespace
 
 bool tensorwise_kernel_applies(const QuantizeArgs& a) {
@@ -322,31 +343,6 @@ void quantize_tiles_by_block(const QuantizeArgs& a, const float* inv_blocks, cud
   tp.inv_sc = a.transpose ? blocks_per_col : 1;
   launch_tiles(tp, stream);
 }
-
-namespace {
-
-// The kernel's parameters for a tensorwise call: its scales and its record (amax_seen, or the
-// history's ring).
-TensorwiseParams tensorwise_params_of(const QuantizeArgs& a) {
-  TensorwiseParams tp = params_of(a);
-  tp.scales = a.scales;
-  tp.scales_t = a.transpose ? nullptr : a.scales_t;
-  tp.amax_seen = a.amax_seen;
-  tp.ring = a.history;
-  tp.ring_slots = a.history_slots;
-  tp.ring_current = a.history_current;
-  return tp;
-}
-
-// After the kernel, where only the ring's index says which slot is current: the ring moved on.
-void advance_ring(const TensorwiseParams& tp, cudaStream_t stream) {
-  if (tp.ring != nullptr && tp.ring_current < 0) {
-    advance_ring_kernel<<<1, 1, 0, stream>>>(tp.ring, tp.ring_slots);
-    LPBENCH_CUDA_CHECK_LAUNCH();
-  }
-}
-
-}  // namespace
 
 void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
   LPBENCH_CUDA_REQUIRE(tensorwise_kernel_applies(a), "the tensorwise kernel does not apply");

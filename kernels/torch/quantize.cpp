@@ -97,6 +97,15 @@ std::optional<Waiting> take_waiting(const at::Tensor& x, const AmaxHistory* hist
 }
 
 #ifdef LPBENCH_CUDA_GLUE
+// The kernel's arguments for quantizing in `turn` of a history: its ring, which slot records, and
+// whether the history's amax scales (every turn but its first).
+void take_turn_in(cuda::QuantizeArgs& args, const AmaxHistory::Turn& turn) {
+  args.history = reinterpret_cast<uint32_t*>(turn.ring.data_ptr<int32_t>());
+  args.history_slots = turn.slots();
+  args.history_current = turn.current;
+  args.delayed = !turn.first;
+}
+
 // The quantization of `input` (transposed with `transpose`) into fresh tensors, and with
 // `with_transpose` the transposed copy too (first: as asked; second: its transpose).
 // `rowwise_copy` (spec {1,0}): the copy is xᵀ quantized per row of xᵀ instead.
@@ -173,12 +182,7 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
   if (lines) args.line_amax = reinterpret_cast<const uint32_t*>(lines->data_ptr<int32_t>());
   args.stochastic = spec.rounding == Rounding::stochastic;
   args.seed = seed;
-  if (turn) {
-    args.history = reinterpret_cast<uint32_t*>(turn->ring.data_ptr<int32_t>());
-    args.history_slots = turn->slots();
-    args.history_current = turn->current;
-    args.delayed = !turn->first;
-  }
+  if (turn) take_turn_in(args, *turn);
   const size_t scratch = cuda::quantize_workspace_bytes(args);
   at::Tensor workspace;
   if (!amax && !turn && scratch == sizeof(int32_t)) {
@@ -291,10 +295,7 @@ std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
   args.scales = q.scales.data_ptr<float>();
   args.values_t = t.values.data_ptr();
   args.scales_t = t.scales.data_ptr<float>();
-  args.history = reinterpret_cast<uint32_t*>(turn.ring.data_ptr<int32_t>());
-  args.history_slots = turn.slots();
-  args.history_current = turn.current;
-  args.delayed = true;
+  take_turn_in(args, turn);  // not the first: the history has recorded
   cuda::quantize_swiglu_tensorwise(
       args, c10::cuda::getCurrentCUDAStream(gate_up.device().index()).stream());
   return std::make_pair(std::move(q), std::move(t));

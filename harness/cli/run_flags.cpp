@@ -108,9 +108,9 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
   run.add_flag("!--no-producer-amax", config.producer_amax,
                "Fused, tensorwise recipes: quantize each operand with an amax pass of its own "
                "instead of the max |x| that the norm, SwiGLU and RoPE kernels report as they "
-               "write it, and under delayed scaling let SwiGLU write the down projection's "
-               "quantized X in place of its output (the ablation: the same bits, one more read "
-               "of each such operand)");
+               "write it, and under delayed scaling let the norms and SwiGLU write their "
+               "product's quantized X in place of their output (the ablation: the same bits, "
+               "one more read of each such operand)");
   run.add_flag("!--no-memory-plan", config.memory_plan,
                "Run what the memory plan says cannot fit (to test the device's limit: the run "
                "ends oom and the sweep goes on)");

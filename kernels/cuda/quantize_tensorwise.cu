@@ -18,21 +18,24 @@
 // from a CUDA graph, a one-thread launch after each moves the ring on (amax_ring.cuh).
 //
 // Under delayed scaling the scale is known before X is, so the kernel can also compute X as it
-// loads it: SwiGLU's output from the gate/up product (quantize_swiglu_tensorwise), which is then
-// never written in BF16 nor read back: 4 bytes an element fewer than SwiGLU's kernel followed by
-// this one (docs/perf-log.md §59).
+// loads it: SwiGLU's output from the gate/up product (quantize_swiglu_tensorwise), or a norm's
+// from h and the row's inverse RMS (quantize_rmsnorm_tensorwise), which is then never written in
+// BF16 nor read back (docs/perf-log.md §59, §60).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <string>
 
 #include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/amax_ring.cuh"
+#include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/quantize_byte_tile.cuh"
 #include "kernels/cuda/quantize_math.cuh"
 #include "kernels/cuda/quantize_tensorwise.cuh"
+#include "kernels/cuda/rmsnorm_math.cuh"
 #include "kernels/cuda/swiglu_math.cuh"
 
 namespace lpbench::cuda {
@@ -48,6 +51,10 @@ struct TensorwiseParams {
   // SwiGLU (quantize_swiglu_tensorwise): X[r, c] = silu(x[r, c]) · x[r, c + up_offset], rounded
   // to BF16 as SwiGLU's kernel stores it (x holds rows of [gate | up], ld elements apart).
   int64_t up_offset;
+  // RMSNorm (quantize_rmsnorm_tensorwise): X[r, c] = x[r, c] · rstd[r] · norm_weight[c], rounded
+  // to BF16 as the norm's kernel stores it (x holds h, the norm's input).
+  const float* rstd;
+  const float* norm_weight;
   const uint32_t* amax;  // max |x| as FP32 bits, on the device
   DType fmt;
   float fmax;
@@ -102,8 +109,35 @@ __device__ __forceinline__ void load_swiglu(const TensorwiseParams& p, int64_t r
   }
 }
 
-// One 128×128 tile of X per CTA (quantize_byte_tile.cuh); with kSwiglu, of SwiGLU's output.
-template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, bool kSwiglu = false>
+// The thread's eight loads of the norm's output tile at (r0, c0), as `load` gives X's: h's loads
+// and the eight rows' inverse RMS in flight at once, then each value computed and rounded to
+// BF16 in the registers X's loads fill. The thread's eight columns share their weights.
+__device__ __forceinline__ void load_rmsnorm(const TensorwiseParams& p, int64_t r0, int64_t c0,
+                                             uint4 (&raw)[kLoads]) {
+  float rstd[kLoads];
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    raw[i] = quant::load_vec(p.x + (r0 + load_row(i)) * p.ld + c0 + load_col());
+    rstd[i] = __ldg(p.rstd + r0 + load_row(i));
+  }
+  float w[kBf16PerVector];
+  load_float8(p.norm_weight + c0 + load_col(), w);
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const Bf16x8 h = unpack_bf16x8(raw[i]);
+    Bf16x8 out;
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e)
+      out.v[e] = rmsnorm_value(h.v[e], rstd[i], w[e]);
+    raw[i] = pack_bf16x8(out);
+  }
+}
+
+// Where the kernel's X comes from: read, or computed from its producer's inputs.
+enum class Source { x, swiglu, rmsnorm };
+
+// One 128×128 tile of X per CTA (quantize_byte_tile.cuh), X as kSource gives it.
+template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource = Source::x>
 __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
   __shared__ __align__(16) uint32_t tile[kWords];
   // The tiles are taken from X's end to its start. The kernel that wrote X (a norm, SwiGLU,
@@ -159,8 +193,10 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
 #pragma unroll
     for (int i = 0; i < kLoads; ++i)
       raw[i] = make_uint4(0, 0, 0, 0);
-  } else if constexpr (kSwiglu) {
+  } else if constexpr (kSource == Source::swiglu) {
     load_swiglu(p, r0, c0, raw);
+  } else if constexpr (kSource == Source::rmsnorm) {
+    load_rmsnorm(p, r0, c0, raw);
   } else {
     load(p.x, p.ld, r0, c0, raw);
   }
@@ -240,16 +276,16 @@ __global__ void __launch_bounds__(kThreads)
   report_amax(amax, m);
 }
 
-template <bool kInt8, bool kRecord, bool kSwiglu = false>
+template <bool kInt8, bool kRecord, Source kSource = Source::x>
 void launch(const TensorwiseParams& tp, dim3 grid, cudaStream_t stream) {
   if (tp.values != nullptr && tp.values_t != nullptr) {
-    quantize_tensorwise_kernel<kInt8, true, true, kRecord, kSwiglu>
+    quantize_tensorwise_kernel<kInt8, true, true, kRecord, kSource>
         <<<grid, kThreads, 0, stream>>>(tp);
   } else if (tp.values != nullptr) {
-    quantize_tensorwise_kernel<kInt8, true, false, kRecord, kSwiglu>
+    quantize_tensorwise_kernel<kInt8, true, false, kRecord, kSource>
         <<<grid, kThreads, 0, stream>>>(tp);
   } else {
-    quantize_tensorwise_kernel<kInt8, false, true, kRecord, kSwiglu>
+    quantize_tensorwise_kernel<kInt8, false, true, kRecord, kSource>
         <<<grid, kThreads, 0, stream>>>(tp);
   }
 }
@@ -282,10 +318,13 @@ TensorwiseParams params_of(const QuantizeArgs& a) {
 void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tp.cols / kTile), static_cast<unsigned>(tp.rows / kTile));
   const bool record = tp.amax_seen != nullptr || tp.ring != nullptr;
+  // A producer's output is quantized under delayed scaling only (its amax is not known before).
   if (tp.up_offset > 0) {
-    // SwiGLU's output is quantized under delayed scaling only (its amax is not known before).
-    tp.fmt == DType::int8 ? launch<true, true, true>(tp, grid, stream)
-                          : launch<false, true, true>(tp, grid, stream);
+    tp.fmt == DType::int8 ? launch<true, true, Source::swiglu>(tp, grid, stream)
+                          : launch<false, true, Source::swiglu>(tp, grid, stream);
+  } else if (tp.rstd != nullptr) {
+    tp.fmt == DType::int8 ? launch<true, true, Source::rmsnorm>(tp, grid, stream)
+                          : launch<false, true, Source::rmsnorm>(tp, grid, stream);
   } else if (tp.fmt == DType::int8) {
     record ? launch<true, true>(tp, grid, stream) : launch<true, false>(tp, grid, stream);
   } else {
@@ -313,6 +352,20 @@ void advance_ring(const TensorwiseParams& tp, cudaStream_t stream) {
     advance_ring_kernel<<<1, 1, 0, stream>>>(tp.ring, tp.ring_slots);
     LPBENCH_CUDA_CHECK_LAUNCH();
   }
+}
+
+// A producer's output quantized by the history's amax: the parameters as `source` sets them.
+template <typename SetSource>
+void quantize_from_producer(const QuantizeArgs& a, const char* who, SetSource source,
+                            cudaStream_t stream) {
+  LPBENCH_CUDA_REQUIRE(a.history != nullptr && a.delayed,
+                       std::string(who) + ": delayed scaling from a history only");
+  TensorwiseParams tp = tensorwise_params_of(a);
+  source(tp);
+  tp.ring_amax = true;
+  NvtxRange range(who);
+  launch_tiles(tp, stream);
+  advance_ring(tp, stream);
 }
 
 }  // namespace
@@ -374,17 +427,31 @@ bool swiglu_tensorwise_applies(const QuantizeArgs& a) {
 }
 
 void quantize_swiglu_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
-  LPBENCH_CUDA_REQUIRE(a.history != nullptr && a.delayed,
-                       "quantize_swiglu_tensorwise: delayed scaling from a history only");
   LPBENCH_CUDA_REQUIRE(swiglu_tensorwise_applies(a),
                        "quantize_swiglu_tensorwise: the one-pass kernel does not apply (BF16 "
                        "gate/up rows, X's sides multiples of 128)");
-  TensorwiseParams tp = tensorwise_params_of(a);
-  tp.up_offset = a.cols;
-  tp.ring_amax = true;
-  NvtxRange range("lpbench::cuda::quantize_swiglu_tensorwise");
-  launch_tiles(tp, stream);
-  advance_ring(tp, stream);
+  quantize_from_producer(
+      a, "lpbench::cuda::quantize_swiglu_tensorwise",
+      [&](TensorwiseParams& tp) { tp.up_offset = a.cols; }, stream);
+}
+
+bool rmsnorm_tensorwise_applies(const QuantizeArgs& a, const float* weight) {
+  return !a.transpose && quant::aligned(weight, 16) && tensorwise_kernel_applies(a);
+}
+
+void quantize_rmsnorm_tensorwise(const QuantizeArgs& a, const float* rstd, const float* weight,
+                                 cudaStream_t stream) {
+  LPBENCH_CUDA_REQUIRE(rstd != nullptr, "quantize_rmsnorm_tensorwise: the rows' rstd is needed");
+  LPBENCH_CUDA_REQUIRE(rmsnorm_tensorwise_applies(a, weight),
+                       "quantize_rmsnorm_tensorwise: the one-pass kernel does not apply (BF16 h, "
+                       "its sides multiples of 128, a 16-byte aligned weight)");
+  quantize_from_producer(
+      a, "lpbench::cuda::quantize_rmsnorm_tensorwise",
+      [&](TensorwiseParams& tp) {
+        tp.rstd = rstd;
+        tp.norm_weight = weight;
+      },
+      stream);
 }
 
 }  // namespace lpbench::cuda

@@ -27,6 +27,15 @@ void quantize_tensorwise(const QuantizeArgs& args, cudaStream_t stream);
 bool swiglu_tensorwise_applies(const QuantizeArgs& args);
 void quantize_swiglu_tensorwise(const QuantizeArgs& args, cudaStream_t stream);
 
+// A norm's output X = h · rstd · weight (rmsnorm.cuh's y) quantized as the kernel computes it from
+// h [rows, cols] (args.x, args.ld), each row's inverse RMS `rstd` [rows] and the norm's FP32
+// `weight` [cols], in the same way: the bits of quantize(rmsnorm_forward's y), y never written.
+// Whether it applies: as tensorwise_kernel_applies, and a 16-byte aligned weight; the launch also
+// needs args.history with args.delayed.
+bool rmsnorm_tensorwise_applies(const QuantizeArgs& args, const float* weight);
+void quantize_rmsnorm_tensorwise(const QuantizeArgs& args, const float* rstd, const float* weight,
+                                 cudaStream_t stream);
+
 // The same kernel for square blocks of kb × kb (kb a multiple of 128: each tile in one block),
 // applying the inverse scales the general path's amax pass left in `inv_blocks` (laid out as the
 // output's scale grid). Whether it applies: as tensorwise_kernel_applies, blocks {kb, kb}, and

@@ -27,6 +27,7 @@
 #include "kernels/cuda/partial_sums.cuh"
 #include "kernels/cuda/resident_grid.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
+#include "kernels/cuda/rmsnorm_math.cuh"
 #include "kernels/cuda/saved_int8_blocks.cuh"
 
 namespace lpbench::cuda {
@@ -209,10 +210,11 @@ __global__ void __launch_bounds__(kForwardThreads, 1)
         const int64_t col = v * kBf16PerVector;
         if (r != nullptr && h_out != nullptr) store_bf16x8(h_out + row * a.cols + col, h[i]);
         if (a.keep.values != nullptr) keep_int8x8(h[i], row, col, a.cols, a.keep);
+        if (y == nullptr) continue;  // its consumer's quantization computes y from h and rstd
         Bf16x8 out;
 #pragma unroll
         for (int e = 0; e < kBf16PerVector; ++e)
-          out.v[e] = h[i].v[e] * rstd * w[i][e];
+          out.v[e] = rmsnorm_value(h[i].v[e], rstd, w[i][e]);
         store_bf16x8(y + row * a.cols + col, out, amax);
       }
     }
@@ -380,7 +382,8 @@ void with_vectors(int vectors, Fn&& fn) {
 
 void rmsnorm_forward(const RmsNormArgs& a, cudaStream_t stream) {
   check_shape(a.rows, a.cols, kForwardThreads, kForwardVectors, "rmsnorm_forward");
-  LPBENCH_CUDA_REQUIRE(a.x && a.weight && a.y && a.rstd, "x, weight, y and rstd are needed");
+  LPBENCH_CUDA_REQUIRE(a.x && a.weight && a.rstd, "x, weight and rstd are needed");
+  LPBENCH_CUDA_REQUIRE(a.y != nullptr || a.y_amax == nullptr, "y's amax is reported only with y");
   LPBENCH_CUDA_REQUIRE(a.residual == nullptr || a.h != nullptr,
                        "with a residual, h (x + residual) is written too");
   const void* pointers[] = {a.x, a.residual, a.weight, a.h, a.y};

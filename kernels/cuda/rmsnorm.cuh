@@ -24,7 +24,8 @@ struct RmsNormArgs {
   int64_t cols = 0;
   float eps = 1e-5F;
   void* h = nullptr;           // [rows, cols] bf16: x + residual (needed only with a residual)
-  void* y = nullptr;           // [rows, cols] bf16
+  void* y = nullptr;           // [rows, cols] bf16; null: h and rstd only (the consumer's
+                               // quantization computes y: quantize_rmsnorm_tensorwise)
   float* rstd = nullptr;       // [rows]
   uint32_t* y_amax = nullptr;  // optional: max |y| (amax.cuh), for a tensorwise quantization
   Int8Blocks keep;             // optional: h's INT8 blocks written (h is x without a residual)

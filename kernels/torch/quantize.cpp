@@ -122,8 +122,8 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
       return {std::move(done->q), std::move(t)};
     }
   }
-  // A producer's stand-in (swiglu.h) holds none of its values: quantizing it would quantize
-  // whatever its one unwritten element holds.
+  // A producer's stand-in (quantized_stand_in) holds none of its values: quantizing it would
+  // quantize whatever its one unwritten element holds.
   TORCH_CHECK(x.numel() <= 1 || !x.has_storage() ||
                   x.storage().nbytes() >= static_cast<size_t>(x.numel()) * x.itemsize(),
               "quantize: x stands in for a producer's output whose quantization was written in "
@@ -264,46 +264,130 @@ std::pair<Quantized, Quantized> quantize_with_transpose(const at::Tensor& x, con
   return {std::move(q), std::move(t)};
 }
 
-std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
-    const at::Tensor& gate_up, const DelayedInput& input) {
 #ifdef LPBENCH_CUDA_GLUE
-  AmaxHistory* history = input.history;
+namespace {
+
+// Whether a producer may write `input`'s quantization of its output, from what it is given alone:
+// a history that has recorded (its first turn scales by the output's own amax), tensorwise and
+// rounding to nearest into a narrow format, BF16 on the GPU.
+bool producer_may_quantize(const at::Tensor& source, const DelayedInput& input) {
   const QuantSpec& spec = input.spec;
-  if (history == nullptr || history->recorded() == 0 || !gate_up.is_cuda() ||
-      gate_up.scalar_type() != at::kBFloat16 || gate_up.dim() < 2 || !gate_up.is_contiguous() ||
-      spec.block_rows != 0 || spec.block_cols != 0 || spec.rounding != Rounding::nearest ||
-      spec.format == NumberFormat::bf16) {
-    return std::nullopt;
-  }
-  const int64_t inner = gate_up.size(-1) / 2;
-  const int64_t rows = gate_up.numel() / gate_up.size(-1);
+  return input.history != nullptr && input.history->recorded() > 0 && source.is_cuda() &&
+         source.scalar_type() == at::kBFloat16 && source.dim() >= 2 && source.is_contiguous() &&
+         spec.block_rows == 0 && spec.block_cols == 0 && spec.rounding == Rounding::nearest &&
+         spec.format != NumberFormat::bf16;
+}
+
+// The kernel's arguments for the producer's output X [rows, cols], computed from `source` (rows
+// `ld` elements apart); its outputs not yet given.
+cuda::QuantizeArgs producer_args(const at::Tensor& source, int64_t rows, int64_t cols, int64_t ld,
+                                 const QuantSpec& spec) {
   cuda::QuantizeArgs args;
-  args.x = gate_up.data_ptr();
+  args.x = source.data_ptr();
   args.x_type = cuda::DType::bf16;
   args.rows = rows;
-  args.cols = inner;
-  args.ld = 2 * inner;
+  args.cols = cols;
+  args.ld = ld;
   args.out_type = cuda_type(spec.format, "quantize");
-  if (!cuda::swiglu_tensorwise_applies(args)) return std::nullopt;
-  const AmaxHistory::Turn turn = history->take_turn(
-      gate_up, c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None);
-  const auto values_options = gate_up.options().dtype(reference::storage_type(spec.format));
-  const auto scales_options = gate_up.options().dtype(at::kFloat);
-  Quantized q{at::empty({rows, inner}, values_options), at::empty({1, 1}, scales_options), spec};
-  Quantized t{at::empty({inner, rows}, values_options), at::empty({1, 1}, scales_options), spec};
+  return args;
+}
+
+// X and Xᵀ quantized in the history's next turn by `launch` (the producer's kernel), into fresh
+// tensors.
+template <typename Launch>
+std::pair<Quantized, Quantized> quantize_in_producer(const at::Tensor& source,
+                                                     cuda::QuantizeArgs& args,
+                                                     const DelayedInput& input, Launch launch) {
+  const AmaxHistory::Turn turn = input.history->take_turn(
+      source, c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None);
+  const auto values_options = source.options().dtype(reference::storage_type(input.spec.format));
+  const auto scales_options = source.options().dtype(at::kFloat);
+  Quantized q{at::empty({args.rows, args.cols}, values_options), at::empty({1, 1}, scales_options),
+              input.spec};
+  Quantized t{at::empty({args.cols, args.rows}, values_options), at::empty({1, 1}, scales_options),
+              input.spec};
   args.values = q.values.data_ptr();
   args.scales = q.scales.data_ptr<float>();
   args.values_t = t.values.data_ptr();
   args.scales_t = t.scales.data_ptr<float>();
-  take_turn_in(args, turn);  // not the first: the history has recorded
-  cuda::quantize_swiglu_tensorwise(
-      args, c10::cuda::getCurrentCUDAStream(gate_up.device().index()).stream());
-  return std::make_pair(std::move(q), std::move(t));
+  take_turn_in(args, turn);  // not the first: producer_may_quantize saw the history record
+  launch(args, c10::cuda::getCurrentCUDAStream(source.device().index()).stream());
+  return {std::move(q), std::move(t)};
+}
+
+// Whether the norm's kernel takes h [..., cols] and the weight (rstd is the glue's own).
+bool rmsnorm_kernel_takes(const at::Tensor& h, const at::Tensor& weight,
+                          const DelayedInput& input) {
+  if (!producer_may_quantize(h, input) || weight.scalar_type() != at::kFloat ||
+      !weight.is_contiguous() || weight.numel() != h.size(-1)) {
+    return false;
+  }
+  const int64_t cols = h.size(-1);
+  const cuda::QuantizeArgs args = producer_args(h, h.numel() / cols, cols, cols, input.spec);
+  return cuda::rmsnorm_tensorwise_applies(args, weight.data_ptr<float>());
+}
+
+}  // namespace
+#endif
+
+std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
+    const at::Tensor& gate_up, const DelayedInput& input) {
+#ifdef LPBENCH_CUDA_GLUE
+  if (!producer_may_quantize(gate_up, input)) return std::nullopt;
+  const int64_t inner = gate_up.size(-1) / 2;
+  cuda::QuantizeArgs args =
+      producer_args(gate_up, gate_up.numel() / gate_up.size(-1), inner, 2 * inner, input.spec);
+  if (!cuda::swiglu_tensorwise_applies(args)) return std::nullopt;
+  return quantize_in_producer(gate_up, args, input, cuda::quantize_swiglu_tensorwise);
 #else
   (void)gate_up;
   (void)input;
   return std::nullopt;
 #endif
+}
+
+bool rmsnorm_quantization_applies(const at::Tensor& h, const at::Tensor& weight,
+                                  const DelayedInput& input) {
+#ifdef LPBENCH_CUDA_GLUE
+  return h.defined() && rmsnorm_kernel_takes(h, weight, input);
+#else
+  (void)h;
+  (void)weight;
+  (void)input;
+  return false;
+#endif
+}
+
+std::optional<std::pair<Quantized, Quantized>> quantize_rmsnorm_with_transpose(
+    const at::Tensor& h, const at::Tensor& rstd, const at::Tensor& weight,
+    const DelayedInput& input) {
+#ifdef LPBENCH_CUDA_GLUE
+  if (!rmsnorm_kernel_takes(h, weight, input) || rstd.scalar_type() != at::kFloat ||
+      !rstd.is_contiguous() || rstd.numel() != h.numel() / h.size(-1)) {
+    return std::nullopt;
+  }
+  const int64_t cols = h.size(-1);
+  cuda::QuantizeArgs args = producer_args(h, h.numel() / cols, cols, cols, input.spec);
+  const float* r = rstd.data_ptr<float>();
+  const float* w = weight.data_ptr<float>();
+  return quantize_in_producer(h, args, input,
+                              [r, w](const cuda::QuantizeArgs& a, cudaStream_t stream) {
+                                cuda::quantize_rmsnorm_tensorwise(a, r, w, stream);
+                              });
+#else
+  (void)h;
+  (void)rstd;
+  (void)weight;
+  (void)input;
+  return std::nullopt;
+#endif
+}
+
+at::Tensor quantized_stand_in(at::IntArrayRef sizes, const at::TensorOptions& options) {
+  const at::Tensor one = at::empty({1}, options);
+  at::Tensor out = at::empty({0}, options);
+  out.set_(one.storage(), 0, sizes, std::vector<int64_t>(sizes.size(), 0));
+  return out;
 }
 
 void remember_quantization(const at::Tensor& x, const DelayedInput& input, Quantized q,

@@ -59,6 +59,25 @@ struct DelayedInput {
 std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
     const at::Tensor& gate_up, const DelayedInput& input);
 
+// A norm's output X = h · rstd · weight (kernels/torch/rmsnorm.h) quantized by `input` as one
+// GPU kernel computes it from h [..., cols], rstd (FP32, one a row) and the FP32 weight: the bits
+// of quantize_with_transpose(rmsnorm's y, input.spec, input.history), the history's turn taken.
+// None where the kernel does not apply, taking no turn, as for SwiGLU. The norm decides before
+// its own kernel runs, since that kernel then writes h and rstd only:
+// rmsnorm_quantization_applies says, from h and the weight, whether this will return a result.
+bool rmsnorm_quantization_applies(const at::Tensor& h, const at::Tensor& weight,
+                                  const DelayedInput& input);
+std::optional<std::pair<Quantized, Quantized>> quantize_rmsnorm_with_transpose(
+    const at::Tensor& h, const at::Tensor& rstd, const at::Tensor& weight,
+    const DelayedInput& input);
+
+// What stands for a producer's output in autograd's graph where its consumer's quantization was
+// written in its place (remember_quantization): the output's shape over one element's storage,
+// every stride 0. That element is never written (zeroing it took a launch a step): nothing
+// reads it. The consumer takes the quantization instead, and quantizing the stand-in itself
+// fails (quantize_cuda).
+at::Tensor quantized_stand_in(at::IntArrayRef sizes, const at::TensorOptions& options);
+
 // A producer's quantization of `x`, written in place of x's values (x stands for them in
 // autograd's graph), kept until the consumer's quantization of x under the same history and
 // spec takes it (quantize and quantize_with_transpose, on the GPU), once: the consumer then

@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/torch/amax_registry.h"
+#include "kernels/torch/operand_diagnostics.h"
 #endif
 
 namespace lpbench::kernels {
@@ -41,7 +42,8 @@ struct NormForward {
 };
 
 NormForward norm_forward(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
-                         double eps, bool report_amax, bool int8_saved) {
+                         double eps, bool report_amax, bool int8_saved,
+                         const DelayedInput& consumer) {
   const profiling::Range range("norm");
 #ifdef LPBENCH_CUDA_GLUE
   if (on_kernel(x, weight)) {
@@ -51,7 +53,13 @@ NormForward norm_forward(const at::Tensor& x, const at::Tensor& residual, const 
     const at::Tensor w = weight.contiguous();
     reference::RmsNormOut out;
     out.h = rc.defined() ? at::empty_like(xc) : xc;
-    out.y = at::empty_like(xc);
+    // The consumer's quantization written in place of y, where the kernel takes it (not a
+    // history's first turn; not under saved=int8, as for SwiGLU, nor on a diagnosed step, whose
+    // statistics read y itself): the norm's kernel then writes h and rstd only.
+    const bool quantizes = consumer.history != nullptr && producer_quantization() && !int8_saved &&
+                           !operand_diagnostics() &&
+                           rmsnorm_quantization_applies(out.h, w, consumer);
+    out.y = quantizes ? quantized_stand_in(xc.sizes(), xc.options()) : at::empty_like(xc);
     out.rstd = at::empty({xc.numel() / cols}, xc.options().dtype(at::kFloat));
     cuda::RmsNormArgs a;
     a.x = xc.data_ptr();
@@ -61,8 +69,9 @@ NormForward norm_forward(const at::Tensor& x, const at::Tensor& residual, const 
     a.cols = cols;
     a.eps = static_cast<float>(eps);
     a.h = rc.defined() ? out.h.data_ptr() : nullptr;
-    a.y = out.y.data_ptr();
+    a.y = quantizes ? nullptr : out.y.data_ptr();
     a.rstd = out.rstd.data_ptr<float>();
+    report_amax = report_amax && !quantizes;
     const at::Tensor amax = report_amax ? new_amax(xc) : at::Tensor();
     if (report_amax) a.y_amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
     const bool keeps = int8_saved && kernel_keeps_int8(cols);
@@ -70,10 +79,18 @@ NormForward norm_forward(const at::Tensor& x, const at::Tensor& residual, const 
     if (keeps) a.keep = blocks_of(kept);
     cuda::rmsnorm_forward(a, stream_of(xc));
     if (report_amax) remember_amax(out.y, amax);
+    if (quantizes) {
+      auto quantized = quantize_rmsnorm_with_transpose(out.h, out.rstd, w, consumer);
+      TORCH_CHECK(quantized.has_value(),
+                  "rms_norm: the consumer's quantization did not apply after it was checked");
+      remember_quantization(out.y, consumer, std::move(quantized->first),
+                            std::move(quantized->second));
+    }
     if (!keeps) kept = save_activation(out.h, int8_saved);
     return {out, kept};
   }
 #endif
+  (void)consumer;  // off the GPU the consumer quantizes y itself
   reference::RmsNormOut out = reference::rmsnorm_forward(x, residual, weight, eps);
   return {out, save_activation(out.h, int8_saved)};
 }
@@ -150,14 +167,16 @@ reference::RmsNormGrads backward_of(AutogradContext* ctx, const at::Tensor& dy,
 class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
-                            double eps, bool report_amax, bool int8_saved) {
-    const NormForward f = norm_forward(x, at::Tensor(), weight, eps, report_amax, int8_saved);
+                            double eps, bool report_amax, bool int8_saved,
+                            const DelayedInput& consumer) {
+    const NormForward f =
+        norm_forward(x, at::Tensor(), weight, eps, report_amax, int8_saved, consumer);
     save(ctx, f, x, weight, report_amax);
     return f.out.y;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     reference::RmsNormGrads g = backward_of(ctx, grads[0], {});
-    return {g.dh, g.dweight, at::Tensor(), at::Tensor(), at::Tensor()};
+    return {g.dh, g.dweight, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -166,15 +185,17 @@ class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
 class RmsNormResidualFunction : public torch::autograd::Function<RmsNormResidualFunction> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
-                               double eps, bool report_amax, bool int8_saved) {
-    const NormForward f = norm_forward(x, at::Tensor(), weight, eps, report_amax, int8_saved);
+                               double eps, bool report_amax, bool int8_saved,
+                               const DelayedInput& consumer) {
+    const NormForward f =
+        norm_forward(x, at::Tensor(), weight, eps, report_amax, int8_saved, consumer);
     save(ctx, f, x, weight, report_amax);
     return {x, f.out.y};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     // grads[0] reaches x along the residual path (undefined where nothing used it), grads[1] y.
     reference::RmsNormGrads g = backward_of(ctx, grads[1], grads[0]);
-    return {g.dh, g.dweight, at::Tensor(), at::Tensor(), at::Tensor()};
+    return {g.dh, g.dweight, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -182,36 +203,39 @@ class AddRmsNormFunction : public torch::autograd::Function<AddRmsNormFunction> 
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x,
                                const at::Tensor& residual, const at::Tensor& weight, double eps,
-                               bool report_amax, bool int8_saved) {
-    const NormForward f = norm_forward(x, residual, weight, eps, report_amax, int8_saved);
+                               bool report_amax, bool int8_saved, const DelayedInput& consumer) {
+    const NormForward f = norm_forward(x, residual, weight, eps, report_amax, int8_saved, consumer);
     save(ctx, f, x, weight, report_amax);
     return {f.out.h, f.out.y};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     // grads[0] reaches h along the residual path (undefined where nothing used h), grads[1] y.
     reference::RmsNormGrads g = backward_of(ctx, grads[1], grads[0]);
-    return {g.dh, g.dh, g.dweight, at::Tensor(), at::Tensor(), at::Tensor()};
+    return {g.dh, g.dh, g.dweight, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, bool report_amax,
-                    bool int8_saved) {
-  return RmsNormFunction::apply(x, weight, eps, report_amax, int8_saved);
+                    bool int8_saved, const DelayedInput& consumer) {
+  return RmsNormFunction::apply(x, weight, eps, report_amax, int8_saved, consumer);
 }
 
 std::pair<at::Tensor, at::Tensor> rms_norm_residual(const at::Tensor& x, const at::Tensor& weight,
-                                                    double eps, bool report_amax, bool int8_saved) {
-  const variable_list out = RmsNormResidualFunction::apply(x, weight, eps, report_amax, int8_saved);
+                                                    double eps, bool report_amax, bool int8_saved,
+                                                    const DelayedInput& consumer) {
+  const variable_list out =
+      RmsNormResidualFunction::apply(x, weight, eps, report_amax, int8_saved, consumer);
   return {out[0], out[1]};
 }
 
 std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
                                                const at::Tensor& weight, double eps,
-                                               bool report_amax, bool int8_saved) {
+                                               bool report_amax, bool int8_saved,
+                                               const DelayedInput& consumer) {
   const variable_list out =
-      AddRmsNormFunction::apply(x, residual, weight, eps, report_amax, int8_saved);
+      AddRmsNormFunction::apply(x, residual, weight, eps, report_amax, int8_saved, consumer);
   return {out[0], out[1]};
 }
 

@@ -63,18 +63,6 @@ struct Report {
     }
   }
 };
-
-// What stands for the forward's output in autograd's graph where the consumer's quantization
-// was written in its place (remember_quantization): the output's shape over one element's
-// storage, every stride 0. That element is never written (zeroing it took a launch a step):
-// nothing reads it. The consumer takes the quantization instead (and quantizing the stand-in
-// itself fails, quantize.cpp), and the backward reads gate_up.
-at::Tensor unwritten(const std::vector<int64_t>& sizes, const at::TensorOptions& options) {
-  const at::Tensor one = at::empty({1}, options);
-  at::Tensor out = at::empty({0}, options);
-  out.set_(one.storage(), 0, sizes, std::vector<int64_t>(sizes.size(), 0));
-  return out;
-}
 #endif
 
 class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
@@ -97,7 +85,7 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
           !operand_diagnostics()) {
         if (auto quantized = quantize_swiglu_with_transpose(gu, consumer)) {
           ctx->save_for_backward({gu, at::Tensor()});
-          at::Tensor out = unwritten(sizes, gu.options());
+          at::Tensor out = quantized_stand_in(sizes, gu.options());
           remember_quantization(out, consumer, std::move(quantized->first),
                                 std::move(quantized->second));
           return out;

@@ -118,7 +118,8 @@ TEST(SwigluQuantize, ALayerStepsToTheSameBitsWithTheProducersQuantizationOnOrOff
   for (const char* recipe : {"int8-tensor:amax-history=4", "int8-tensor:dy=row,amax-history=4",
                              "fp8-tensor:amax-history=4"}) {
     SCOPED_TRACE(recipe);
-    EXPECT_TRUE(workloads::swiglu_quantizes_down(parse_recipe(recipe), true));
+    EXPECT_EQ(workloads::quantizing_producers(parse_recipe(recipe), true, false),
+              "the attention norm, the MLP norm, SwiGLU");
     test_support::LayerStep step[2];
     for (const bool on : {false, true}) {
       set_producer_quantization(on);

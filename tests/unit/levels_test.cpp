@@ -464,20 +464,23 @@ TEST(Fusion, ProducersReportLineAmaxesForTheOperandsQuantizedPerRowBothWays) {
   EXPECT_EQ(lines("int8-row:saved=int8"), std::make_pair(false, false));
 }
 
-// SwiGLU writes the down projection's X quantized only where that projection quantizes X
-// tensorwise under delayed scaling, rounding to nearest, one quantization for fprop and wgrad,
-// and nothing of it reads X in BF16: the scale must be known before the values are.
-TEST(Fusion, SwigluQuantizesTheDownProjectionsXOnlyUnderDelayedTensorwiseScaling) {
-  const auto quantizes = [](const char* recipe, bool producer_amax = true) {
-    return swiglu_quantizes_down(kernels::parse_recipe(recipe), producer_amax);
+// A producer (a norm, SwiGLU) writes its product's X quantized only where that product
+// quantizes X tensorwise under delayed scaling, rounding to nearest, one quantization for fprop
+// and wgrad, and nothing of it reads X in BF16: the scale must be known before the values are.
+// Before an MoE's router and experts, which all read the MLP norm's output, that norm writes it.
+TEST(Fusion, ProducersQuantizeTheirProductsXOnlyUnderDelayedTensorwiseScaling) {
+  const auto producers = [](const char* recipe, bool producer_amax = true, bool moe = false) {
+    return quantizing_producers(kernels::parse_recipe(recipe), producer_amax, moe);
   };
-  EXPECT_TRUE(quantizes("int8-tensor:amax-history=16"));
-  EXPECT_TRUE(quantizes("int8-tensor:dy=row,amax-history=16"));
-  EXPECT_TRUE(quantizes("fp8-tensor:amax-history=4"));
-  EXPECT_FALSE(quantizes("int8-tensor:amax-history=16", false));
-  EXPECT_FALSE(quantizes("int8-tensor"));  // the scale needs X's own amax first
-  EXPECT_FALSE(quantizes("int8-row"));
-  EXPECT_FALSE(quantizes("bf16"));
+  const std::string all = "the attention norm, the MLP norm, SwiGLU";
+  EXPECT_EQ(producers("int8-tensor:amax-history=16"), all);
+  EXPECT_EQ(producers("int8-tensor:dy=row,amax-history=16"), all);
+  EXPECT_EQ(producers("fp8-tensor:amax-history=4"), all);
+  EXPECT_EQ(producers("int8-tensor:amax-history=16", true, true), "the attention norm, SwiGLU");
+  EXPECT_EQ(producers("int8-tensor:amax-history=16", false), "");
+  EXPECT_EQ(producers("int8-tensor"), "");  // the scale needs X's own amax first
+  EXPECT_EQ(producers("int8-row"), "");
+  EXPECT_EQ(producers("bf16"), "");
 }
 
 }  // namespace

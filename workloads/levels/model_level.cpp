@@ -103,7 +103,7 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
       device, options.producer_amax && quantizes_by_own_amax(recipe),
       recipe.saved == kernels::SavedActivations::int8,
       producer_line_amax(recipe, options.producer_amax),
-      swiglu_quantizes_down(recipe, options.producer_amax));
+      quantizing_producers(recipe, options.producer_amax, model.is_moe()));
   if (options.fusion == Fusion::fused) {
     if (!decoder_->fusable_output()) {
       operators_ += "; output layer quantized: loss unfused";

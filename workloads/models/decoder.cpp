@@ -50,11 +50,21 @@ kernels::LineAmax producer_line_amax(const kernels::Recipe& recipe, bool produce
                                              use(GemmKind::wgrad, Side::lhs))};
 }
 
-bool swiglu_quantizes_down(const kernels::Recipe& recipe, bool producer_amax) {
-  return producer_amax &&
-         kernels::delayed_tensorwise_x(
-             kernels::decide(recipe, "layers.0.mlp.down", kernels::ModuleKind::linear).gemms)
-             .has_value();
+std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_amax, bool moe) {
+  if (!producer_amax) return "";
+  const auto quantizes = [&recipe](const char* product) {
+    return kernels::delayed_tensorwise_x(
+               kernels::decide(recipe, product, kernels::ModuleKind::linear).gemms)
+        .has_value();
+  };
+  std::string names;
+  const auto add = [&names](const char* name) {
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  };
+  if (quantizes("layers.0.attention.qkv")) add("the attention norm");
+  if (!moe && quantizes("layers.0.mlp.gate_up")) add("the MLP norm");
+  if (quantizes(moe ? "layers.0.moe.experts.0.down" : "layers.0.mlp.down")) add("SwiGLU");
+  return names;
 }
 
 kernels::LinearGemms PrecisionPlan::linear(const std::string& module) {
@@ -121,13 +131,14 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   return ops_.norm(x, weight_, eps_);
 }
 
-std::pair<torch::Tensor, torch::Tensor> RMSNormImpl::residual_forward(const torch::Tensor& x) {
-  return ops_.residual_norm(x, weight_, eps_);
+std::pair<torch::Tensor, torch::Tensor> RMSNormImpl::residual_forward(
+    const torch::Tensor& x, const kernels::DelayedInput& consumer) {
+  return ops_.residual_norm(x, weight_, eps_, consumer);
 }
 
-std::pair<torch::Tensor, torch::Tensor> RMSNormImpl::add_forward(const torch::Tensor& x,
-                                                                 const torch::Tensor& residual) {
-  return ops_.add_norm(x, residual, weight_, eps_);
+std::pair<torch::Tensor, torch::Tensor> RMSNormImpl::add_forward(
+    const torch::Tensor& x, const torch::Tensor& residual, const kernels::DelayedInput& consumer) {
+  return ops_.add_norm(x, residual, weight_, eps_, consumer);
 }
 
 AttentionImpl::AttentionImpl(const ModelConfig& config, const std::string& prefix,
@@ -246,10 +257,16 @@ ResidualStream DecoderLayerImpl::forward_stream(const ResidualStream& in, const 
   // attention's residual add and the MLP's norm in another (one pass each, fused); with no add
   // to take, the norm still takes the stream's gradient into its backward. Either way the
   // gradients are the same bits: the add rounds as torch's does, and the norm's backward adds
-  // the stream's gradient in FP32 and rounds once.
-  const auto [x, attention_in] = in.delta.defined() ? attention_norm_->add_forward(in.h, in.delta)
-                                                    : attention_norm_->residual_forward(in.h);
-  const auto [h, normed] = mlp_norm_->add_forward(x, attention_(attention_in, cos, sin));
+  // the stream's gradient in FP32 and rounds once. Each norm writes its product's quantized
+  // input in place of its output where it can (not before the MoE's router and experts, which
+  // all read it).
+  const kernels::DelayedInput qkv_input = attention_->input_quantization();
+  const auto [x, attention_in] = in.delta.defined()
+                                     ? attention_norm_->add_forward(in.h, in.delta, qkv_input)
+                                     : attention_norm_->residual_forward(in.h, qkv_input);
+  const auto [h, normed] =
+      mlp_norm_->add_forward(x, attention_(attention_in, cos, sin),
+                             moe_ ? kernels::DelayedInput{} : mlp_->input_quantization());
   return {h, moe_ ? moe_(normed) : mlp_(normed)};
 }
 

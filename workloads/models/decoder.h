@@ -37,9 +37,12 @@ bool quantizes_by_own_amax(const kernels::Recipe& recipe);
 // producers report at all, and not under saved=int8 (SwiGLU then keeps an INT8 copy instead).
 kernels::LineAmax producer_line_amax(const kernels::Recipe& recipe, bool producer_amax);
 
-// Whether, under `producer_amax`, SwiGLU writes the down projection's quantized X (the first
-// layer's down projection as the recipe decides it: kernels::delayed_tensorwise_x).
-bool swiglu_quantizes_down(const kernels::Recipe& recipe, bool producer_amax);
+// The fused producers that, under `producer_amax`, write their product's quantized X in its
+// place, as a run records them ("the attention norm, the MLP norm, SwiGLU"; empty for none): each
+// whose product in the first layer, as the recipe decides it, takes kernels::delayed_tensorwise_x
+// (the attention norm: QKV's; the MLP norm: gate/up's, not where an MoE's router and experts read
+// it; SwiGLU: the down projection's).
+std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_amax, bool moe);
 
 // Decides, module by module, what a recipe does, and keeps the decisions for the store.
 class PrecisionPlan {
@@ -130,10 +133,13 @@ class RMSNormImpl : public torch::nn::Module {
   RMSNormImpl(int64_t dim, double eps, const PrecisionPlan& plan);
   torch::Tensor forward(const torch::Tensor& x);
   // (x, the norm of x) for an x the residual stream carries on (Operators::residual_norm).
-  std::pair<torch::Tensor, torch::Tensor> residual_forward(const torch::Tensor& x);
+  // `consumer`: how the one product reading the norm quantizes it (Operators::norm).
+  std::pair<torch::Tensor, torch::Tensor> residual_forward(
+      const torch::Tensor& x, const kernels::DelayedInput& consumer = {});
   // (x + residual, the norm of that sum), in one pass where fused.
   std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x,
-                                                      const torch::Tensor& residual);
+                                                      const torch::Tensor& residual,
+                                                      const kernels::DelayedInput& consumer = {});
   const torch::Tensor& weight() const { return weight_; }
   double eps() const { return eps_; }
 
@@ -148,6 +154,8 @@ class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  // How the QKV product quantizes the attention's input, for the norm before it to write.
+  kernels::DelayedInput input_quantization() const { return qkv_->delayed_input(); }
 
  private:
   kernels::AttentionShape shape_;
@@ -161,6 +169,8 @@ class MlpImpl : public torch::nn::Module {
  public:
   MlpImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan);
   torch::Tensor forward(const torch::Tensor& x);
+  // How the gate/up product quantizes the MLP's input, for the norm before it to write.
+  kernels::DelayedInput input_quantization() const { return gate_up_->delayed_input(); }
 
  private:
   Operators ops_;

@@ -24,7 +24,7 @@ std::string_view to_string(Fusion fusion) {
 
 std::string describe_operators(Fusion fusion, const kernels::AttentionShape& shape, int64_t seq,
                                const torch::Device& device, bool producer_amax, bool int8_saved,
-                               kernels::LineAmax lines, bool swiglu_quantizes) {
+                               kernels::LineAmax lines, const std::string& quantizing_producers) {
   const std::string backend = kernels::attention_backend(
       shape, seq, torch::TensorOptions().dtype(torch::kBFloat16).device(device));
   const bool fused = fusion == Fusion::fused;
@@ -40,34 +40,40 @@ std::string describe_operators(Fusion fusion, const kernels::AttentionShape& sha
          (lines.backward && fused
               ? "; so does RoPE's backward of its gradient, where no per-head norm comes first"
               : "") +
-         (swiglu_quantizes && fused
-              ? "; SwiGLU writes the down projection's X quantized (delayed scaling)"
-              : "") +
+         (!quantizing_producers.empty() && fused
+              ? "; X written quantized by its producer (delayed scaling): " + quantizing_producers
+              : std::string()) +
          (int8_saved && fused ? "; activations saved as INT8" : "");
 }
 
-torch::Tensor Operators::norm(const torch::Tensor& x, const torch::Tensor& weight,
-                              double eps) const {
-  if (fusion_ == Fusion::fused)
-    return kernels::rms_norm(x, weight, eps, producer_amax_, int8_saved_);
+kernels::DelayedInput Operators::quantizing(const kernels::DelayedInput& consumer) const {
+  return quantizing_producers_ ? consumer : kernels::DelayedInput{};
+}
+
+torch::Tensor Operators::norm(const torch::Tensor& x, const torch::Tensor& weight, double eps,
+                              const kernels::DelayedInput& consumer) const {
+  if (fusion_ == Fusion::fused) {
+    return kernels::rms_norm(x, weight, eps, producer_amax_, int8_saved_, quantizing(consumer));
+  }
   return unfused_norm(x, weight, eps);
 }
 
-std::pair<torch::Tensor, torch::Tensor> Operators::residual_norm(const torch::Tensor& x,
-                                                                 const torch::Tensor& weight,
-                                                                 double eps) const {
+std::pair<torch::Tensor, torch::Tensor> Operators::residual_norm(
+    const torch::Tensor& x, const torch::Tensor& weight, double eps,
+    const kernels::DelayedInput& consumer) const {
   if (fusion_ == Fusion::fused) {
-    return kernels::rms_norm_residual(x, weight, eps, producer_amax_, int8_saved_);
+    return kernels::rms_norm_residual(x, weight, eps, producer_amax_, int8_saved_,
+                                      quantizing(consumer));
   }
   return {x, unfused_norm(x, weight, eps)};
 }
 
-std::pair<torch::Tensor, torch::Tensor> Operators::add_norm(const torch::Tensor& x,
-                                                            const torch::Tensor& residual,
-                                                            const torch::Tensor& weight,
-                                                            double eps) const {
+std::pair<torch::Tensor, torch::Tensor> Operators::add_norm(
+    const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& weight, double eps,
+    const kernels::DelayedInput& consumer) const {
   if (fusion_ == Fusion::fused) {
-    return kernels::add_rms_norm(x, residual, weight, eps, producer_amax_, int8_saved_);
+    return kernels::add_rms_norm(x, residual, weight, eps, producer_amax_, int8_saved_,
+                                 quantizing(consumer));
   }
   torch::Tensor h = x + residual;
   return {h, unfused_norm(h, weight, eps)};
@@ -76,8 +82,7 @@ std::pair<torch::Tensor, torch::Tensor> Operators::add_norm(const torch::Tensor&
 torch::Tensor Operators::swiglu(const torch::Tensor& gate_up,
                                 const kernels::DelayedInput& consumer) const {
   if (fusion_ == Fusion::fused) {
-    return kernels::swiglu(gate_up, producer_amax_, int8_saved_, lines_,
-                           quantizing_producers_ ? consumer : kernels::DelayedInput{});
+    return kernels::swiglu(gate_up, producer_amax_, int8_saved_, lines_, quantizing(consumer));
   }
   const int64_t inner = gate_up.size(-1) / 2;
   return torch::silu(gate_up.narrow(-1, 0, inner)) * gate_up.narrow(-1, inner, inner);

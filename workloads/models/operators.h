@@ -26,7 +26,7 @@ std::string_view to_string(Fusion fusion);
 std::string describe_operators(Fusion fusion, const kernels::AttentionShape& shape, int64_t seq,
                                const torch::Device& device, bool producer_amax = false,
                                bool int8_saved = false, kernels::LineAmax lines = {},
-                               bool swiglu_quantizes = false);
+                               const std::string& quantizing_producers = "");
 
 class Operators {
  public:
@@ -37,8 +37,9 @@ class Operators {
   // `lines` (fused only): SwiGLU's forward, and SwiGLU's and RoPE's backward, report every row's
   // and column's amax of what they write instead, for a recipe that quantizes that operand per
   // row both ways (producer_line_amax, decoder.h).
-  // `quantizing_producers` (fused only): SwiGLU writes the next product's quantization of its
-  // output in its place where that product asks for one it can make (swiglu's `consumer`).
+  // `quantizing_producers` (fused only): the norms and SwiGLU write the next product's
+  // quantization of their output in its place where that product asks for one they can make
+  // (their `consumer`).
   explicit Operators(Fusion fusion, bool producer_amax = false, bool int8_saved = false,
                      kernels::LineAmax lines = {}, bool quantizing_producers = false)
       : fusion_(fusion),
@@ -50,17 +51,20 @@ class Operators {
   bool int8_saved() const { return int8_saved_; }
   bool producer_amax() const { return producer_amax_; }
 
-  // RMSNorm over the last dimension (statistics in FP32), the result in x's type.
-  torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) const;
+  // RMSNorm over the last dimension (statistics in FP32), the result in x's type. `consumer`
+  // (fused only), as for swiglu: how the one product that reads the result quantizes it, for the
+  // norm to write that quantization in its place where it can (kernels::rms_norm).
+  torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight, double eps,
+                     const kernels::DelayedInput& consumer = {}) const;
   // (x, RMSNorm(x)) for an x that the residual stream also carries on; fused, the stream's
   // gradient joins the norm's in the norm's backward pass.
-  std::pair<torch::Tensor, torch::Tensor> residual_norm(const torch::Tensor& x,
-                                                        const torch::Tensor& weight,
-                                                        double eps) const;
+  std::pair<torch::Tensor, torch::Tensor> residual_norm(
+      const torch::Tensor& x, const torch::Tensor& weight, double eps,
+      const kernels::DelayedInput& consumer = {}) const;
   // (x + residual, RMSNorm(x + residual)): the residual stream and the next sublayer's input.
-  std::pair<torch::Tensor, torch::Tensor> add_norm(const torch::Tensor& x,
-                                                   const torch::Tensor& residual,
-                                                   const torch::Tensor& weight, double eps) const;
+  std::pair<torch::Tensor, torch::Tensor> add_norm(
+      const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& weight,
+      double eps, const kernels::DelayedInput& consumer = {}) const;
   // silu(gate) · up of the fused gate/up product [..., 2·inner]. `consumer` (fused only): how
   // the next product quantizes it, for SwiGLU to write that quantization in its place where it
   // can (kernels::swiglu); the result is then a stand-in only that product may read.
@@ -79,6 +83,9 @@ class Operators {
   bool int8_saved_;
   kernels::LineAmax lines_;
   bool quantizing_producers_;
+
+  // `consumer` where producers quantize for their consumers, else none.
+  kernels::DelayedInput quantizing(const kernels::DelayedInput& consumer) const;
 };
 
 }  // namespace lpbench::workloads

@@ -10,39 +10,21 @@
 #include <utility>
 
 #include "kernels/recipe.h"
-#include "tests/support/layer_steps.h"
-#include "tests/support/rope_tables.h"
+#include "tests/support/gpu_layer.h"
 #include "workloads/models/decoder.h"
-#include "workloads/models/model_zoo.h"
 
 namespace lpbench::kernels {
 namespace {
 
 // The layer's output and gradients after `steps` steps on the same input and output gradient.
 test_support::LayerStep layer_steps(const char* recipe, int steps) {
-  const torch::Device gpu(torch::kCUDA, 0);
-  const workloads::ModelConfig model = workloads::builtin_model("small");
-  const int64_t seq = 256;
-  const auto [cos_cpu, sin_cpu] = test_support::rope_tables(seq, model.head_dim);
-  const at::Tensor cos = cos_cpu.to(gpu), sin = sin_cpu.to(gpu);
-  torch::manual_seed(5);
-  workloads::PrecisionPlan plan(parse_recipe(recipe), gpu, workloads::Fusion::fused,
-                                /*producer_amax=*/true);
-  workloads::DecoderLayer layer(model, 0, plan);
-  layer->to(gpu);
-  const auto bf16 = torch::dtype(torch::kBFloat16).device(gpu);
-  const at::Tensor x = torch::randn({2, seq, model.hidden_size}, bf16).requires_grad_(true);
-  const at::Tensor grad = torch::randn({2, seq, model.hidden_size}, bf16);
-  test_support::LayerStep step;
-  for (int s = 0; s < steps; ++s) {
-    layer->zero_grad();
-    const at::Tensor out = layer->forward(x, cos, sin);
-    out.backward(grad);
-    step.y = out.detach();
-  }
-  for (const auto& p : layer->named_parameters())
-    step.grads.emplace_back(p.key(), p.value().grad().clone());
-  return step;
+  test_support::GpuLayer layer(recipe, /*producer_amax=*/true, 5);
+  const at::Tensor x = layer.random_input().requires_grad_(true);
+  const at::Tensor grad = layer.random_input();
+  at::Tensor y;
+  for (int s = 0; s < steps; ++s)
+    y = layer.step(x, grad);
+  return layer.result(y);
 }
 
 TEST(DelayedLayerOnGpu, StepsToTheDynamicRecipesBitsWhileItsOperandsRepeat) {

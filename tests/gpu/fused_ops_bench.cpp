@@ -1,6 +1,7 @@
 // fused_ops_bench: the memory-bound kernels of one decoder layer's fused training step (RMSNorm
 // with and without the residual, each way; SwiGLU each way; RoPE of q and k and its backward, or
-// Qwen3's per-head norms with RoPE; the output layer's softmax cross-entropy), each timed alone at
+// Qwen3's per-head norms with RoPE; the output layer's softmax cross-entropy; the producers'
+// quantizations under delayed scaling beside the launches they replace), each timed alone at
 // a seed model's shapes and set against the HBM rate its bytes allow: the figure issue 22 asks to
 // be ≥ 70 % for every non-GEMM kernel.
 //
@@ -31,6 +32,7 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/cross_entropy.cuh"
 #include "kernels/cuda/qk_norm_rope.cuh"
+#include "kernels/cuda/quantize_tensorwise.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/rope.cuh"
 #include "kernels/cuda/swiglu.cuh"
@@ -179,6 +181,69 @@ void norms(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
             cuda::rmsnorm_backward(a, nullptr);
           });
   }
+}
+
+// The producers' quantizations under delayed scaling (docs/perf-log.md §59, §60), as the delayed
+// recipes' fused step runs them (INT8, X and Xᵀ from one pass, scaled by a history's amax and
+// recording X's own), each after the row of the one-pass quantization of a written X that it
+// replaces: the norm writing h and rstd only, then X computed from them as it is quantized; and
+// SwiGLU's output computed from gate/up as it is quantized (the SwiGLU forward it replaces is
+// the "swiglu forward, no amax" row). Bytes: each operator's BF16 inputs read and its two INT8
+// layouts written.
+void producers_quantize(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
+  const int64_t h = m.hidden_size, inner = m.intermediate_size;
+  const double one = 2.0 * tokens * h;  // one BF16 [tokens, hidden]
+  const double one_inner = 2.0 * tokens * inner;
+  const auto x = copies({tokens, h}, kBf16), r = copies({tokens, h}, kBf16);
+  const auto hs = copies({tokens, h}, kBf16);
+  const auto gu = copies({tokens, 2 * inner}, kBf16), out = copies({tokens, inner}, kBf16);
+  const auto kInt8 = kCuda.dtype(at::kChar);
+  const auto q = copies({tokens, std::max(h, inner)}, kInt8),
+             qt = copies({tokens, std::max(h, inner)}, kInt8);
+  const at::Tensor weight = torch::ones({h}, kFloat), rstd = torch::ones({tokens}, kFloat);
+  const at::Tensor scales = torch::empty({2}, kFloat);
+  // A history of four slots: the turn records into slot 0 and zeroes slot 1 at every call, and
+  // slots 2 and 3 keep the amax it scales by (4.0, about max |x| of these N(0, 1) inputs).
+  at::Tensor ring = torch::zeros({5}, kCuda.dtype(at::kInt));
+  ring.narrow(0, 2, 2).fill_(0x40800000);
+  const auto delayed = [&](int i, const at::Tensor& input, int64_t cols, int64_t ld) {
+    cuda::QuantizeArgs a;
+    a.x = input.data_ptr();
+    a.rows = tokens;
+    a.cols = cols;
+    a.ld = ld;
+    a.values = q[i].data_ptr();
+    a.scales = scales.data_ptr<float>();
+    a.values_t = qt[i].data_ptr();
+    a.scales_t = scales.data_ptr<float>() + 1;
+    a.history = word(ring);
+    a.history_slots = 4;
+    a.history_current = 0;
+    a.delayed = true;
+    return a;
+  };
+  b.row(m.name, "quantize X (delayed, one pass)", 2 * one,
+        [&](int i) { cuda::quantize_tensorwise(delayed(i, x[i], h, h), nullptr); });
+  b.row(m.name, "rmsnorm forward, + residual, no y", 3 * one, [&](int i) {
+    cuda::RmsNormArgs a;
+    a.x = x[i].data_ptr();
+    a.residual = r[i].data_ptr();
+    a.weight = weight.data_ptr<float>();
+    a.rows = tokens;
+    a.cols = h;
+    a.h = hs[i].data_ptr();
+    a.rstd = rstd.data_ptr<float>();
+    cuda::rmsnorm_forward(a, nullptr);
+  });
+  b.row(m.name, "quantize X from h, rstd (norm)", 2 * one, [&](int i) {
+    cuda::quantize_rmsnorm_tensorwise(delayed(i, hs[i], h, h), rstd.data_ptr<float>(),
+                                      weight.data_ptr<float>(), nullptr);
+  });
+  b.row(m.name, "quantize X_down (delayed, one pass)", 2 * one_inner,
+        [&](int i) { cuda::quantize_tensorwise(delayed(i, out[i], inner, inner), nullptr); });
+  b.row(m.name, "quantize X_down from gate/up (SwiGLU)", 3 * one_inner, [&](int i) {
+    cuda::quantize_swiglu_tensorwise(delayed(i, gu[i], inner, 2 * inner), nullptr);
+  });
 }
 
 void swiglu(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
@@ -566,6 +631,7 @@ int main(int argc, char** argv) {
   for (const workloads::ModelConfig* m : models) {
     norms(b, *m, tokens);
     swiglu(b, *m, tokens);
+    producers_quantize(b, *m, tokens);
     attention_side(b, *m, tokens);
     output_loss(b, *m, tokens);
   }

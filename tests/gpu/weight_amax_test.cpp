@@ -21,10 +21,8 @@
 #include "kernels/torch/amax_registry.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/weight_amax.h"
-#include "tests/support/layer_steps.h"
-#include "tests/support/rope_tables.h"
+#include "tests/support/gpu_layer.h"
 #include "workloads/models/decoder.h"
-#include "workloads/models/model_zoo.h"
 
 namespace lpbench::kernels {
 namespace {
@@ -157,31 +155,18 @@ TEST(WeightAmaxOnGpu, OneLaunchGivesEachTensorsAmaxAsTheOracle) {
 // run: the rest within 1e-2); and no weight's amax is remembered after the step.
 TEST(WeightAmaxOnGpu, ALayerStepsToTheSameBitsWithItsWeightsAmaxesFoundTogether) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  const torch::Device gpu(torch::kCUDA, 0);
-  const workloads::ModelConfig model = workloads::builtin_model("small");
-  const int64_t seq = 256;
-  const auto [cos_cpu, sin_cpu] = test_support::rope_tables(seq, model.head_dim);
-  const at::Tensor cos = cos_cpu.to(gpu), sin = sin_cpu.to(gpu);
-  const auto bf16 = torch::dtype(torch::kBFloat16).device(gpu);
   for (const char* name : {"int8-tensor", "fp8-tensor"}) {
     SCOPED_TRACE(name);
     test_support::LayerStep step[2];
     for (const bool producer_amax : {false, true}) {
-      torch::manual_seed(5);
-      workloads::PrecisionPlan plan(parse_recipe(name), gpu, workloads::Fusion::fused,
-                                    producer_amax);
-      workloads::DecoderLayer layer(model, 0, plan);
-      layer->to(gpu);
-      const std::vector<at::Tensor> weights = layer->weights_wanting_amax();
+      test_support::GpuLayer layer(name, producer_amax, 5);
+      const std::vector<at::Tensor> weights = layer.layer()->weights_wanting_amax();
       EXPECT_EQ(weights.size(), producer_amax ? 4U : 0U);
-      const at::Tensor x = torch::randn({2, seq, model.hidden_size}, bf16).requires_grad_(true);
-      const at::Tensor out = layer->forward(x, cos, sin);
-      out.backward(torch::randn_like(out));
+      const at::Tensor x = layer.random_input().requires_grad_(true);
+      const at::Tensor y = layer.step(x, layer.random_input());
       for (const at::Tensor& w : weights)
         EXPECT_FALSE(recall_amax(w).has_value());
-      step[producer_amax].y = out.detach();
-      for (const auto& p : layer->named_parameters())
-        step[producer_amax].grads.emplace_back(p.key(), p.value().grad().clone());
+      step[producer_amax] = layer.result(y);
     }
     test_support::expect_same_layer_step(step[0], step[1]);
   }

@@ -197,9 +197,11 @@ void producers_quantize(Bench& b, const workloads::ModelConfig& m, int64_t token
   const auto x = copies({tokens, h}, kBf16), r = copies({tokens, h}, kBf16);
   const auto hs = copies({tokens, h}, kBf16);
   const auto gu = copies({tokens, 2 * inner}, kBf16), out = copies({tokens, inner}, kBf16);
-  const auto kInt8 = kCuda.dtype(at::kChar);
-  const auto q = copies({tokens, std::max(h, inner)}, kInt8),
-             qt = copies({tokens, std::max(h, inner)}, kInt8);
+  std::vector<at::Tensor> q, qt;  // the two INT8 layouts written
+  for (int i = 0; i < kCopies; ++i) {
+    q.push_back(torch::empty({tokens, std::max(h, inner)}, kCuda.dtype(at::kChar)));
+    qt.push_back(torch::empty({tokens, std::max(h, inner)}, kCuda.dtype(at::kChar)));
+  }
   const at::Tensor weight = torch::ones({h}, kFloat), rstd = torch::ones({tokens}, kFloat);
   const at::Tensor scales = torch::empty({2}, kFloat);
   // A history of four slots: the turn records into slot 0 and zeroes slot 1 at every call, and

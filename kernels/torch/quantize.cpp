@@ -318,8 +318,9 @@ std::pair<Quantized, Quantized> quantize_in_producer(const at::Tensor& source,
 // Whether the norm's kernel takes h [..., cols] and the weight (rstd is the glue's own).
 bool rmsnorm_kernel_takes(const at::Tensor& h, const at::Tensor& weight,
                           const DelayedInput& input) {
-  if (!producer_may_quantize(h, input) || weight.scalar_type() != at::kFloat ||
-      !weight.is_contiguous() || weight.numel() != h.size(-1)) {
+  if (!producer_may_quantize(h, input) || weight.device() != h.device() ||
+      weight.scalar_type() != at::kFloat || !weight.is_contiguous() ||
+      weight.numel() != h.size(-1)) {
     return false;
   }
   const int64_t cols = h.size(-1);
@@ -362,8 +363,9 @@ std::optional<std::pair<Quantized, Quantized>> quantize_rmsnorm_with_transpose(
     const at::Tensor& h, const at::Tensor& rstd, const at::Tensor& weight,
     const DelayedInput& input) {
 #ifdef LPBENCH_CUDA_GLUE
-  if (!rmsnorm_kernel_takes(h, weight, input) || rstd.scalar_type() != at::kFloat ||
-      !rstd.is_contiguous() || rstd.numel() != h.numel() / h.size(-1)) {
+  if (!rmsnorm_kernel_takes(h, weight, input) || rstd.device() != h.device() ||
+      rstd.scalar_type() != at::kFloat || !rstd.is_contiguous() ||
+      rstd.numel() != h.numel() / h.size(-1)) {
     return std::nullopt;
   }
   const int64_t cols = h.size(-1);

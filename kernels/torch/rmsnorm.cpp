@@ -71,14 +71,14 @@ NormForward norm_forward(const at::Tensor& x, const at::Tensor& residual, const 
     a.h = rc.defined() ? out.h.data_ptr() : nullptr;
     a.y = quantizes ? nullptr : out.y.data_ptr();
     a.rstd = out.rstd.data_ptr<float>();
-    report_amax = report_amax && !quantizes;
-    const at::Tensor amax = report_amax ? new_amax(xc) : at::Tensor();
-    if (report_amax) a.y_amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
+    const bool reports = report_amax && !quantizes;  // y's amax, where y is written
+    const at::Tensor amax = reports ? new_amax(xc) : at::Tensor();
+    if (reports) a.y_amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
     const bool keeps = int8_saved && kernel_keeps_int8(cols);
     SavedActivation kept = keeps ? int8_room(xc) : SavedActivation{};
     if (keeps) a.keep = blocks_of(kept);
     cuda::rmsnorm_forward(a, stream_of(xc));
-    if (report_amax) remember_amax(out.y, amax);
+    if (reports) remember_amax(out.y, amax);
     if (quantizes) {
       auto quantized = quantize_rmsnorm_with_transpose(out.h, out.rstd, w, consumer);
       TORCH_CHECK(quantized.has_value(),

@@ -74,11 +74,11 @@ __device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in)
   store_global_16(p, pack_bf16x8(in));
 }
 
-// The same store, also folding max |x| of the stored values into `amax2`: two BF16 magnitudes
-// (sign cleared) side by side, compared as unsigned halves (their order is the values', and a NaN
-// tops +Inf). One SIMD max a pair, on the packed words: no second rounding. amax_of_pairs turns
-// the result into the FP32 bits the quantizer's amax is carried in.
-__device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in, uint32_t& amax2) {
+// `in` packed as a store writes it, also folding max |x| of the packed values into `amax2`: two
+// BF16 magnitudes (sign cleared) side by side, compared as unsigned halves (their order is the
+// values', and a NaN tops +Inf). One SIMD max a pair, on the packed words: no second rounding.
+// amax_of_pairs turns the result into the FP32 bits the quantizer's amax is carried in.
+__device__ __forceinline__ uint4 pack_bf16x8(const Bf16x8& in, uint32_t& amax2) {
   uint32_t words[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -86,7 +86,12 @@ __device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in,
     words[i] = *reinterpret_cast<const uint32_t*>(&pair);
     amax2 = __vmaxu2(amax2, words[i] & 0x7fff7fffu);
   }
-  store_global_16(p, make_uint4(words[0], words[1], words[2], words[3]));
+  return make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+// The store, folding the stored magnitudes into `amax2` as pack_bf16x8 does.
+__device__ __forceinline__ void store_bf16x8(__nv_bfloat16* p, const Bf16x8& in, uint32_t& amax2) {
+  store_global_16(p, pack_bf16x8(in, amax2));
 }
 
 // The same store, folding the stored magnitudes into `row2` (all eight, pairwise as above) and

@@ -17,10 +17,11 @@
 // (kRecord): an eager delayed-scaling step launches its quantizations and nothing else; replayed
 // from a CUDA graph, a one-thread launch after each moves the ring on (amax_ring.cuh).
 //
-// Under delayed scaling the scale is known before X is, so the kernel can also compute X as it
-// loads it: SwiGLU's output from the gate/up product (quantize_swiglu_tensorwise), or a norm's
-// from h and the row's inverse RMS (quantize_rmsnorm_tensorwise), which is then never written in
-// BF16 nor read back (docs/perf-log.md §59, §60).
+// Where the scale is known before X is, the kernel can also compute X as it loads it: SwiGLU's
+// output from the gate/up product under delayed scaling (quantize_swiglu_tensorwise), or a norm's
+// from h and the row's inverse RMS (quantize_rmsnorm_tensorwise) under delayed scaling or by the
+// amax the norm found without writing its output, which is then never written in BF16 nor read
+// back (docs/perf-log.md §59, §60, §61).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -318,13 +319,17 @@ TensorwiseParams params_of(const QuantizeArgs& a) {
 void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tp.cols / kTile), static_cast<unsigned>(tp.rows / kTile));
   const bool record = tp.amax_seen != nullptr || tp.ring != nullptr;
-  // A producer's output is quantized under delayed scaling only (its amax is not known before).
+  // SwiGLU's output is quantized under delayed scaling only; a norm's also by its own amax,
+  // which the norm found (quantize_rmsnorm_tensorwise), recording nothing.
   if (tp.up_offset > 0) {
     tp.fmt == DType::int8 ? launch<true, true, Source::swiglu>(tp, grid, stream)
                           : launch<false, true, Source::swiglu>(tp, grid, stream);
-  } else if (tp.rstd != nullptr) {
+  } else if (tp.rstd != nullptr && record) {
     tp.fmt == DType::int8 ? launch<true, true, Source::rmsnorm>(tp, grid, stream)
                           : launch<false, true, Source::rmsnorm>(tp, grid, stream);
+  } else if (tp.rstd != nullptr) {
+    tp.fmt == DType::int8 ? launch<true, false, Source::rmsnorm>(tp, grid, stream)
+                          : launch<false, false, Source::rmsnorm>(tp, grid, stream);
   } else if (tp.fmt == DType::int8) {
     record ? launch<true, true>(tp, grid, stream) : launch<true, false>(tp, grid, stream);
   } else {
@@ -445,13 +450,22 @@ void quantize_rmsnorm_tensorwise(const QuantizeArgs& a, const float* rstd, const
   LPBENCH_CUDA_REQUIRE(rmsnorm_tensorwise_applies(a, weight),
                        "quantize_rmsnorm_tensorwise: the one-pass kernel does not apply (BF16 h, "
                        "its sides multiples of 128, a 16-byte aligned weight)");
-  quantize_from_producer(
-      a, "lpbench::cuda::quantize_rmsnorm_tensorwise",
-      [&](TensorwiseParams& tp) {
-        tp.rstd = rstd;
-        tp.norm_weight = weight;
-      },
-      stream);
+  const auto set_source = [&](TensorwiseParams& tp) {
+    tp.rstd = rstd;
+    tp.norm_weight = weight;
+  };
+  if (a.history != nullptr) {
+    quantize_from_producer(a, "lpbench::cuda::quantize_rmsnorm_tensorwise", set_source, stream);
+    return;
+  }
+  // Current scaling: y's amax, which the norm found without writing y (RmsNormArgs::y_amax).
+  LPBENCH_CUDA_REQUIRE(a.amax != nullptr,
+                       "quantize_rmsnorm_tensorwise: y's amax or an amax history is needed");
+  TensorwiseParams tp = tensorwise_params_of(a);
+  set_source(tp);
+  tp.amax = a.amax;
+  const NvtxRange range("lpbench::cuda::quantize_rmsnorm_tensorwise");
+  launch_tiles(tp, stream);
 }
 
 }  // namespace lpbench::cuda

@@ -31,7 +31,8 @@ void quantize_swiglu_tensorwise(const QuantizeArgs& args, cudaStream_t stream);
 // h [rows, cols] (args.x, args.ld), each row's inverse RMS `rstd` [rows] and the norm's FP32
 // `weight` [cols], in the same way: the bits of quantize(rmsnorm_forward's y), y never written.
 // Whether it applies: as tensorwise_kernel_applies, and a 16-byte aligned weight; the launch also
-// needs args.history with args.delayed.
+// needs args.history with args.delayed, or (current scaling) args.amax: y's amax, which the norm
+// finds without writing y (RmsNormArgs::y_amax).
 bool rmsnorm_tensorwise_applies(const QuantizeArgs& args, const float* weight);
 void quantize_rmsnorm_tensorwise(const QuantizeArgs& args, const float* rstd, const float* weight,
                                  cudaStream_t stream);

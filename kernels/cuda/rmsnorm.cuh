@@ -27,7 +27,8 @@ struct RmsNormArgs {
   void* y = nullptr;           // [rows, cols] bf16; null: h and rstd only (the consumer's
                                // quantization computes y: quantize_rmsnorm_tensorwise)
   float* rstd = nullptr;       // [rows]
-  uint32_t* y_amax = nullptr;  // optional: max |y| (amax.cuh), for a tensorwise quantization
+  uint32_t* y_amax = nullptr;  // optional: max |y| (amax.cuh), for a tensorwise quantization;
+                               // with y null, y's values are computed for it and not stored
   Int8Blocks keep;             // optional: h's INT8 blocks written (h is x without a residual)
 };
 

@@ -115,7 +115,7 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
                                                              AmaxHistory* history, uint64_t seed,
                                                              bool rowwise_copy = false) {
   // Its producer quantized it already (x's values were never written).
-  if (history != nullptr && !transpose && !rowwise_copy) {
+  if (!transpose && !rowwise_copy) {
     if (std::optional<Waiting> done = take_waiting(x, history, spec)) {
       std::optional<Quantized> t;
       if (with_transpose) t = std::move(done->t);
@@ -268,14 +268,14 @@ std::pair<Quantized, Quantized> quantize_with_transpose(const at::Tensor& x, con
 namespace {
 
 // Whether a producer may write `input`'s quantization of its output, from what it is given alone:
-// a history that has recorded (its first turn scales by the output's own amax), tensorwise and
-// rounding to nearest into a narrow format, BF16 on the GPU.
-bool producer_may_quantize(const at::Tensor& source, const DelayedInput& input) {
+// a history that has recorded (its first turn scales by the output's own amax), or the output's
+// own amax, tensorwise and rounding to nearest into a narrow format, BF16 on the GPU.
+bool producer_may_quantize(const at::Tensor& source, const InputQuantization& input) {
   const QuantSpec& spec = input.spec;
-  return input.history != nullptr && input.history->recorded() > 0 && source.is_cuda() &&
-         source.scalar_type() == at::kBFloat16 && source.dim() >= 2 && source.is_contiguous() &&
-         spec.block_rows == 0 && spec.block_cols == 0 && spec.rounding == Rounding::nearest &&
-         spec.format != NumberFormat::bf16;
+  const bool scaled = input.history != nullptr ? input.history->recorded() > 0 : input.own_amax;
+  return scaled && source.is_cuda() && source.scalar_type() == at::kBFloat16 && source.dim() >= 2 &&
+         source.is_contiguous() && spec.block_rows == 0 && spec.block_cols == 0 &&
+         spec.rounding == Rounding::nearest && spec.format != NumberFormat::bf16;
 }
 
 // The kernel's arguments for the producer's output X [rows, cols], computed from `source` (rows
@@ -292,14 +292,23 @@ cuda::QuantizeArgs producer_args(const at::Tensor& source, int64_t rows, int64_t
   return args;
 }
 
-// X and Xᵀ quantized in the history's next turn by `launch` (the producer's kernel), into fresh
-// tensors.
+// X and Xᵀ quantized by `launch` (the producer's kernel) into fresh tensors: in the history's
+// next turn, or scaled by `amax` (X's own, as FP32 bits) under input.own_amax.
 template <typename Launch>
 std::pair<Quantized, Quantized> quantize_in_producer(const at::Tensor& source,
                                                      cuda::QuantizeArgs& args,
-                                                     const DelayedInput& input, Launch launch) {
-  const AmaxHistory::Turn turn = input.history->take_turn(
-      source, c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None);
+                                                     const InputQuantization& input,
+                                                     const at::Tensor& amax, Launch launch) {
+  std::optional<AmaxHistory::Turn> turn;
+  if (input.history != nullptr) {
+    turn = input.history->take_turn(source, c10::cuda::currentStreamCaptureStatusMayInitCtx() !=
+                                                c10::cuda::CaptureStatus::None);
+  } else {
+    TORCH_CHECK(amax.defined() && amax.device() == source.device() &&
+                    amax.scalar_type() == at::kInt && amax.numel() == 1,
+                "quantize_in_producer: a current scale needs X's amax (int32 [1] on X's device)");
+    args.amax = reinterpret_cast<const uint32_t*>(amax.data_ptr<int32_t>());
+  }
   const auto values_options = source.options().dtype(reference::storage_type(input.spec.format));
   const auto scales_options = source.options().dtype(at::kFloat);
   Quantized q{at::empty({args.rows, args.cols}, values_options), at::empty({1, 1}, scales_options),
@@ -310,14 +319,15 @@ std::pair<Quantized, Quantized> quantize_in_producer(const at::Tensor& source,
   args.scales = q.scales.data_ptr<float>();
   args.values_t = t.values.data_ptr();
   args.scales_t = t.scales.data_ptr<float>();
-  take_turn_in(args, turn);  // not the first: producer_may_quantize saw the history record
+  // Not a first turn: producer_may_quantize saw the history record.
+  if (turn) take_turn_in(args, *turn);
   launch(args, c10::cuda::getCurrentCUDAStream(source.device().index()).stream());
   return {std::move(q), std::move(t)};
 }
 
 // Whether the norm's kernel takes h [..., cols] and the weight (rstd is the glue's own).
 bool rmsnorm_kernel_takes(const at::Tensor& h, const at::Tensor& weight,
-                          const DelayedInput& input) {
+                          const InputQuantization& input) {
   if (!producer_may_quantize(h, input) || weight.device() != h.device() ||
       weight.scalar_type() != at::kFloat || !weight.is_contiguous() ||
       weight.numel() != h.size(-1)) {
@@ -332,14 +342,14 @@ bool rmsnorm_kernel_takes(const at::Tensor& h, const at::Tensor& weight,
 #endif
 
 std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
-    const at::Tensor& gate_up, const DelayedInput& input) {
+    const at::Tensor& gate_up, const InputQuantization& input) {
 #ifdef LPBENCH_CUDA_GLUE
-  if (!producer_may_quantize(gate_up, input)) return std::nullopt;
+  if (input.history == nullptr || !producer_may_quantize(gate_up, input)) return std::nullopt;
   const int64_t inner = gate_up.size(-1) / 2;
   cuda::QuantizeArgs args =
       producer_args(gate_up, gate_up.numel() / gate_up.size(-1), inner, 2 * inner, input.spec);
   if (!cuda::swiglu_tensorwise_applies(args)) return std::nullopt;
-  return quantize_in_producer(gate_up, args, input, cuda::quantize_swiglu_tensorwise);
+  return quantize_in_producer(gate_up, args, input, {}, cuda::quantize_swiglu_tensorwise);
 #else
   (void)gate_up;
   (void)input;
@@ -348,7 +358,7 @@ std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
 }
 
 bool rmsnorm_quantization_applies(const at::Tensor& h, const at::Tensor& weight,
-                                  const DelayedInput& input) {
+                                  const InputQuantization& input) {
 #ifdef LPBENCH_CUDA_GLUE
   return h.defined() && rmsnorm_kernel_takes(h, weight, input);
 #else
@@ -361,7 +371,7 @@ bool rmsnorm_quantization_applies(const at::Tensor& h, const at::Tensor& weight,
 
 std::optional<std::pair<Quantized, Quantized>> quantize_rmsnorm_with_transpose(
     const at::Tensor& h, const at::Tensor& rstd, const at::Tensor& weight,
-    const DelayedInput& input) {
+    const InputQuantization& input, const at::Tensor& amax) {
 #ifdef LPBENCH_CUDA_GLUE
   if (!rmsnorm_kernel_takes(h, weight, input) || rstd.device() != h.device() ||
       rstd.scalar_type() != at::kFloat || !rstd.is_contiguous() ||
@@ -372,7 +382,7 @@ std::optional<std::pair<Quantized, Quantized>> quantize_rmsnorm_with_transpose(
   cuda::QuantizeArgs args = producer_args(h, h.numel() / cols, cols, cols, input.spec);
   const float* r = rstd.data_ptr<float>();
   const float* w = weight.data_ptr<float>();
-  return quantize_in_producer(h, args, input,
+  return quantize_in_producer(h, args, input, amax,
                               [r, w](const cuda::QuantizeArgs& a, cudaStream_t stream) {
                                 cuda::quantize_rmsnorm_tensorwise(a, r, w, stream);
                               });
@@ -381,6 +391,7 @@ std::optional<std::pair<Quantized, Quantized>> quantize_rmsnorm_with_transpose(
   (void)rstd;
   (void)weight;
   (void)input;
+  (void)amax;
   return std::nullopt;
 #endif
 }
@@ -392,10 +403,10 @@ at::Tensor quantized_stand_in(at::IntArrayRef sizes, const at::TensorOptions& op
   return out;
 }
 
-void remember_quantization(const at::Tensor& x, const DelayedInput& input, Quantized q,
+void remember_quantization(const at::Tensor& x, const InputQuantization& input, Quantized q,
                            Quantized t) {
-  TORCH_CHECK(x.has_storage() && input.history != nullptr,
-              "remember_quantization: a tensor with storage and a history");
+  TORCH_CHECK(x.has_storage() && input.any(),
+              "remember_quantization: a tensor with storage, and a history or its own amax");
   Waiting w{x.storage().getWeakStorageImpl(),
             x.storage().unsafeGetStorageImpl(),
             x.storage_offset(),

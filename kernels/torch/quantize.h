@@ -44,32 +44,40 @@ bool is_rowwise(const QuantSpec& spec);
 std::pair<Quantized, Quantized> quantize_rowwise_pair(const at::Tensor& x, const QuantSpec& spec);
 
 // How the consumer of a producer's output quantizes it, where a producer can quantize it in its
-// place: tensorwise (`spec`, rounding to nearest), both layouts, scaled by `history` (delayed
-// scaling: the scale is known before the values are). No history: the producer writes its output.
-struct DelayedInput {
+// place: tensorwise (`spec`, rounding to nearest), both layouts, scaled either by `history`
+// (delayed scaling: the scale is known before the values are, so the producer can quantize as
+// it computes them) or, with `own_amax`, by the output's own amax (current scaling: the producer
+// finds the amax as it computes the output without writing it, and a second pass computes it
+// again from the producer's input and quantizes it). Neither: the producer writes its output.
+struct InputQuantization {
   AmaxHistory* history = nullptr;
   QuantSpec spec;
+  bool own_amax = false;
+  bool any() const { return history != nullptr || own_amax; }
 };
 
 // SwiGLU's output X = silu(gate) · up of gate_up [rows, 2·inner] quantized by `input` as one GPU
 // kernel computes it (kernels/cuda/quantize_tensorwise.cuh): X and Xᵀ, the bits of
 // quantize_with_transpose(swiglu(gate_up), input.spec, input.history), the history's turn taken.
 // None where that kernel does not apply, taking no turn: off the GPU, shapes or spec it does not
-// take, and a history's first turn (scaled by X's own amax, which is known only after X is).
+// take, a history's first turn (scaled by X's own amax, which is known only after X is), and
+// input.own_amax (an amax pass over gate/up, then X computed from them again, would move as many
+// bytes as writing X and quantizing it: docs/perf-log.md §61).
 std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
-    const at::Tensor& gate_up, const DelayedInput& input);
+    const at::Tensor& gate_up, const InputQuantization& input);
 
 // A norm's output X = h · rstd · weight (kernels/torch/rmsnorm.h) quantized by `input` as one
 // GPU kernel computes it from h [..., cols], rstd (FP32, one a row) and the FP32 weight: the bits
-// of quantize_with_transpose(rmsnorm's y, input.spec, input.history), the history's turn taken.
-// None where the kernel does not apply, taking no turn, as for SwiGLU. The norm decides before
-// its own kernel runs, since that kernel then writes h and rstd only:
+// of quantize_with_transpose(rmsnorm's y, input.spec, input.history), the history's turn taken;
+// under input.own_amax, scaled by `amax`, y's amax as FP32 bits (int32 [1] on h's device), which
+// the norm's kernel found. None where the kernel does not apply, taking no turn, as for SwiGLU.
+// The norm decides before its own kernel runs, since that kernel then writes h and rstd only:
 // rmsnorm_quantization_applies says, from h and the weight, whether this will return a result.
 bool rmsnorm_quantization_applies(const at::Tensor& h, const at::Tensor& weight,
-                                  const DelayedInput& input);
+                                  const InputQuantization& input);
 std::optional<std::pair<Quantized, Quantized>> quantize_rmsnorm_with_transpose(
     const at::Tensor& h, const at::Tensor& rstd, const at::Tensor& weight,
-    const DelayedInput& input);
+    const InputQuantization& input, const at::Tensor& amax = {});
 
 // What stands for a producer's output in autograd's graph where its consumer's quantization was
 // written in its place (remember_quantization): the output's shape over one element's storage,
@@ -79,10 +87,11 @@ std::optional<std::pair<Quantized, Quantized>> quantize_rmsnorm_with_transpose(
 at::Tensor quantized_stand_in(at::IntArrayRef sizes, const at::TensorOptions& options);
 
 // A producer's quantization of `x`, written in place of x's values (x stands for them in
-// autograd's graph), kept until the consumer's quantization of x under the same history and
-// spec takes it (quantize and quantize_with_transpose, on the GPU), once: the consumer then
-// quantizes nothing. Matched by x's storage, as the amax registry matches (amax_registry.h).
-void remember_quantization(const at::Tensor& x, const DelayedInput& input, Quantized q,
+// autograd's graph), kept until the consumer's quantization of x under the same history (none,
+// under input.own_amax) and spec takes it (quantize and quantize_with_transpose, on the GPU),
+// once: the consumer then quantizes nothing. Matched by x's storage, as the amax registry
+// matches (amax_registry.h).
+void remember_quantization(const at::Tensor& x, const InputQuantization& input, Quantized q,
                            Quantized t);
 
 // Whether producers quantize their output in their consumer's place where they can (on by

@@ -270,13 +270,17 @@ bool forward_quantizes_w_tensorwise(const LinearGemms& gemms) {
          (!gemms.requantize_w && tensorwise(gemms.dgrad, GemmKind::dgrad));
 }
 
-std::optional<QuantSpec> delayed_tensorwise_x(const LinearGemms& gemms) {
+std::optional<ProducibleX> producible_x(const LinearGemms& gemms) {
   const GemmSpec& fprop = gemms.fprop;
   const GemmSpec& wgrad = gemms.wgrad;
-  if (!fprop.quantized() || fprop.amax_history == 0 || fprop.hadamard_block > 0 ||
-      fprop.scaling == Scaling::fallback || !layout_sharing()) {
+  if (!fprop.quantized() || fprop.hadamard_block > 0 || fprop.scaling == Scaling::fallback ||
+      !layout_sharing()) {
     return std::nullopt;
   }
+  // A current scale where another product keeps a history: the linear hands X's history (made
+  // for any product's) to X's quantization, which would then not be the one the producer made.
+  const bool delayed = fprop.amax_history > 0;
+  if (!delayed && (gemms.dgrad.amax_history > 0 || wgrad.amax_history > 0)) return std::nullopt;
   const QuantSpec spec = operand_spec(fprop, GemmKind::fprop, Side::lhs);
   if (spec.block_rows != 0 || spec.block_cols != 0 || spec.rounding != Rounding::nearest) {
     return std::nullopt;
@@ -286,7 +290,7 @@ std::optional<QuantSpec> delayed_tensorwise_x(const LinearGemms& gemms) {
       !(operand_spec(wgrad, GemmKind::wgrad, Side::rhs) == spec)) {
     return std::nullopt;
   }
-  return spec;
+  return ProducibleX{spec, delayed};
 }
 
 at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms,

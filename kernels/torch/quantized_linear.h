@@ -47,10 +47,15 @@ bool forward_quantizes_w_tensorwise(const LinearGemms& gemms);
 
 // The quantization of X that quantized_linear's forward under `gemms` makes in one pass for
 // fprop and, transposed, wgrad, where a producer of X can make it in its place
-// (quantize.h's DelayedInput, with the linear's X history): tensorwise, delayed scaling, rounded
-// to nearest, no rotation or fallback, and nothing of the linear reading X in BF16. None
+// (quantize.h's InputQuantization): tensorwise, rounded to nearest, no rotation or fallback, and
+// nothing of the linear reading X in BF16; scaled by the linear's X history where fprop's scale
+// is delayed (`delayed`), by X's own amax where no product of the linear keeps a history. None
 // otherwise.
-std::optional<QuantSpec> delayed_tensorwise_x(const LinearGemms& gemms);
+struct ProducibleX {
+  QuantSpec spec;
+  bool delayed = false;
+};
+std::optional<ProducibleX> producible_x(const LinearGemms& gemms);
 
 // `add_into_grad` (with `master`): where master's gradient is already defined when backward
 // runs (the micro-batches after the first of a step; the flat gradient buffers of data

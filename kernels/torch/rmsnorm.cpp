@@ -43,7 +43,7 @@ struct NormForward {
 
 NormForward norm_forward(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
                          double eps, bool report_amax, bool int8_saved,
-                         const DelayedInput& consumer) {
+                         const InputQuantization& consumer) {
   const profiling::Range range("norm");
 #ifdef LPBENCH_CUDA_GLUE
   if (on_kernel(x, weight)) {
@@ -55,8 +55,9 @@ NormForward norm_forward(const at::Tensor& x, const at::Tensor& residual, const 
     out.h = rc.defined() ? at::empty_like(xc) : xc;
     // The consumer's quantization written in place of y, where the kernel takes it (not a
     // history's first turn; not under saved=int8, as for SwiGLU, nor on a diagnosed step, whose
-    // statistics read y itself): the norm's kernel then writes h and rstd only.
-    const bool quantizes = consumer.history != nullptr && producer_quantization() && !int8_saved &&
+    // statistics read y itself): the norm's kernel then writes h and rstd only, and under a
+    // current scale finds y's amax for it.
+    const bool quantizes = consumer.any() && producer_quantization() && !int8_saved &&
                            !operand_diagnostics() &&
                            rmsnorm_quantization_applies(out.h, w, consumer);
     out.y = quantizes ? quantized_stand_in(xc.sizes(), xc.options()) : at::empty_like(xc);
@@ -71,16 +72,19 @@ NormForward norm_forward(const at::Tensor& x, const at::Tensor& residual, const 
     a.h = rc.defined() ? out.h.data_ptr() : nullptr;
     a.y = quantizes ? nullptr : out.y.data_ptr();
     a.rstd = out.rstd.data_ptr<float>();
-    const bool reports = report_amax && !quantizes;  // y's amax, where y is written
-    const at::Tensor amax = reports ? new_amax(xc) : at::Tensor();
-    if (reports) a.y_amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
+    // y's amax: for y's consumer where y is written, or for the quantization written in its
+    // place under a current scale.
+    const bool reports = report_amax && !quantizes;
+    const bool finds = reports || (quantizes && consumer.own_amax);
+    const at::Tensor amax = finds ? new_amax(xc) : at::Tensor();
+    if (finds) a.y_amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
     const bool keeps = int8_saved && kernel_keeps_int8(cols);
     SavedActivation kept = keeps ? int8_room(xc) : SavedActivation{};
     if (keeps) a.keep = blocks_of(kept);
     cuda::rmsnorm_forward(a, stream_of(xc));
     if (reports) remember_amax(out.y, amax);
     if (quantizes) {
-      auto quantized = quantize_rmsnorm_with_transpose(out.h, out.rstd, w, consumer);
+      auto quantized = quantize_rmsnorm_with_transpose(out.h, out.rstd, w, consumer, amax);
       TORCH_CHECK(quantized.has_value(),
                   "rms_norm: the consumer's quantization did not apply after it was checked");
       remember_quantization(out.y, consumer, std::move(quantized->first),
@@ -168,7 +172,7 @@ class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                             double eps, bool report_amax, bool int8_saved,
-                            const DelayedInput& consumer) {
+                            const InputQuantization& consumer) {
     const NormForward f =
         norm_forward(x, at::Tensor(), weight, eps, report_amax, int8_saved, consumer);
     save(ctx, f, x, weight, report_amax);
@@ -186,7 +190,7 @@ class RmsNormResidualFunction : public torch::autograd::Function<RmsNormResidual
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                                double eps, bool report_amax, bool int8_saved,
-                               const DelayedInput& consumer) {
+                               const InputQuantization& consumer) {
     const NormForward f =
         norm_forward(x, at::Tensor(), weight, eps, report_amax, int8_saved, consumer);
     save(ctx, f, x, weight, report_amax);
@@ -203,7 +207,8 @@ class AddRmsNormFunction : public torch::autograd::Function<AddRmsNormFunction> 
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x,
                                const at::Tensor& residual, const at::Tensor& weight, double eps,
-                               bool report_amax, bool int8_saved, const DelayedInput& consumer) {
+                               bool report_amax, bool int8_saved,
+                               const InputQuantization& consumer) {
     const NormForward f = norm_forward(x, residual, weight, eps, report_amax, int8_saved, consumer);
     save(ctx, f, x, weight, report_amax);
     return {f.out.h, f.out.y};
@@ -218,13 +223,13 @@ class AddRmsNormFunction : public torch::autograd::Function<AddRmsNormFunction> 
 }  // namespace
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, bool report_amax,
-                    bool int8_saved, const DelayedInput& consumer) {
+                    bool int8_saved, const InputQuantization& consumer) {
   return RmsNormFunction::apply(x, weight, eps, report_amax, int8_saved, consumer);
 }
 
 std::pair<at::Tensor, at::Tensor> rms_norm_residual(const at::Tensor& x, const at::Tensor& weight,
                                                     double eps, bool report_amax, bool int8_saved,
-                                                    const DelayedInput& consumer) {
+                                                    const InputQuantization& consumer) {
   const variable_list out =
       RmsNormResidualFunction::apply(x, weight, eps, report_amax, int8_saved, consumer);
   return {out[0], out[1]};
@@ -233,7 +238,7 @@ std::pair<at::Tensor, at::Tensor> rms_norm_residual(const at::Tensor& x, const a
 std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
                                                const at::Tensor& weight, double eps,
                                                bool report_amax, bool int8_saved,
-                                               const DelayedInput& consumer) {
+                                               const InputQuantization& consumer) {
   const variable_list out =
       AddRmsNormFunction::apply(x, residual, weight, eps, report_amax, int8_saved, consumer);
   return {out[0], out[1]};

@@ -20,7 +20,7 @@ namespace lpbench::kernels {
 // that product may read (quantized_stand_in), and the norm's kernel writes h and rstd only.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps,
                     bool report_amax = false, bool int8_saved = false,
-                    const DelayedInput& consumer = {});
+                    const InputQuantization& consumer = {});
 
 // (x, y = RMSNorm(x)·weight) for an x that also goes on along the residual path: the x returned
 // carries that path's gradient into the norm's backward pass, which adds it to the norm's own
@@ -28,13 +28,13 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps,
 std::pair<at::Tensor, at::Tensor> rms_norm_residual(const at::Tensor& x, const at::Tensor& weight,
                                                     double eps, bool report_amax = false,
                                                     bool int8_saved = false,
-                                                    const DelayedInput& consumer = {});
+                                                    const InputQuantization& consumer = {});
 
 // h = x + residual and y = RMSNorm(h)·weight, in one pass; the backward adds the gradient
 // reaching h along the residual path to the norm's own, also in one pass.
 std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
                                                const at::Tensor& weight, double eps,
                                                bool report_amax = false, bool int8_saved = false,
-                                               const DelayedInput& consumer = {});
+                                               const InputQuantization& consumer = {});
 
 }  // namespace lpbench::kernels

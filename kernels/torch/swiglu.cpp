@@ -69,7 +69,7 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up, bool report_amax,
                             bool int8_saved, bool lines_forward, bool lines_backward,
-                            const DelayedInput& consumer) {
+                            const InputQuantization& consumer) {
     const profiling::Range range("swiglu");
     ctx->saved_data["amax"] = report_amax;
     ctx->saved_data["lines"] = lines_backward;
@@ -152,7 +152,7 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
 }  // namespace
 
 at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax, bool int8_saved, LineAmax lines,
-                  const DelayedInput& consumer) {
+                  const InputQuantization& consumer) {
   return SwigluFunction::apply(gate_up, report_amax, int8_saved, lines.forward, lines.backward,
                                consumer);
 }

@@ -15,11 +15,11 @@ namespace lpbench::kernels {
 // backward differentiates at the restored gate_up. `lines`: the forward's out or the
 // backward's d gate_up reports every row's and column's amax instead (for a quantization per
 // row both ways), where the kernel runs and gate_up is not kept as INT8. `consumer`: how the
-// next product quantizes out (delayed scaling: the down projection's X); where the GPU kernel
-// takes it (quantize_swiglu_with_transpose; not a history's first turn, nor under saved=int8 or
-// a diagnosed step), the forward writes that quantization instead of out, and returns a stand-in
-// for out whose values were never written: only that consumer may take it.
+// next product quantizes out (the down projection's X); where the GPU kernel takes it
+// (quantize_swiglu_with_transpose: delayed scaling, not a history's first turn, nor under
+// saved=int8 or a diagnosed step), the forward writes that quantization instead of out, and returns
+// a stand-in for out whose values were never written: only that consumer may take it.
 at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax = false, bool int8_saved = false,
-                  LineAmax lines = {}, const DelayedInput& consumer = {});
+                  LineAmax lines = {}, const InputQuantization& consumer = {});
 
 }  // namespace lpbench::kernels

@@ -183,13 +183,12 @@ void norms(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   }
 }
 
-// The producers' quantizations under delayed scaling (docs/perf-log.md §59, §60), as the delayed
-// recipes' fused step runs them (INT8, X and Xᵀ from one pass, scaled by a history's amax and
-// recording X's own), each after the row of the one-pass quantization of a written X that it
-// replaces: the norm writing h and rstd only, then X computed from them as it is quantized; and
-// SwiGLU's output computed from gate/up as it is quantized (the SwiGLU forward it replaces is
-// the "swiglu forward, no amax" row). Bytes: each operator's BF16 inputs read and its two INT8
-// layouts written.
+// The producers' quantizations (docs/perf-log.md §59–§61), as the fused step runs them (INT8, X
+// and Xᵀ from one pass; under delayed scaling scaled by a history's amax and recording X's own),
+// each after the row of the one-pass quantization of a written X that it replaces: the norm writing
+// h and rstd only, then X computed from them as it is quantized; and SwiGLU's output computed from
+// gate/up as it is quantized (the SwiGLU forward it replaces is the "swiglu forward, no amax" row).
+// Bytes: each operator's BF16 inputs read and its two INT8 layouts written.
 void producers_quantize(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   const int64_t h = m.hidden_size, inner = m.intermediate_size;
   const double one = 2.0 * tokens * h;  // one BF16 [tokens, hidden]
@@ -239,6 +238,38 @@ void producers_quantize(Bench& b, const workloads::ModelConfig& m, int64_t token
   });
   b.row(m.name, "quantize X from h, rstd (norm)", 2 * one, [&](int i) {
     cuda::quantize_rmsnorm_tensorwise(delayed(i, hs[i], h, h), rstd.data_ptr<float>(),
+                                      weight.data_ptr<float>(), nullptr);
+  });
+  // Current scaling (int8-tensor, fp8-tensor, dy=row's X; §61): the one-pass quantization of
+  // the norm's written y by the amax the norm reported (after the "rmsnorm forward, + residual"
+  // row, which writes y and its amax), against the norm finding y's amax without writing y, then
+  // X computed from h and rstd as it is quantized by that amax.
+  const at::Tensor amax = torch::zeros({1}, kCuda.dtype(at::kInt));
+  amax.fill_(0x41000000);  // 8.0, above max |x| of these N(0, 1) inputs
+  const auto current = [&](int i, const at::Tensor& input) {
+    cuda::QuantizeArgs a = delayed(i, input, h, h);
+    a.history = nullptr;
+    a.delayed = false;
+    a.amax = word(amax);
+    return a;
+  };
+  b.row(m.name, "quantize X (own amax, one pass)", 2 * one,
+        [&](int i) { cuda::quantize_tensorwise(current(i, x[i]), nullptr); });
+  const at::Tensor found = torch::zeros({1}, kCuda.dtype(at::kInt));
+  b.row(m.name, "rmsnorm forward, + residual, y's amax, no y", 3 * one, [&](int i) {
+    cuda::RmsNormArgs a;
+    a.x = x[i].data_ptr();
+    a.residual = r[i].data_ptr();
+    a.weight = weight.data_ptr<float>();
+    a.rows = tokens;
+    a.cols = h;
+    a.h = hs[i].data_ptr();
+    a.rstd = rstd.data_ptr<float>();
+    a.y_amax = word(found);
+    cuda::rmsnorm_forward(a, nullptr);
+  });
+  b.row(m.name, "quantize X from h, rstd (norm, own amax)", 2 * one, [&](int i) {
+    cuda::quantize_rmsnorm_tensorwise(current(i, hs[i]), rstd.data_ptr<float>(),
                                       weight.data_ptr<float>(), nullptr);
   });
   b.row(m.name, "quantize X_down (delayed, one pass)", 2 * one_inner,

@@ -1,9 +1,9 @@
-// The producers writing their consumer's quantization in place of their output (delayed scaling),
-// on the GPU: SwiGLU (kernels::quantize_swiglu_with_transpose and the stand-in kernels::swiglu
-// returns) and the norms (kernels::rms_norm, rms_norm_residual and add_rms_norm given their
-// consumer), each against its output followed by the tensorwise quantization it replaces; and a
-// fused decoder layer stepping to the same bits with the producers' quantization on and off.
-// Skipped where torch sees no GPU.
+// The producers writing their consumer's quantization in place of their output, on the GPU:
+// SwiGLU (kernels::quantize_swiglu_with_transpose and the stand-in kernels::swiglu returns) under
+// delayed scaling and the norms (kernels::rms_norm, rms_norm_residual and add_rms_norm given their
+// consumer) under delayed and current scaling, each against its output followed by the
+// tensorwise quantization it replaces; and a fused decoder layer stepping to the same bits with
+// the producers' quantization on and off. Skipped where torch sees no GPU.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -110,7 +110,7 @@ TEST(SwigluQuantize, LeavesItsQuantizationForTheConsumerOnce) {
 // residual stream, the output).
 enum class Norm { plain, residual, add };
 std::pair<at::Tensor, at::Tensor> run(Norm norm, const at::Tensor& x, const at::Tensor& residual,
-                                      const at::Tensor& weight, const DelayedInput& consumer,
+                                      const at::Tensor& weight, const InputQuantization& consumer,
                                       bool int8_saved = false) {
   constexpr double kEps = 1e-5;
   switch (norm) {
@@ -183,6 +183,54 @@ TEST(RmsNormQuantize, WritesTheBitsOfTheNormThenTheQuantization) {
   }
 }
 
+// Under a current scale (the consumer's own_amax) the norm finds y's amax without writing y and
+// a second kernel computes y again from h, rstd and the weight as it quantizes it: the stand-in's
+// waiting quantization has the values and scales of the norm's output quantized apart by its own
+// amax, for values of any size, and with an Inf and a NaN (every value then 0, as the
+// reference's). Taken once; the residual stream's h is written all the same.
+TEST(RmsNormQuantize, ByItsOwnAmaxWritesTheBitsOfTheNormThenTheQuantization) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const auto bf16 = torch::dtype(torch::kBFloat16).device(torch::kCUDA);
+  for (const Norm norm : {Norm::plain, Norm::residual, Norm::add}) {
+    for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e4m3}) {
+      SCOPED_TRACE("norm " + std::to_string(static_cast<int>(norm)) +
+                   (format == NumberFormat::int8 ? ", int8" : ", fp8_e4m3"));
+      const QuantSpec spec{format, 0, 0};
+      const InputQuantization consumer{nullptr, spec, /*own_amax=*/true};
+      torch::manual_seed(47);
+      const at::Tensor weight =
+          torch::randn({384}, torch::dtype(torch::kFloat).device(torch::kCUDA)) * 2.0;
+      const double sizes[] = {1.0, 1e-3, 300.0, 1.0};
+      for (int step = 0; step < 4; ++step) {
+        SCOPED_TRACE("step " + std::to_string(step));
+        const at::Tensor x = torch::randn({2, 256, 384}, bf16) * sizes[step];
+        const at::Tensor residual = torch::randn({2, 256, 384}, bf16) * sizes[step];
+        if (step == 3) {
+          x[0][5][7] = std::numeric_limits<float>::infinity();
+          x[1][9][11] = std::numeric_limits<float>::quiet_NaN();
+        }
+        const auto [h_apart, y] = run(norm, x, residual, weight, {});
+        const auto [q, t] = quantize_with_transpose(y.reshape({-1, 384}), spec, nullptr);
+        const auto [h, stand_in] = run(norm, x, residual, weight, consumer);
+        EXPECT_TRUE(same_bytes(h, h_apart));
+        ASSERT_EQ(stand_in.sizes(), y.sizes());
+        EXPECT_EQ(stand_in.stride(0), 0);
+        EXPECT_EQ(stand_in.stride(2), 0);
+        const auto [fq, ft] = quantize_with_transpose(stand_in.reshape({-1, 384}), spec, nullptr);
+        EXPECT_TRUE(same_bytes(fq.values, q.values));
+        EXPECT_TRUE(same_bytes(ft.values, t.values));
+        EXPECT_TRUE(fq.scales.cpu().equal(q.scales.cpu()));
+        EXPECT_TRUE(ft.scales.cpu().equal(t.scales.cpu()));
+        if (step == 3) {
+          EXPECT_EQ(fq.values.count_nonzero().item<int64_t>(), 0);
+        }
+        EXPECT_THROW(quantize_with_transpose(stand_in.reshape({-1, 384}), spec, nullptr),
+                     c10::Error);
+      }
+    }
+  }
+}
+
 // Where the norm keeps its input as INT8 blocks (saved=int8), where producers' quantization is
 // switched off, and where the kernel does not take the shape (rows off the 128 grid), the norm
 // writes its output: the same bits as without a consumer, and the history's turn is the
@@ -213,18 +261,41 @@ TEST(RmsNormQuantize, WritesItsOutputWhereItDoesNotQuantize) {
   EXPECT_EQ(odd_out.stride(1), 1);
   EXPECT_TRUE(same_bytes(odd_out, run(Norm::plain, odd, {}, weight, {}).second));
   EXPECT_EQ(history.recorded(), 1);  // none of them took a turn
+
+  // The same under a current scale.
+  const InputQuantization own{nullptr, spec, /*own_amax=*/true};
+  const at::Tensor own_saved = run(Norm::plain, x, {}, weight, own, true).second;
+  EXPECT_EQ(own_saved.stride(1), 1);
+  EXPECT_TRUE(same_bytes(own_saved, plain));
+  set_producer_quantization(false);
+  const at::Tensor own_off = run(Norm::plain, x, {}, weight, own).second;
+  set_producer_quantization(true);
+  EXPECT_EQ(own_off.stride(1), 1);
+  EXPECT_TRUE(same_bytes(own_off, plain));
+  const at::Tensor own_odd = run(Norm::plain, odd, {}, weight, own).second;
+  EXPECT_EQ(own_odd.stride(1), 1);
+  EXPECT_TRUE(same_bytes(own_odd, run(Norm::plain, odd, {}, weight, {}).second));
+  // Nothing waits for them: their own values are quantized.
+  const auto [q, t] = quantize_with_transpose(own_off, spec, nullptr);
+  EXPECT_TRUE(same_bytes(q.values, quantize_with_transpose(plain, spec, nullptr).first.values));
 }
 
-// A fused layer under delayed scaling steps to the same output and gradients whether the norms and
-// SwiGLU write their products' quantization or the products quantize their outputs: three steps,
-// so that the second and third take the producers' path (the first is the histories').
+// A fused layer steps to the same output and gradients whether the norms and SwiGLU write their
+// products' quantization or the products quantize their outputs: under delayed scaling (three
+// steps, so that the second and third take the producers' path; the first is the histories'),
+// and under current scaling, where the norms do (by their output's own amax).
 TEST(ProducerQuantize, ALayerStepsToTheSameBitsWithTheProducersQuantizationOnOrOff) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  for (const char* recipe : {"int8-tensor:amax-history=4", "int8-tensor:dy=row,amax-history=4",
-                             "fp8-tensor:amax-history=4"}) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"int8-tensor:amax-history=4", "the attention norm, the MLP norm, SwiGLU"},
+      {"int8-tensor:dy=row,amax-history=4", "the attention norm, the MLP norm, SwiGLU"},
+      {"fp8-tensor:amax-history=4", "the attention norm, the MLP norm, SwiGLU"},
+      {"int8-tensor", "the attention norm, the MLP norm"},
+      {"int8-tensor:dy=row", "the attention norm, the MLP norm"},
+      {"fp8-tensor", "the attention norm, the MLP norm"}};
+  for (const auto& [recipe, producers] : cases) {
     SCOPED_TRACE(recipe);
-    EXPECT_EQ(workloads::quantizing_producers(parse_recipe(recipe), true, false),
-              "the attention norm, the MLP norm, SwiGLU");
+    EXPECT_EQ(workloads::quantizing_producers(parse_recipe(recipe), true, false), producers);
     test_support::LayerStep step[2];
     for (const bool on : {false, true}) {
       set_producer_quantization(on);

@@ -52,10 +52,11 @@ kernels::LineAmax producer_line_amax(const kernels::Recipe& recipe, bool produce
 
 std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_amax, bool moe) {
   if (!producer_amax) return "";
-  const auto quantizes = [&recipe](const char* product) {
-    return kernels::delayed_tensorwise_x(
-               kernels::decide(recipe, product, kernels::ModuleKind::linear).gemms)
-        .has_value();
+  // SwiGLU quantizes its product's X under delayed scaling only (kernels::quantize.h says why).
+  const auto quantizes = [&recipe](const char* product, bool delayed_only = false) {
+    const std::optional<kernels::ProducibleX> x =
+        kernels::producible_x(kernels::decide(recipe, product, kernels::ModuleKind::linear).gemms);
+    return x.has_value() && (x->delayed || !delayed_only);
   };
   std::string names;
   const auto add = [&names](const char* name) {
@@ -63,7 +64,7 @@ std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_am
   };
   if (quantizes("layers.0.attention.qkv")) add("the attention norm");
   if (!moe && quantizes("layers.0.mlp.gate_up")) add("the MLP norm");
-  if (quantizes(moe ? "layers.0.moe.experts.0.down" : "layers.0.mlp.down")) add("SwiGLU");
+  if (quantizes(moe ? "layers.0.moe.experts.0.down" : "layers.0.mlp.down", true)) add("SwiGLU");
   return names;
 }
 
@@ -98,11 +99,12 @@ torch::Tensor RecipeLinearImpl::forward(const torch::Tensor& x) {
                                    weight_cache_.get());
 }
 
-kernels::DelayedInput RecipeLinearImpl::delayed_input() const {
-  if (!compute_.defined() || !histories_) return {};
-  const std::optional<kernels::QuantSpec> spec = kernels::delayed_tensorwise_x(gemms_);
-  if (!spec) return {};
-  return {&histories_->x, *spec};
+kernels::InputQuantization RecipeLinearImpl::input_quantization() const {
+  if (!compute_.defined()) return {};
+  const std::optional<kernels::ProducibleX> x = kernels::producible_x(gemms_);
+  if (!x) return {};
+  if (x->delayed) return {&histories_->x, x->spec};
+  return {nullptr, x->spec, /*own_amax=*/true};
 }
 
 torch::Tensor RecipeLinearImpl::weight_wanting_amax() const {
@@ -132,12 +134,13 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
 }
 
 std::pair<torch::Tensor, torch::Tensor> RMSNormImpl::residual_forward(
-    const torch::Tensor& x, const kernels::DelayedInput& consumer) {
+    const torch::Tensor& x, const kernels::InputQuantization& consumer) {
   return ops_.residual_norm(x, weight_, eps_, consumer);
 }
 
 std::pair<torch::Tensor, torch::Tensor> RMSNormImpl::add_forward(
-    const torch::Tensor& x, const torch::Tensor& residual, const kernels::DelayedInput& consumer) {
+    const torch::Tensor& x, const torch::Tensor& residual,
+    const kernels::InputQuantization& consumer) {
   return ops_.add_norm(x, residual, weight_, eps_, consumer);
 }
 
@@ -183,7 +186,7 @@ MlpImpl::MlpImpl(const ModelConfig& config, const std::string& prefix, Precision
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   const profiling::Range range("mlp");
   // SwiGLU writes the down projection's quantized X in place of its output where it can.
-  return down_(ops_.swiglu(gate_up_(x), down_->delayed_input()));
+  return down_(ops_.swiglu(gate_up_(x), down_->input_quantization()));
 }
 
 MoeImpl::MoeImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan)
@@ -260,13 +263,13 @@ ResidualStream DecoderLayerImpl::forward_stream(const ResidualStream& in, const 
   // the stream's gradient in FP32 and rounds once. Each norm writes its product's quantized
   // input in place of its output where it can (not before the MoE's router and experts, which
   // all read it).
-  const kernels::DelayedInput qkv_input = attention_->input_quantization();
+  const kernels::InputQuantization qkv_input = attention_->input_quantization();
   const auto [x, attention_in] = in.delta.defined()
                                      ? attention_norm_->add_forward(in.h, in.delta, qkv_input)
                                      : attention_norm_->residual_forward(in.h, qkv_input);
   const auto [h, normed] =
       mlp_norm_->add_forward(x, attention_(attention_in, cos, sin),
-                             moe_ ? kernels::DelayedInput{} : mlp_->input_quantization());
+                             moe_ ? kernels::InputQuantization{} : mlp_->input_quantization());
   return {h, moe_ ? moe_(normed) : mlp_(normed)};
 }
 

@@ -39,9 +39,9 @@ kernels::LineAmax producer_line_amax(const kernels::Recipe& recipe, bool produce
 
 // The fused producers that, under `producer_amax`, write their product's quantized X in its
 // place, as a run records them ("the attention norm, the MLP norm, SwiGLU"; empty for none): each
-// whose product in the first layer, as the recipe decides it, takes kernels::delayed_tensorwise_x
-// (the attention norm: QKV's; the MLP norm: gate/up's, not where an MoE's router and experts read
-// it; SwiGLU: the down projection's).
+// whose product in the first layer, as the recipe decides it, takes kernels::producible_x (the
+// attention norm: QKV's; the MLP norm: gate/up's, not where an MoE's router and experts read it;
+// SwiGLU: the down projection's, under delayed scaling only).
 std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_amax, bool moe);
 
 // Decides, module by module, what a recipe does, and keeps the decisions for the store.
@@ -109,9 +109,9 @@ class RecipeLinearImpl : public torch::nn::Module {
   void add_into_gradient(bool enabled) { add_into_grad_ = enabled && compute_.defined(); }
   bool adds_into_gradient() const { return add_into_grad_; }
   // How this layer's forward quantizes X, for X's producer to quantize it in its place
-  // (kernels::delayed_tensorwise_x, with this layer's X history; fused only); no history where
-  // it cannot.
-  kernels::DelayedInput delayed_input() const;
+  // (kernels::producible_x: with this layer's X history, or by X's own amax; fused only);
+  // neither where it cannot.
+  kernels::InputQuantization input_quantization() const;
 
  private:
   torch::Tensor weight_;   // [out, in], FP32
@@ -135,11 +135,11 @@ class RMSNormImpl : public torch::nn::Module {
   // (x, the norm of x) for an x the residual stream carries on (Operators::residual_norm).
   // `consumer`: how the one product reading the norm quantizes it (Operators::norm).
   std::pair<torch::Tensor, torch::Tensor> residual_forward(
-      const torch::Tensor& x, const kernels::DelayedInput& consumer = {});
+      const torch::Tensor& x, const kernels::InputQuantization& consumer = {});
   // (x + residual, the norm of that sum), in one pass where fused.
-  std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x,
-                                                      const torch::Tensor& residual,
-                                                      const kernels::DelayedInput& consumer = {});
+  std::pair<torch::Tensor, torch::Tensor> add_forward(
+      const torch::Tensor& x, const torch::Tensor& residual,
+      const kernels::InputQuantization& consumer = {});
   const torch::Tensor& weight() const { return weight_; }
   double eps() const { return eps_; }
 
@@ -155,7 +155,7 @@ class AttentionImpl : public torch::nn::Module {
   AttentionImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
   // How the QKV product quantizes the attention's input, for the norm before it to write.
-  kernels::DelayedInput input_quantization() const { return qkv_->delayed_input(); }
+  kernels::InputQuantization input_quantization() const { return qkv_->input_quantization(); }
 
  private:
   kernels::AttentionShape shape_;
@@ -170,7 +170,7 @@ class MlpImpl : public torch::nn::Module {
   MlpImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan);
   torch::Tensor forward(const torch::Tensor& x);
   // How the gate/up product quantizes the MLP's input, for the norm before it to write.
-  kernels::DelayedInput input_quantization() const { return gate_up_->delayed_input(); }
+  kernels::InputQuantization input_quantization() const { return gate_up_->input_quantization(); }
 
  private:
   Operators ops_;

@@ -41,17 +41,17 @@ std::string describe_operators(Fusion fusion, const kernels::AttentionShape& sha
               ? "; so does RoPE's backward of its gradient, where no per-head norm comes first"
               : "") +
          (!quantizing_producers.empty() && fused
-              ? "; X written quantized by its producer (delayed scaling): " + quantizing_producers
+              ? "; X written quantized by its producer: " + quantizing_producers
               : std::string()) +
          (int8_saved && fused ? "; activations saved as INT8" : "");
 }
 
-kernels::DelayedInput Operators::quantizing(const kernels::DelayedInput& consumer) const {
-  return quantizing_producers_ ? consumer : kernels::DelayedInput{};
+kernels::InputQuantization Operators::quantizing(const kernels::InputQuantization& consumer) const {
+  return quantizing_producers_ ? consumer : kernels::InputQuantization{};
 }
 
 torch::Tensor Operators::norm(const torch::Tensor& x, const torch::Tensor& weight, double eps,
-                              const kernels::DelayedInput& consumer) const {
+                              const kernels::InputQuantization& consumer) const {
   if (fusion_ == Fusion::fused) {
     return kernels::rms_norm(x, weight, eps, producer_amax_, int8_saved_, quantizing(consumer));
   }
@@ -60,7 +60,7 @@ torch::Tensor Operators::norm(const torch::Tensor& x, const torch::Tensor& weigh
 
 std::pair<torch::Tensor, torch::Tensor> Operators::residual_norm(
     const torch::Tensor& x, const torch::Tensor& weight, double eps,
-    const kernels::DelayedInput& consumer) const {
+    const kernels::InputQuantization& consumer) const {
   if (fusion_ == Fusion::fused) {
     return kernels::rms_norm_residual(x, weight, eps, producer_amax_, int8_saved_,
                                       quantizing(consumer));
@@ -70,7 +70,7 @@ std::pair<torch::Tensor, torch::Tensor> Operators::residual_norm(
 
 std::pair<torch::Tensor, torch::Tensor> Operators::add_norm(
     const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& weight, double eps,
-    const kernels::DelayedInput& consumer) const {
+    const kernels::InputQuantization& consumer) const {
   if (fusion_ == Fusion::fused) {
     return kernels::add_rms_norm(x, residual, weight, eps, producer_amax_, int8_saved_,
                                  quantizing(consumer));
@@ -80,7 +80,7 @@ std::pair<torch::Tensor, torch::Tensor> Operators::add_norm(
 }
 
 torch::Tensor Operators::swiglu(const torch::Tensor& gate_up,
-                                const kernels::DelayedInput& consumer) const {
+                                const kernels::InputQuantization& consumer) const {
   if (fusion_ == Fusion::fused) {
     return kernels::swiglu(gate_up, producer_amax_, int8_saved_, lines_, quantizing(consumer));
   }

@@ -55,21 +55,21 @@ class Operators {
   // (fused only), as for swiglu: how the one product that reads the result quantizes it, for the
   // norm to write that quantization in its place where it can (kernels::rms_norm).
   torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight, double eps,
-                     const kernels::DelayedInput& consumer = {}) const;
+                     const kernels::InputQuantization& consumer = {}) const;
   // (x, RMSNorm(x)) for an x that the residual stream also carries on; fused, the stream's
   // gradient joins the norm's in the norm's backward pass.
   std::pair<torch::Tensor, torch::Tensor> residual_norm(
       const torch::Tensor& x, const torch::Tensor& weight, double eps,
-      const kernels::DelayedInput& consumer = {}) const;
+      const kernels::InputQuantization& consumer = {}) const;
   // (x + residual, RMSNorm(x + residual)): the residual stream and the next sublayer's input.
   std::pair<torch::Tensor, torch::Tensor> add_norm(
       const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& weight,
-      double eps, const kernels::DelayedInput& consumer = {}) const;
+      double eps, const kernels::InputQuantization& consumer = {}) const;
   // silu(gate) · up of the fused gate/up product [..., 2·inner]. `consumer` (fused only): how
   // the next product quantizes it, for SwiGLU to write that quantization in its place where it
   // can (kernels::swiglu); the result is then a stand-in only that product may read.
   torch::Tensor swiglu(const torch::Tensor& gate_up,
-                       const kernels::DelayedInput& consumer = {}) const;
+                       const kernels::InputQuantization& consumer = {}) const;
   // Causal attention of the fused QKV product [B, T, (H + 2·KV)·D] → [B, T, H·D]: RoPE on q and
   // k (after per-head norms, where q_norm and k_norm are given: Qwen3), then SDPA.
   torch::Tensor attention(const torch::Tensor& qkv, const kernels::AttentionShape& shape,
@@ -85,7 +85,7 @@ class Operators {
   bool quantizing_producers_;
 
   // `consumer` where producers quantize for their consumers, else none.
-  kernels::DelayedInput quantizing(const kernels::DelayedInput& consumer) const;
+  kernels::InputQuantization quantizing(const kernels::InputQuantization& consumer) const;
 };
 
 }  // namespace lpbench::workloads

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +44,21 @@ RunSummary summarize_run(const store::RunRecord& run, const std::vector<store::S
   }
   s.final_loss = run_final_loss(run, steps);
   return s;
+}
+
+void add_allocation_retries(RunSummary& s, const std::vector<store::StepRecord>& steps,
+                            const std::vector<store::MetricRecord>& metrics) {
+  std::set<int64_t> measured;
+  for (const store::StepRecord& step : steps) {
+    if (!step.warmup) measured.insert(step.step);
+  }
+  std::set<int64_t> retried;
+  for (const store::MetricRecord& m : metrics) {
+    if (m.name == store::kAllocationRetriesMetric && m.value > 0 && measured.count(m.step) > 0) {
+      retried.insert(m.step);
+    }
+  }
+  s.steps_with_allocation_retries = static_cast<int64_t>(retried.size());
 }
 
 void compare_with_bf16(std::vector<RunSummary>& runs) {

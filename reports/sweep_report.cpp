@@ -74,6 +74,7 @@ std::string status_cell(const RunSummary& s) {
   std::string cell(store::to_string(s.run.status));
   if (s.run.clock_fell.value_or(false)) cell += " ‡";
   if (s.run.contention) cell += " §";
+  if (s.steps_with_allocation_retries > 0) cell += " ¶";
   return cell;
 }
 
@@ -122,7 +123,10 @@ SweepReport build_sweep_report(const store::Store& store, const store::SweepReco
   SweepReport report{sweep, {}};
   std::optional<std::vector<store::RunRecord>> all_runs;
   for (const store::RunRecord& run : store.runs(sweep.id)) {
-    report.runs.push_back(summarize_run(run, store.steps(run.id)));
+    const std::vector<store::StepRecord> steps = store.steps(run.id);
+    report.runs.push_back(summarize_run(run, steps));
+    add_allocation_retries(report.runs.back(), steps,
+                           store.metrics(run.id, store::kAllocationRetriesMetric));
     if (run.world_size > 1 || run.sharding) {
       report.ranks[run.id] = store.ranks(run.id);
       if (!all_runs) all_runs = store.runs();  // read once, where a sweep has ranked runs
@@ -159,6 +163,7 @@ SweepTable sweep_table(const SweepReport& report) {
   std::vector<std::string> errors;
   std::vector<std::string> no_speedups;
   std::vector<std::string> contended;
+  std::vector<std::string> retried;
   std::vector<std::string> throughput_notes;
   // Where each run's quantized products ran on a GPU (the default backend differs by GPU), and
   // the operator set each ran on, in the order first seen: the name, then its runs.
@@ -200,6 +205,10 @@ SweepTable sweep_table(const SweepReport& report) {
     if (s.run.contention) {
       contended.push_back(
           fmt::format("run {} ({}): {}", s.run.id, s.run.recipe, *s.run.contention));
+    }
+    if (s.steps_with_allocation_retries > 0) {
+      retried.push_back(fmt::format("run {} ({}) in {} of {}", s.run.id, s.run.recipe,
+                                    s.steps_with_allocation_retries, s.step_ms.count));
     }
   }
   out.notes.push_back(
@@ -256,6 +265,14 @@ SweepTable sweep_table(const SweepReport& report) {
         "§ measured while other work shared the machine, so its times carry that work's noise "
         "(load_samples): {}.",
         fmt::join(contended, "; ")));
+  }
+  if (!retried.empty()) {
+    out.notes.push_back(fmt::format(
+        "¶ the GPU's caching allocator ran short of free memory and released its cache to retry "
+        "an allocation during measured steps ({}; step_metrics {}): those steps' times include "
+        "the release and the allocations after it. A memory plan with more room (more "
+        "--checkpoint-layers, a smaller --micro-batch) measures without it.",
+        fmt::join(retried, "; "), store::kAllocationRetriesMetric));
   }
   if (any_emulated) {
     out.notes.push_back(fmt::format(

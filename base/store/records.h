@@ -110,6 +110,11 @@ struct MetricRecord {
   double value = 0.0;
 };
 
+// The step metric of a GPU step during which the caching allocator found too little free device
+// memory and released its cache to retry an allocation: how many times it did (recorded only
+// where it did). Such a step's time includes the release and the allocations after it.
+inline constexpr const char* kAllocationRetriesMetric = "allocator_retries";
+
 // One data-parallel rank's figures of a run, gathered by rank 0 at the run's end.
 struct RankRecord {
   int64_t run_id = 0;

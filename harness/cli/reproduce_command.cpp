@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -206,6 +207,9 @@ struct Measured {
   std::string verdict = "—";
   std::string why;  // when there is no value
   std::string device;
+  // Runs whose measured steps include the caching allocator releasing its cache (¶ in the
+  // report), e.g. "int8-tensor in 9 of 9 steps".
+  std::vector<std::string> allocator_retries;
 };
 
 Measured measure(const store::Store& store, int64_t sweep_id, const reproduce::PlannedRow& r,
@@ -223,6 +227,13 @@ Measured measure(const store::Store& store, int64_t sweep_id, const reproduce::P
     return m;
   }
   m.device = c->run.provenance.gpu_name.value_or(c->run.device == "cpu" ? "CPU" : c->run.device);
+  for (const reports::RunSummary* s : {b, c}) {
+    if (s->steps_with_allocation_retries > 0) {
+      m.allocator_retries.push_back(fmt::format("{} in {} of {} steps", s->run.recipe,
+                                                s->steps_with_allocation_retries,
+                                                s->step_ms.count));
+    }
+  }
   if (store::products_emulated(c->run)) m.device += " (quantized products emulated)";
   for (const reports::RunSummary* s : {b, c}) {
     if (const auto refusal = reports::speedup_refusal(s->run, s->step_ms)) {
@@ -261,6 +272,11 @@ std::string differences(const reports::PublishedTable& t, const reproduce::Plann
                             t.condition("seq_len").value_or("not stated")));
   if (auto framework = t.condition("framework")) {
     out.push_back(fmt::format("lpbench's loop on {} (published: {})", ranks_text(r), *framework));
+  }
+  if (!m.allocator_retries.empty()) {
+    out.push_back(fmt::format(
+        "¶ the allocator released its cache to retry allocations ({}): those step times include it",
+        fmt::join(m.allocator_retries, ", ")));
   }
   std::string text;
   for (const std::string& s : out)

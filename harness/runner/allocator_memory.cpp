@@ -95,6 +95,11 @@ std::optional<int64_t> AllocatorMemory::peak_reserved_bytes() const {
   return stats(device_).reserved_bytes[kAggregate].peak;
 }
 
+int64_t AllocatorMemory::allocation_retries() const {
+  if (device_.is_cpu()) return 0;
+  return stats(device_).num_alloc_retries;
+}
+
 void AllocatorMemory::reset_peaks() const {
   if (device_.is_cpu()) {
     CountingCpuAllocator::install().reset_peak();

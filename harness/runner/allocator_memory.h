@@ -22,6 +22,11 @@ class AllocatorMemory {
   // allocator keeps no cache.
   std::optional<int64_t> peak_reserved_bytes() const;
   void reset_peaks() const;
+  // How many times, since the process began, an allocation found too little free device memory
+  // and the allocator released its cached blocks to retry it (the CUDA caching allocator's
+  // num_alloc_retries): a step during which this grows also timed that release and the
+  // allocations that follow it. Always 0 on the CPU.
+  int64_t allocation_retries() const;
   // Returns cached blocks to the device, after a run ends or fails.
   void release_cached() const;
 

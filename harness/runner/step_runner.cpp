@@ -91,6 +91,7 @@ void one_step(SweepContext& context, ActiveRun& active, int64_t step) {
   const bool replayed = run.config.cuda_graph && step >= 1;
   if (replayed && !active.graph && !capture_step(context, active, step)) return;
   const int64_t before = context.memory.allocated_bytes();
+  const int64_t retries_before = context.memory.allocation_retries();
   context.memory.reset_peaks();
   workloads::StepOutput out;
   double step_ms = 0.0;
@@ -138,6 +139,10 @@ void one_step(SweepContext& context, ActiveRun& active, int64_t step) {
   active.resident_bytes += context.memory.allocated_bytes() - before;
   context.store.add_step(record);
   context.store.add_metrics(diagnostic_metrics(active.run_id, step, diagnostics));
+  if (const int64_t retries = context.memory.allocation_retries() - retries_before; retries > 0) {
+    context.store.add_metrics(
+        {{active.run_id, step, store::kAllocationRetriesMetric, static_cast<double>(retries)}});
+  }
   record_regions(context, active, step);
   if (step == run.timing_warmup_steps) watch_first_measured(context, active, step);
   context.progress->step(active.index, step, out.loss, step_ms);

@@ -200,6 +200,33 @@ TEST(SweepReport, MarksARunMeasuredUnderContention) {
       << text;
 }
 
+// A run whose measured steps include the caching allocator releasing its cache to retry an
+// allocation is flagged, with how many of its measured steps did; retries in warm-up steps are
+// not the figures' and flag nothing.
+TEST(SweepReport, MarksARunWhoseMeasuredStepsIncludeAllocatorRetries) {
+  StoredSweep sweep;
+  const int64_t base = sweep.add_run("bf16", 10.0, 2.0);
+  const int64_t tight = sweep.add_run("int8-tensor", 8.0, 2.0, "lpbench-wgmma");
+  sweep.store().add_metrics({{base, 1, store::kAllocationRetriesMetric, 3.0},  // a warm-up step
+                             {tight, 4, store::kAllocationRetriesMetric, 1.0},
+                             {tight, 9, store::kAllocationRetriesMetric, 2.0}});
+  const std::string text = sweep.markdown();
+  const auto row = [&text](const std::string& recipe) {
+    const size_t at = text.find("| " + recipe + " ");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+  };
+  EXPECT_EQ(row("bf16").find("¶"), std::string::npos) << text;
+  EXPECT_NE(row("int8-tensor").find("| ok ¶"), std::string::npos) << text;
+  EXPECT_NE(text.find("run 2 (int8-tensor) in 2 of 18"), std::string::npos) << text;
+  EXPECT_EQ(text.find("run 1 (bf16) in"), std::string::npos) << text;
+
+  const reports::SweepReport report = build_sweep_report(
+      sweep.store(), *sweep.store().sweep(sweep.store().runs().front().sweep_id));
+  ASSERT_EQ(report.runs.size(), 2U);
+  EXPECT_EQ(report.runs[0].steps_with_allocation_retries, 0);
+  EXPECT_EQ(report.runs[1].steps_with_allocation_retries, 2);
+}
+
 TEST(SpeedupText, NeverPrintsOnePointZeroBesideFasterOrSlower) {
   auto text = [](double ratio, SpeedVerdict verdict) {
     return speedup_text({ratio, ratio, ratio, verdict});

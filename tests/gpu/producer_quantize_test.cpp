@@ -124,6 +124,18 @@ std::pair<at::Tensor, at::Tensor> run(Norm norm, const at::Tensor& x, const at::
   return {};
 }
 
+// `body(norm, spec)` for each of the three norms and each narrow format (tensorwise), traced.
+template <typename Body>
+void for_each_norm_and_format(Body body) {
+  for (const Norm norm : {Norm::plain, Norm::residual, Norm::add}) {
+    for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e4m3}) {
+      SCOPED_TRACE("norm " + std::to_string(static_cast<int>(norm)) +
+                   (format == NumberFormat::int8 ? ", int8" : ", fp8_e4m3"));
+      body(norm, QuantSpec{format, 0, 0});
+    }
+  }
+}
+
 // Four steps of two histories, the first turn of each through the ordinary path; from the second
 // on, the norm given its consumer returns a stand-in (every stride 0) whose waiting quantization
 // the consumer takes, with the same values, scales and recorded amax as the norm's output
@@ -132,55 +144,49 @@ std::pair<at::Tensor, at::Tensor> run(Norm norm, const at::Tensor& x, const at::
 TEST(RmsNormQuantize, WritesTheBitsOfTheNormThenTheQuantization) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const auto bf16 = torch::dtype(torch::kBFloat16).device(torch::kCUDA);
-  for (const Norm norm : {Norm::plain, Norm::residual, Norm::add}) {
-    for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e4m3}) {
-      SCOPED_TRACE("norm " + std::to_string(static_cast<int>(norm)) +
-                   (format == NumberFormat::int8 ? ", int8" : ", fp8_e4m3"));
-      const QuantSpec spec{format, 0, 0};
-      AmaxHistory fused(3);
-      AmaxHistory apart(3);
-      torch::manual_seed(41);
-      const at::Tensor weight =
-          torch::randn({384}, torch::dtype(torch::kFloat).device(torch::kCUDA)) * 2.0;
-      const double sizes[] = {1.0, 1.0, 4.0, 1.0};
-      for (int step = 0; step < 4; ++step) {
-        SCOPED_TRACE("step " + std::to_string(step));
-        const at::Tensor x = torch::randn({2, 192, 384}, bf16) * sizes[step];
-        const at::Tensor residual = torch::randn({2, 192, 384}, bf16);
-        // The weight scales a column to where it outgrows the history at step 2; at step 3 a
-        // row holds an Inf (its rstd 0, so NaN · 0 there) and another a NaN.
-        if (step == 3) {
-          x[0][5][7] = std::numeric_limits<float>::infinity();
-          x[1][9][11] = std::numeric_limits<float>::quiet_NaN();
-        }
-        const auto [h_apart, y] = run(norm, x, residual, weight, {});
-        const auto [q, t] = quantize_with_transpose(y.reshape({-1, 384}), spec, &apart);
-        const auto [h, stand_in] = run(norm, x, residual, weight, {&fused, spec});
-        EXPECT_TRUE(same_bytes(h, h_apart));
-        if (step == 0) {
-          // A history's first turn is scaled by y's own amax: the norm writes y, taking no turn.
-          EXPECT_EQ(stand_in.stride(-1), 1);
-          EXPECT_EQ(fused.recorded(), 0);
-          EXPECT_TRUE(same_bytes(stand_in, y));
-          quantize_with_transpose(stand_in.reshape({-1, 384}), spec, &fused);
-          continue;
-        }
-        EXPECT_EQ(stand_in.sizes(), y.sizes());
-        EXPECT_EQ(stand_in.stride(0), 0);
-        EXPECT_EQ(stand_in.stride(2), 0);
-        const auto [fq, ft] = quantize_with_transpose(stand_in.reshape({-1, 384}), spec, &fused);
-        EXPECT_TRUE(same_bytes(fq.values, q.values));
-        EXPECT_TRUE(same_bytes(ft.values, t.values));
-        EXPECT_TRUE(fq.scales.cpu().equal(q.scales.cpu()));
-        EXPECT_TRUE(ft.scales.cpu().equal(t.scales.cpu()));
-        EXPECT_EQ(history_amax(fused, x), history_amax(apart, x));
-        EXPECT_EQ(fused.recorded(), apart.recorded());
-        // Taken once: a second quantization of the stand-in fails rather than read its storage.
-        EXPECT_THROW(quantize_with_transpose(stand_in.reshape({-1, 384}), spec, &fused),
-                     c10::Error);
+  for_each_norm_and_format([&](Norm norm, const QuantSpec& spec) {
+    AmaxHistory fused(3);
+    AmaxHistory apart(3);
+    torch::manual_seed(41);
+    const at::Tensor weight =
+        torch::randn({384}, torch::dtype(torch::kFloat).device(torch::kCUDA)) * 2.0;
+    const double sizes[] = {1.0, 1.0, 4.0, 1.0};
+    for (int step = 0; step < 4; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      const at::Tensor x = torch::randn({2, 192, 384}, bf16) * sizes[step];
+      const at::Tensor residual = torch::randn({2, 192, 384}, bf16);
+      // The weight scales a column to where it outgrows the history at step 2; at step 3 a
+      // row holds an Inf (its rstd 0, so NaN · 0 there) and another a NaN.
+      if (step == 3) {
+        x[0][5][7] = std::numeric_limits<float>::infinity();
+        x[1][9][11] = std::numeric_limits<float>::quiet_NaN();
       }
+      const auto [h_apart, y] = run(norm, x, residual, weight, {});
+      const auto [q, t] = quantize_with_transpose(y.reshape({-1, 384}), spec, &apart);
+      const auto [h, stand_in] = run(norm, x, residual, weight, {&fused, spec});
+      EXPECT_TRUE(same_bytes(h, h_apart));
+      if (step == 0) {
+        // A history's first turn is scaled by y's own amax: the norm writes y, taking no turn.
+        EXPECT_EQ(stand_in.stride(-1), 1);
+        EXPECT_EQ(fused.recorded(), 0);
+        EXPECT_TRUE(same_bytes(stand_in, y));
+        quantize_with_transpose(stand_in.reshape({-1, 384}), spec, &fused);
+        continue;
+      }
+      EXPECT_EQ(stand_in.sizes(), y.sizes());
+      EXPECT_EQ(stand_in.stride(0), 0);
+      EXPECT_EQ(stand_in.stride(2), 0);
+      const auto [fq, ft] = quantize_with_transpose(stand_in.reshape({-1, 384}), spec, &fused);
+      EXPECT_TRUE(same_bytes(fq.values, q.values));
+      EXPECT_TRUE(same_bytes(ft.values, t.values));
+      EXPECT_TRUE(fq.scales.cpu().equal(q.scales.cpu()));
+      EXPECT_TRUE(ft.scales.cpu().equal(t.scales.cpu()));
+      EXPECT_EQ(history_amax(fused, x), history_amax(apart, x));
+      EXPECT_EQ(fused.recorded(), apart.recorded());
+      // Taken once: a second quantization of the stand-in fails rather than read its storage.
+      EXPECT_THROW(quantize_with_transpose(stand_in.reshape({-1, 384}), spec, &fused), c10::Error);
     }
-  }
+  });
 }
 
 // Under a current scale (the consumer's own_amax) the norm finds y's amax without writing y and
@@ -191,45 +197,39 @@ TEST(RmsNormQuantize, WritesTheBitsOfTheNormThenTheQuantization) {
 TEST(RmsNormQuantize, ByItsOwnAmaxWritesTheBitsOfTheNormThenTheQuantization) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const auto bf16 = torch::dtype(torch::kBFloat16).device(torch::kCUDA);
-  for (const Norm norm : {Norm::plain, Norm::residual, Norm::add}) {
-    for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e4m3}) {
-      SCOPED_TRACE("norm " + std::to_string(static_cast<int>(norm)) +
-                   (format == NumberFormat::int8 ? ", int8" : ", fp8_e4m3"));
-      const QuantSpec spec{format, 0, 0};
-      const InputQuantization consumer{nullptr, spec, /*own_amax=*/true};
-      torch::manual_seed(47);
-      const at::Tensor weight =
-          torch::randn({384}, torch::dtype(torch::kFloat).device(torch::kCUDA)) * 2.0;
-      const double sizes[] = {1.0, 1e-3, 300.0, 1.0};
-      for (int step = 0; step < 4; ++step) {
-        SCOPED_TRACE("step " + std::to_string(step));
-        const at::Tensor x = torch::randn({2, 256, 384}, bf16) * sizes[step];
-        const at::Tensor residual = torch::randn({2, 256, 384}, bf16) * sizes[step];
-        if (step == 3) {
-          x[0][5][7] = std::numeric_limits<float>::infinity();
-          x[1][9][11] = std::numeric_limits<float>::quiet_NaN();
-        }
-        const auto [h_apart, y] = run(norm, x, residual, weight, {});
-        const auto [q, t] = quantize_with_transpose(y.reshape({-1, 384}), spec, nullptr);
-        const auto [h, stand_in] = run(norm, x, residual, weight, consumer);
-        EXPECT_TRUE(same_bytes(h, h_apart));
-        ASSERT_EQ(stand_in.sizes(), y.sizes());
-        EXPECT_EQ(stand_in.stride(0), 0);
-        EXPECT_EQ(stand_in.stride(2), 0);
-        const auto [fq, ft] = quantize_with_transpose(stand_in.reshape({-1, 384}), spec, nullptr);
-        EXPECT_TRUE(same_bytes(fq.values, q.values));
-        EXPECT_TRUE(same_bytes(ft.values, t.values));
-        // Bit for bit: at step 3 both scales are the same NaN, which compares unequal.
-        EXPECT_TRUE(same_bytes(fq.scales, q.scales));
-        EXPECT_TRUE(same_bytes(ft.scales, t.scales));
-        if (step == 3) {
-          EXPECT_EQ(fq.values.count_nonzero().item<int64_t>(), 0);
-        }
-        EXPECT_THROW(quantize_with_transpose(stand_in.reshape({-1, 384}), spec, nullptr),
-                     c10::Error);
+  for_each_norm_and_format([&](Norm norm, const QuantSpec& spec) {
+    const InputQuantization consumer{nullptr, spec, /*own_amax=*/true};
+    torch::manual_seed(47);
+    const at::Tensor weight =
+        torch::randn({384}, torch::dtype(torch::kFloat).device(torch::kCUDA)) * 2.0;
+    const double sizes[] = {1.0, 1e-3, 300.0, 1.0};
+    for (int step = 0; step < 4; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      const at::Tensor x = torch::randn({2, 256, 384}, bf16) * sizes[step];
+      const at::Tensor residual = torch::randn({2, 256, 384}, bf16) * sizes[step];
+      if (step == 3) {
+        x[0][5][7] = std::numeric_limits<float>::infinity();
+        x[1][9][11] = std::numeric_limits<float>::quiet_NaN();
       }
+      const auto [h_apart, y] = run(norm, x, residual, weight, {});
+      const auto [q, t] = quantize_with_transpose(y.reshape({-1, 384}), spec, nullptr);
+      const auto [h, stand_in] = run(norm, x, residual, weight, consumer);
+      EXPECT_TRUE(same_bytes(h, h_apart));
+      ASSERT_EQ(stand_in.sizes(), y.sizes());
+      EXPECT_EQ(stand_in.stride(0), 0);
+      EXPECT_EQ(stand_in.stride(2), 0);
+      const auto [fq, ft] = quantize_with_transpose(stand_in.reshape({-1, 384}), spec, nullptr);
+      EXPECT_TRUE(same_bytes(fq.values, q.values));
+      EXPECT_TRUE(same_bytes(ft.values, t.values));
+      // Bit for bit: at step 3 both scales are the same NaN, which compares unequal.
+      EXPECT_TRUE(same_bytes(fq.scales, q.scales));
+      EXPECT_TRUE(same_bytes(ft.scales, t.scales));
+      if (step == 3) {
+        EXPECT_EQ(fq.values.count_nonzero().item<int64_t>(), 0);
+      }
+      EXPECT_THROW(quantize_with_transpose(stand_in.reshape({-1, 384}), spec, nullptr), c10::Error);
     }
-  }
+  });
 }
 
 // Where the norm keeps its input as INT8 blocks (saved=int8), where producers' quantization is

@@ -31,11 +31,12 @@ std::optional<store::RunRecord> speed_baseline(const std::vector<store::RunRecor
   return first;
 }
 
-// A sweep's speed source: its baseline run, the runs of that workload, and why their times are
-// not comparable as they are (empty: they are; the flags the sweep's own table marks ‡ and §).
+// A sweep's speed source: its baseline run, the summaries of that workload's runs, and why their
+// times are not comparable as they are (empty: they are; the flags the sweep's own table marks
+// ‡, § and ¶).
 struct SpeedCandidate {
   store::RunRecord baseline;
-  std::vector<store::RunRecord> runs;
+  std::vector<RunSummary> runs;
   std::string flag;
 };
 
@@ -44,16 +45,27 @@ std::optional<SpeedCandidate> speed_candidate(const store::Store& store, int64_t
   std::optional<store::RunRecord> baseline = speed_baseline(all);
   if (!baseline) return std::nullopt;
   SpeedCandidate c{*baseline, {}, ""};
-  for (store::RunRecord& run : all) {
+  for (const store::RunRecord& run : all) {
     if (run.workload != baseline->workload) continue;
-    if (c.flag.empty() && run.clock_fell.value_or(false)) {
-      c.flag =
-          fmt::format("the SM clock fell during run {}'s ({}) measured steps", run.id, run.recipe);
-    } else if (c.flag.empty() && run.contention) {
-      c.flag = fmt::format("run {} ({}) shared the GPU: {}", run.id, run.recipe, *run.contention);
+    const std::vector<store::StepRecord> steps = store.steps(run.id);
+    RunSummary s = summarize_run(run, steps);
+    add_allocation_retries(s, steps, store.metrics(run.id, store::kAllocationRetriesMetric));
+    if (c.flag.empty()) {
+      if (run.clock_fell.value_or(false)) {
+        c.flag = fmt::format("the SM clock fell during run {}'s ({}) measured steps", run.id,
+                             run.recipe);
+      } else if (run.contention) {
+        c.flag = fmt::format("run {} ({}) shared the GPU: {}", run.id, run.recipe, *run.contention);
+      } else if (s.steps_with_allocation_retries > 0) {
+        c.flag = fmt::format(
+            "the caching allocator released its cache to retry an allocation in {} of run {}'s "
+            "({}) {} measured steps",
+            s.steps_with_allocation_retries, run.id, run.recipe, s.step_ms.count);
+      }
     }
-    c.runs.push_back(std::move(run));
+    c.runs.push_back(std::move(s));
   }
+  compare_with_bf16(c.runs);
   return c;
 }
 
@@ -106,9 +118,7 @@ Frontier build_frontier(const store::Store& store, const std::vector<RecipeVerdi
     const store::RunRecord& b = source->baseline;
     out.source =
         SpeedSource{b.sweep_id, b.workload, b.provenance.gpu_name.value_or(b.device), source->flag};
-    for (const store::RunRecord& run : source->runs)
-      runs.push_back(summarize_run(run, store.steps(run.id)));
-    compare_with_bf16(runs);
+    runs = std::move(source->runs);
   }
   for (const RecipeVerdict& v : verdicts) {
     FrontierRow row;

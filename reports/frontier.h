@@ -39,8 +39,9 @@ struct Frontier {
 
 // `speed_sweep`: the sweep to take the speedups from; none: the newest sweep in `store` whose
 // layer-level BF16 run on a GPU ended ok (llama2-7b's layer where that sweep has several) and
-// whose runs of that workload were not flagged (the SM clock fell, or other processes shared the
-// GPU); the newest flagged one only where no other exists, said so. A given sweep without such a
+// whose runs of that workload were not flagged (the SM clock fell, other processes shared the GPU,
+// or the caching allocator retried an allocation during measured steps); the newest flagged one
+// only where no other exists, said so. A given sweep without such a
 // run is an InputError naming what it holds.
 Frontier build_frontier(const store::Store& store, const std::vector<RecipeVerdict>& verdicts,
                         std::optional<int64_t> speed_sweep);

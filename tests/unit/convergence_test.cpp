@@ -301,6 +301,31 @@ TEST(Frontier, TheSpeedSourceSkipsAFlaggedSweepAndNamesTheFlagWhenNoOtherExists)
   EXPECT_NE(frontier_source(f).find("not comparable"), std::string::npos) << frontier_source(f);
 }
 
+// A sweep whose measured steps include the caching allocator's retries (¶ in its own table) is
+// flagged like one whose clock fell; retries in warm-up steps alone are not.
+TEST(Frontier, TheSpeedSourceSkipsASweepWhoseMeasuredStepsIncludeAllocatorRetries) {
+  lpbench::testing::TempDir dir;
+  store::Store store = store::Store::open(dir / "f.db", store::Store::Mode::write);
+  const auto verdicts = judge({seed("bf16", 0, 4.0), seed("int8-row", 0, 4.0)}, ParityRule{});
+  layer_sweep(store, {{"bf16", 10.0}, {"int8-row", 8.0}});  // older, unflagged
+  const int64_t warm_only = layer_sweep(store, {{"bf16", 10.0}, {"int8-row", 7.0}});
+  const int64_t retried = layer_sweep(store, {{"bf16", 10.0}, {"int8-row", 6.0}});
+  store.add_metrics({{store.runs(warm_only).back().id, 2, store::kAllocationRetriesMetric, 4.0}});
+  const int64_t tight = store.runs(retried).back().id;
+  store.add_metrics({{tight, 5, store::kAllocationRetriesMetric, 1.0},
+                     {tight, 9, store::kAllocationRetriesMetric, 0.0}});
+  Frontier f = build_frontier(store, verdicts, std::nullopt);
+  ASSERT_TRUE(f.source);
+  EXPECT_EQ(f.source->sweep_id, warm_only);
+  EXPECT_NEAR(f.rows[1].speedup->ratio, 10.0 / 7.0, 0.02);
+
+  f = build_frontier(store, verdicts, retried);
+  EXPECT_NE(frontier_source(f).find(fmt::format(
+                "retry an allocation in 1 of run {}'s (int8-row) 12 measured steps", tight)),
+            std::string::npos)
+      << frontier_source(f);
+}
+
 TEST(Frontier, WithoutAGpuLayerSweepItSaysSoAndABadSpeedSweepIsInputError) {
   lpbench::testing::TempDir dir;
   store::Store store = store::Store::open(dir / "f.db", store::Store::Mode::write);

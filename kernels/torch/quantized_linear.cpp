@@ -85,9 +85,19 @@ GemmOperand load_operand(const variable_list& tensors, size_t at, const std::vec
   return op;
 }
 
-// Whether some product reads W quantized (what a WeightQuantCache saves work on).
-bool w_quantized(const LinearGemms& gemms) {
-  return gemms.fprop.rhs != NumberFormat::bf16 || gemms.dgrad.rhs != NumberFormat::bf16;
+// Whether the forward reads W's quantization from a WeightQuantCache: some product reads W
+// quantized, and W's scales follow no amax history (delayed scaling updates the history at every
+// quantization).
+bool weight_cacheable(const LinearGemms& gemms) {
+  const bool quantized =
+      gemms.fprop.rhs != NumberFormat::bf16 || gemms.dgrad.rhs != NumberFormat::bf16;
+  return quantized && gemms.fprop.amax_history == 0 && gemms.dgrad.amax_history == 0;
+}
+
+// Under requantize_w, backward makes dgrad's quantized W again from w instead (the same bits:
+// nearest rounding, no history, w unchanged until the optimizer runs).
+bool w_again(const LinearGemms& gemms) {
+  return gemms.requantize_w && gemms.dgrad.quantized();
 }
 
 // The quantization diagnostics of a sampled step (operand_diagnostics.h); nothing otherwise.
@@ -138,12 +148,9 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     const auto [a, wgrad_rhs] = prepare_uses(x2, {gemms.fprop, GemmKind::fprop, Side::lhs},
                                              {gemms.wgrad, GemmKind::wgrad, Side::rhs}, need_w,
                                              history(histories, &LinearAmaxHistories::x));
-    // Under requantize_w, backward makes dgrad's quantized W again from w instead (the same
-    // bits: nearest rounding, no history, w unchanged until the optimizer runs).
-    const bool w_again = gemms.requantize_w && gemms.dgrad.quantized();
-    const bool want_dgrad = x.requires_grad() && !w_again;
-    const bool cacheable = weight_cache != nullptr && w_quantized(gemms) &&
-                           gemms.fprop.amax_history == 0 && gemms.dgrad.amax_history == 0;
+    const bool again = w_again(gemms);
+    const bool want_dgrad = x.requires_grad() && !again;
+    const bool cacheable = weight_cache != nullptr && weight_cacheable(gemms);
     GemmOperand b;
     GemmOperand dgrad_rhs;
     if (cacheable && weight_cache->filled && (!want_dgrad || weight_cache->has_dgrad)) {
@@ -155,11 +162,11 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
                                             history(histories, &LinearAmaxHistories::w));
       if (cacheable) *weight_cache = {true, want_dgrad, b, dgrad_rhs};
     }
-    if (w_again && x.requires_grad()) dgrad_rhs = GemmOperand{w, std::nullopt};
+    if (again && x.requires_grad()) dgrad_rhs = GemmOperand{w, std::nullopt};
     at::Tensor y = gemm_nt(a, b, gemms.fprop, x.scalar_type(), GemmKind::fprop, module);
     diagnose(module, GemmKind::fprop, "x", x2, a, gemms.fprop, Side::lhs);
     diagnose(module, GemmKind::fprop, "w", w, b, gemms.fprop, Side::rhs);
-    if (x.requires_grad() && !w_again) {
+    if (x.requires_grad() && !again) {
       diagnose(module, GemmKind::dgrad, "w", w.t(), dgrad_rhs, gemms.dgrad, Side::rhs);
     }
     if (need_w) {
@@ -291,6 +298,16 @@ std::optional<ProducibleX> producible_x(const LinearGemms& gemms) {
     return std::nullopt;
   }
   return ProducibleX{spec, delayed};
+}
+
+std::optional<WeightQuantCache> quantize_weight(const at::Tensor& w, const LinearGemms& gemms,
+                                                bool with_dgrad) {
+  if (!weight_cacheable(gemms)) return std::nullopt;
+  const bool dgrad = with_dgrad && !w_again(gemms);
+  const auto [fprop, dgrad_rhs] =
+      prepare_uses(w, {gemms.fprop, GemmKind::fprop, Side::rhs},
+                   {gemms.dgrad, GemmKind::dgrad, Side::rhs}, dgrad, nullptr);
+  return WeightQuantCache{true, dgrad, fprop, dgrad_rhs};
 }
 
 at::Tensor quantized_linear(const at::Tensor& x, const at::Tensor& w, const LinearGemms& gemms,

@@ -39,6 +39,14 @@ struct WeightQuantCache {
   void clear() { *this = WeightQuantCache{}; }
 };
 
+// W quantized as quantized_linear's forward under `gemms` quantizes it: fprop's layout, and
+// dgrad's where `with_dgrad` (a forward whose X requires grad reads it), as one filled cache for
+// that forward to read. For a caller that launches the quantization before the forward runs (a
+// layer quantizing its weights at its start, so that the GPU works on them while the host
+// prepares the ops before them). Nullopt where the forward reads no cache.
+std::optional<WeightQuantCache> quantize_weight(const at::Tensor& w, const LinearGemms& gemms,
+                                                bool with_dgrad);
+
 // Whether quantized_linear's forward under `gemms` quantizes W with one scale for the whole
 // tensor, found from W's own amax (no amax history, no rotation): where it does, an amax of W
 // remembered beforehand (amax_registry.h: AdamW's, or a layer's ScopedAmaxes) saves that

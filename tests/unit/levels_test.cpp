@@ -230,6 +230,32 @@ TEST(Moe, RoutesEachTokenToItsTopTwoExpertsAndRecordsTheLoad) {
   EXPECT_TRUE(router_seen);
 }
 
+// A weight quantized at the layer's start (prequantize_weight, fused) is read by the next forward
+// alone: a W changed in between is not seen by it, and is by the forward after. Not under
+// gradient accumulation's cache, which the first forward fills itself.
+TEST(RecipeLinear, AWeightQuantizedBeforehandIsReadByTheNextForwardAlone) {
+  torch::manual_seed(3);
+  const kernels::LinearGemms gemms = kernels::recipe_by_name("int8-tensor").gemms;
+  RecipeLinear linear(64, 48, gemms, 0.05, "probe", torch::kCPU, Fusion::fused);
+  const torch::Tensor x = torch::randn({2, 8, 64}).to(torch::kBFloat16).requires_grad_(true);
+  const torch::Tensor before = linear->forward(x).detach();
+  linear->prequantize_weight(true);
+  linear->compute_weight().mul_(3);
+  EXPECT_TRUE(torch::equal(linear->forward(x).detach(), before)) << "read the prequantized W";
+  const torch::Tensor after = linear->forward(x).detach();
+  EXPECT_FALSE(torch::equal(after, before)) << "dropped after one forward";
+  linear->prequantize_weight(true);
+  EXPECT_TRUE(torch::equal(linear->forward(x).detach(), after));
+
+  linear->cache_quantized_weight(true);
+  linear->prequantize_weight(true);
+  linear->compute_weight().mul_(2);
+  const torch::Tensor cached = linear->forward(x).detach();  // fills the cache from W now
+  EXPECT_FALSE(torch::equal(cached, after));
+  linear->compute_weight().mul_(2);
+  EXPECT_TRUE(torch::equal(linear->forward(x).detach(), cached));
+}
+
 TEST(Moe, OutputIsTheWeightedSumOfTheChosenExperts) {
   // With two experts and top-2 routing every token goes to both: y = p0·E0(x) + p1·E1(x).
   ModelConfig config = builtin_model("tiny-moe");

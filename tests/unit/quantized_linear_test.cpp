@@ -463,6 +463,52 @@ TEST(QuantizedLinear, AWeightCacheIsReadUntilCleared) {
   EXPECT_FALSE(delayed_cache.filled);
 }
 
+// quantize_weight makes the filled cache the forward would fill itself: read by that forward, the
+// products are the uncached layer's bits. Without dgrad's layout, a forward whose X requires grad
+// quantizes W again; under requantize_w none is made (backward makes it from W). None where no
+// cache applies.
+TEST(QuantizedLinear, AWeightQuantizedBeforehandIsTheForwardsOwn) {
+  const LinearCase c = make_case(12);
+  const auto with = [&](const LinearGemms& gemms, WeightQuantCache cache) {
+    at::Tensor x = c.x.clone().requires_grad_(true);
+    at::Tensor w = c.w.clone().requires_grad_(true);
+    at::Tensor y = quantized_linear(x, w, gemms, "probe", {}, nullptr, &cache);
+    y.backward(c.grad_y);
+    return std::make_pair(Results{y.detach(), x.grad(), w.grad()}, cache);
+  };
+  for (const char* recipe : {"int8-tensor", "int8-row", "int8-block", "fp8-tensor",
+                             "int8-tensor:dy=row", "int8-row:hadamard=64"}) {
+    const LinearGemms gemms = parse_recipe(recipe).gemms;
+    const Results plain = run(c, gemms);
+    for (const bool dgrad : {true, false}) {
+      std::optional<WeightQuantCache> q = quantize_weight(c.w, gemms, dgrad);
+      ASSERT_TRUE(q) << recipe;
+      EXPECT_TRUE(q->filled) << recipe;
+      EXPECT_EQ(q->has_dgrad, dgrad) << recipe;
+      EXPECT_TRUE(q->fprop.q) << recipe;
+      const auto [ours, after] = with(gemms, *q);
+      EXPECT_TRUE(torch::equal(ours.y, plain.y)) << recipe << " dgrad " << dgrad;
+      EXPECT_TRUE(torch::equal(ours.grad_x, plain.grad_x)) << recipe << " dgrad " << dgrad;
+      EXPECT_TRUE(torch::equal(ours.grad_w, plain.grad_w)) << recipe << " dgrad " << dgrad;
+      // Read as it was, or (no dgrad layout) made again whole by the forward.
+      EXPECT_TRUE(after.has_dgrad) << recipe;
+    }
+  }
+  LinearGemms again = recipe_by_name("int8-tensor").gemms;
+  again.requantize_w = true;
+  const std::optional<WeightQuantCache> q = quantize_weight(c.w, again, true);
+  ASSERT_TRUE(q);
+  EXPECT_FALSE(q->has_dgrad);
+  const auto [ours, after] = with(again, *q);
+  const Results plain = run(c, again);
+  EXPECT_TRUE(torch::equal(ours.y, plain.y));
+  EXPECT_TRUE(torch::equal(ours.grad_x, plain.grad_x));
+  EXPECT_FALSE(after.has_dgrad);
+
+  EXPECT_FALSE(quantize_weight(c.w, LinearGemms::all_bf16(), true));
+  EXPECT_FALSE(quantize_weight(c.w, parse_recipe("int8-tensor:amax-history=4").gemms, true));
+}
+
 // With add_into_grad, a master whose gradient is defined gets the wgrad product added into it in
 // place (the bits of autograd's own sum: the product, then one FP32 add) and autograd gets no
 // gradient for it; a master without one gets it from autograd as before.

@@ -92,6 +92,12 @@ RecipeLinearImpl::RecipeLinearImpl(int64_t in_features, int64_t out_features,
 
 torch::Tensor RecipeLinearImpl::forward(const torch::Tensor& x) {
   if (compute_.defined()) {
+    if (prequantized_.filled) {
+      kernels::WeightQuantCache once = std::move(prequantized_);
+      prequantized_.clear();
+      return kernels::quantized_linear(x, compute_, gemms_, name_, weight_, histories_.get(), &once,
+                                       add_into_grad_);
+    }
     return kernels::quantized_linear(x, compute_, gemms_, name_, weight_, histories_.get(),
                                      weight_cache_.get(), add_into_grad_);
   }
@@ -111,6 +117,13 @@ torch::Tensor RecipeLinearImpl::weight_wanting_amax() const {
   const bool cached = weight_cache_ && weight_cache_->filled;
   if (!compute_.defined() || cached || !kernels::forward_quantizes_w_tensorwise(gemms_)) return {};
   return compute_;
+}
+
+void RecipeLinearImpl::prequantize_weight(bool with_dgrad) {
+  prequantized_.clear();
+  if (!compute_.defined() || weight_cache_) return;
+  if (auto q = kernels::quantize_weight(compute_, gemms_, with_dgrad))
+    prequantized_ = std::move(*q);
 }
 
 void RecipeLinearImpl::cache_quantized_weight(bool enabled) {
@@ -256,6 +269,14 @@ ResidualStream DecoderLayerImpl::forward_stream(const ResidualStream& in, const 
   // §53). Only on the GPU: the CPU's quantization (the reference) finds its amax itself.
   const kernels::ScopedAmaxes weights(in.h.is_cuda() ? weights_wanting_amax()
                                                      : std::vector<torch::Tensor>{});
+  // Then every dense product's weight quantization, before the norm: the GPU works on them
+  // (~0.2 ms at llama2-7b) while the host prepares the ops up to the first product, where it
+  // idled 242–278 µs of an eager INT8 step (docs/perf-log.md §61, §63). The same bits as each
+  // product's own; each forward reads and drops its own.
+  if (in.h.is_cuda()) {
+    for (RecipeLinearImpl* linear : dense_linears())
+      linear->prequantize_weight(torch::GradMode::is_enabled());
+  }
   // The previous layer's residual add and this layer's attention norm in one operator, and the
   // attention's residual add and the MLP's norm in another (one pass each, fused); with no add
   // to take, the norm still takes the stream's gradient into its backward. Either way the
@@ -273,18 +294,24 @@ ResidualStream DecoderLayerImpl::forward_stream(const ResidualStream& in, const 
   return {h, moe_ ? moe_(normed) : mlp_(normed)};
 }
 
-std::vector<torch::Tensor> DecoderLayerImpl::weights_wanting_amax() const {
-  std::vector<torch::Tensor> weights;
-  if (!weight_amaxes_) return weights;
+std::vector<RecipeLinearImpl*> DecoderLayerImpl::dense_linears() const {
+  std::vector<RecipeLinearImpl*> linears;
   for (const torch::nn::Module* block :
        {static_cast<const torch::nn::Module*>(attention_.get()),
         static_cast<const torch::nn::Module*>(mlp_ ? mlp_.get() : nullptr)}) {
     if (block == nullptr) continue;
     for (const auto& module : block->modules(/*include_self=*/false)) {
-      if (const auto* linear = dynamic_cast<const RecipeLinearImpl*>(module.get())) {
-        if (torch::Tensor w = linear->weight_wanting_amax(); w.defined()) weights.push_back(w);
-      }
+      if (auto* linear = dynamic_cast<RecipeLinearImpl*>(module.get())) linears.push_back(linear);
     }
+  }
+  return linears;
+}
+
+std::vector<torch::Tensor> DecoderLayerImpl::weights_wanting_amax() const {
+  std::vector<torch::Tensor> weights;
+  if (!weight_amaxes_) return weights;
+  for (const RecipeLinearImpl* linear : dense_linears()) {
+    if (torch::Tensor w = linear->weight_wanting_amax(); w.defined()) weights.push_back(w);
   }
   return weights;
 }

@@ -101,6 +101,10 @@ class RecipeLinearImpl : public torch::nn::Module {
   torch::Tensor weight_wanting_amax() const;
   // Quantize W once and reuse it until clear_weight_cache (kernels::WeightQuantCache), or not.
   void cache_quantized_weight(bool enabled);
+  // Launches W's quantization now, for the next forward alone to read (kernels::quantize_weight;
+  // `with_dgrad`: that forward's X will require grad), where the forward would quantize W itself:
+  // fused, no amax history, no cache of gradient accumulation. The bits are the forward's own.
+  void prequantize_weight(bool with_dgrad);
   void clear_weight_cache() {
     if (weight_cache_) weight_cache_->clear();
   }
@@ -121,6 +125,7 @@ class RecipeLinearImpl : public torch::nn::Module {
   // Delayed scaling's amax histories of X, W and dY (recipes with amax-history=<n> only).
   std::shared_ptr<kernels::LinearAmaxHistories> histories_;
   std::shared_ptr<kernels::WeightQuantCache> weight_cache_;  // gradient accumulation only
+  kernels::WeightQuantCache prequantized_;  // prequantize_weight's, emptied by the next forward
   bool add_into_grad_ = false;
 };
 
@@ -225,6 +230,8 @@ class DecoderLayerImpl : public torch::nn::Module {
   std::vector<torch::Tensor> weights_wanting_amax() const;
 
  private:
+  // The products of attention and of the dense MLP, in the order the forward runs them.
+  std::vector<RecipeLinearImpl*> dense_linears() const;
   bool weight_amaxes_ = false;  // the plan's producers report amaxes (Operators::producer_amax)
   RMSNorm attention_norm_{nullptr}, mlp_norm_{nullptr};
   Attention attention_{nullptr};

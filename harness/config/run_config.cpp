@@ -45,28 +45,25 @@ double largest_estimate(const ResolvedWorkload& w, const ResolvedRun& run) {
   return worst;
 }
 
-// A model that does not fit as asked, with kAllocatorRoomShare to spare: activation checkpointing
-// of the fewest layers that makes it fit; fused, then with the recomputed layers' BF16 weight
-// copies made per layer; and, where the micro-batch was left to the model's default, the largest
-// that fits with both. Where nothing fits with the room, the same without it. All of them leave the
-// numbers trained the same (checkpointing recomputes; a copy made per layer is the same cast of
-// the same masters; a micro-batch is the user's to set, so one given is never lowered). What the
-// user chose to recompute is kept. Says what it chose in the workload's plan note.
+// A model that does not fit as asked: activation checkpointing of the fewest layers that makes it
+// fit; fused, then with the recomputed layers' BF16 weight copies made per layer; and, where the
+// micro-batch was left to the model's default, the largest that fits with both. All of them leave
+// the numbers trained the same (checkpointing recomputes; a copy made per layer is the same cast
+// of the same masters; a micro-batch is the user's to set, so one given is never lowered). What
+// the user chose to recompute is kept. Says what it chose in the workload's plan note.
 void choose_to_fit(ResolvedWorkload& w, const ResolvedRun& run) {
   if (w.spec.level != workloads::Level::model || !run.config.memory_plan) return;
   // zero2 and zero3 recompute every layer and hold the weights' copies themselves.
   if (w.training.data_parallel_size > 0 && w.training.sharding != workloads::Sharding::zero1) {
     return;
   }
-  const double device = run.device_memory_gib;
-  const double with_room = (1.0 - kAllocatorRoomShare) * device;
+  const double budget = run.device_memory_gib;
   const double asked = largest_estimate(w, run);
-  if (asked <= with_room) return;
+  if (asked <= budget) return;
   const int64_t layers = w.model.num_layers;
   const bool fused = w.training.fusion == workloads::Fusion::fused;
   const bool chosen = run.config.activation_checkpointing || run.config.checkpoint_layers != 0;
   ResolvedWorkload trial = w;
-  double budget = device;
   auto fits = [&](int64_t recomputed, bool per_layer) {
     trial.training.activation_checkpointing = recomputed > 0;
     trial.training.checkpointed_layers = recomputed;
@@ -84,64 +81,50 @@ void choose_to_fit(ResolvedWorkload& w, const ResolvedRun& run) {
     return fmt::format("activation checkpointing on ({}){}", which,
                        per_layer ? ", their BF16 weight copies made per layer where used" : "");
   };
-  auto room = [&] {
-    return budget < device
-               ? fmt::format(", {:.2f} GiB kept free for the allocator", device - budget)
-               : std::string();
-  };
-  for (const double target : {with_room, device}) {
-    // Without the room, a model that fits as asked stays as asked.
-    if (target == device && asked <= device) return;
-    budget = target;
-    for (const bool per_layer : {false, true}) {
-      if (per_layer && !fused) break;
-      int64_t recomputed = workloads::recomputed_layers(w.training, layers);
-      if (chosen) {
-        if (!per_layer || !fits(recomputed, true)) continue;
-      } else {
-        // The fewest recomputed layers that fit: memory falls as more layers are recomputed.
-        if (!fits(layers, per_layer)) continue;
-        int64_t lo = 1;
-        int64_t hi = layers;
-        while (lo < hi) {
-          const int64_t mid = lo + (hi - lo) / 2;
-          if (fits(mid, per_layer)) {
-            hi = mid;
-          } else {
-            lo = mid + 1;
-          }
+  for (const bool per_layer : {false, true}) {
+    if (per_layer && !fused) break;
+    int64_t recomputed = workloads::recomputed_layers(w.training, layers);
+    if (chosen) {
+      if (!per_layer || !fits(recomputed, true)) continue;
+    } else {
+      // The fewest recomputed layers that fit: memory falls as more layers are recomputed.
+      if (!fits(layers, per_layer)) continue;
+      int64_t lo = 1;
+      int64_t hi = layers;
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (fits(mid, per_layer)) {
+          hi = mid;
+        } else {
+          lo = mid + 1;
         }
-        recomputed = lo;
-        fits(recomputed, per_layer);
       }
-      w.plan_note = fmt::format(
-          "memory plan: {}: the model needs about {:.1f} GiB as asked, {:.1f} GiB so, of "
-          "{:.1f} GiB{}",
-          describe(recomputed, per_layer), asked, largest_estimate(trial, run), device, room());
-      w.training = trial.training;
-      return;
+      recomputed = lo;
+      fits(recomputed, per_layer);
     }
+    w.plan_note = fmt::format(
+        "memory plan: {}: the model needs about {:.1f} GiB as asked, {:.1f} GiB so, of "
+        "{:.1f} GiB",
+        describe(recomputed, per_layer), asked, largest_estimate(trial, run), budget);
+    w.training = trial.training;
+    return;
   }
   if (run.config.micro_batch > 0) return;
   trial.training.activation_checkpointing = true;
   trial.training.checkpointed_layers = -1;
   trial.training.copies_per_layer = fused;
-  for (const double target : {with_room, device}) {
-    budget = target;
-    const int64_t batch = largest_fitting(w.training.micro_batch, [&](int64_t b) {
-      trial.training.micro_batch = b;
-      return largest_estimate(trial, run) <= budget;
-    });
-    if (batch <= 0) continue;
-    trial.training.micro_batch = batch;
-    w.plan_note = fmt::format(
-        "memory plan: {} and micro-batch {} (the model's default is {}): the model needs about "
-        "{:.1f} GiB as it is, {:.1f} GiB so, of {:.1f} GiB{}",
-        describe(layers, fused), batch, w.training.micro_batch, asked, largest_estimate(trial, run),
-        device, room());
-    w.training = trial.training;
-    return;
-  }
+  const int64_t batch = largest_fitting(w.training.micro_batch, [&](int64_t b) {
+    trial.training.micro_batch = b;
+    return largest_estimate(trial, run) <= budget;
+  });
+  if (batch <= 0) return;
+  trial.training.micro_batch = batch;
+  w.plan_note = fmt::format(
+      "memory plan: {} and micro-batch {} (the model's default is {}): the model needs about "
+      "{:.1f} GiB as it is, {:.1f} GiB so, of {:.1f} GiB",
+      describe(layers, fused), batch, w.training.micro_batch, asked, largest_estimate(trial, run),
+      budget);
+  w.training = trial.training;
 }
 
 // Data parallel under --sharding auto: the least sharding that fits, zero1 as asked, else zero2

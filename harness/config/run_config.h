@@ -33,14 +33,6 @@ struct ResolvedWorkload {
   std::string plan_note;
 };
 
-// The share of the device the memory plan keeps free of its estimate for the caching allocator's
-// fragments where it has to choose (1.0 GiB of an H200's 138.8): Qwen3-8B at full depth planned to
-// 138.7 GiB, and in some sweeps its allocator released its cache and retried an allocation in
-// every step (+8 % step time, docs/perf-log.md §62), where Llama3.1-8B at 2.5 GiB from the limit
-// never has. A recomputed layer costs about a third of its step; the retries cost more. A model
-// that fits as asked, or fits only without the room, runs without it.
-inline constexpr double kAllocatorRoomShare = 0.0075;
-
 // A RunConfig checked and filled in: everything the runner needs, with no defaults left open.
 struct ResolvedRun {
   RunConfig config;

@@ -1,6 +1,5 @@
 #include <gtest/gtest.h>
 
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/errors.h"
@@ -328,67 +327,6 @@ TEST(MemoryPlan, ShardingStagesHoldLessAndAutoTakesTheLeastThatFits) {
   c.nproc_per_node = 1;
   EXPECT_NE(error_of(c).find("--sharding zero3 applies to data parallel runs"), std::string::npos)
       << error_of(c);
-}
-
-// Where it has to choose, the plan keeps kAllocatorRoomShare of the device free for the caching
-// allocator: it recomputes the fewest layers that fit with that room, also where the model as
-// asked fits the device without it; where nothing fits with the room, the fewest that fit without.
-TEST(MemoryPlan, KeepsRoomForTheAllocatorWhereItChooses) {
-  const kernels::Recipe bf16 = kernels::recipe_by_name("bf16");
-  RunConfig c = cpu_config();
-  c.workloads = {"model:small"};
-  c.recipes = {"bf16"};
-  c.micro_batch = 8;
-  const ResolvedRun as_asked = resolve(c);
-  const workloads::TrainingOptions t = as_asked.workloads[0].training;
-  const auto small = workloads::builtin_model("small");
-  const auto spec = workloads::parse_workload("model:small");
-  auto estimate = [&](int64_t recomputed) {
-    workloads::TrainingOptions trial = t;
-    trial.activation_checkpointing = recomputed > 0;
-    trial.checkpointed_layers = recomputed;
-    return workloads::estimate_memory(spec, small, bf16, trial).total_gib();
-  };
-  const double plain = estimate(0);
-  if (as_asked.device_memory_gib < plain) GTEST_SKIP() << "too little memory here";
-  const double keep = 1.0 - kAllocatorRoomShare;
-  auto recomputed = [&](const ResolvedRun& r) {
-    return workloads::recomputed_layers(r.workloads[0].training, small.num_layers);
-  };
-
-  // Just above what 5 recomputed layers need: they fit the device but not with the room.
-  c.memory_budget_gib = estimate(5) / keep * 0.999;
-  ASSERT_GE(c.memory_budget_gib, estimate(5));
-  int64_t expected = 6;
-  while (estimate(expected) > keep * c.memory_budget_gib)
-    ++expected;
-  ASSERT_LE(expected, small.num_layers);
-  const ResolvedRun roomy = resolve(c);
-  EXPECT_EQ(recomputed(roomy), expected);
-  EXPECT_LE(roomy.workloads[0].memory[0].total_gib(), keep * c.memory_budget_gib);
-  EXPECT_NE(
-      roomy.workloads[0].plan_note.find(fmt::format("{:.2f} GiB kept free for the allocator",
-                                                    kAllocatorRoomShare * c.memory_budget_gib)),
-      std::string::npos)
-      << roomy.workloads[0].plan_note;
-
-  // Every layer recomputed fits the device only without the room: the fewest layers that fit so.
-  const double all = estimate(small.num_layers);
-  c.memory_budget_gib = all / keep * 0.999;
-  int64_t fewest = 1;
-  while (estimate(fewest) > c.memory_budget_gib)
-    ++fewest;
-  const ResolvedRun tight = resolve(c);
-  EXPECT_EQ(recomputed(tight), fewest);
-  EXPECT_LE(tight.workloads[0].memory[0].total_gib(), c.memory_budget_gib);
-  EXPECT_EQ(tight.workloads[0].plan_note.find("kept free"), std::string::npos)
-      << tight.workloads[0].plan_note;
-
-  // The model as asked fits the device but not with the room, and recomputing makes room: the
-  // plan recomputes.
-  c.memory_budget_gib = plain * 1.0001;
-  ASSERT_LE(all, keep * c.memory_budget_gib);
-  EXPECT_GE(recomputed(resolve(c)), 1);
 }
 
 // Where the model does not fit as asked, the plan recomputes the fewest layers that make it fit;

@@ -1,8 +1,5 @@
 #pragma once
 
-#include <torch/torch.h>
-
-#include <cstdint>
 #include <vector>
 
 #include "workloads/models/decoder.h"
@@ -18,14 +15,6 @@ namespace lpbench::workloads {
 // is two casts of the layer's weights a step where a kept copy has one. The layers after the
 // first `recomputed` keep their copies, which their saved activations need until backward.
 // The optimizer's refresh skips the copies whose memory is given back (Decoder).
-//
-// One recomputed layer runs at a time, so their copies share one arena, taken once at the size of
-// the largest layer's: made in it and given back to it, not to the CUDA caching allocator. Made
-// and freed through the allocator, sizes that no other tensor has left holes between the
-// activations and gradients allocated around them (Qwen3-8B at full depth, 4–7 recomputed layers:
-// the allocator released its cache to retry an allocation in every step of some sweeps,
-// docs/perf-log.md §62–§63). Kernels on the one stream that read a layer's copies run before the
-// next layer's are written over them.
 class LayerCopies final : public ParameterHooks {
  public:
   // `layers`: each decoder layer's copies, from the first.
@@ -43,9 +32,6 @@ class LayerCopies final : public ParameterHooks {
 
   std::vector<std::vector<ComputeCopy>> layers_;
   int64_t recomputed_;
-  torch::Tensor arena_;  // bytes, on the copies' device; empty where no layer is recomputed
-  // Where each copy of a layer starts in the arena, in bytes, as layers_ lists them.
-  std::vector<std::vector<int64_t>> offsets_;
 };
 
 }  // namespace lpbench::workloads

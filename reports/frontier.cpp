@@ -47,9 +47,7 @@ std::optional<SpeedCandidate> speed_candidate(const store::Store& store, int64_t
   SpeedCandidate c{*baseline, {}, ""};
   for (const store::RunRecord& run : all) {
     if (run.workload != baseline->workload) continue;
-    const std::vector<store::StepRecord> steps = store.steps(run.id);
-    RunSummary s = summarize_run(run, steps);
-    add_allocation_retries(s, steps, store.metrics(run.id, store::kAllocationRetriesMetric));
+    RunSummary s = summarize_stored_run(store, run);
     if (c.flag.empty()) {
       if (run.clock_fell.value_or(false)) {
         c.flag = fmt::format("the SM clock fell during run {}'s ({}) measured steps", run.id,

@@ -46,6 +46,8 @@ RunSummary summarize_run(const store::RunRecord& run, const std::vector<store::S
   return s;
 }
 
+namespace {
+
 void add_allocation_retries(RunSummary& s, const std::vector<store::StepRecord>& steps,
                             const std::vector<store::MetricRecord>& metrics) {
   std::set<int64_t> measured;
@@ -59,6 +61,15 @@ void add_allocation_retries(RunSummary& s, const std::vector<store::StepRecord>&
     }
   }
   s.steps_with_allocation_retries = static_cast<int64_t>(retried.size());
+}
+
+}  // namespace
+
+RunSummary summarize_stored_run(const store::Store& store, const store::RunRecord& run) {
+  const std::vector<store::StepRecord> steps = store.steps(run.id);
+  RunSummary s = summarize_run(run, steps);
+  add_allocation_retries(s, steps, store.metrics(run.id, store::kAllocationRetriesMetric));
+  return s;
 }
 
 void compare_with_bf16(std::vector<RunSummary>& runs) {

@@ -6,6 +6,7 @@
 
 #include "base/stats/stats.h"
 #include "base/store/records.h"
+#include "base/store/store.h"
 #include "reports/speedup.h"
 
 namespace lpbench::reports {
@@ -26,7 +27,7 @@ struct RunSummary {
   std::optional<std::string> no_speedup;
   std::optional<double> loss_gap_pct;
   // Measured steps during which the GPU's caching allocator released its cache to retry an
-  // allocation (store::kAllocationRetriesMetric; set by add_allocation_retries): their times
+  // allocation (store::kAllocationRetriesMetric; set by summarize_stored_run): their times
   // include that, so the run's figures are flagged.
   int64_t steps_with_allocation_retries = 0;
 };
@@ -36,10 +37,10 @@ inline constexpr double kFinalLossShare = 0.10;
 
 RunSummary summarize_run(const store::RunRecord& run, const std::vector<store::StepRecord>& steps);
 
-// Counts, into s, the measured steps among `steps` that `metrics` (the run's
-// store::kAllocationRetriesMetric rows) name: a warm-up step's retries are not the figures'.
-void add_allocation_retries(RunSummary& s, const std::vector<store::StepRecord>& steps,
-                            const std::vector<store::MetricRecord>& metrics);
+// A stored run's summary as every report shows it: summarize_run over its steps, with the
+// measured steps (a warm-up step's retries are not the figures') that its
+// store::kAllocationRetriesMetric rows name counted.
+RunSummary summarize_stored_run(const store::Store& store, const store::RunRecord& run);
 
 // The loss averaged over the last `share` of the steps (at least one), NaN steps included, so a
 // run that went non-finite does not report a finite final loss.

@@ -123,10 +123,7 @@ SweepReport build_sweep_report(const store::Store& store, const store::SweepReco
   SweepReport report{sweep, {}};
   std::optional<std::vector<store::RunRecord>> all_runs;
   for (const store::RunRecord& run : store.runs(sweep.id)) {
-    const std::vector<store::StepRecord> steps = store.steps(run.id);
-    report.runs.push_back(summarize_run(run, steps));
-    add_allocation_retries(report.runs.back(), steps,
-                           store.metrics(run.id, store::kAllocationRetriesMetric));
+    report.runs.push_back(summarize_stored_run(store, run));
     if (run.world_size > 1 || run.sharding) {
       report.ranks[run.id] = store.ranks(run.id);
       if (!all_runs) all_runs = store.runs();  // read once, where a sweep has ranked runs

@@ -100,6 +100,14 @@ bool w_again(const LinearGemms& gemms) {
   return gemms.requantize_w && gemms.dgrad.quantized();
 }
 
+// W as fprop reads it and, where `with_dgrad`, transposed as dgrad reads it: what the forward
+// quantizes and a WeightQuantCache keeps.
+std::pair<GemmOperand, GemmOperand> prepare_weight(const at::Tensor& w, const LinearGemms& gemms,
+                                                   bool with_dgrad, AmaxHistory* history) {
+  return prepare_uses(w, {gemms.fprop, GemmKind::fprop, Side::rhs},
+                      {gemms.dgrad, GemmKind::dgrad, Side::rhs}, with_dgrad, history);
+}
+
 // The quantization diagnostics of a sampled step (operand_diagnostics.h); nothing otherwise.
 // `source` is the operand in its quantization's coordinates.
 void diagnose(const std::string& module, GemmKind kind, const char* operand,
@@ -157,9 +165,8 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
       b = weight_cache->fprop;
       if (want_dgrad) dgrad_rhs = weight_cache->dgrad;
     } else {
-      std::tie(b, dgrad_rhs) = prepare_uses(w, {gemms.fprop, GemmKind::fprop, Side::rhs},
-                                            {gemms.dgrad, GemmKind::dgrad, Side::rhs}, want_dgrad,
-                                            history(histories, &LinearAmaxHistories::w));
+      std::tie(b, dgrad_rhs) =
+          prepare_weight(w, gemms, want_dgrad, history(histories, &LinearAmaxHistories::w));
       if (cacheable) *weight_cache = {true, want_dgrad, b, dgrad_rhs};
     }
     if (again && x.requires_grad()) dgrad_rhs = GemmOperand{w, std::nullopt};
@@ -304,9 +311,7 @@ std::optional<WeightQuantCache> quantize_weight(const at::Tensor& w, const Linea
                                                 bool with_dgrad) {
   if (!weight_cacheable(gemms)) return std::nullopt;
   const bool dgrad = with_dgrad && !w_again(gemms);
-  const auto [fprop, dgrad_rhs] =
-      prepare_uses(w, {gemms.fprop, GemmKind::fprop, Side::rhs},
-                   {gemms.dgrad, GemmKind::dgrad, Side::rhs}, dgrad, nullptr);
+  const auto [fprop, dgrad_rhs] = prepare_weight(w, gemms, dgrad, nullptr);
   return WeightQuantCache{true, dgrad, fprop, dgrad_rhs};
 }
 

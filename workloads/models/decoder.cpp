@@ -92,14 +92,10 @@ RecipeLinearImpl::RecipeLinearImpl(int64_t in_features, int64_t out_features,
 
 torch::Tensor RecipeLinearImpl::forward(const torch::Tensor& x) {
   if (compute_.defined()) {
-    if (prequantized_.filled) {
-      kernels::WeightQuantCache once = std::move(prequantized_);
-      prequantized_.clear();
-      return kernels::quantized_linear(x, compute_, gemms_, name_, weight_, histories_.get(), &once,
-                                       add_into_grad_);
-    }
+    // prequantize_weight's quantization is read by this forward alone.
+    kernels::WeightQuantCache once = std::exchange(prequantized_, {});
     return kernels::quantized_linear(x, compute_, gemms_, name_, weight_, histories_.get(),
-                                     weight_cache_.get(), add_into_grad_);
+                                     once.filled ? &once : weight_cache_.get(), add_into_grad_);
   }
   return kernels::quantized_linear(x, weight_.to(kCompute), gemms_, name_, {}, histories_.get(),
                                    weight_cache_.get());

@@ -90,6 +90,11 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
   run.add_option("--trace-step", config.trace_step,
                  "Capture this step with torch's profiler into a Chrome/Perfetto trace beside "
                  "the database");
+  run.add_option("--memory-snapshot", config.memory_snapshot_step,
+                 "GPU: record what the CUDA caching allocator does during this step (each "
+                 "allocation, free and mapping, named by its lpbench region) and save it with "
+                 "the allocator's state as torch's memory snapshot beside the database, for "
+                 "pytorch.org/memory_viz; the step is left out of the timing statistics");
   run.add_option("--int8-gemm", config.int8_gemm,
                  "GPU INT8 GEMM: auto (wgmma on Hopper where it takes the operands, cublaslt "
                  "elsewhere); for tensor and row scales cublaslt, lpbench or torch (the stock "

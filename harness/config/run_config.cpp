@@ -10,6 +10,7 @@
 
 #include "base/errors.h"
 #include "harness/env/usable_memory.h"
+#include "harness/timing/memory_snapshot.h"
 #include "harness/timing/trace.h"
 #include "workloads/data/token_file.h"
 #include "workloads/models/hf_config.h"
@@ -396,6 +397,23 @@ void check_delayed_scaling(const ResolvedRun& run, const RunConfig& config) {
   }
 }
 
+// --memory-snapshot records the CUDA caching allocator, during a step that allocates.
+void check_memory_snapshot(const ResolvedRun& run, const RunConfig& config) {
+  if (config.memory_snapshot_step < 0) return;
+  if (!run.device.is_cuda() || !timing::memory_snapshot_available()) {
+    throw InputError(fmt::format(
+        "--memory-snapshot records the CUDA caching allocator's history, and this run's device "
+        "is {}: give --device cuda on a GPU machine, or drop --memory-snapshot",
+        run.device.str()));
+  }
+  if (config.cuda_graph && config.memory_snapshot_step >= 1) {
+    throw InputError(fmt::format(
+        "--memory-snapshot {} with --cuda-graph: a replayed step allocates nothing the allocator "
+        "sees; give step 0 (the step before the capture) or drop --cuda-graph",
+        config.memory_snapshot_step));
+  }
+}
+
 // --cuda-graph replays one captured step: only steps whose GPU work and arguments the host
 // does not change from step to step, and nothing that reads the GPU's results within a step.
 void check_cuda_graph(const ResolvedRun& run, const RunConfig& config) {
@@ -550,6 +568,7 @@ ResolvedRun resolve(const RunConfig& given) {
     check_saved_activations(run, w);
   }
   check_cuda_graph(run, config);
+  check_memory_snapshot(run, config);
   run.device_memory_gib = env::usable_memory_gib(run.device);
   if (config.memory_budget_gib > 0.0) {
     if (config.memory_budget_gib > run.device_memory_gib && !config.plan_only) {
@@ -711,6 +730,7 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"regions", c.regions},
           {"cuda_graph", c.cuda_graph},
           {"trace_step", c.trace_step},
+          {"memory_snapshot_step", c.memory_snapshot_step},
           {"int8_gemm", c.int8_gemm},
           {"separate_layout_quantize", c.separate_layout_quantize},
           {"memory_budget_gib", c.memory_budget_gib},
@@ -752,6 +772,7 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.regions = json.value("regions", d.regions);
   c.cuda_graph = json.value("cuda_graph", d.cuda_graph);
   c.trace_step = json.value("trace_step", d.trace_step);
+  c.memory_snapshot_step = json.value("memory_snapshot_step", d.memory_snapshot_step);
   c.int8_gemm = json.value("int8_gemm", d.int8_gemm);
   c.separate_layout_quantize = json.value("separate_layout_quantize", d.separate_layout_quantize);
   c.nproc_per_node = json.value("nproc_per_node", d.nproc_per_node);

@@ -63,6 +63,7 @@ void check_run_options(const RunConfig& config) {
   check_range("--dist-timeout", config.dist_timeout_s, 1, 24 * 3600);
   check_range("--diagnostics", config.diagnostics_every, 0, kMaxSteps);
   check_range("--trace-step", config.trace_step, -1, config.steps - 1);
+  check_range("--memory-snapshot", config.memory_snapshot_step, -1, config.steps - 1);
   if (!kernels::int8_backend_named(config.int8_gemm)) {
     throw InputError(fmt::format("unknown --int8-gemm '{}'; valid: {}", config.int8_gemm,
                                  kernels::kInt8GemmNames));

@@ -44,6 +44,8 @@ struct RunConfig {
                                    // cublaslt, lpbench, torch (at::_int_mm, the stock baseline)
                                    // for tensor/row scales, wgmma (sm_90: also block scales)
   bool memory_plan = true;         // refuse what cannot fit; off only to test the device's limit
+  // Record this step's CUDA caching allocator history and save it as a memory snapshot; -1: none.
+  int64_t memory_snapshot_step = -1;
   // Plan memory against this many GiB instead of the device's (a GPU shared with other jobs, or
   // a smaller GPU's budget); 0: the device's usable memory.
   double memory_budget_gib = 0.0;

@@ -8,6 +8,7 @@
 #include "harness/runner/diagnostics.h"
 #include "harness/runner/machine_watch.h"
 #include "harness/runner/stop_signal.h"
+#include "harness/timing/memory_snapshot.h"
 #include "harness/timing/trace.h"
 #include "kernels/profiling/range.h"
 #include "workloads/parallel/group.h"
@@ -23,17 +24,39 @@ bool every(int64_t step, int64_t period, int64_t total) {
 }
 
 // The trace goes beside the database: <db without .db>-run<N>-step<S>.trace.json.
+// Where a file about one step of a run goes: beside the database, named after both (and after
+// the rank past rank 0, whose database is a scratch file and whose files would collide).
+std::string step_file(const SweepContext& context, const ActiveRun& active, int64_t step,
+                      std::string_view suffix) {
+  const config::RunConfig& config = context.run.config;
+  std::string base = config.db;
+  if (base.size() > 3 && base.substr(base.size() - 3) == ".db") base.resize(base.size() - 3);
+  const std::string rank = config.rank > 0 ? fmt::format("-rank{}", config.rank) : "";
+  return fmt::format("{}-run{}-step{}{}.{}", base, active.run_id, step, rank, suffix);
+}
+
 void save_trace(SweepContext& context, const ActiveRun& active, int64_t step,
                 timing::TraceCapture& trace) {
-  std::string base = context.run.config.db;
-  if (base.size() > 3 && base.substr(base.size() - 3) == ".db") base.resize(base.size() - 3);
-  const std::string path = fmt::format("{}-run{}-step{}.trace.json", base, active.run_id, step);
+  const std::string path = step_file(context, active, step, "trace.json");
   trace.save(path);
   context.store.add_artifact({0, active.run_id, "trace", step, path,
                               "torch profiler (kineto), Chrome/Perfetto JSON; this step is left "
                               "out of the timing statistics"});
   context.message(
       fmt::format("{}: trace of step {} written to {}", active.recipe->name, step, path));
+}
+
+void save_memory_snapshot(SweepContext& context, const ActiveRun& active, int64_t step,
+                          timing::MemorySnapshot& snapshot) {
+  const std::string path = step_file(context, active, step, "memory.pickle");
+  snapshot.save(path);
+  context.store.add_artifact(
+      {0, active.run_id, "memory-snapshot", step, path,
+       "CUDA caching allocator: this step's allocations, frees and mappings, each named by its "
+       "lpbench region, and the allocator's state at its end (torch's pickled snapshot: "
+       "pytorch.org/memory_viz); this step is left out of the timing statistics"});
+  context.message(
+      fmt::format("{}: memory snapshot of step {} written to {}", active.recipe->name, step, path));
 }
 
 void record_regions(SweepContext& context, const ActiveRun& active, int64_t step) {
@@ -97,12 +120,15 @@ void one_step(SweepContext& context, ActiveRun& active, int64_t step) {
   double step_ms = 0.0;
   bool finite = true;
   const bool traced = step == run.config.trace_step;
+  const bool snapshotted = step == run.config.memory_snapshot_step;
   const bool diagnosed = diagnostic_step(step, run.config.diagnostics_every, run.config.steps);
   std::map<std::string, kernels::OperandStats> diagnostics;
   std::optional<double> sm_clock_mhz;
   try {
     std::optional<timing::TraceCapture> trace;
     if (traced) trace.emplace(run.device);
+    std::optional<timing::MemorySnapshot> snapshot;
+    if (snapshotted) snapshot.emplace(run.device);
     context.timer.start();
     {
       const DiagnosticScope scope(diagnosed);
@@ -113,6 +139,7 @@ void one_step(SweepContext& context, ActiveRun& active, int64_t step) {
     sm_clock_mhz = step_sm_clock(context);
     step_ms = context.timer.elapsed_ms();
     if (trace) save_trace(context, active, step, *trace);
+    if (snapshot) save_memory_snapshot(context, active, step, *snapshot);
     finite = active.workload->last_step_finite();
     if (diagnosed) diagnostics = kernels::take_operand_stats();
   } catch (const std::exception& error) {
@@ -121,9 +148,9 @@ void one_step(SweepContext& context, ActiveRun& active, int64_t step) {
     return;
   }
 
-  // A traced or diagnosed step carries the profiler's or the diagnostics' overhead: it is kept,
-  // but out of the statistics.
-  const bool excluded = step < run.timing_warmup_steps || traced || diagnosed;
+  // A traced, snapshotted or diagnosed step carries the profiler's, the allocator history's or
+  // the diagnostics' overhead: it is kept, but out of the statistics.
+  const bool excluded = step < run.timing_warmup_steps || traced || snapshotted || diagnosed;
   store::StepRecord record{active.run_id, step,         excluded,    out.loss.value_or(NAN),
                            step_ms,       out.tokens,   out.lr,      out.grad_norm.value_or(NAN),
                            std::nullopt,  std::nullopt, sm_clock_mhz};

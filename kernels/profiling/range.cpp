@@ -1,5 +1,6 @@
 #include "kernels/profiling/range.h"
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -9,6 +10,9 @@
 #define LPBENCH_HAVE_NVTX 1
 #endif
 
+#ifdef LPBENCH_TORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 #ifdef LPBENCH_CUDA_GLUE
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
@@ -68,6 +72,14 @@ Timing& timing() {
   return t;
 }
 
+std::atomic<bool> allocator_naming{false};
+
+std::string range_name(std::string_view key, std::string_view detail) {
+  std::string name(key);
+  if (!detail.empty()) name += " " + std::string(detail);
+  return name;
+}
+
 void release(Timing& t, Record& r) {
 #ifdef LPBENCH_CUDA_GLUE
   if (r.start != nullptr) t.free_events.push_back(r.start);
@@ -81,9 +93,15 @@ void release(Timing& t, Record& r) {
 }  // namespace
 
 Range::Range(std::string_view key, std::string_view detail) {
+#ifdef LPBENCH_TORCH_CUDA
+  if (allocator_naming.load(std::memory_order_relaxed)) {
+    std::string name = range_name(key, detail);
+    c10::cuda::CUDACachingAllocator::pushCompileContext(name);
+    names_allocations_ = true;
+  }
+#endif
 #ifdef LPBENCH_HAVE_NVTX
-  std::string message(key);
-  if (!detail.empty()) message += " " + std::string(detail);
+  const std::string message = range_name(key, detail);
   nvtxEventAttributes_t attributes{};
   attributes.version = NVTX_VERSION;
   attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
@@ -125,6 +143,9 @@ Range::~Range() {
 #ifdef LPBENCH_HAVE_NVTX
   nvtxDomainRangePop(domain());
 #endif
+#ifdef LPBENCH_TORCH_CUDA
+  if (names_allocations_) c10::cuda::CUDACachingAllocator::popCompileContext();
+#endif
 }
 
 void set_region_timing(bool enabled, const c10::Device& device) {
@@ -136,6 +157,10 @@ void set_region_timing(bool enabled, const c10::Device& device) {
 
 bool region_timing() {
   return timing().enabled;
+}
+
+void set_allocator_naming(bool enabled) {
+  allocator_naming.store(enabled, std::memory_order_relaxed);
 }
 
 std::vector<RegionTime> take_region_times() {

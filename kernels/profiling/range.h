@@ -13,7 +13,9 @@
 // forward / backward / optimizer → layer → attention / mlp → linear → quantize / gemm /
 // dequantize with no extra flags, and `ncu --nvtx --nvtx-include` can pick one). With region
 // timing on (`lpbench run --regions`), each range also records a pair of CUDA events on the
-// current stream (host clock on the CPU), aggregated by key.
+// current stream (host clock on the CPU), aggregated by key. With allocator naming on (`lpbench
+// run --memory-snapshot`), each range names the CUDA caching allocator's records made inside
+// it, innermost range first.
 namespace lpbench::profiling {
 
 class Range {
@@ -26,12 +28,19 @@ class Range {
   Range& operator=(const Range&) = delete;
 
  private:
-  int64_t slot_ = -1;  // index of this range's timing record, or -1
+  int64_t slot_ = -1;               // index of this range's timing record, or -1
+  bool names_allocations_ = false;  // pushed its name as the allocator's context
 };
 
 // Turns region timing on or off for work on `device` (process-wide).
 void set_region_timing(bool enabled, const c10::Device& device);
 bool region_timing();
+
+// Turns allocator naming on or off (process-wide): while on, each range that begins pushes
+// "key detail" as the CUDA caching allocator's context, which the allocator's recorded history
+// keeps with every allocation, free and mapping made inside the range (torch's "compile
+// context", recorded when the history is started with it). No effect without CUDA.
+void set_allocator_naming(bool enabled);
 
 struct RegionTime {
   std::string key;

@@ -199,6 +199,21 @@ TEST_F(CliBadInput, CudaGraphsAreRefusedWhereAReplayedStepWouldDifferFromTheStep
     expect_rejected(input, db_);
 }
 
+// --memory-snapshot records the CUDA caching allocator during one step that allocates: a step
+// outside the run, a device without that allocator, or a replayed step is refused.
+TEST_F(CliBadInput, AMemorySnapshotIsRefusedWhereThereIsNoAllocationToRecord) {
+  const std::vector<BadInput> inputs{
+      {"snapshot past the last step",
+       {"run", "--steps", "2", "--memory-snapshot", "2", "--device", "cpu", "--db", db_},
+       "--memory-snapshot must be between -1 and 1, got 2"},
+      {"snapshot on the CPU",
+       {"run", "--steps", "2", "--memory-snapshot", "1", "--device", "cpu", "--db", db_},
+       "this run's device is cpu"},
+  };
+  for (const BadInput& input : inputs)
+    expect_rejected(input, db_);
+}
+
 TEST_F(CliBadInput, ANewerSchemaIsRefusedAndLeftUntouched) {
   sqlite3* handle = nullptr;
   ASSERT_EQ(sqlite3_open(db_.c_str(), &handle), SQLITE_OK);

@@ -124,6 +124,8 @@ SweepReport build_sweep_report(const store::Store& store, const store::SweepReco
   std::optional<std::vector<store::RunRecord>> all_runs;
   for (const store::RunRecord& run : store.runs(sweep.id)) {
     report.runs.push_back(summarize_stored_run(store, run));
+    for (store::ArtifactRecord& file : store.artifacts(run.id))
+      report.files.push_back(std::move(file));
     if (run.world_size > 1 || run.sharding) {
       report.ranks[run.id] = store.ranks(run.id);
       if (!all_runs) all_runs = store.runs();  // read once, where a sweep has ranked runs
@@ -268,8 +270,20 @@ SweepTable sweep_table(const SweepReport& report) {
         "¶ the GPU's caching allocator ran short of free memory and released its cache to retry "
         "an allocation during measured steps ({}; step_metrics {}): those steps' times include "
         "the release and the allocations after it. A memory plan with more room (more "
-        "--checkpoint-layers, a smaller --micro-batch) measures without it.",
+        "--checkpoint-layers, a smaller --micro-batch) measures without it; `lpbench run "
+        "--memory-snapshot N` records what the allocator held when it retried.",
         fmt::join(retried, "; "), store::kAllocationRetriesMetric));
+  }
+  if (!report.files.empty()) {
+    std::vector<std::string> files;
+    for (const store::ArtifactRecord& f : report.files) {
+      files.push_back(fmt::format("run {}{}: {} {}", f.run_id,
+                                  f.step ? fmt::format(" step {}", *f.step) : std::string(), f.kind,
+                                  f.path));
+    }
+    out.notes.push_back(
+        fmt::format("Files (the steps they describe are left out of the statistics): {}.",
+                    fmt::join(files, "; ")));
   }
   if (any_emulated) {
     out.notes.push_back(fmt::format(

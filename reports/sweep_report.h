@@ -18,6 +18,8 @@ struct SweepReport {
   std::map<int64_t, std::vector<store::RankRecord>> ranks;
   // Data-parallel runs' one-process twin in the database (scaling_baseline), by run id.
   std::map<int64_t, RunSummary> one_process;
+  // The files written about single steps of its runs (--trace-step, --memory-snapshot).
+  std::vector<store::ArtifactRecord> files;
 };
 
 // The newest of `runs` (a database's) that trained `run`'s workload and recipe in one process on

@@ -38,6 +38,11 @@ CLI::Option* add_run_flags(CLI::App& run, config::RunConfig& config, std::string
                "Model level, fused: let autograd add each micro-batch's weight gradients into "
                "the summed ones (the ablation of the wgrad products adding into them as they "
                "store)");
+  run.add_flag("!--dense-embedding-gradient", config.embedding_gradient_by_rows,
+               "Model level, fused: keep the embedding's gradient as a dense table of the "
+               "vocabulary (the ablation of keeping it by the rows the step's tokens reached, "
+               "which one process with one micro-batch and an untied output layer does; the "
+               "same bits)");
   run.add_option("--lr", config.lr, "Peak learning rate (default, or 0: the model's)");
   run.add_flag("--activation-checkpointing", config.activation_checkpointing,
                "Model level: recompute each layer's activations in backward");

@@ -263,6 +263,7 @@ ResolvedWorkload resolve_workload(const std::string& text, const RunConfig& conf
   t.grad_accum = config.grad_accum;
   t.weight_cache = config.weight_cache;
   t.gradient_accumulation_fusion = config.gradient_accumulation_fusion;
+  t.embedding_gradient_by_rows = config.embedding_gradient_by_rows;
   if (t.grad_accum * t.micro_batch * t.seq_len > kMaxSize) {
     throw InputError(
         fmt::format("--grad-accum × --micro-batch × --seq-len = {} tokens per step exceeds {}",
@@ -649,6 +650,9 @@ nlohmann::json run_config_json(const ResolvedRun& run, const ResolvedWorkload& w
         {"grad_accum", t.grad_accum},
         {"quantized_weights", t.grad_accum > 1 && t.weight_cache ? "once a step" : "every forward"},
         {"gradient_accumulation_fusion", t.gradient_accumulation_fusion},
+        {"embedding_gradient_by_rows",
+         w.spec.level == workloads::Level::model &&
+             workloads::embedding_gradient_by_rows(t, m.tie_embeddings)},
         {"seq_len", t.seq_len},
         {"seed", t.seed},
         {"steps", t.total_steps},
@@ -714,6 +718,7 @@ void to_json(nlohmann::json& json, const RunConfig& c) {
           {"grad_accum", c.grad_accum},
           {"weight_cache", c.weight_cache},
           {"gradient_accumulation_fusion", c.gradient_accumulation_fusion},
+          {"embedding_gradient_by_rows", c.embedding_gradient_by_rows},
           {"seq_len", c.seq_len},
           {"lr", c.lr},
           {"activation_checkpointing", c.activation_checkpointing},
@@ -756,6 +761,8 @@ void from_json(const nlohmann::json& json, RunConfig& c) {
   c.weight_cache = json.value("weight_cache", d.weight_cache);
   c.gradient_accumulation_fusion =
       json.value("gradient_accumulation_fusion", d.gradient_accumulation_fusion);
+  c.embedding_gradient_by_rows =
+      json.value("embedding_gradient_by_rows", d.embedding_gradient_by_rows);
   c.seq_len = json.value("seq_len", d.seq_len);
   c.lr = json.value("lr", d.lr);
   c.activation_checkpointing = json.value("activation_checkpointing", d.activation_checkpointing);

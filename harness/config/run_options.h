@@ -26,6 +26,8 @@ struct RunConfig {
   bool weight_cache = true;  // with grad_accum > 1: quantize each weight once a step
   // Fused: each wgrad product adds into the weight's defined FP32 gradient as it stores.
   bool gradient_accumulation_fusion = true;
+  // Fused, one process, one micro-batch: the embedding's gradient by rows (off: dense).
+  bool embedding_gradient_by_rows = true;
   double lr = 0.0;
   bool activation_checkpointing = false;
   int64_t checkpoint_layers = 0;   // model level: recompute only the first N layers (0: as above)

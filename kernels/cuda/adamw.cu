@@ -1,7 +1,8 @@
 // The AdamW step over every parameter in one launch: each block updates a chunk of one tensor,
 // found by a binary search over the tensors' first blocks; 16-byte accesses where the tensor
 // allows (FP32 ×4, its BF16 copy ×4 as 8 bytes). Memory-bound: 28 bytes a parameter moved (read
-// p, g, m, v; write p, m, v), 30 with the BF16 copy.
+// p, g, m, v; write p, m, v), 30 with the BF16 copy; 24 (26) on the rows of a gradient by rows
+// that have none.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -35,6 +36,14 @@ __device__ __forceinline__ Element update(float p, float g, float m, float v, fl
   return {p, m, v};
 }
 
+// Where the gradient of element i is, for a tensor whose gradient is given by rows: its offset
+// into `grad`, or −1 for a row without one (its gradient is zero).
+__device__ __forceinline__ int64_t row_gradient_at(const AdamwTensor& t, int64_t i) {
+  const int64_t row = i / t.row_width;
+  const int32_t slot = t.grad_rows[row];
+  return slot < 0 ? -1 : static_cast<int64_t>(slot) * t.row_width + (i - row * t.row_width);
+}
+
 // |x| of a BF16 value (its bits in the low half) as the bits of the FP32 it widens to.
 __device__ __forceinline__ uint32_t bf16_abs_bits(uint32_t bits) {
   return (bits & 0x7fffu) << 16;
@@ -63,7 +72,10 @@ __global__ void __launch_bounds__(kThreads)
   if (t.vectorized != 0) {
     for (int64_t i = begin + 4 * static_cast<int64_t>(threadIdx.x); i < end; i += 4 * kThreads) {
       float4 p = *reinterpret_cast<const float4*>(t.param + i);
-      const float4 g = *reinterpret_cast<const float4*>(t.grad + i);
+      // By rows, the four share a row (row_width is a multiple of 4 where vectorized).
+      const int64_t at = t.grad_rows != nullptr ? row_gradient_at(t, i) : i;
+      const float4 g = at >= 0 ? *reinterpret_cast<const float4*>(t.grad + at)
+                               : make_float4(0.0F, 0.0F, 0.0F, 0.0F);
       float4 m = *reinterpret_cast<const float4*>(t.exp_avg + i);
       float4 v = *reinterpret_cast<const float4*>(t.exp_avg_sq + i);
       float* ps[4] = {&p.x, &p.y, &p.z, &p.w};
@@ -92,8 +104,10 @@ __global__ void __launch_bounds__(kThreads)
     }
   } else {
     for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
-      const Element r = update(t.param[i], t.grad[i], t.exp_avg[i], t.exp_avg_sq[i], scale, a,
-                               t.step_size, t.bias_sqrt);
+      const int64_t at = t.grad_rows != nullptr ? row_gradient_at(t, i) : i;
+      const float g = at >= 0 ? t.grad[at] : 0.0F;
+      const Element r =
+          update(t.param[i], g, t.exp_avg[i], t.exp_avg_sq[i], scale, a, t.step_size, t.bias_sqrt);
       t.param[i] = r.p;
       t.exp_avg[i] = r.m;
       t.exp_avg_sq[i] = r.v;
@@ -122,11 +136,14 @@ int64_t plan_adamw(std::vector<AdamwTensor>& tensors) {
                          "adamw: every tensor needs its master, gradient and moments");
     LPBENCH_CUDA_REQUIRE(t.copy_amax == nullptr || t.bf16_copy != nullptr,
                          "adamw: an amax of the copy needs the copy");
+    LPBENCH_CUDA_REQUIRE(t.grad_rows == nullptr || (t.row_width > 0 && t.numel % t.row_width == 0),
+                         "adamw: a gradient by rows needs a row width that divides the tensor");
     t.first_block = blocks;
     blocks += (t.numel + kChunk - 1) / kChunk;
     t.vectorized = t.numel % 4 == 0 && aligned(t.param, 16) && aligned(t.grad, 16) &&
                    aligned(t.exp_avg, 16) && aligned(t.exp_avg_sq, 16) &&
-                   (t.bf16_copy == nullptr || aligned(t.bf16_copy, 8));
+                   (t.bf16_copy == nullptr || aligned(t.bf16_copy, 8)) &&
+                   (t.grad_rows == nullptr || t.row_width % 4 == 0);
   }
   LPBENCH_CUDA_REQUIRE(blocks < (int64_t{1} << 31), "adamw: more blocks than a grid holds");
   return blocks;

@@ -21,6 +21,12 @@ struct AdamwTensor {
   // amax pass of its own.
   uint32_t* copy_amax = nullptr;
   int64_t numel = 0;
+  // Optional, a gradient by rows (an embedding's: the rows its tokens reached): the tensor is
+  // [numel / row_width, row_width] and row r's gradient is row grad_rows[r] of `grad`, or zero
+  // where grad_rows[r] < 0; the moments and the weight decay still move every row, as a dense
+  // gradient with those zeros would move them, to the bit.
+  const int32_t* grad_rows = nullptr;
+  int64_t row_width = 0;
   float step_size = 0.0F;   // lr / (1 − β1^step), this tensor's step count
   float bias_sqrt = 0.0F;   // sqrt(1 − β2^step)
   int64_t first_block = 0;  // set by the launcher

@@ -23,19 +23,38 @@ void reference_step(const std::vector<at::Tensor>& params, const std::vector<at:
                     const std::vector<at::Tensor>& exp_avg_sqs,
                     const std::vector<at::Tensor>& copies, const std::vector<int64_t>& steps,
                     const AdamwHyper& h, const at::Tensor& grad_scale) {
+  // libtorch's fused AdamW takes dense gradients: a gradient by rows is made whole here.
+  std::vector<at::Tensor> dense(grads.begin(), grads.end());
+  for (at::Tensor& g : dense) {
+    if (g.is_sparse()) g = g.to_dense();
+  }
   std::vector<at::Tensor> step_tensors;
   step_tensors.reserve(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
     step_tensors.push_back(
         at::full({}, static_cast<double>(steps[i]), params[i].options().dtype(at::kFloat)));
   }
-  at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, step_tensors,
+  at::_fused_adamw_(params, dense, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, step_tensors,
                     h.lr, h.beta1, h.beta2, h.weight_decay, h.eps, /*amsgrad=*/false,
                     /*maximize=*/false, grad_scale, /*found_inf=*/{});
   for (size_t i = 0; i < params.size(); ++i) {
     if (copies[i].defined()) copies[i].copy_(params[i]);
   }
 }
+
+#ifdef LPBENCH_CUDA_GLUE
+// A gradient by rows for the kernel: the row of `values` that holds each of the tensor's rows, or
+// −1 ([rows] int32 on the device); kept alive by the caller until the launch is queued.
+at::Tensor row_slots(const at::Tensor& grad) {
+  TORCH_CHECK(grad.is_coalesced() && grad.sparse_dim() == 1 && grad.dense_dim() == 1,
+              "adamw_step: a sparse gradient must be coalesced rows ([rows, width], one index "
+              "a row)");
+  const at::Tensor rows = grad._indices()[0];
+  at::Tensor slots = at::full({grad.size(0)}, -1, rows.options().dtype(at::kInt));
+  slots.index_put_({rows}, at::arange(rows.numel(), rows.options().dtype(at::kInt)));
+  return slots;
+}
+#endif
 
 }  // namespace
 
@@ -73,16 +92,27 @@ void adamw_step(const std::vector<at::Tensor>& params, const std::vector<at::Ten
                                 ? at::zeros({with_copy}, params.front().options().dtype(at::kInt))
                                 : at::Tensor();
   std::vector<size_t> remembered;  // the tensors whose copy has an amax, in slot order
+  std::vector<at::Tensor> slots;   // the gradients by rows' row maps, alive until the launch
   for (size_t i = 0; i < params.size(); ++i) {
-    for (const at::Tensor* t : {&params[i], &grads[i], &exp_avgs[i], &exp_avg_sqs[i]}) {
+    const bool by_rows = grads[i].is_sparse();
+    const at::Tensor grad = by_rows ? grads[i]._values() : grads[i];
+    for (const at::Tensor* t : {&params[i], &grad, &exp_avgs[i], &exp_avg_sqs[i]}) {
       TORCH_CHECK(t->scalar_type() == at::kFloat && t->is_contiguous() &&
-                      t->numel() == params[i].numel() && t->device() == params[i].device(),
+                      (t->numel() == params[i].numel() || (t == &grad && by_rows)) &&
+                      t->device() == params[i].device(),
                   "adamw_step: tensor ", i, ": FP32, contiguous, one shape and device");
     }
     if (params[i].numel() == 0) continue;
     cuda::AdamwTensor t;
     t.param = params[i].data_ptr<float>();
-    t.grad = grads[i].data_ptr<float>();
+    t.grad = grad.data_ptr<float>();
+    if (by_rows) {
+      TORCH_CHECK(grads[i].sizes() == params[i].sizes() && params[i].dim() == 2,
+                  "adamw_step: a gradient by rows has its [rows, width] tensor's shape");
+      slots.push_back(row_slots(grads[i]));
+      t.grad_rows = slots.back().data_ptr<int32_t>();
+      t.row_width = params[i].size(1);
+    }
     t.exp_avg = exp_avgs[i].data_ptr<float>();
     t.exp_avg_sq = exp_avg_sqs[i].data_ptr<float>();
     if (copies[i].defined()) {

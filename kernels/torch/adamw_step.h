@@ -20,6 +20,8 @@ struct AdamwHyper {
   double weight_decay = 0.0;
 };
 
+// `grads[i]`: dense, or, for a [rows, width] tensor, a coalesced sparse gradient by rows (the
+// embedding's, kernels/torch/embedding.h): the rows it leaves out have a zero gradient.
 // `copies[i]`: tensor i's BF16 copy, or undefined (none, or its memory given back: a copy made
 // where it is used, workloads/models/layer_copies.h). `steps[i]`: tensor i's step count
 // including this step. `grad_scale`: a one-element FP32 tensor on the tensors' device.

@@ -33,6 +33,7 @@
 #include "kernels/torch/adamw_step.h"
 #include "kernels/torch/amax_registry.h"
 #include "kernels/torch/attention.h"
+#include "kernels/torch/embedding.h"
 #include "kernels/torch/qk_norm_rope.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/quantize_hadamard.h"
@@ -1275,6 +1276,66 @@ TEST(FusedAdamW, TheKernelStepsAsLibtorchsFusedAdamWAndWritesTheCopiesWithTheirA
     }
   }
   EXPECT_EQ(backing[0].item<float>(), before_view);  // only the view moved
+}
+
+// On the GPU too, the embedding's gradient by rows holds the dense backward's rows to the bit:
+// 4096 tokens over 300 of 1000 rows, most rows summing several tokens.
+TEST(EmbeddingOnGpu, TheGradientByRowsHoldsTheDenseGradientsRows) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(13);
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA, 0);
+  const torch::Tensor master = torch::randn({1000, 64}, f32).requires_grad_(true);
+  const torch::Tensor tokens =
+      torch::randint(0, 300, {2, 2048}, torch::TensorOptions().dtype(torch::kLong).device(kGpu));
+  const torch::Tensor d = torch::randn({2, 2048, 64}, f32).to(torch::kBFloat16);
+  embedding(master, tokens, torch::kBFloat16, /*gradient_by_rows=*/true).backward(d);
+  ASSERT_TRUE(master.grad().is_sparse());
+  const torch::Tensor g = master.grad().coalesce();
+  EXPECT_TRUE(g._values().equal(master.grad()._values()));
+  EXPECT_TRUE(g.to_dense().equal(
+      at::embedding_dense_backward(d.to(torch::kFloat), tokens, 1000, -1, false)));
+}
+
+// A gradient by rows (the embedding's, kernels/torch/embedding.h) steps the table as the dense
+// gradient it stands for: the rows it holds by their gradient, the others by a zero one, bit for
+// bit (masters, moments and copies), on the 16-byte path (width 96) and the element path (width
+// 5), beside a dense tensor in the same launch.
+TEST(FusedAdamW, AGradientByRowsStepsAsTheDenseGradientItStandsFor) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: the kernel is not run";
+  torch::manual_seed(12);
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA, 0);
+  const auto i64 = torch::TensorOptions().dtype(torch::kLong).device(torch::kCUDA, 0);
+  for (const int64_t width : {int64_t{96}, int64_t{5}}) {
+    const torch::Tensor start = torch::randn({1000, width}, f32);
+    const torch::Tensor other = torch::randn({777}, f32);
+    std::vector<torch::Tensor> p[2], m[2], v[2], c[2];
+    for (int s = 0; s < 2; ++s) {
+      p[s] = {start.clone(), other.clone()};
+      m[s] = {torch::rand_like(start), torch::zeros_like(other)};
+      v[s] = {torch::rand_like(start), torch::zeros_like(other)};
+      c[s] = {torch::empty({1000, width}, kBf16), torch::Tensor()};
+    }
+    const AdamwHyper hyper{3e-3, 0.9, 0.95, 1e-8, 0.1};
+    for (int64_t step = 1; step <= 2; ++step) {
+      const torch::Tensor rows = torch::tensor({0, 7, 8, 500, 999}, i64);
+      const torch::Tensor values = torch::randn({5, width}, f32);
+      const torch::Tensor sparse =
+          torch::sparse_coo_tensor(rows.view({1, 5}), values, {1000, width}).coalesce();
+      const torch::Tensor dense = sparse.to_dense();
+      const torch::Tensor g_other = torch::randn({777}, f32);
+      const torch::Tensor scale = torch::full({}, 1.5, f32);
+      adamw_step(p[0], {sparse, g_other}, m[0], v[0], c[0], {step, step}, hyper, scale);
+      adamw_step(p[1], {dense, g_other}, m[1], v[1], c[1], {step, step}, hyper, scale);
+      for (size_t i = 0; i < 2; ++i) {
+        EXPECT_TRUE(p[0][i].equal(p[1][i])) << "width " << width << ", tensor " << i;
+        EXPECT_TRUE(m[0][i].equal(m[1][i])) << "width " << width << ", tensor " << i;
+        EXPECT_TRUE(v[0][i].equal(v[1][i])) << "width " << width << ", tensor " << i;
+      }
+      EXPECT_TRUE(c[0][0].equal(c[1][0])) << "width " << width;
+      // The rows without a gradient moved too (weight decay, the moments' decay).
+      EXPECT_FALSE(p[0][0][1].equal(start[1])) << "width " << width;
+    }
+  }
 }
 
 }  // namespace

@@ -240,12 +240,15 @@ TEST(FusedOperators, LinearCrossEntropyMatchesLogitsThenTheLoss) {
   }
 }
 
+// The lookup reads the FP32 table's rows and rounds them: the bits of a BF16 copy's rows, with no
+// copy kept.
 TEST(FusedOperators, EmbeddingGradientReachesTheFp32MasterExactly) {
   torch::manual_seed(5);
   at::Tensor master = leaf(torch::randn({40, 16}));
   const at::Tensor tokens = torch::randint(0, 40, {3, 9}, torch::kLong);
   const at::Tensor d = torch::randn({3, 9, 16}).to(at::kBFloat16);
-  const at::Tensor out = embedding(master.detach().to(at::kBFloat16), master, tokens);
+  const at::Tensor out = embedding(master, tokens, at::kBFloat16);
+  EXPECT_EQ(out.scalar_type(), at::kBFloat16);
   out.backward(d);
   at::Tensor masteru = leaf(master.detach());
   at::embedding(masteru.to(at::kBFloat16), tokens).backward(d);
@@ -254,6 +257,26 @@ TEST(FusedOperators, EmbeddingGradientReachesTheFp32MasterExactly) {
   EXPECT_TRUE(
       master.grad().equal(at::embedding_dense_backward(d.to(at::kFloat), tokens, 40, -1, false)));
   EXPECT_LT(relative_error(master.grad(), masteru.grad()), kBf16);
+}
+
+// By rows, the embedding's gradient holds the rows its tokens reached, coalesced, each the dense
+// backward's row to the bit (tokens repeat, so rows sum several of them).
+TEST(FusedOperators, EmbeddingGradientByRowsHoldsTheDenseGradientsRows) {
+  torch::manual_seed(6);
+  at::Tensor master = leaf(torch::randn({40, 16}));
+  const at::Tensor tokens = torch::tensor({3, 17, 3, 39, 0, 17, 17, 5}, torch::kLong).view({2, 4});
+  const at::Tensor d = torch::randn({2, 4, 16}).to(at::kBFloat16);
+  const at::Tensor out = embedding(master, tokens, at::kBFloat16, /*gradient_by_rows=*/true);
+  EXPECT_TRUE(out.equal(at::embedding(master.detach().to(at::kBFloat16), tokens)));
+  out.backward(d);
+  ASSERT_TRUE(master.grad().is_sparse());
+  // Distinct rows already: coalescing (which autograd's accumulation may ask again) moves none.
+  const at::Tensor g = master.grad().coalesce();
+  EXPECT_TRUE(g._values().equal(master.grad()._values()));
+  EXPECT_EQ(g.sizes(), master.sizes());
+  EXPECT_TRUE(g._indices().equal(torch::tensor({0, 3, 5, 17, 39}, torch::kLong).view({1, 5})));
+  EXPECT_TRUE(
+      g.to_dense().equal(at::embedding_dense_backward(d.to(at::kFloat), tokens, 40, -1, false)));
 }
 
 // With a master, the weight gradient is the wgrad product itself in FP32, for every recipe.

@@ -227,6 +227,22 @@ TEST(SweepReport, MarksARunWhoseMeasuredStepsIncludeAllocatorRetries) {
   EXPECT_EQ(report.runs[1].steps_with_allocation_retries, 2);
 }
 
+// The files a run wrote about single steps (a profiler trace, a memory snapshot) are named under
+// the sweep's table, each with its run and step; a sweep without any names none.
+TEST(SweepReport, NamesTheFilesWrittenAboutSingleSteps) {
+  StoredSweep sweep;
+  sweep.add_run("bf16", 10.0, 2.0);
+  const int64_t tight = sweep.add_run("int8-tensor", 8.0, 2.0, "lpbench-wgmma");
+  EXPECT_EQ(sweep.markdown().find("Files ("), std::string::npos);
+  sweep.store().add_artifact(
+      {0, tight, "memory-snapshot", 5, "/data/x-run2-step5.memory.pickle", "allocator history"});
+  const std::string text = sweep.markdown();
+  EXPECT_NE(text.find("Files (the steps they describe are left out of the statistics): run 2 "
+                      "step 5: memory-snapshot /data/x-run2-step5.memory.pickle."),
+            std::string::npos)
+      << text;
+}
+
 TEST(SpeedupText, NeverPrintsOnePointZeroBesideFasterOrSlower) {
   auto text = [](double ratio, SpeedVerdict verdict) {
     return speedup_text({ratio, ratio, ratio, verdict});

@@ -67,7 +67,10 @@ double AdamW::fused_step(double lr) {
   for (size_t i = 0; i < parameters_.size(); ++i) {
     if (!parameters_[i].grad().defined()) continue;
     params.push_back(parameters_[i]);
-    grads.push_back(parameters_[i].grad());
+    // A gradient by rows arrives with distinct rows (kernels/torch/embedding.h) but autograd's
+    // accumulation may drop the flag that says so; coalescing distinct rows moves no value.
+    const torch::Tensor& g = parameters_[i].grad();
+    grads.push_back(g.is_sparse() && !g.is_coalesced() ? g.coalesce() : g);
     m.push_back(exp_avg_[i]);
     v.push_back(exp_avg_sq_[i]);
     steps.push_back(++steps_[i]);
@@ -77,7 +80,12 @@ double AdamW::fused_step(double lr) {
     copies.push_back(copied ? copies_[i] : torch::Tensor());
   }
   if (params.empty()) return 0.0;
-  const torch::Tensor norm = torch::stack(at::_foreach_norm(grads, 2)).norm();
+  // A gradient by rows (the embedding's) counts the rows it holds: the others are zero.
+  std::vector<torch::Tensor> held;
+  held.reserve(grads.size());
+  for (const torch::Tensor& g : grads)
+    held.push_back(g.is_sparse() ? g._values() : g);
+  const torch::Tensor norm = torch::stack(at::_foreach_norm(held, 2)).norm();
   // The clipping rides in the update's own pass: it divides every gradient by grad_scale, here
   // 1 / min(1, clip / norm), instead of a pass that multiplies the gradients in place first.
   const torch::Tensor unscale = ((norm + kClipEpsilon) / options_.grad_clip).clamp_min(1.0);

@@ -257,14 +257,18 @@ MemoryEstimate estimate_memory(const WorkloadSpec& spec, const ModelConfig& m,
       const double resident = o.copies_per_layer
                                   ? layer_count - recomputed + (recomputed > 0 ? 1.0 : 0.0)
                                   : layer_count;
-      // Outside the layers: fused, the embedding's BF16 copy and the output layer's (one where
-      // they are tied); the output layer's saved copy for its dgrad.
+      // Outside the layers: fused, the output layer's BF16 copy (the embedding's lookup reads
+      // the FP32 table, and where the two are tied the copy serves the output layer); the
+      // output layer's saved copy for its dgrad.
       const kernels::GemmSpec output_dgrad = gemms_of(recipe, "output").dgrad;
       const double vh = v * h;
-      const double outer_copies = fused ? 2 * vh * (m.tie_embeddings ? 1.0 : 2.0) : 0.0;
+      const double outer_copies = fused ? 2 * vh : 0.0;
       const double output_saved_copy = output_dgrad.quantized() ? vh : (fused ? 0.0 : 2 * vh);
       e.weights_gib = gib(4 * params);
-      e.gradients_gib = gib(4 * params);
+      // By rows, the embedding's gradient holds a row a token at most (kernels/torch/embedding.h).
+      e.gradients_gib = embedding_gradient_by_rows(o, m.tie_embeddings)
+                            ? gib(4 * (params - vh) + 4 * std::min(tokens, v) * h)
+                            : gib(4 * params);
       // The copies saved for the dgrad GEMMs are freed as backward goes, as the activations
       // are: they are counted with them.
       e.weight_copies_gib = gib(resident * kept_copy_bytes(w, o.fusion) + outer_copies);

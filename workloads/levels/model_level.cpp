@@ -61,6 +61,8 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
   const bool expandable = parallel::prefer_expandable_segments(device);
   decoder_ = Decoder(model, recipe, options.seq_len, device, options.fusion, options.producer_amax);
   decoder_->set_checkpointed_layers(recomputed);
+  const bool by_rows = embedding_gradient_by_rows(options, model.tie_embeddings);
+  decoder_->set_embedding_gradient_by_rows(by_rows);
   decoder_->to(device);
   if (copies_per_layer) {
     std::vector<std::vector<ComputeCopy>> copies;
@@ -119,6 +121,7 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
     operators_ +=
         fmt::format("; BF16 weight copies made per layer for the {} recomputed layers", recomputed);
   }
+  if (by_rows) operators_ += "; the embedding's gradient by rows";
   if (expandable) operators_ += "; CUDA allocator: expandable segments";
   if (options.fusion == Fusion::fused) {
     decoder_->add_into_gradients(options.gradient_accumulation_fusion);

@@ -189,6 +189,14 @@ int64_t recomputed_layers(const TrainingOptions& options, int64_t num_layers) {
   return std::min(options.checkpointed_layers, num_layers);
 }
 
+bool embedding_gradient_by_rows(const TrainingOptions& options, bool tied_embeddings) {
+  // Data parallel reduces and shards dense gradients, micro-batches would sum by rows in an order
+  // of their own, a tied table's gradient is the output layer's dense one too, and torch's
+  // unfused AdamW takes no sparse gradient.
+  return options.embedding_gradient_by_rows && options.fusion == Fusion::fused &&
+         options.data_parallel_size == 0 && options.grad_accum == 1 && !tied_embeddings;
+}
+
 double learning_rate_at(int64_t step, const TrainingOptions& o) {
   if (o.lr_warmup_steps > 0 && step < o.lr_warmup_steps) {
     return o.lr * static_cast<double>(step + 1) / static_cast<double>(o.lr_warmup_steps);

@@ -112,6 +112,11 @@ struct TrainingOptions {
   Fusion fusion = Fusion::none;
   // Fused only: the producers of tensorwise-quantized operands report their amax.
   bool producer_amax = true;
+  // Fused, one process, one micro-batch a step, an embedding not tied to the output layer: the
+  // embedding's gradient is kept by rows, those the step's tokens reached, and the optimizer
+  // steps by them (kernels/torch/embedding.h); off, a dense table of the vocabulary (the
+  // ablation: the same bits).
+  bool embedding_gradient_by_rows = true;
   // Data parallel (model level): this many ranks each train micro_batch sequences of the global
   // batch, the optimizer state sharded over them (0: one process, no group). `group` is set where
   // the ranks are joined; the memory plan reads data_parallel_size before any group exists.
@@ -122,6 +127,10 @@ struct TrainingOptions {
 
 // How many of `num_layers` layers the options recompute in backward.
 int64_t recomputed_layers(const TrainingOptions& options, int64_t num_layers);
+
+// Whether a model step under `options` keeps the embedding's gradient by rows (the option's
+// conditions above).
+bool embedding_gradient_by_rows(const TrainingOptions& options, bool tied_embeddings);
 
 // The learning rate at `step` (0-based) under the options' schedule.
 double learning_rate_at(int64_t step, const TrainingOptions& options);

@@ -325,7 +325,9 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, const kernels::Recipe& recip
   embedding_ = register_parameter(
       "embedding", torch::empty({config.vocab_size, config.hidden_size}, torch::device(device)));
   torch::nn::init::normal_(embedding_, 0.0, kInitStd);
-  if (fusion == Fusion::fused) {
+  // Fused, the lookup reads the FP32 master's rows (kernels/torch/embedding.h): a BF16 copy of
+  // the table is kept only where it is the output layer's weight too.
+  if (fusion == Fusion::fused && config.tie_embeddings) {
     embedding_compute_ = register_buffer("embedding_compute", embedding_.detach().to(kCompute));
   }
   plan.embedding("embedding");
@@ -349,10 +351,11 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, const kernels::Recipe& recip
 }
 
 torch::Tensor DecoderImpl::hidden(const torch::Tensor& tokens) {
-  ResidualStream stream{embedding_compute_.defined()
-                            ? kernels::embedding(embedding_compute_, embedding_, tokens)
-                            : torch::embedding(embedding_.to(kCompute), tokens),
-                        {}};
+  ResidualStream stream{
+      ops_.fusion() == Fusion::fused
+          ? kernels::embedding(embedding_, tokens, kCompute, embedding_gradient_by_rows_)
+          : torch::embedding(embedding_.to(kCompute), tokens),
+      {}};
   const bool recording = torch::GradMode::is_enabled() && is_training();
   for (size_t i = 0; i < layers_.size(); ++i) {
     DecoderLayer& layer = layers_[i];

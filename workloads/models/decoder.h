@@ -267,6 +267,8 @@ class DecoderImpl : public torch::nn::Module {
   void set_activation_checkpointing(bool enabled) { checkpointed_ = enabled ? kAllLayers : 0; }
   // The same for the first `count` layers only; the others keep what they save.
   void set_checkpointed_layers(int64_t count) { checkpointed_ = count; }
+  // Fused: the embedding's gradient by rows (kernels/torch/embedding.h) instead of a dense table.
+  void set_embedding_gradient_by_rows(bool enabled) { embedding_gradient_by_rows_ = enabled; }
   // The parameters outside the layers, then each layer's: together, every parameter once.
   ParameterUnit outer_unit() const;
   std::vector<ParameterUnit> layer_units() const;
@@ -282,7 +284,7 @@ class DecoderImpl : public torch::nn::Module {
   ModelConfig config_;
   Operators ops_;
   torch::Tensor embedding_;          // [vocab, hidden], FP32
-  torch::Tensor embedding_compute_;  // its BF16 copy, fused only
+  torch::Tensor embedding_compute_;  // its BF16 copy, fused and tied to the output layer only
   std::vector<DecoderLayer> layers_;
   RMSNorm final_norm_{nullptr};
   RecipeLinear output_{nullptr};      // absent when tied
@@ -292,6 +294,7 @@ class DecoderImpl : public torch::nn::Module {
   std::vector<kernels::ModuleDecision> decisions_;
   static constexpr int64_t kAllLayers = std::numeric_limits<int64_t>::max();
   int64_t checkpointed_ = 0;  // the first this many layers are recomputed in backward
+  bool embedding_gradient_by_rows_ = false;
   std::shared_ptr<ParameterHooks> hooks_;
 };
 TORCH_MODULE(Decoder);

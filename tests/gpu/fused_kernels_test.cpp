@@ -1308,11 +1308,14 @@ TEST(FusedAdamW, AGradientByRowsStepsAsTheDenseGradientItStandsFor) {
   for (const int64_t width : {int64_t{96}, int64_t{5}}) {
     const torch::Tensor start = torch::randn({1000, width}, f32);
     const torch::Tensor other = torch::randn({777}, f32);
+    // Moments from earlier steps, so that the rows without a gradient have some to decay.
+    const torch::Tensor m0 = torch::rand_like(start);
+    const torch::Tensor v0 = torch::rand_like(start);
     std::vector<torch::Tensor> p[2], m[2], v[2], c[2];
     for (int s = 0; s < 2; ++s) {
       p[s] = {start.clone(), other.clone()};
-      m[s] = {torch::rand_like(start), torch::zeros_like(other)};
-      v[s] = {torch::rand_like(start), torch::zeros_like(other)};
+      m[s] = {m0.clone(), torch::zeros_like(other)};
+      v[s] = {v0.clone(), torch::zeros_like(other)};
       c[s] = {torch::empty({1000, width}, kBf16), torch::Tensor()};
     }
     const AdamwHyper hyper{3e-3, 0.9, 0.95, 1e-8, 0.1};

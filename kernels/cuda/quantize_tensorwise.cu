@@ -18,10 +18,11 @@
 // from a CUDA graph, a one-thread launch after each moves the ring on (amax_ring.cuh).
 //
 // Where the scale is known before X is, the kernel can also compute X as it loads it: SwiGLU's
-// output from the gate/up product under delayed scaling (quantize_swiglu_tensorwise), or a norm's
-// from h and the row's inverse RMS (quantize_rmsnorm_tensorwise) under delayed scaling or by the
-// amax the norm found without writing its output, which is then never written in BF16 nor read
-// back (docs/perf-log.md §59, §60, §61).
+// output from the gate/up product under delayed scaling (quantize_swiglu_tensorwise), a norm's
+// from h and the row's inverse RMS (quantize_rmsnorm_tensorwise), and SwiGLU's gradient from
+// gate/up and the gradient of SwiGLU's output (quantize_swiglu_backward_tensorwise), the last two
+// under delayed scaling or by the amax their producer found without writing its output, which
+// is then never written in BF16 nor read back (docs/perf-log.md §59, §60, §61, §65).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -52,6 +53,10 @@ struct TensorwiseParams {
   // SwiGLU (quantize_swiglu_tensorwise): X[r, c] = silu(x[r, c]) · x[r, c + up_offset], rounded
   // to BF16 as SwiGLU's kernel stores it (x holds rows of [gate | up], ld elements apart).
   int64_t up_offset;
+  // SwiGLU's backward (quantize_swiglu_backward_tensorwise): X is d gate_up [rows, 2·inner], its
+  // columns c < inner d_gate and the rest d_up, computed from x (gate_up, as above, up_offset =
+  // inner) and d_out [rows, inner] (the gradient of SwiGLU's output, inner elements a row).
+  const __nv_bfloat16* d_out;
   // RMSNorm (quantize_rmsnorm_tensorwise): X[r, c] = x[r, c] · rstd[r] · norm_weight[c], rounded
   // to BF16 as the norm's kernel stores it (x holds h, the norm's input).
   const float* rstd;
@@ -110,6 +115,43 @@ __device__ __forceinline__ void load_swiglu(const TensorwiseParams& p, int64_t r
   }
 }
 
+// The thread's eight loads of the tile at (r0, c0) of SwiGLU's gradient d gate_up, as `load`
+// gives X's: of d_gate where c0 < inner (gate, up and d_out read), else of d_up (gate and d_out),
+// all of a tile's loads in flight at once, then each value computed and rounded to BF16 as
+// SwiGLU's backward stores it.
+__device__ __forceinline__ void load_swiglu_backward(const TensorwiseParams& p, int64_t r0,
+                                                     int64_t c0, uint4 (&raw)[kLoads]) {
+  const int64_t inner = p.up_offset;
+  const bool gate_half = c0 < inner;
+  const int64_t c = (gate_half ? c0 : c0 - inner) + load_col();
+  uint4 d[kLoads];
+  uint4 up[kLoads];
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int64_t r = r0 + load_row(i);
+    raw[i] = quant::load_vec(p.x + r * p.ld + c);
+    d[i] = quant::load_vec(p.d_out + r * inner + c);
+    if (gate_half) up[i] = quant::load_vec(p.x + r * p.ld + c + inner);
+  }
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const Bf16x8 g = unpack_bf16x8(raw[i]);
+    const Bf16x8 dv = unpack_bf16x8(d[i]);
+    Bf16x8 out;
+    if (gate_half) {
+      const Bf16x8 u = unpack_bf16x8(up[i]);
+#pragma unroll
+      for (int e = 0; e < kBf16PerVector; ++e)
+        out.v[e] = swiglu_d_gate(g.v[e], u.v[e], dv.v[e]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < kBf16PerVector; ++e)
+        out.v[e] = swiglu_d_up(g.v[e], dv.v[e]);
+    }
+    raw[i] = pack_bf16x8(out);
+  }
+}
+
 // The thread's eight loads of the norm's output tile at (r0, c0), as `load` gives X's: h's loads
 // and the eight rows' inverse RMS in flight at once, then each value computed and rounded to
 // BF16 in the registers X's loads fill. The thread's eight columns share their weights.
@@ -135,7 +177,7 @@ __device__ __forceinline__ void load_rmsnorm(const TensorwiseParams& p, int64_t 
 }
 
 // Where the kernel's X comes from: read, or computed from its producer's inputs.
-enum class Source { x, swiglu, rmsnorm };
+enum class Source { x, swiglu, swiglu_backward, rmsnorm };
 
 // One 128×128 tile of X per CTA (quantize_byte_tile.cuh), X as kSource gives it.
 template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource = Source::x>
@@ -146,7 +188,13 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   // this launch begins: the CTAs that start first read them there rather than from DRAM before
   // the rest of X (and this launch's own writes) evict them.
   const int64_t r0 = static_cast<int64_t>(gridDim.y - 1 - blockIdx.y) * kTile;
-  const int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
+  int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
+  if constexpr (kSource == Source::swiglu_backward) {
+    // A d_gate tile and the d_up tile of the same columns of gate and d_out go to neighbouring
+    // CTAs, so that the second's reads of them find the first's in L2.
+    const int64_t pair = c0 / (2 * kTile);
+    c0 = ((c0 / kTile) % 2) * p.up_offset + pair * kTile;
+  }
   const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
 
   RingTurn turn{0, 0};
@@ -196,6 +244,8 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
       raw[i] = make_uint4(0, 0, 0, 0);
   } else if constexpr (kSource == Source::swiglu) {
     load_swiglu(p, r0, c0, raw);
+  } else if constexpr (kSource == Source::swiglu_backward) {
+    load_swiglu_backward(p, r0, c0, raw);
   } else if constexpr (kSource == Source::rmsnorm) {
     load_rmsnorm(p, r0, c0, raw);
   } else {
@@ -319,9 +369,15 @@ TensorwiseParams params_of(const QuantizeArgs& a) {
 void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tp.cols / kTile), static_cast<unsigned>(tp.rows / kTile));
   const bool record = tp.amax_seen != nullptr || tp.ring != nullptr;
-  // SwiGLU's output is quantized under delayed scaling only; a norm's also by its own amax,
-  // which the norm found (quantize_rmsnorm_tensorwise), recording nothing.
-  if (tp.up_offset > 0) {
+  // SwiGLU's output is quantized under delayed scaling only; a norm's and SwiGLU's gradient also
+  // by their own amax, which their producer found, recording nothing.
+  if (tp.d_out != nullptr && record) {
+    tp.fmt == DType::int8 ? launch<true, true, Source::swiglu_backward>(tp, grid, stream)
+                          : launch<false, true, Source::swiglu_backward>(tp, grid, stream);
+  } else if (tp.d_out != nullptr) {
+    tp.fmt == DType::int8 ? launch<true, false, Source::swiglu_backward>(tp, grid, stream)
+                          : launch<false, false, Source::swiglu_backward>(tp, grid, stream);
+  } else if (tp.up_offset > 0) {
     tp.fmt == DType::int8 ? launch<true, true, Source::swiglu>(tp, grid, stream)
                           : launch<false, true, Source::swiglu>(tp, grid, stream);
   } else if (tp.rstd != nullptr && record) {
@@ -438,6 +494,38 @@ void quantize_swiglu_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
   quantize_from_producer(
       a, "lpbench::cuda::quantize_swiglu_tensorwise",
       [&](TensorwiseParams& tp) { tp.up_offset = a.cols; }, stream);
+}
+
+bool swiglu_backward_tensorwise_applies(const QuantizeArgs& a) {
+  return !a.transpose && a.cols % (2 * kTile) == 0 && a.ld == a.cols &&
+         tensorwise_kernel_applies(a);
+}
+
+void quantize_swiglu_backward_tensorwise(const QuantizeArgs& a, const void* d_out,
+                                         cudaStream_t stream) {
+  LPBENCH_CUDA_REQUIRE(
+      swiglu_backward_tensorwise_applies(a) && d_out != nullptr && quant::aligned(d_out, 16),
+      "quantize_swiglu_backward_tensorwise: the one-pass kernel does not apply "
+      "(BF16 gate/up rows, inner a multiple of 128, rows a multiple of 128, "
+      "d_out 16-byte aligned)");
+  const auto set_source = [&](TensorwiseParams& tp) {
+    tp.up_offset = a.cols / 2;
+    tp.d_out = static_cast<const __nv_bfloat16*>(d_out);
+  };
+  if (a.history != nullptr) {
+    quantize_from_producer(a, "lpbench::cuda::quantize_swiglu_backward_tensorwise", set_source,
+                           stream);
+    return;
+  }
+  // Current scaling: d gate_up's amax, which SwiGLU's backward found without writing it.
+  LPBENCH_CUDA_REQUIRE(a.amax != nullptr,
+                       "quantize_swiglu_backward_tensorwise: the gradient's amax or an amax "
+                       "history is needed");
+  TensorwiseParams tp = tensorwise_params_of(a);
+  set_source(tp);
+  tp.amax = a.amax;
+  const NvtxRange range("lpbench::cuda::quantize_swiglu_backward_tensorwise");
+  launch_tiles(tp, stream);
 }
 
 bool rmsnorm_tensorwise_applies(const QuantizeArgs& a, const float* weight) {

@@ -27,6 +27,17 @@ void quantize_tensorwise(const QuantizeArgs& args, cudaStream_t stream);
 bool swiglu_tensorwise_applies(const QuantizeArgs& args);
 void quantize_swiglu_tensorwise(const QuantizeArgs& args, cudaStream_t stream);
 
+// SwiGLU's gradient d gate_up [rows, 2·inner] (d_gate then d_up, swiglu.cuh) quantized as the
+// kernel computes it from gate_up (args.x, args.ld = 2·inner; args.cols = 2·inner is the
+// gradient's width) and `d_out` [rows, inner], the gradient of SwiGLU's output, in the same way:
+// the bits of quantize(swiglu_backward's d_gate_up), which is never written. Whether it applies:
+// as tensorwise_kernel_applies, and inner a multiple of 128; the launch also needs args.history
+// with args.delayed, or (current scaling) args.amax: the gradient's amax, which SwiGLU's backward
+// finds without writing the gradient (SwigluArgs::d_gate_up).
+bool swiglu_backward_tensorwise_applies(const QuantizeArgs& args);
+void quantize_swiglu_backward_tensorwise(const QuantizeArgs& args, const void* d_out,
+                                         cudaStream_t stream);
+
 // A norm's output X = h · rstd · weight (rmsnorm.cuh's y) quantized as the kernel computes it from
 // h [rows, cols] (args.x, args.ld), each row's inverse RMS `rstd` [rows] and the norm's FP32
 // `weight` [cols], in the same way: the bits of quantize(rmsnorm_forward's y), y never written.

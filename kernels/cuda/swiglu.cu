@@ -45,10 +45,8 @@ __device__ __forceinline__ void swiglu_math(const Bf16x8& gate, const Bf16x8& up
   } else {
 #pragma unroll
     for (int e = 0; e < kBf16PerVector; ++e) {
-      const float g = gate.v[e];
-      const float sigmoid = 1.0F / (1.0F + expf(-g));
-      second.v[e] = d.v[e] * round_bf16(silu(g));
-      first.v[e] = d.v[e] * up.v[e] * sigmoid * (1.0F + g * (1.0F - sigmoid));
+      second.v[e] = swiglu_d_up(gate.v[e], d.v[e]);
+      first.v[e] = swiglu_d_gate(gate.v[e], up.v[e], d.v[e]);
     }
   }
 }
@@ -109,13 +107,17 @@ __device__ __forceinline__ void swiglu_words(const SwigluWords& w, Bf16x8& first
   swiglu_math<kBackward>(unpack_bf16x8(w.gate), unpack_bf16x8(w.up), d, first, second);
 }
 
-// Stores one vector's results at (row, col) of out, folding their magnitudes into `amax`.
+// Stores one vector's results at (row, col) of out, folding their magnitudes into `amax`; the
+// backward without d_gate_up folds them and stores nothing (SwigluArgs::d_gate_up).
 template <bool kBackward>
 __device__ __forceinline__ void store_swiglu(const SwigluArgs& a, int64_t row, int64_t col,
                                              const Bf16x8& first, const Bf16x8& second,
                                              uint32_t& amax) {
   if constexpr (!kBackward) {
     store_bf16x8(static_cast<__nv_bfloat16*>(a.out) + row * a.inner + col, first, amax);
+  } else if (a.d_gate_up == nullptr) {
+    (void)pack_bf16x8(first, amax);
+    (void)pack_bf16x8(second, amax);
   } else {
     auto* dgu = static_cast<__nv_bfloat16*>(a.d_gate_up) + row * 2 * a.inner + col;
     store_bf16x8(dgu, first, amax);
@@ -331,8 +333,10 @@ void swiglu_forward(const SwigluArgs& a, cudaStream_t stream) {
 }
 
 void swiglu_backward(const SwigluArgs& a, cudaStream_t stream) {
-  LPBENCH_CUDA_REQUIRE(a.d_out != nullptr && a.d_gate_up != nullptr,
-                       "swiglu_backward reads d_out and writes d_gate_up");
+  LPBENCH_CUDA_REQUIRE(a.d_out != nullptr && (a.d_gate_up != nullptr || a.amax != nullptr),
+                       "swiglu_backward reads d_out and writes d_gate_up or its amax");
+  LPBENCH_CUDA_REQUIRE(a.d_gate_up != nullptr || a.line_amax == nullptr,
+                       "swiglu_backward: the lines' amaxes are of a d_gate_up it writes");
   const NvtxRange range("lpbench swiglu_backward");
   launch<true>(a, stream);
 }

@@ -114,9 +114,11 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
                                                              bool with_transpose,
                                                              AmaxHistory* history, uint64_t seed,
                                                              bool rowwise_copy = false) {
-  // Its producer quantized it already (x's values were never written).
-  if (!transpose && !rowwise_copy) {
+  // Its producer quantized it already (x's values were never written): both layouts, of which
+  // a transposed call (never also with_transpose) takes the second.
+  if (!rowwise_copy) {
     if (std::optional<Waiting> done = take_waiting(x, history, spec)) {
+      if (transpose) return {std::move(done->t), std::nullopt};
       std::optional<Quantized> t;
       if (with_transpose) t = std::move(done->t);
       return {std::move(done->q), std::move(t)};
@@ -124,8 +126,7 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
   }
   // A producer's stand-in (quantized_stand_in) holds none of its values: quantizing it would
   // quantize whatever its one unwritten element holds.
-  TORCH_CHECK(x.numel() <= 1 || !x.has_storage() ||
-                  x.storage().nbytes() >= static_cast<size_t>(x.numel()) * x.itemsize(),
+  TORCH_CHECK(!is_quantized_stand_in(x),
               "quantize: x stands in for a producer's output whose quantization was written in "
               "its place, but none under this history and spec was waiting for it");
   // Delayed scaling scales by the history's amax, which the quantizing pass finds in the ring;
@@ -338,8 +339,57 @@ bool rmsnorm_kernel_takes(const at::Tensor& h, const at::Tensor& weight,
   return cuda::rmsnorm_tensorwise_applies(args, weight.data_ptr<float>());
 }
 
+// Whether the tile kernel takes gate_up [..., 2·inner] and d_out [..., inner] for SwiGLU's
+// gradient.
+bool swiglu_backward_kernel_takes(const at::Tensor& gate_up, const at::Tensor& d_out,
+                                  const InputQuantization& input) {
+  if (!producer_may_quantize(gate_up, input) || !d_out.is_contiguous() ||
+      d_out.scalar_type() != at::kBFloat16 || d_out.device() != gate_up.device() ||
+      d_out.numel() * 2 != gate_up.numel()) {
+    return false;
+  }
+  const int64_t cols = gate_up.size(-1);
+  const cuda::QuantizeArgs args =
+      producer_args(gate_up, gate_up.numel() / cols, cols, cols, input.spec);
+  return cuda::swiglu_backward_tensorwise_applies(args);
+}
+
 }  // namespace
 #endif
+
+bool swiglu_backward_quantization_applies(const at::Tensor& gate_up, const at::Tensor& d_out,
+                                          const InputQuantization& input) {
+#ifdef LPBENCH_CUDA_GLUE
+  return gate_up.defined() && d_out.defined() &&
+         swiglu_backward_kernel_takes(gate_up, d_out, input);
+#else
+  (void)gate_up;
+  (void)d_out;
+  (void)input;
+  return false;
+#endif
+}
+
+std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_backward_with_transpose(
+    const at::Tensor& gate_up, const at::Tensor& d_out, const InputQuantization& input,
+    const at::Tensor& amax) {
+#ifdef LPBENCH_CUDA_GLUE
+  if (!swiglu_backward_quantization_applies(gate_up, d_out, input)) return std::nullopt;
+  const int64_t cols = gate_up.size(-1);
+  cuda::QuantizeArgs args = producer_args(gate_up, gate_up.numel() / cols, cols, cols, input.spec);
+  const void* d = d_out.data_ptr();
+  return quantize_in_producer(gate_up, args, input, amax,
+                              [d](const cuda::QuantizeArgs& a, cudaStream_t stream) {
+                                cuda::quantize_swiglu_backward_tensorwise(a, d, stream);
+                              });
+#else
+  (void)gate_up;
+  (void)d_out;
+  (void)input;
+  (void)amax;
+  return std::nullopt;
+#endif
+}
 
 std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
     const at::Tensor& gate_up, const InputQuantization& input) {
@@ -401,6 +451,11 @@ at::Tensor quantized_stand_in(at::IntArrayRef sizes, const at::TensorOptions& op
   at::Tensor out = at::empty({0}, options);
   out.set_(one.storage(), 0, sizes, std::vector<int64_t>(sizes.size(), 0));
   return out;
+}
+
+bool is_quantized_stand_in(const at::Tensor& x) {
+  return x.numel() > 1 && x.has_storage() &&
+         x.storage().nbytes() < static_cast<size_t>(x.numel()) * x.itemsize();
 }
 
 void remember_quantization(const at::Tensor& x, const InputQuantization& input, Quantized q,

@@ -66,6 +66,19 @@ struct InputQuantization {
 std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
     const at::Tensor& gate_up, const InputQuantization& input);
 
+// SwiGLU's gradient dY = d gate_up [rows, 2·inner] (kernels/torch/swiglu.h), the gate_up
+// product's dY, quantized by `input` (how that product's backward quantizes its dY) as one GPU
+// kernel computes it from gate_up and d_out [rows, inner], the gradient of SwiGLU's output: the
+// bits of quantize_with_transpose(swiglu_backward(d_out, gate_up), input.spec, input.history),
+// the history's turn taken; under input.own_amax, scaled by `amax`, the gradient's amax as FP32
+// bits, which SwiGLU's backward kernel found without writing the gradient. None where the kernel
+// does not apply, taking no turn: swiglu_backward_quantization_applies says so beforehand.
+bool swiglu_backward_quantization_applies(const at::Tensor& gate_up, const at::Tensor& d_out,
+                                          const InputQuantization& input);
+std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_backward_with_transpose(
+    const at::Tensor& gate_up, const at::Tensor& d_out, const InputQuantization& input,
+    const at::Tensor& amax = {});
+
 // A norm's output X = h · rstd · weight (kernels/torch/rmsnorm.h) quantized by `input` as one
 // GPU kernel computes it from h [..., cols], rstd (FP32, one a row) and the FP32 weight: the bits
 // of quantize_with_transpose(rmsnorm's y, input.spec, input.history), the history's turn taken;
@@ -85,6 +98,9 @@ std::optional<std::pair<Quantized, Quantized>> quantize_rmsnorm_with_transpose(
 // reads it. The consumer takes the quantization instead, and quantizing the stand-in itself
 // fails (quantize_cuda).
 at::Tensor quantized_stand_in(at::IntArrayRef sizes, const at::TensorOptions& options);
+
+// Whether `x` is such a stand-in: its storage holds fewer bytes than its elements need.
+bool is_quantized_stand_in(const at::Tensor& x);
 
 // A producer's quantization of `x`, written in place of x's values (x stands for them in
 // autograd's graph), kept until the consumer's quantization of x under the same history (none,

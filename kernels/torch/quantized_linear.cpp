@@ -8,6 +8,7 @@
 #include "kernels/profiling/range.h"
 #include "kernels/torch/gemm.h"
 #include "kernels/torch/operand_diagnostics.h"
+#include "kernels/torch/quantize.h"
 
 namespace lpbench::kernels {
 
@@ -217,7 +218,9 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     const std::string module = ctx->saved_data["module"].toStringRef();
 
     const at::Tensor& grad_y = grad_outputs[0];
-    const at::Tensor g2 = grad_y.reshape({-1, grad_y.size(-1)}).contiguous();
+    // A producer's stand-in (its quantization waits for this backward) is taken as it is.
+    const at::Tensor flat = grad_y.reshape({-1, grad_y.size(-1)});
+    const at::Tensor g2 = is_quantized_stand_in(flat) ? flat : flat.contiguous();
     const at::ScalarType dtype = grad_y.scalar_type();
 
     const bool need_x = ctx->saved_data["need_x"].toBool();
@@ -284,7 +287,7 @@ bool forward_quantizes_w_tensorwise(const LinearGemms& gemms) {
          (!gemms.requantize_w && tensorwise(gemms.dgrad, GemmKind::dgrad));
 }
 
-std::optional<ProducibleX> producible_x(const LinearGemms& gemms) {
+std::optional<Producible> producible_x(const LinearGemms& gemms) {
   const GemmSpec& fprop = gemms.fprop;
   const GemmSpec& wgrad = gemms.wgrad;
   if (!fprop.quantized() || fprop.hadamard_block > 0 || fprop.scaling == Scaling::fallback ||
@@ -304,7 +307,25 @@ std::optional<ProducibleX> producible_x(const LinearGemms& gemms) {
       !(operand_spec(wgrad, GemmKind::wgrad, Side::rhs) == spec)) {
     return std::nullopt;
   }
-  return ProducibleX{spec, delayed};
+  return Producible{spec, delayed};
+}
+
+std::optional<Producible> producible_dy(const LinearGemms& gemms) {
+  const GemmSpec& dgrad = gemms.dgrad;
+  const GemmSpec& wgrad = gemms.wgrad;
+  const auto direct = [](const GemmSpec& s) {
+    return s.quantized() && s.hadamard_block == 0 && s.scaling != Scaling::fallback;
+  };
+  if (!direct(dgrad) || !direct(wgrad) || !layout_sharing()) return std::nullopt;
+  // Both products read dY's one quantization, under the linear's dY history or under none.
+  const bool delayed = dgrad.amax_history > 0;
+  if (delayed != (wgrad.amax_history > 0)) return std::nullopt;
+  const QuantSpec spec = operand_spec(dgrad, GemmKind::dgrad, Side::lhs);
+  if (spec.block_rows != 0 || spec.block_cols != 0 || spec.rounding != Rounding::nearest ||
+      !(operand_spec(wgrad, GemmKind::wgrad, Side::lhs) == spec)) {
+    return std::nullopt;
+  }
+  return Producible{spec, delayed};
 }
 
 std::optional<WeightQuantCache> quantize_weight(const at::Tensor& w, const LinearGemms& gemms,

@@ -59,11 +59,18 @@ bool forward_quantizes_w_tensorwise(const LinearGemms& gemms);
 // nothing of the linear reading X in BF16; scaled by the linear's X history where fprop's scale
 // is delayed (`delayed`), by X's own amax where no product of the linear keeps a history. None
 // otherwise.
-struct ProducibleX {
+struct Producible {
   QuantSpec spec;
   bool delayed = false;
 };
-std::optional<ProducibleX> producible_x(const LinearGemms& gemms);
+std::optional<Producible> producible_x(const LinearGemms& gemms);
+
+// The same for dY, which backward quantizes in one pass for dgrad and, transposed, wgrad, where
+// the producer of dY (the op after the linear, in its backward) can make it in its place: by the
+// linear's dY history where dgrad's scale is delayed, by dY's own amax where neither product
+// reading dY keeps a history. None otherwise (dY in BF16 anywhere, per row or block, stochastic
+// rounding, a rotation or fallback).
+std::optional<Producible> producible_dy(const LinearGemms& gemms);
 
 // `add_into_grad` (with `master`): where master's gradient is already defined when backward
 // runs (the micro-batches after the first of a step; the flat gradient buffers of data

@@ -39,6 +39,47 @@ cudaStream_t stream_of(const at::Tensor& t) {
   return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
 }
 
+// d gate_up quantized as `dy` says in the backward's place, from gate_up and d_out, where the
+// kernel takes it: under a current scale after an amax pass of the backward's kernel that
+// writes nothing. Returns the stand-in for d gate_up, or undefined (nothing launched).
+at::Tensor quantized_gradient(const at::Tensor& gu, const at::Tensor& d,
+                              const InputQuantization& dy) {
+  if (!dy.any() || !producer_quantization() || operand_diagnostics() ||
+      !swiglu_backward_quantization_applies(gu, d, dy)) {
+    return {};
+  }
+  at::Tensor amax;
+  if (dy.history == nullptr) {
+    amax = new_amax(gu);
+    cuda::SwigluArgs a = args_for(gu);
+    a.d_out = d.data_ptr();
+    a.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
+    cuda::swiglu_backward(a, stream_of(gu));
+  }
+  auto quantized = quantize_swiglu_backward_with_transpose(gu, d, dy, amax);
+  TORCH_CHECK(quantized, "swiglu: the gradient's quantization applied, then did not");
+  at::Tensor stand_in = quantized_stand_in(gu.sizes(), gu.options());
+  remember_quantization(stand_in, dy, std::move(quantized->first), std::move(quantized->second));
+  return stand_in;
+}
+
+// InputQuantization through the autograd context: the history as an address, then the spec.
+std::vector<int64_t> encode(const InputQuantization& q) {
+  return {reinterpret_cast<int64_t>(q.history),
+          static_cast<int64_t>(q.spec.format),
+          q.spec.block_rows,
+          q.spec.block_cols,
+          static_cast<int64_t>(q.spec.rounding),
+          q.own_amax ? 1 : 0};
+}
+InputQuantization decode(const std::vector<int64_t>& v) {
+  InputQuantization q;
+  q.history = reinterpret_cast<AmaxHistory*>(v.at(0));
+  q.spec = {static_cast<NumberFormat>(v.at(1)), v.at(2), v.at(3), static_cast<Rounding>(v.at(4))};
+  q.own_amax = v.at(5) != 0;
+  return q;
+}
+
 // What a kernel call reports of the [rows, cols] tensor it writes: each row's and column's amax
 // (`by_line`), the tensor's (`tensor`), or nothing. Made before the call, into `a`; remembered
 // for the written tensor after it.
@@ -69,12 +110,14 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up, bool report_amax,
                             bool int8_saved, bool lines_forward, bool lines_backward,
-                            const InputQuantization& consumer) {
+                            const InputQuantization& consumer,
+                            const InputQuantization& grad_consumer) {
     const profiling::Range range("swiglu");
     ctx->saved_data["amax"] = report_amax;
     ctx->saved_data["lines"] = lines_backward;
     ctx->saved_data["type"] = static_cast<int64_t>(gate_up.scalar_type());
 #ifdef LPBENCH_CUDA_GLUE
+    if (grad_consumer.any()) ctx->saved_data["dy"] = encode(grad_consumer);
     if (on_kernel(gate_up)) {
       const at::Tensor gu = gate_up.contiguous();
       std::vector<int64_t> sizes = gu.sizes().vec();
@@ -123,6 +166,14 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
     if (reads_blocks || on_kernel(gate_up)) {
       const at::Tensor gu = gate_up.contiguous();
       const at::Tensor d = grads[0].contiguous();
+      const auto dy = ctx->saved_data.find("dy");
+      if (dy != ctx->saved_data.end() && !reads_blocks && !ctx->saved_data["lines"].toBool()) {
+        at::Tensor stand_in = quantized_gradient(gu, d, decode(dy->second.toIntVector()));
+        if (stand_in.defined()) {
+          return {stand_in,     at::Tensor(), at::Tensor(), at::Tensor(),
+                  at::Tensor(), at::Tensor(), at::Tensor()};
+        }
+      }
       at::Tensor d_gate_up = at::empty_like(gu, gu.options().dtype(type));
       cuda::SwigluArgs a = args_for(gu);
       if (reads_blocks) {
@@ -135,12 +186,14 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
                           ctx->saved_data["amax"].toBool(), a.rows, 2 * a.inner, a);
       cuda::swiglu_backward(a, stream_of(gu));
       report.remember(d_gate_up, 2 * a.inner);
-      return {d_gate_up, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+      return {d_gate_up,    at::Tensor(), at::Tensor(), at::Tensor(),
+              at::Tensor(), at::Tensor(), at::Tensor()};
     }
 #else
     const at::Tensor gate_up = restore_activation({kept[0], kept[1]}, type);
 #endif
     return {reference::swiglu_backward(grads[0], gate_up),
+            at::Tensor(),
             at::Tensor(),
             at::Tensor(),
             at::Tensor(),
@@ -152,9 +205,9 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
 }  // namespace
 
 at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax, bool int8_saved, LineAmax lines,
-                  const InputQuantization& consumer) {
+                  const InputQuantization& consumer, const InputQuantization& grad_consumer) {
   return SwigluFunction::apply(gate_up, report_amax, int8_saved, lines.forward, lines.backward,
-                               consumer);
+                               consumer, grad_consumer);
 }
 
 }  // namespace lpbench::kernels

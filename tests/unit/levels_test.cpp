@@ -495,25 +495,28 @@ TEST(Fusion, ProducersReportLineAmaxesForTheOperandsQuantizedPerRowBothWays) {
 // of it reads X in BF16. A norm does so under delayed scaling (the scale known before the values
 // are) and by X's own amax, which it finds without writing X; SwiGLU under delayed scaling only.
 // Before an MoE's router and experts, which all read the MLP norm's output, that norm writes it.
-TEST(Fusion, ProducersQuantizeTheirProductsXOnlyWhereTheyCanMakeItsTensorwiseQuantization) {
+// SwiGLU's backward writes gate/up's dY quantized under the same conditions on dY (dgrad and
+// wgrad), under both scalings; in a dense MLP only.
+TEST(Fusion, ProducersQuantizeTheirProductsOperandOnlyWhereTheyCanMakeItsTensorwiseQuantization) {
   const auto producers = [](const char* recipe, bool producer_amax = true, bool moe = false) {
     return quantizing_producers(kernels::parse_recipe(recipe), producer_amax, moe);
   };
-  const std::string all = "the attention norm, the MLP norm, SwiGLU";
+  const std::string all = "the attention norm, the MLP norm, SwiGLU, SwiGLU's backward";
   const std::string norms = "the attention norm, the MLP norm";
+  const std::string norms_dy = norms + ", SwiGLU's backward";
   EXPECT_EQ(producers("int8-tensor:amax-history=16"), all);
-  EXPECT_EQ(producers("int8-tensor:dy=row,amax-history=16"), all);
+  EXPECT_EQ(producers("int8-tensor:dy=row,amax-history=16"), norms + ", SwiGLU");  // dY per row
   EXPECT_EQ(producers("fp8-tensor:amax-history=4"), all);
   EXPECT_EQ(producers("int8-tensor:amax-history=16", true, true), "the attention norm, SwiGLU");
   EXPECT_EQ(producers("int8-tensor:amax-history=16", false), "");
-  EXPECT_EQ(producers("int8-tensor"), norms);
+  EXPECT_EQ(producers("int8-tensor"), norms_dy);
   EXPECT_EQ(producers("int8-tensor:dy=row"), norms);
-  EXPECT_EQ(producers("fp8-tensor"), norms);
+  EXPECT_EQ(producers("fp8-tensor"), norms_dy);
   EXPECT_EQ(producers("int8-tensor", true, true), "the attention norm");
   EXPECT_EQ(producers("int8-tensor", false), "");
   EXPECT_EQ(producers("int8-tensor:dy-rounding=stochastic"), norms);  // X still to nearest
-  EXPECT_EQ(producers("int8-tensor:hadamard=128"), "");               // X rotated for wgrad
-  EXPECT_EQ(producers("int8-tensor:wgrad=bf16"), "");                 // wgrad reads X in BF16
+  EXPECT_EQ(producers("int8-tensor:hadamard=128"), "");               // X and dY rotated
+  EXPECT_EQ(producers("int8-tensor:wgrad=bf16"), "");  // wgrad reads X and dY in BF16
   EXPECT_EQ(producers("int8-row"), "");
   EXPECT_EQ(producers("int8-block"), "");
   EXPECT_EQ(producers("bf16"), "");

@@ -54,7 +54,7 @@ std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_am
   if (!producer_amax) return "";
   // SwiGLU quantizes its product's X under delayed scaling only (kernels::quantize.h says why).
   const auto quantizes = [&recipe](const char* product, bool delayed_only = false) {
-    const std::optional<kernels::ProducibleX> x =
+    const std::optional<kernels::Producible> x =
         kernels::producible_x(kernels::decide(recipe, product, kernels::ModuleKind::linear).gemms);
     return x.has_value() && (x->delayed || !delayed_only);
   };
@@ -65,6 +65,12 @@ std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_am
   if (quantizes("layers.0.attention.qkv")) add("the attention norm");
   if (!moe && quantizes("layers.0.mlp.gate_up")) add("the MLP norm");
   if (quantizes(moe ? "layers.0.moe.experts.0.down" : "layers.0.mlp.down", true)) add("SwiGLU");
+  // SwiGLU's backward quantizes the gate/up product's dY, in the dense MLP.
+  if (!moe &&
+      kernels::producible_dy(
+          kernels::decide(recipe, "layers.0.mlp.gate_up", kernels::ModuleKind::linear).gemms)) {
+    add("SwiGLU's backward");
+  }
   return names;
 }
 
@@ -103,10 +109,18 @@ torch::Tensor RecipeLinearImpl::forward(const torch::Tensor& x) {
 
 kernels::InputQuantization RecipeLinearImpl::input_quantization() const {
   if (!compute_.defined()) return {};
-  const std::optional<kernels::ProducibleX> x = kernels::producible_x(gemms_);
+  const std::optional<kernels::Producible> x = kernels::producible_x(gemms_);
   if (!x) return {};
   if (x->delayed) return {&histories_->x, x->spec};
   return {nullptr, x->spec, /*own_amax=*/true};
+}
+
+kernels::InputQuantization RecipeLinearImpl::grad_quantization() const {
+  if (!compute_.defined()) return {};
+  const std::optional<kernels::Producible> dy = kernels::producible_dy(gemms_);
+  if (!dy) return {};
+  if (dy->delayed) return {&histories_->dy, dy->spec};
+  return {nullptr, dy->spec, /*own_amax=*/true};
 }
 
 torch::Tensor RecipeLinearImpl::weight_wanting_amax() const {
@@ -195,7 +209,8 @@ MlpImpl::MlpImpl(const ModelConfig& config, const std::string& prefix, Precision
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   const profiling::Range range("mlp");
   // SwiGLU writes the down projection's quantized X in place of its output where it can.
-  return down_(ops_.swiglu(gate_up_(x), down_->input_quantization()));
+  return down_(
+      ops_.swiglu(gate_up_(x), down_->input_quantization(), gate_up_->grad_quantization()));
 }
 
 MoeImpl::MoeImpl(const ModelConfig& config, const std::string& prefix, PrecisionPlan& plan)

@@ -37,11 +37,12 @@ bool quantizes_by_own_amax(const kernels::Recipe& recipe);
 // producers report at all, and not under saved=int8 (SwiGLU then keeps an INT8 copy instead).
 kernels::LineAmax producer_line_amax(const kernels::Recipe& recipe, bool producer_amax);
 
-// The fused producers that, under `producer_amax`, write their product's quantized X in its
-// place, as a run records them ("the attention norm, the MLP norm, SwiGLU"; empty for none): each
-// whose product in the first layer, as the recipe decides it, takes kernels::producible_x (the
-// attention norm: QKV's; the MLP norm: gate/up's, not where an MoE's router and experts read it;
-// SwiGLU: the down projection's, under delayed scaling only).
+// The fused producers that, under `producer_amax`, write a product's quantized operand in its
+// place, as a run records them ("the attention norm, the MLP norm, SwiGLU, SwiGLU's backward";
+// empty for none): each whose product in the first layer, as the recipe decides it, takes
+// kernels::producible_x (the attention norm: QKV's X; the MLP norm: gate/up's, not where an MoE's
+// router and experts read it; SwiGLU: the down projection's, under delayed scaling only) or
+// kernels::producible_dy (SwiGLU's backward: gate/up's dY, in a dense MLP).
 std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_amax, bool moe);
 
 // Decides, module by module, what a recipe does, and keeps the decisions for the store.
@@ -116,6 +117,9 @@ class RecipeLinearImpl : public torch::nn::Module {
   // (kernels::producible_x: with this layer's X history, or by X's own amax; fused only);
   // neither where it cannot.
   kernels::InputQuantization input_quantization() const;
+  // How this layer's backward quantizes dY, for dY's producer to quantize it in its place
+  // (kernels::producible_dy, with this layer's dY history or by dY's own amax; fused only).
+  kernels::InputQuantization grad_quantization() const;
 
  private:
   torch::Tensor weight_;   // [out, in], FP32

@@ -41,7 +41,7 @@ std::string describe_operators(Fusion fusion, const kernels::AttentionShape& sha
               ? "; so does RoPE's backward of its gradient, where no per-head norm comes first"
               : "") +
          (!quantizing_producers.empty() && fused
-              ? "; X written quantized by its producer: " + quantizing_producers
+              ? "; operands written quantized by their producer: " + quantizing_producers
               : std::string()) +
          (int8_saved && fused ? "; activations saved as INT8" : "");
 }
@@ -80,9 +80,11 @@ std::pair<torch::Tensor, torch::Tensor> Operators::add_norm(
 }
 
 torch::Tensor Operators::swiglu(const torch::Tensor& gate_up,
-                                const kernels::InputQuantization& consumer) const {
+                                const kernels::InputQuantization& consumer,
+                                const kernels::InputQuantization& grad_consumer) const {
   if (fusion_ == Fusion::fused) {
-    return kernels::swiglu(gate_up, producer_amax_, int8_saved_, lines_, quantizing(consumer));
+    return kernels::swiglu(gate_up, producer_amax_, int8_saved_, lines_, quantizing(consumer),
+                           quantizing(grad_consumer));
   }
   const int64_t inner = gate_up.size(-1) / 2;
   return torch::silu(gate_up.narrow(-1, 0, inner)) * gate_up.narrow(-1, inner, inner);

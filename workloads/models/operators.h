@@ -68,8 +68,11 @@ class Operators {
   // silu(gate) · up of the fused gate/up product [..., 2·inner]. `consumer` (fused only): how
   // the next product quantizes it, for SwiGLU to write that quantization in its place where it
   // can (kernels::swiglu); the result is then a stand-in only that product may read.
+  // `grad_consumer`: how the product that made gate_up quantizes its dY, for SwiGLU's backward
+  // to write that in the gradient's place likewise.
   torch::Tensor swiglu(const torch::Tensor& gate_up,
-                       const kernels::InputQuantization& consumer = {}) const;
+                       const kernels::InputQuantization& consumer = {},
+                       const kernels::InputQuantization& grad_consumer = {}) const;
   // Causal attention of the fused QKV product [B, T, (H + 2·KV)·D] → [B, T, H·D]: RoPE on q and
   // k (after per-head norms, where q_norm and k_norm are given: Qwen3), then SDPA.
   torch::Tensor attention(const torch::Tensor& qkv, const kernels::AttentionShape& shape,

@@ -58,10 +58,11 @@ __device__ __forceinline__ uint2 quantize8(const uint4& raw, float inv, DType fm
 // max |x| of a thread's loads, as FP32 bits (a NaN above +Inf): taken on the BF16 bits two at a
 // time (sign cleared, an unsigned 16-bit max a pair), which order as the values do, then widened
 // to FP32's place. One instruction or two a pair where a max a value after unpacking was four.
-__device__ __forceinline__ uint32_t loads_amax(const uint4 (&raw)[kLoads]) {
+template <int N>
+__device__ __forceinline__ uint32_t loads_amax(const uint4 (&raw)[N]) {
   uint32_t pairs = 0;
 #pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
+  for (int i = 0; i < N; ++i) {
     pairs = __vmaxu2(pairs, raw[i].x & 0x7fff7fffu);
     pairs = __vmaxu2(pairs, raw[i].y & 0x7fff7fffu);
     pairs = __vmaxu2(pairs, raw[i].z & 0x7fff7fffu);

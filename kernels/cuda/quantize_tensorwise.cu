@@ -115,43 +115,6 @@ __device__ __forceinline__ void load_swiglu(const TensorwiseParams& p, int64_t r
   }
 }
 
-// The thread's eight loads of the tile at (r0, c0) of SwiGLU's gradient d gate_up, as `load`
-// gives X's: of d_gate where c0 < inner (gate, up and d_out read), else of d_up (gate and d_out),
-// all of a tile's loads in flight at once, then each value computed and rounded to BF16 as
-// SwiGLU's backward stores it.
-__device__ __forceinline__ void load_swiglu_backward(const TensorwiseParams& p, int64_t r0,
-                                                     int64_t c0, uint4 (&raw)[kLoads]) {
-  const int64_t inner = p.up_offset;
-  const bool gate_half = c0 < inner;
-  const int64_t c = (gate_half ? c0 : c0 - inner) + load_col();
-  uint4 d[kLoads];
-  uint4 up[kLoads];
-#pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
-    const int64_t r = r0 + load_row(i);
-    raw[i] = quant::load_vec(p.x + r * p.ld + c);
-    d[i] = quant::load_vec(p.d_out + r * inner + c);
-    if (gate_half) up[i] = quant::load_vec(p.x + r * p.ld + c + inner);
-  }
-#pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
-    const Bf16x8 g = unpack_bf16x8(raw[i]);
-    const Bf16x8 dv = unpack_bf16x8(d[i]);
-    Bf16x8 out;
-    if (gate_half) {
-      const Bf16x8 u = unpack_bf16x8(up[i]);
-#pragma unroll
-      for (int e = 0; e < kBf16PerVector; ++e)
-        out.v[e] = swiglu_d_gate(g.v[e], u.v[e], dv.v[e]);
-    } else {
-#pragma unroll
-      for (int e = 0; e < kBf16PerVector; ++e)
-        out.v[e] = swiglu_d_up(g.v[e], dv.v[e]);
-    }
-    raw[i] = pack_bf16x8(out);
-  }
-}
-
 // The thread's eight loads of the norm's output tile at (r0, c0), as `load` gives X's: h's loads
 // and the eight rows' inverse RMS in flight at once, then each value computed and rounded to
 // BF16 in the registers X's loads fill. The thread's eight columns share their weights.
@@ -176,8 +139,49 @@ __device__ __forceinline__ void load_rmsnorm(const TensorwiseParams& p, int64_t 
   }
 }
 
+// What a CTA of a tensorwise quantization finds first: the inverse of the scale, from the amax
+// given or (kRecord, ring_amax) the history's, and the history's turn, if it records into one.
+// The first CTA's first thread writes the scales and moves the ring on.
+struct TileScale {
+  float inv;
+  RingTurn turn;
+};
+
+template <bool kRecord>
+__device__ __forceinline__ TileScale tensor_scale(const TensorwiseParams& p, bool first_thread) {
+  RingTurn turn{0, 0};
+  if constexpr (kRecord) {
+    if (p.ring != nullptr) {
+      turn = p.ring_current >= 0 ? ring_turn_at(p.ring_current, p.ring_slots)
+                                 : ring_turn(p.ring, p.ring_slots);
+    }
+  }
+  uint32_t amax;
+  if constexpr (kRecord) {
+    // Every warp finds the history's amax itself (ring_amax), so no launch before this one does.
+    amax = p.ring_amax ? ring_amax(p.ring, p.ring_slots, turn) : __ldg(p.amax);
+  } else {
+    amax = __ldg(p.amax);
+  }
+  float scale;
+  float inv;
+  quant::scale_of(amax, p.fmax, &scale, &inv);
+  if (first_thread) {
+    if (p.scales != nullptr) *p.scales = scale;
+    if (p.scales_t != nullptr) *p.scales_t = scale;
+  }
+  if constexpr (kRecord) {
+    if (first_thread && p.ring != nullptr) {
+      p.ring[turn.next] = 0u;
+      // Nothing in this launch reads the index where the host said which slot is current.
+      if (p.ring_current >= 0) p.ring[p.ring_slots] = static_cast<uint32_t>(turn.next);
+    }
+  }
+  return {inv, turn};
+}
+
 // Where the kernel's X comes from: read, or computed from its producer's inputs.
-enum class Source { x, swiglu, swiglu_backward, rmsnorm };
+enum class Source { x, swiglu, rmsnorm };
 
 // One 128×128 tile of X per CTA (quantize_byte_tile.cuh), X as kSource gives it.
 template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource = Source::x>
@@ -188,47 +192,15 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   // this launch begins: the CTAs that start first read them there rather than from DRAM before
   // the rest of X (and this launch's own writes) evict them.
   const int64_t r0 = static_cast<int64_t>(gridDim.y - 1 - blockIdx.y) * kTile;
-  int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
-  if constexpr (kSource == Source::swiglu_backward) {
-    // A d_gate tile and the d_up tile of the same columns of gate and d_out go to neighbouring
-    // CTAs, so that the second's reads of them find the first's in L2.
-    const int64_t pair = c0 / (2 * kTile);
-    c0 = ((c0 / kTile) % 2) * p.up_offset + pair * kTile;
-  }
+  const int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
   const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
 
-  RingTurn turn{0, 0};
-  if constexpr (kRecord) {
-    if (p.ring != nullptr) {
-      turn = p.ring_current >= 0 ? ring_turn_at(p.ring_current, p.ring_slots)
-                                 : ring_turn(p.ring, p.ring_slots);
-    }
-  }
-  float scale;
-  float inv;
-  if (p.inv_blocks != nullptr) {
-    inv = __ldg(p.inv_blocks + (r0 / p.kb) * p.inv_sr + (c0 / p.kb) * p.inv_sc);
-  } else {
-    uint32_t amax;
-    if constexpr (kRecord) {
-      // Every warp finds the history's amax itself (ring_amax), so no launch before this one does.
-      amax = p.ring_amax ? ring_amax(p.ring, p.ring_slots, turn) : __ldg(p.amax);
-    } else {
-      amax = __ldg(p.amax);
-    }
-    quant::scale_of(amax, p.fmax, &scale, &inv);
-    if (first_thread) {
-      if (p.scales != nullptr) *p.scales = scale;
-      if (p.scales_t != nullptr) *p.scales_t = scale;
-    }
-  }
-  if constexpr (kRecord) {
-    if (first_thread && p.ring != nullptr) {
-      p.ring[turn.next] = 0u;
-      // Nothing in this launch reads the index where the host said which slot is current.
-      if (p.ring_current >= 0) p.ring[p.ring_slots] = static_cast<uint32_t>(turn.next);
-    }
-  }
+  const TileScale ts =
+      p.inv_blocks != nullptr
+          ? TileScale{__ldg(p.inv_blocks + (r0 / p.kb) * p.inv_sr + (c0 / p.kb) * p.inv_sc), {}}
+          : tensor_scale<kRecord>(p, first_thread);
+  const RingTurn turn = ts.turn;
+  float inv = ts.inv;
   // A NaN or Inf in X (a non-finite amax, a NaN inverse) makes every value 0: nothing is read,
   // and 0 · 0 rounds to +0 in every format, as the reference's do; a record reads X all the
   // same. (The record's test stays a run-time branch though it never skips there: with no branch
@@ -244,8 +216,6 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
       raw[i] = make_uint4(0, 0, 0, 0);
   } else if constexpr (kSource == Source::swiglu) {
     load_swiglu(p, r0, c0, raw);
-  } else if constexpr (kSource == Source::swiglu_backward) {
-    load_swiglu_backward(p, r0, c0, raw);
   } else if constexpr (kSource == Source::rmsnorm) {
     load_rmsnorm(p, r0, c0, raw);
   } else {
@@ -289,6 +259,85 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   }
   if constexpr (kRecord) {
     report_amax_if_above(p.ring != nullptr ? p.ring + turn.current : p.amax_seen, seen);
+  }
+}
+
+// SwiGLU's gradient d gate_up [rows, 2·inner], a CTA a pair of 128 × 128 tiles: d_gate's at
+// columns c0.. and d_up's at c0 + inner.., both computed from one read of the tile of gate, up
+// and d_out at c0 (a kernel a tile, the d_up tile read gate and d_out again, and the kernel ran
+// at 42–47 % of the HBM peak: docs/perf-log.md §65). The thread's loads go in two halves of
+// four, so that a half's twelve inputs and eight outputs fit in registers beside each other;
+// each output's X layout is stored from registers and its bytes stashed in its own tile for
+// Xᵀ's. Numerics as quantize_tensorwise_kernel's, values as swiglu.cu's backward stores them.
+template <bool kInt8, bool kRecord>
+__global__ void __launch_bounds__(kThreads)
+    quantize_swiglu_backward_kernel(const TensorwiseParams p) {
+  __shared__ __align__(16) uint32_t tiles[2][kWords];
+  const int64_t inner = p.up_offset;
+  const int64_t r0 = static_cast<int64_t>(gridDim.y - 1 - blockIdx.y) * kTile;
+  const int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
+  const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
+  const TileScale ts = tensor_scale<kRecord>(p, first_thread);
+  // A NaN or Inf amax makes every value 0, as the reference's (a record reads them all the same).
+  const bool nonfinite = ts.inv != ts.inv;
+  const int col = load_col();
+  constexpr int kHalf = kLoads / 2;
+  uint32_t seen = 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    uint4 gate[kHalf];
+    uint4 up[kHalf];
+    uint4 d[kHalf];
+#pragma unroll
+    for (int i = 0; i < kHalf; ++i) {
+      const int64_t r = r0 + load_row(h * kHalf + i);
+      gate[i] = quant::load_vec(p.x + r * p.ld + c0 + col);
+      up[i] = quant::load_vec(p.x + r * p.ld + inner + c0 + col);
+      d[i] = quant::load_vec(p.d_out + r * inner + c0 + col);
+    }
+    uint4 out[2][kHalf];  // d_gate's, d_up's
+#pragma unroll
+    for (int i = 0; i < kHalf; ++i) {
+      const Bf16x8 g = unpack_bf16x8(gate[i]);
+      const Bf16x8 u = unpack_bf16x8(up[i]);
+      const Bf16x8 dv = unpack_bf16x8(d[i]);
+      Bf16x8 dg;
+      Bf16x8 du;
+#pragma unroll
+      for (int e = 0; e < kBf16PerVector; ++e) {
+        dg.v[e] = swiglu_d_gate(g.v[e], u.v[e], dv.v[e]);
+        du.v[e] = swiglu_d_up(g.v[e], dv.v[e]);
+      }
+      out[0][i] = pack_bf16x8(dg);
+      out[1][i] = pack_bf16x8(du);
+    }
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+      const uint32_t mine = kRecord ? loads_amax(out[t]) : 0u;
+      seen = max(seen, mine);
+#pragma unroll
+      for (int i = 0; i < kHalf; ++i) {
+        const int r = load_row(h * kHalf + i);
+        uint2 q;
+        if (nonfinite) {
+          q = make_uint2(0u, 0u);
+        } else if constexpr (kRecord) {
+          q = mine <= quant::kInfBits
+                  ? quantize8_saturating<kInt8, false>(out[t][i], ts.inv, p.fmax, p.fmt)
+                  : quantize8_saturating<kInt8, true>(out[t][i], ts.inv, p.fmax, p.fmt);
+        } else {
+          q = quantize8<kInt8>(out[t][i], ts.inv, p.fmt);
+        }
+        *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + t * inner + c0 + col) = q;
+        stash(tiles[t], r, col, q);
+      }
+    }
+  }
+  __syncthreads();
+  store_transposed(tiles[0], p.values_t, p.rows, r0, c0);
+  store_transposed(tiles[1], p.values_t, p.rows, r0, inner + c0);
+  if constexpr (kRecord) {
+    report_amax_if_above(p.ring != nullptr ? p.ring + ts.turn.current : p.amax_seen, seen);
   }
 }
 
@@ -371,12 +420,16 @@ void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   const bool record = tp.amax_seen != nullptr || tp.ring != nullptr;
   // SwiGLU's output is quantized under delayed scaling only; a norm's and SwiGLU's gradient also
   // by their own amax, which their producer found, recording nothing.
-  if (tp.d_out != nullptr && record) {
-    tp.fmt == DType::int8 ? launch<true, true, Source::swiglu_backward>(tp, grid, stream)
-                          : launch<false, true, Source::swiglu_backward>(tp, grid, stream);
-  } else if (tp.d_out != nullptr) {
-    tp.fmt == DType::int8 ? launch<true, false, Source::swiglu_backward>(tp, grid, stream)
-                          : launch<false, false, Source::swiglu_backward>(tp, grid, stream);
+  if (tp.d_out != nullptr) {
+    // SwiGLU's gradient: a CTA a pair of tiles, both layouts.
+    const dim3 pairs(grid.x / 2, grid.y);
+    if (tp.fmt == DType::int8) {
+      record ? quantize_swiglu_backward_kernel<true, true><<<pairs, kThreads, 0, stream>>>(tp)
+             : quantize_swiglu_backward_kernel<true, false><<<pairs, kThreads, 0, stream>>>(tp);
+    } else {
+      record ? quantize_swiglu_backward_kernel<false, true><<<pairs, kThreads, 0, stream>>>(tp)
+             : quantize_swiglu_backward_kernel<false, false><<<pairs, kThreads, 0, stream>>>(tp);
+    }
   } else if (tp.up_offset > 0) {
     tp.fmt == DType::int8 ? launch<true, true, Source::swiglu>(tp, grid, stream)
                           : launch<false, true, Source::swiglu>(tp, grid, stream);
@@ -508,6 +561,8 @@ void quantize_swiglu_backward_tensorwise(const QuantizeArgs& a, const void* d_ou
       "quantize_swiglu_backward_tensorwise: the one-pass kernel does not apply "
       "(BF16 gate/up rows, inner a multiple of 128, rows a multiple of 128, "
       "d_out 16-byte aligned)");
+  LPBENCH_CUDA_REQUIRE(a.values != nullptr && a.values_t != nullptr,
+                       "quantize_swiglu_backward_tensorwise writes both layouts");
   const auto set_source = [&](TensorwiseParams& tp) {
     tp.up_offset = a.cols / 2;
     tp.d_out = static_cast<const __nv_bfloat16*>(d_out);

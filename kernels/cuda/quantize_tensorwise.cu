@@ -19,10 +19,11 @@
 //
 // Where the scale is known before X is, the kernel can also compute X as it loads it: SwiGLU's
 // output from the gate/up product under delayed scaling (quantize_swiglu_tensorwise), a norm's
-// from h and the row's inverse RMS (quantize_rmsnorm_tensorwise), and SwiGLU's gradient from
-// gate/up and the gradient of SwiGLU's output (quantize_swiglu_backward_tensorwise), the last two
-// under delayed scaling or by the amax their producer found without writing its output, which
-// is then never written in BF16 nor read back (docs/perf-log.md §59, §60, §61, §65).
+// from h and the row's inverse RMS (quantize_rmsnorm_tensorwise) under delayed scaling or by the
+// amax the norm found without writing its output, which is then never written in BF16 nor read
+// back (docs/perf-log.md §59, §60, §61); and, in a kernel of its own, SwiGLU's gradient from
+// gate/up and the gradient of SwiGLU's output under delayed scaling
+// (quantize_swiglu_backward_tensorwise, §65).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -262,14 +263,15 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   }
 }
 
-// SwiGLU's gradient d gate_up [rows, 2·inner], a CTA a pair of 128 × 128 tiles: d_gate's at
-// columns c0.. and d_up's at c0 + inner.., both computed from one read of the tile of gate, up
-// and d_out at c0 (a kernel a tile, the d_up tile read gate and d_out again, and the kernel ran
-// at 42–47 % of the HBM peak: docs/perf-log.md §65). The thread's loads go in two halves of
-// four, so that a half's twelve inputs and eight outputs fit in registers beside each other;
-// each output's X layout is stored from registers and its bytes stashed in its own tile for
-// Xᵀ's. Numerics as quantize_tensorwise_kernel's, values as swiglu.cu's backward stores them.
-template <bool kInt8, bool kRecord>
+// SwiGLU's gradient d gate_up [rows, 2·inner] under delayed scaling, a CTA a pair of 128 × 128
+// tiles: d_gate's at columns c0.. and d_up's at c0 + inner.., both computed from one read of the
+// tile of gate, up and d_out at c0 (a kernel a tile, the d_up tile read gate and d_out again, and
+// the kernel ran at 42–47 % of the HBM peak: docs/perf-log.md §65). The thread's loads go in two
+// halves of four, so that a half's twelve inputs and eight outputs fit in registers beside each
+// other; each output's X layout is stored from registers and its bytes stashed in its own tile
+// for Xᵀ's. Numerics and record as quantize_tensorwise_kernel's under a history, values as
+// swiglu.cu's backward stores them.
+template <bool kInt8>
 __global__ void __launch_bounds__(kThreads)
     quantize_swiglu_backward_kernel(const TensorwiseParams p) {
   __shared__ __align__(16) uint32_t tiles[2][kWords];
@@ -277,8 +279,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t r0 = static_cast<int64_t>(gridDim.y - 1 - blockIdx.y) * kTile;
   const int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
   const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
-  const TileScale ts = tensor_scale<kRecord>(p, first_thread);
-  // A NaN or Inf amax makes every value 0, as the reference's (a record reads them all the same).
+  const TileScale ts = tensor_scale<true>(p, first_thread);
+  // A NaN or Inf amax makes every value 0, as the reference's; the record reads them all the same.
   const bool nonfinite = ts.inv != ts.inv;
   const int col = load_col();
   constexpr int kHalf = kLoads / 2;
@@ -313,21 +315,16 @@ __global__ void __launch_bounds__(kThreads)
     }
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
-      const uint32_t mine = kRecord ? loads_amax(out[t]) : 0u;
+      // These values' max |x|, which also says whether a NaN is among them (quantize8_saturating).
+      const uint32_t mine = loads_amax(out[t]);
       seen = max(seen, mine);
 #pragma unroll
       for (int i = 0; i < kHalf; ++i) {
         const int r = load_row(h * kHalf + i);
-        uint2 q;
-        if (nonfinite) {
-          q = make_uint2(0u, 0u);
-        } else if constexpr (kRecord) {
-          q = mine <= quant::kInfBits
-                  ? quantize8_saturating<kInt8, false>(out[t][i], ts.inv, p.fmax, p.fmt)
-                  : quantize8_saturating<kInt8, true>(out[t][i], ts.inv, p.fmax, p.fmt);
-        } else {
-          q = quantize8<kInt8>(out[t][i], ts.inv, p.fmt);
-        }
+        const uint2 q = nonfinite ? make_uint2(0u, 0u)
+                        : mine <= quant::kInfBits
+                            ? quantize8_saturating<kInt8, false>(out[t][i], ts.inv, p.fmax, p.fmt)
+                            : quantize8_saturating<kInt8, true>(out[t][i], ts.inv, p.fmax, p.fmt);
         *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + t * inner + c0 + col) = q;
         stash(tiles[t], r, col, q);
       }
@@ -336,9 +333,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   store_transposed(tiles[0], p.values_t, p.rows, r0, c0);
   store_transposed(tiles[1], p.values_t, p.rows, r0, inner + c0);
-  if constexpr (kRecord) {
-    report_amax_if_above(p.ring != nullptr ? p.ring + ts.turn.current : p.amax_seen, seen);
-  }
+  report_amax_if_above(p.ring != nullptr ? p.ring + ts.turn.current : p.amax_seen, seen);
 }
 
 // max |x| of X into *amax (zeroed), as FP32 bits: thread t of a CTA owns one 16-byte column
@@ -418,18 +413,14 @@ TensorwiseParams params_of(const QuantizeArgs& a) {
 void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tp.cols / kTile), static_cast<unsigned>(tp.rows / kTile));
   const bool record = tp.amax_seen != nullptr || tp.ring != nullptr;
-  // SwiGLU's output is quantized under delayed scaling only; a norm's and SwiGLU's gradient also
-  // by their own amax, which their producer found, recording nothing.
+  // SwiGLU's output and gradient are quantized under delayed scaling only; a norm's also by its
+  // own amax, which the norm found (quantize_rmsnorm_tensorwise), recording nothing.
   if (tp.d_out != nullptr) {
     // SwiGLU's gradient: a CTA a pair of tiles, both layouts.
     const dim3 pairs(grid.x / 2, grid.y);
-    if (tp.fmt == DType::int8) {
-      record ? quantize_swiglu_backward_kernel<true, true><<<pairs, kThreads, 0, stream>>>(tp)
-             : quantize_swiglu_backward_kernel<true, false><<<pairs, kThreads, 0, stream>>>(tp);
-    } else {
-      record ? quantize_swiglu_backward_kernel<false, true><<<pairs, kThreads, 0, stream>>>(tp)
-             : quantize_swiglu_backward_kernel<false, false><<<pairs, kThreads, 0, stream>>>(tp);
-    }
+    tp.fmt == DType::int8
+        ? quantize_swiglu_backward_kernel<true><<<pairs, kThreads, 0, stream>>>(tp)
+        : quantize_swiglu_backward_kernel<false><<<pairs, kThreads, 0, stream>>>(tp);
   } else if (tp.up_offset > 0) {
     tp.fmt == DType::int8 ? launch<true, true, Source::swiglu>(tp, grid, stream)
                           : launch<false, true, Source::swiglu>(tp, grid, stream);
@@ -563,24 +554,13 @@ void quantize_swiglu_backward_tensorwise(const QuantizeArgs& a, const void* d_ou
       "d_out 16-byte aligned)");
   LPBENCH_CUDA_REQUIRE(a.values != nullptr && a.values_t != nullptr,
                        "quantize_swiglu_backward_tensorwise writes both layouts");
-  const auto set_source = [&](TensorwiseParams& tp) {
-    tp.up_offset = a.cols / 2;
-    tp.d_out = static_cast<const __nv_bfloat16*>(d_out);
-  };
-  if (a.history != nullptr) {
-    quantize_from_producer(a, "lpbench::cuda::quantize_swiglu_backward_tensorwise", set_source,
-                           stream);
-    return;
-  }
-  // Current scaling: d gate_up's amax, which SwiGLU's backward found without writing it.
-  LPBENCH_CUDA_REQUIRE(a.amax != nullptr,
-                       "quantize_swiglu_backward_tensorwise: the gradient's amax or an amax "
-                       "history is needed");
-  TensorwiseParams tp = tensorwise_params_of(a);
-  set_source(tp);
-  tp.amax = a.amax;
-  const NvtxRange range("lpbench::cuda::quantize_swiglu_backward_tensorwise");
-  launch_tiles(tp, stream);
+  quantize_from_producer(
+      a, "lpbench::cuda::quantize_swiglu_backward_tensorwise",
+      [&](TensorwiseParams& tp) {
+        tp.up_offset = a.cols / 2;
+        tp.d_out = static_cast<const __nv_bfloat16*>(d_out);
+      },
+      stream);
 }
 
 bool rmsnorm_tensorwise_applies(const QuantizeArgs& a, const float* weight) {

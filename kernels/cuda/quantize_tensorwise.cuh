@@ -27,13 +27,14 @@ void quantize_tensorwise(const QuantizeArgs& args, cudaStream_t stream);
 bool swiglu_tensorwise_applies(const QuantizeArgs& args);
 void quantize_swiglu_tensorwise(const QuantizeArgs& args, cudaStream_t stream);
 
-// SwiGLU's gradient d gate_up [rows, 2·inner] (d_gate then d_up, swiglu.cuh) quantized as the
-// kernel computes it from gate_up (args.x, args.ld = 2·inner; args.cols = 2·inner is the
-// gradient's width) and `d_out` [rows, inner], the gradient of SwiGLU's output, in the same way:
-// the bits of quantize(swiglu_backward's d_gate_up), which is never written. Whether it applies:
-// as tensorwise_kernel_applies, and inner a multiple of 128; the launch also needs args.history
-// with args.delayed, or (current scaling) args.amax: the gradient's amax, which SwiGLU's backward
-// finds without writing the gradient (SwigluArgs::d_gate_up).
+// SwiGLU's gradient d gate_up [rows, 2·inner] (d_gate then d_up, swiglu.cuh) quantized, both
+// layouts, as a kernel computes it from gate_up (args.x, args.ld = 2·inner; args.cols = 2·inner
+// is the gradient's width) and `d_out` [rows, inner], the gradient of SwiGLU's output, under
+// delayed scaling only: the bits of quantize(swiglu_backward's d_gate_up), which is never written.
+// Whether it applies: as tensorwise_kernel_applies, and inner a multiple of 128; the launch also
+// needs args.history with args.delayed. (By the gradient's own amax, an amax pass of SwiGLU's
+// backward and this kernel took longer than writing the gradient and quantizing it:
+// docs/perf-log.md §65.)
 bool swiglu_backward_tensorwise_applies(const QuantizeArgs& args);
 void quantize_swiglu_backward_tensorwise(const QuantizeArgs& args, const void* d_out,
                                          cudaStream_t stream);

@@ -21,9 +21,7 @@ struct SwigluArgs {
   int64_t inner = 0;
   void* out = nullptr;          // forward: [rows, inner] bf16
   const void* d_out = nullptr;  // backward: [rows, inner] bf16
-  void* d_gate_up = nullptr;    // backward: [rows, 2·inner] bf16; or null with `amax`: its
-                                // amax found and nothing written (the tensorwise quantization
-                                // computes it again, quantize_tensorwise.cuh)
+  void* d_gate_up = nullptr;    // backward: [rows, 2·inner] bf16
   uint32_t* amax = nullptr;     // optional: max |what the call writes| (amax.cuh)
   // Optional, instead of `amax` and without keep/kept: every row's max |x| of what the call
   // writes, then every column's ([rows + inner] forward, [rows + 2·inner] backward; zeroed by

@@ -343,9 +343,9 @@ bool rmsnorm_kernel_takes(const at::Tensor& h, const at::Tensor& weight,
 // gradient.
 bool swiglu_backward_kernel_takes(const at::Tensor& gate_up, const at::Tensor& d_out,
                                   const InputQuantization& input) {
-  if (!producer_may_quantize(gate_up, input) || !d_out.is_contiguous() ||
-      d_out.scalar_type() != at::kBFloat16 || d_out.device() != gate_up.device() ||
-      d_out.numel() * 2 != gate_up.numel()) {
+  if (input.history == nullptr || !producer_may_quantize(gate_up, input) ||
+      !d_out.is_contiguous() || d_out.scalar_type() != at::kBFloat16 ||
+      d_out.device() != gate_up.device() || d_out.numel() * 2 != gate_up.numel()) {
     return false;
   }
   const int64_t cols = gate_up.size(-1);
@@ -371,14 +371,13 @@ bool swiglu_backward_quantization_applies(const at::Tensor& gate_up, const at::T
 }
 
 std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_backward_with_transpose(
-    const at::Tensor& gate_up, const at::Tensor& d_out, const InputQuantization& input,
-    const at::Tensor& amax) {
+    const at::Tensor& gate_up, const at::Tensor& d_out, const InputQuantization& input) {
 #ifdef LPBENCH_CUDA_GLUE
   if (!swiglu_backward_quantization_applies(gate_up, d_out, input)) return std::nullopt;
   const int64_t cols = gate_up.size(-1);
   cuda::QuantizeArgs args = producer_args(gate_up, gate_up.numel() / cols, cols, cols, input.spec);
   const void* d = d_out.data_ptr();
-  return quantize_in_producer(gate_up, args, input, amax,
+  return quantize_in_producer(gate_up, args, input, {},
                               [d](const cuda::QuantizeArgs& a, cudaStream_t stream) {
                                 cuda::quantize_swiglu_backward_tensorwise(a, d, stream);
                               });
@@ -386,7 +385,6 @@ std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_backward_with_tra
   (void)gate_up;
   (void)d_out;
   (void)input;
-  (void)amax;
   return std::nullopt;
 #endif
 }

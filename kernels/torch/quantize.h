@@ -70,14 +70,14 @@ std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
 // product's dY, quantized by `input` (how that product's backward quantizes its dY) as one GPU
 // kernel computes it from gate_up and d_out [rows, inner], the gradient of SwiGLU's output: the
 // bits of quantize_with_transpose(swiglu_backward(d_out, gate_up), input.spec, input.history),
-// the history's turn taken; under input.own_amax, scaled by `amax`, the gradient's amax as FP32
-// bits, which SwiGLU's backward kernel found without writing the gradient. None where the kernel
-// does not apply, taking no turn: swiglu_backward_quantization_applies says so beforehand.
+// the history's turn taken. Under delayed scaling only, as for SwiGLU's output (by the gradient's
+// own amax, an amax pass and this kernel took longer than the plain backward and the one-pass
+// quantization: docs/perf-log.md §65). None where the kernel does not apply, taking no turn:
+// swiglu_backward_quantization_applies says so beforehand.
 bool swiglu_backward_quantization_applies(const at::Tensor& gate_up, const at::Tensor& d_out,
                                           const InputQuantization& input);
 std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_backward_with_transpose(
-    const at::Tensor& gate_up, const at::Tensor& d_out, const InputQuantization& input,
-    const at::Tensor& amax = {});
+    const at::Tensor& gate_up, const at::Tensor& d_out, const InputQuantization& input);
 
 // A norm's output X = h · rstd · weight (kernels/torch/rmsnorm.h) quantized by `input` as one
 // GPU kernel computes it from h [..., cols], rstd (FP32, one a row) and the FP32 weight: the bits

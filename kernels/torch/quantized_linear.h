@@ -66,9 +66,9 @@ struct Producible {
 std::optional<Producible> producible_x(const LinearGemms& gemms);
 
 // The same for dY, which backward quantizes in one pass for dgrad and, transposed, wgrad, where
-// the producer of dY (the op after the linear, in its backward) can make it in its place: by the
-// linear's dY history where dgrad's scale is delayed, by dY's own amax where neither product
-// reading dY keeps a history. None otherwise (dY in BF16 anywhere, per row or block, stochastic
+// the producer of dY (the op after the linear, in its backward) can make it in its place: scaled
+// by the linear's dY history where both products' scales are delayed (`delayed`), by dY's own
+// amax where neither is. None otherwise (dY in BF16 anywhere, per row or block, stochastic
 // rounding, a rotation or fallback).
 std::optional<Producible> producible_dy(const LinearGemms& gemms);
 

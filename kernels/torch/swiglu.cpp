@@ -40,24 +40,12 @@ cudaStream_t stream_of(const at::Tensor& t) {
 }
 
 // d gate_up quantized as `dy` says in the backward's place, from gate_up and d_out, where the
-// kernel takes it: under a current scale after an amax pass of the backward's kernel that
-// writes nothing. Returns the stand-in for d gate_up, or undefined (nothing launched).
+// kernel takes it. Returns the stand-in for d gate_up, or undefined (nothing launched).
 at::Tensor quantized_gradient(const at::Tensor& gu, const at::Tensor& d,
                               const InputQuantization& dy) {
-  if (!dy.any() || !producer_quantization() || operand_diagnostics() ||
-      !swiglu_backward_quantization_applies(gu, d, dy)) {
-    return {};
-  }
-  at::Tensor amax;
-  if (dy.history == nullptr) {
-    amax = new_amax(gu);
-    cuda::SwigluArgs a = args_for(gu);
-    a.d_out = d.data_ptr();
-    a.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
-    cuda::swiglu_backward(a, stream_of(gu));
-  }
-  auto quantized = quantize_swiglu_backward_with_transpose(gu, d, dy, amax);
-  TORCH_CHECK(quantized, "swiglu: the gradient's quantization applied, then did not");
+  if (!producer_quantization() || operand_diagnostics()) return {};
+  auto quantized = quantize_swiglu_backward_with_transpose(gu, d, dy);
+  if (!quantized) return {};
   at::Tensor stand_in = quantized_stand_in(gu.sizes(), gu.options());
   remember_quantization(stand_in, dy, std::move(quantized->first), std::move(quantized->second));
   return stand_in;
@@ -117,7 +105,7 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
     ctx->saved_data["lines"] = lines_backward;
     ctx->saved_data["type"] = static_cast<int64_t>(gate_up.scalar_type());
 #ifdef LPBENCH_CUDA_GLUE
-    if (grad_consumer.any()) ctx->saved_data["dy"] = encode(grad_consumer);
+    if (grad_consumer.history != nullptr) ctx->saved_data["dy"] = encode(grad_consumer);
     if (on_kernel(gate_up)) {
       const at::Tensor gu = gate_up.contiguous();
       std::vector<int64_t> sizes = gu.sizes().vec();

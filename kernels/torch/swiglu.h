@@ -20,10 +20,9 @@ namespace lpbench::kernels {
 // saved=int8 or a diagnosed step), the forward writes that quantization instead of out, and returns
 // a stand-in for out whose values were never written: only that consumer may take it.
 // `grad_consumer`: how the product that made gate_up quantizes its dY, d gate_up; where the GPU
-// kernel takes it (quantize_swiglu_backward_with_transpose: a history that has recorded, or the
-// gradient's own amax, which the backward's kernel then finds without writing the gradient; not
-// under saved=int8, lines or a diagnosed step), the backward writes that quantization instead
-// and returns a stand-in for d gate_up, as the forward does for out.
+// kernel takes it (quantize_swiglu_backward_with_transpose: delayed scaling, not a history's first
+// turn, nor under saved=int8, lines or a diagnosed step), the backward writes that quantization
+// instead and returns a stand-in for d gate_up, as the forward does for out.
 at::Tensor swiglu(const at::Tensor& gate_up, bool report_amax = false, bool int8_saved = false,
                   LineAmax lines = {}, const InputQuantization& consumer = {},
                   const InputQuantization& grad_consumer = {});

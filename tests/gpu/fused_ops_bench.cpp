@@ -271,10 +271,10 @@ void producers_quantize(Bench& b, const workloads::ModelConfig& m, int64_t token
   b.row(m.name, "quantize X_down from gate/up (SwiGLU)", 3 * one_inner, [&](int i) {
     cuda::quantize_swiglu_tensorwise(delayed(i, gu[i], inner, 2 * inner), nullptr);
   });
-  // SwiGLU's backward (§65): the one-pass quantization of the written d gate_up by the amax the
-  // backward reported (after the "swiglu backward" row, which writes d gate_up and its amax) or
-  // by a history's, against the backward finding the amax without writing d gate_up, then
-  // d gate_up computed from gate/up and d_out as it is quantized.
+  // SwiGLU's backward under delayed scaling (§65): the one-pass quantization of the written
+  // d gate_up by a history's amax (after the "swiglu backward, no amax" row, which writes it),
+  // against d gate_up computed from gate/up and d_out as it is quantized; and, for current
+  // scaling, the one-pass quantization by the amax the backward reported.
   const auto dgu = copies({tokens, 2 * inner}, kBf16);
   std::vector<at::Tensor> dq, dqt;
   for (int i = 0; i < kCopies; ++i) {
@@ -294,19 +294,6 @@ void producers_quantize(Bench& b, const workloads::ModelConfig& m, int64_t token
   };
   b.row(m.name, "quantize dY_gate_up (own amax, one pass)", 4 * one_inner,
         [&](int i) { cuda::quantize_tensorwise(gradient(i, dgu[i], false), nullptr); });
-  b.row(m.name, "swiglu backward, d gate_up's amax, no d gate_up", 3 * one_inner, [&](int i) {
-    cuda::SwigluArgs a;
-    a.gate_up = gu[i].data_ptr();
-    a.rows = tokens;
-    a.inner = inner;
-    a.d_out = out[i].data_ptr();
-    a.amax = word(found);
-    cuda::swiglu_backward(a, nullptr);
-  });
-  b.row(m.name, "quantize dY_gate_up from gate/up, d_out (own amax)", 5 * one_inner, [&](int i) {
-    cuda::quantize_swiglu_backward_tensorwise(gradient(i, gu[i], false), out[i].data_ptr(),
-                                              nullptr);
-  });
   b.row(m.name, "quantize dY_gate_up (delayed, one pass)", 4 * one_inner,
         [&](int i) { cuda::quantize_tensorwise(gradient(i, dgu[i], true), nullptr); });
   b.row(m.name, "quantize dY_gate_up from gate/up, d_out (delayed)", 5 * one_inner, [&](int i) {

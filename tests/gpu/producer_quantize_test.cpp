@@ -1,6 +1,6 @@
 // The producers writing their consumer's quantization in place of their output, on the GPU:
 // SwiGLU (kernels::quantize_swiglu_with_transpose and the stand-in kernels::swiglu returns) under
-// delayed scaling, SwiGLU's backward (the gate/up product's dY) under both scalings, and the norms
+// delayed scaling, SwiGLU's backward (the gate/up product's dY) likewise, and the norms
 // (kernels::rms_norm, rms_norm_residual and add_rms_norm given their consumer) under delayed and
 // current scaling, each against its output followed by the tensorwise quantization it replaces; and
 // a fused decoder layer stepping to the same bits with the producers' quantization on and off.
@@ -117,22 +117,24 @@ at::Tensor swiglu_gradient(const at::Tensor& gate_up, const at::Tensor& d_out,
   return torch::autograd::grad({out}, {leaf}, {d_out})[0];
 }
 
-// SwiGLU's backward given the gate/up product's dY quantization: by the gradient's own amax
-// (found by the backward's kernel, which writes nothing, then the gradient computed again in the
-// quantization's tiles) and, from a history's second turn on, by the history's amax. The stand-in's
-// waiting quantization has the values and scales of SwiGLU's gradient quantized apart, and the
-// same recorded amax, for INT8 and E5M2, values within the scale, outgrowing it, and with an Inf
-// and a NaN; a transposed quantization of the stand-in takes the second layout. Off the kernel's
-// grid (rows not a multiple of 128) the backward writes its gradient.
+// SwiGLU's backward given the gate/up product's dY quantization under a history: from the
+// history's second turn on, the stand-in's waiting quantization has the values and scales of
+// SwiGLU's gradient quantized apart, and the same recorded amax, for INT8 and E5M2, values within
+// the history's scale, outgrowing it (saturating), tiny, and with an Inf and a NaN; a transposed
+// quantization of the stand-in takes the second layout. Under a current scale (own_amax), at a
+// history's first turn and off the kernel's grid (rows not a multiple of 128), the backward writes
+// its gradient, the same bits as without the consumer.
 TEST(SwigluQuantize, TheBackwardWritesTheBitsOfItsGradientThenTheQuantization) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const auto bf16 = torch::dtype(torch::kBFloat16).device(torch::kCUDA);
   constexpr int64_t kInner = 256;
+  const auto flat = [](const at::Tensor& t) { return t.reshape({-1, 2 * kInner}); };
   for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e5m2}) {
     SCOPED_TRACE(format == NumberFormat::int8 ? "int8" : "fp8_e5m2");
     const QuantSpec spec{format, 0, 0};
     AmaxHistory fused(3);
     AmaxHistory apart(3);
+    AmaxHistory transposed(3);
     torch::manual_seed(35);
     const double sizes[] = {1.0, 1.0, 4.0, 1.0, 1e-3};
     for (int step = 0; step < 5; ++step) {
@@ -143,47 +145,40 @@ TEST(SwigluQuantize, TheBackwardWritesTheBitsOfItsGradientThenTheQuantization) {
         d_out[0][5][7] = std::numeric_limits<float>::infinity();
         d_out[1][9][11] = std::numeric_limits<float>::quiet_NaN();
       }
-      const at::Tensor plain = swiglu_gradient(gate_up, d_out, {}).reshape({-1, 2 * kInner});
+      const at::Tensor plain = flat(swiglu_gradient(gate_up, d_out, {}));
       EXPECT_EQ(plain.stride(1), 1);
-
-      // By its own amax.
       const at::Tensor own = swiglu_gradient(gate_up, d_out, {nullptr, spec, true});
-      EXPECT_EQ(own.sizes(), gate_up.sizes());
-      EXPECT_EQ(own.stride(2), 0);
-      const auto [q_own, t_own] = quantize_with_transpose(own.reshape({-1, 2 * kInner}), spec);
-      const auto [q_plain, t_plain] = quantize_with_transpose(plain, spec);
-      EXPECT_TRUE(same_bytes(q_own.values, q_plain.values));
-      EXPECT_TRUE(same_bytes(t_own.values, t_plain.values));
-      EXPECT_TRUE(same_bytes(q_own.scales, q_plain.scales));
-      EXPECT_TRUE(same_bytes(t_own.scales, t_plain.scales));
-      EXPECT_THROW(quantize_with_transpose(own.reshape({-1, 2 * kInner}), spec), c10::Error);
-      const at::Tensor own_again = swiglu_gradient(gate_up, d_out, {nullptr, spec, true});
-      const Quantized transposed = quantize(own_again.reshape({-1, 2 * kInner}), spec, true);
-      EXPECT_TRUE(same_bytes(transposed.values, t_plain.values));
+      EXPECT_EQ(own.stride(2), 1);
+      EXPECT_TRUE(same_bytes(flat(own), plain));
 
-      // By the history's amax.
       const auto [q, t] = quantize_with_transpose(plain, spec, &apart);
       const at::Tensor by_history = swiglu_gradient(gate_up, d_out, {&fused, spec});
+      const at::Tensor by_history_t = swiglu_gradient(gate_up, d_out, {&transposed, spec});
       if (step == 0) {
         // A history's first turn is scaled by dY's own amax: the backward writes its gradient.
-        EXPECT_TRUE(same_bytes(by_history.reshape({-1, 2 * kInner}), plain));
+        EXPECT_TRUE(same_bytes(flat(by_history), plain));
         EXPECT_EQ(fused.recorded(), 0);
-        quantize_with_transpose(by_history.reshape({-1, 2 * kInner}), spec, &fused);
+        quantize_with_transpose(flat(by_history), spec, &fused);
+        quantize_with_transpose(flat(by_history_t), spec, &transposed);
         continue;
       }
       EXPECT_EQ(by_history.stride(2), 0);
-      const auto [q_fused, t_fused] =
-          quantize_with_transpose(by_history.reshape({-1, 2 * kInner}), spec, &fused);
+      const auto [q_fused, t_fused] = quantize_with_transpose(flat(by_history), spec, &fused);
       EXPECT_TRUE(same_bytes(q_fused.values, q.values));
       EXPECT_TRUE(same_bytes(t_fused.values, t.values));
       EXPECT_TRUE(same_bytes(q_fused.scales, q.scales));
+      EXPECT_TRUE(same_bytes(t_fused.scales, t.scales));
       EXPECT_EQ(history_amax(fused, gate_up), history_amax(apart, gate_up));
       EXPECT_EQ(fused.recorded(), apart.recorded());
+      EXPECT_THROW(quantize_with_transpose(flat(by_history), spec, &fused), c10::Error);
+      // wgrad alone (a product whose X needs no gradient) quantizes dY transposed only.
+      const Quantized only_t = quantize(flat(by_history_t), spec, true, &transposed);
+      EXPECT_TRUE(same_bytes(only_t.values, t.values));
     }
     // Rows off the 128 grid: written.
     const at::Tensor odd = torch::randn({200, 2 * kInner}, bf16);
     const at::Tensor d_odd = torch::randn({200, kInner}, bf16);
-    const at::Tensor written = swiglu_gradient(odd, d_odd, {nullptr, spec, true});
+    const at::Tensor written = swiglu_gradient(odd, d_odd, {&fused, spec});
     EXPECT_EQ(written.stride(1), 1);
     EXPECT_TRUE(same_bytes(written, swiglu_gradient(odd, d_odd, {})));
   }
@@ -374,9 +369,9 @@ TEST(ProducerQuantize, ALayerStepsToTheSameBitsWithTheProducersQuantizationOnOrO
       {"int8-tensor:amax-history=4", "the attention norm, the MLP norm, SwiGLU, SwiGLU's backward"},
       {"int8-tensor:dy=row,amax-history=4", "the attention norm, the MLP norm, SwiGLU"},
       {"fp8-tensor:amax-history=4", "the attention norm, the MLP norm, SwiGLU, SwiGLU's backward"},
-      {"int8-tensor", "the attention norm, the MLP norm, SwiGLU's backward"},
+      {"int8-tensor", "the attention norm, the MLP norm"},
       {"int8-tensor:dy=row", "the attention norm, the MLP norm"},
-      {"fp8-tensor", "the attention norm, the MLP norm, SwiGLU's backward"}};
+      {"fp8-tensor", "the attention norm, the MLP norm"}};
   for (const auto& [recipe, producers] : cases) {
     SCOPED_TRACE(recipe);
     EXPECT_EQ(workloads::quantizing_producers(parse_recipe(recipe), true, false), producers);

@@ -65,12 +65,10 @@ std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_am
   if (quantizes("layers.0.attention.qkv")) add("the attention norm");
   if (!moe && quantizes("layers.0.mlp.gate_up")) add("the MLP norm");
   if (quantizes(moe ? "layers.0.moe.experts.0.down" : "layers.0.mlp.down", true)) add("SwiGLU");
-  // SwiGLU's backward quantizes the gate/up product's dY, in the dense MLP.
-  if (!moe &&
-      kernels::producible_dy(
-          kernels::decide(recipe, "layers.0.mlp.gate_up", kernels::ModuleKind::linear).gemms)) {
-    add("SwiGLU's backward");
-  }
+  // SwiGLU's backward quantizes the gate/up product's dY in the dense MLP, under delayed scaling.
+  const std::optional<kernels::Producible> dy = kernels::producible_dy(
+      kernels::decide(recipe, "layers.0.mlp.gate_up", kernels::ModuleKind::linear).gemms);
+  if (!moe && dy && dy->delayed) add("SwiGLU's backward");
   return names;
 }
 
@@ -118,9 +116,8 @@ kernels::InputQuantization RecipeLinearImpl::input_quantization() const {
 kernels::InputQuantization RecipeLinearImpl::grad_quantization() const {
   if (!compute_.defined()) return {};
   const std::optional<kernels::Producible> dy = kernels::producible_dy(gemms_);
-  if (!dy) return {};
-  if (dy->delayed) return {&histories_->dy, dy->spec};
-  return {nullptr, dy->spec, /*own_amax=*/true};
+  if (!dy || !dy->delayed) return {};
+  return {&histories_->dy, dy->spec};
 }
 
 torch::Tensor RecipeLinearImpl::weight_wanting_amax() const {

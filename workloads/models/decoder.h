@@ -42,7 +42,7 @@ kernels::LineAmax producer_line_amax(const kernels::Recipe& recipe, bool produce
 // empty for none): each whose product in the first layer, as the recipe decides it, takes
 // kernels::producible_x (the attention norm: QKV's X; the MLP norm: gate/up's, not where an MoE's
 // router and experts read it; SwiGLU: the down projection's, under delayed scaling only) or
-// kernels::producible_dy (SwiGLU's backward: gate/up's dY, in a dense MLP).
+// kernels::producible_dy (SwiGLU's backward: gate/up's dY in a dense MLP, delayed scaling only).
 std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_amax, bool moe);
 
 // Decides, module by module, what a recipe does, and keeps the decisions for the store.
@@ -118,7 +118,7 @@ class RecipeLinearImpl : public torch::nn::Module {
   // neither where it cannot.
   kernels::InputQuantization input_quantization() const;
   // How this layer's backward quantizes dY, for dY's producer to quantize it in its place
-  // (kernels::producible_dy, with this layer's dY history or by dY's own amax; fused only).
+  // (kernels::producible_dy, with this layer's dY history: delayed scaling only; fused only).
   kernels::InputQuantization grad_quantization() const;
 
  private:

@@ -59,8 +59,9 @@ Quantized reference_delayed(const at::Tensor& x, const QuantSpec& spec, AmaxHist
 std::atomic<bool> g_producer_quantization{true};
 
 // Producers' quantizations waiting for their consumer (remember_quantization). A consumer takes
-// its entry in the same forward, right after the producer: a few entries are ever waiting (one
-// each where a forward stops between the two), and the oldest go past kWaiting.
+// its entry in the same forward (or backward, for a dY), right after the producer: a few entries
+// are ever waiting (one each where a pass stops between the two), and the oldest go past
+// kWaiting.
 struct Waiting {
   c10::weak_intrusive_ptr<c10::StorageImpl> storage;
   const c10::StorageImpl* key = nullptr;

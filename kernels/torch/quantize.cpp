@@ -358,23 +358,10 @@ bool swiglu_backward_kernel_takes(const at::Tensor& gate_up, const at::Tensor& d
 }  // namespace
 #endif
 
-bool swiglu_backward_quantization_applies(const at::Tensor& gate_up, const at::Tensor& d_out,
-                                          const InputQuantization& input) {
-#ifdef LPBENCH_CUDA_GLUE
-  return gate_up.defined() && d_out.defined() &&
-         swiglu_backward_kernel_takes(gate_up, d_out, input);
-#else
-  (void)gate_up;
-  (void)d_out;
-  (void)input;
-  return false;
-#endif
-}
-
 std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_backward_with_transpose(
     const at::Tensor& gate_up, const at::Tensor& d_out, const InputQuantization& input) {
 #ifdef LPBENCH_CUDA_GLUE
-  if (!swiglu_backward_quantization_applies(gate_up, d_out, input)) return std::nullopt;
+  if (!swiglu_backward_kernel_takes(gate_up, d_out, input)) return std::nullopt;
   const int64_t cols = gate_up.size(-1);
   cuda::QuantizeArgs args = producer_args(gate_up, gate_up.numel() / cols, cols, cols, input.spec);
   const void* d = d_out.data_ptr();

@@ -72,10 +72,7 @@ std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
 // bits of quantize_with_transpose(swiglu_backward(d_out, gate_up), input.spec, input.history),
 // the history's turn taken. Under delayed scaling only, as for SwiGLU's output (by the gradient's
 // own amax, an amax pass and this kernel took longer than the plain backward and the one-pass
-// quantization: docs/perf-log.md §65). None where the kernel does not apply, taking no turn:
-// swiglu_backward_quantization_applies says so beforehand.
-bool swiglu_backward_quantization_applies(const at::Tensor& gate_up, const at::Tensor& d_out,
-                                          const InputQuantization& input);
+// quantization: docs/perf-log.md §65). None where the kernel does not apply, taking no turn.
 std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_backward_with_transpose(
     const at::Tensor& gate_up, const at::Tensor& d_out, const InputQuantization& input);
 

@@ -51,21 +51,15 @@ at::Tensor quantized_gradient(const at::Tensor& gu, const at::Tensor& d,
   return stand_in;
 }
 
-// InputQuantization through the autograd context: the history as an address, then the spec.
+// A delayed InputQuantization through the autograd context: the history as an address, then
+// the spec.
 std::vector<int64_t> encode(const InputQuantization& q) {
-  return {reinterpret_cast<int64_t>(q.history),
-          static_cast<int64_t>(q.spec.format),
-          q.spec.block_rows,
-          q.spec.block_cols,
-          static_cast<int64_t>(q.spec.rounding),
-          q.own_amax ? 1 : 0};
+  return {reinterpret_cast<int64_t>(q.history), static_cast<int64_t>(q.spec.format),
+          q.spec.block_rows, q.spec.block_cols, static_cast<int64_t>(q.spec.rounding)};
 }
 InputQuantization decode(const std::vector<int64_t>& v) {
-  InputQuantization q;
-  q.history = reinterpret_cast<AmaxHistory*>(v.at(0));
-  q.spec = {static_cast<NumberFormat>(v.at(1)), v.at(2), v.at(3), static_cast<Rounding>(v.at(4))};
-  q.own_amax = v.at(5) != 0;
-  return q;
+  return {reinterpret_cast<AmaxHistory*>(v.at(0)),
+          {static_cast<NumberFormat>(v.at(1)), v.at(2), v.at(3), static_cast<Rounding>(v.at(4))}};
 }
 
 // What a kernel call reports of the [rows, cols] tensor it writes: each row's and column's amax

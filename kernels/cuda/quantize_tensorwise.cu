@@ -39,6 +39,7 @@
 #include "kernels/cuda/quantize_math.cuh"
 #include "kernels/cuda/quantize_tensorwise.cuh"
 #include "kernels/cuda/rmsnorm_math.cuh"
+#include "kernels/cuda/rope_math.cuh"
 #include "kernels/cuda/swiglu_math.cuh"
 
 namespace lpbench::cuda {
@@ -46,6 +47,19 @@ namespace lpbench::cuda {
 namespace {
 
 using namespace byte_tile;
+
+// Where RoPE's backward reads the gradient of the fused QKV product from: part p (dQ, dK, dV) has
+// its element (b, t, h, i) at in[p] + b · batch_stride[p] + t · token_stride[p] + h ·
+// head_stride[p] + i; dQ's heads fill X's columns up to q_end, dK's up to k_end, dV's the rest,
+// heads of head_dim elements (a divisor of kTile: a tile's columns are whole heads of one part).
+struct RopeSource {
+  const __nv_bfloat16* in[3];
+  int64_t batch_stride[3], token_stride[3], head_stride[3];
+  int64_t q_end, k_end, seq;
+  int head_dim;
+  const float* cos;  // [>= seq, head_dim / 2]
+  const float* sin;
+};
 
 struct TensorwiseParams {
   const __nv_bfloat16* x;
@@ -62,6 +76,10 @@ struct TensorwiseParams {
   // to BF16 as the norm's kernel stores it (x holds h, the norm's input).
   const float* rstd;
   const float* norm_weight;
+  // RoPE's backward (quantize_rope_backward_tensorwise): X is the gradient of the fused QKV
+  // product [batch · seq, cols], computed from attention's dQ and dK (rotated back) and dV
+  // (copied): `rope`.
+  RopeSource rope;
   const uint32_t* amax;  // max |x| as FP32 bits, on the device
   DType fmt;
   float fmax;
@@ -140,6 +158,62 @@ __device__ __forceinline__ void load_rmsnorm(const TensorwiseParams& p, int64_t 
   }
 }
 
+// The thread's eight loads of RoPE's backward's tile at (r0, c0), as `load` gives X's: the tile
+// is whole heads of dQ, dK or dV for 128 tokens of one sequence (its part the same for the whole
+// CTA). dV's are copied; dQ's and dK's rotated back, each thread's eight values with the eight of
+// the thread whose columns are half a head away (the same row: lane ^ head_dim / 16), taken by
+// shuffles, and the token's cos and sin of those columns.
+__device__ __forceinline__ void load_rope_backward(const TensorwiseParams& p, int64_t r0,
+                                                   int64_t c0, uint4 (&raw)[kLoads]) {
+  const RopeSource& s = p.rope;
+  // Each part's arguments selected by a branch on a constant index, so that they stay in the
+  // parameter bank (rope.cu says why).
+  const int part = c0 < s.q_end ? 0 : c0 < s.k_end ? 1 : 2;
+  const int64_t first_col = part == 0 ? 0 : part == 1 ? s.q_end : s.k_end;
+  const __nv_bfloat16* in = part == 0 ? s.in[0] : part == 1 ? s.in[1] : s.in[2];
+  const int64_t bs = part == 0   ? s.batch_stride[0]
+                     : part == 1 ? s.batch_stride[1]
+                                 : s.batch_stride[2];
+  const int64_t ts = part == 0   ? s.token_stride[0]
+                     : part == 1 ? s.token_stride[1]
+                                 : s.token_stride[2];
+  const int64_t hs = part == 0 ? s.head_stride[0] : part == 1 ? s.head_stride[1] : s.head_stride[2];
+  const int64_t b = r0 / s.seq;
+  const int64_t t0 = r0 - b * s.seq;
+  const int64_t col = c0 - first_col + load_col();  // in the part's columns
+  const int within = static_cast<int>(col % s.head_dim);
+  const __nv_bfloat16* head = in + b * bs + (col / s.head_dim) * hs + within;
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i)
+    raw[i] = quant::load_vec(head + (t0 + load_row(i)) * ts);
+  if (part == 2) return;
+  const int half = s.head_dim / 2;
+  const bool first = within < half;
+  const int partner = half / kBf16PerVector;  // lanes apart
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    uint4 other;
+    other.x = __shfl_xor_sync(0xffffffffu, raw[i].x, partner);
+    other.y = __shfl_xor_sync(0xffffffffu, raw[i].y, partner);
+    other.z = __shfl_xor_sync(0xffffffffu, raw[i].z, partner);
+    other.w = __shfl_xor_sync(0xffffffffu, raw[i].w, partner);
+    const int64_t table = (t0 + load_row(i)) * half + within % half;
+    float c[kBf16PerVector];
+    float sn[kBf16PerVector];
+    load_float8(s.cos + table, c);
+    load_float8(s.sin + table, sn);
+    const Bf16x8 mine = unpack_bf16x8(raw[i]);
+    const Bf16x8 theirs = unpack_bf16x8(other);
+    Bf16x8 out;
+#pragma unroll
+    for (int e = 0; e < kBf16PerVector; ++e) {
+      out.v[e] = first ? rope_first(mine.v[e], theirs.v[e], c[e], sn[e], /*inverse=*/true)
+                       : rope_second(theirs.v[e], mine.v[e], c[e], sn[e], /*inverse=*/true);
+    }
+    raw[i] = pack_bf16x8(out);
+  }
+}
+
 // What a CTA of a tensorwise quantization finds first: the inverse of the scale, from the amax
 // given or (kRecord, ring_amax) the history's, and the history's turn, if it records into one.
 // The first CTA's first thread writes the scales and moves the ring on.
@@ -182,7 +256,7 @@ __device__ __forceinline__ TileScale tensor_scale(const TensorwiseParams& p, boo
 }
 
 // Where the kernel's X comes from: read, or computed from its producer's inputs.
-enum class Source { x, swiglu, rmsnorm };
+enum class Source { x, swiglu, rmsnorm, rope_backward };
 
 // One 128×128 tile of X per CTA (quantize_byte_tile.cuh), X as kSource gives it.
 template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource = Source::x>
@@ -219,6 +293,8 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
     load_swiglu(p, r0, c0, raw);
   } else if constexpr (kSource == Source::rmsnorm) {
     load_rmsnorm(p, r0, c0, raw);
+  } else if constexpr (kSource == Source::rope_backward) {
+    load_rope_backward(p, r0, c0, raw);
   } else {
     load(p.x, p.ld, r0, c0, raw);
   }
@@ -413,8 +489,9 @@ TensorwiseParams params_of(const QuantizeArgs& a) {
 void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tp.cols / kTile), static_cast<unsigned>(tp.rows / kTile));
   const bool record = tp.amax_seen != nullptr || tp.ring != nullptr;
-  // SwiGLU's output and gradient are quantized under delayed scaling only; a norm's also by its
-  // own amax, which the norm found (quantize_rmsnorm_tensorwise), recording nothing.
+  // SwiGLU's output and gradient are quantized under delayed scaling only; a norm's output and
+  // RoPE's backward also by their own amax, which their kernel found (quantize_rmsnorm_tensorwise,
+  // quantize_rope_backward_tensorwise), recording nothing.
   if (tp.d_out != nullptr) {
     // SwiGLU's gradient: a CTA a pair of tiles, both layouts.
     const dim3 pairs(grid.x / 2, grid.y);
@@ -424,6 +501,16 @@ void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   } else if (tp.up_offset > 0) {
     tp.fmt == DType::int8 ? launch<true, true, Source::swiglu>(tp, grid, stream)
                           : launch<false, true, Source::swiglu>(tp, grid, stream);
+  } else if (tp.rope.in[0] != nullptr) {
+    // RoPE's backward: both layouts always (quantize_rope_backward_tensorwise checks).
+    constexpr Source kRope = Source::rope_backward;
+    const auto kernel =
+        tp.fmt == DType::int8
+            ? (record ? quantize_tensorwise_kernel<true, true, true, true, kRope>
+                      : quantize_tensorwise_kernel<true, true, true, false, kRope>)
+            : (record ? quantize_tensorwise_kernel<false, true, true, true, kRope>
+                      : quantize_tensorwise_kernel<false, true, true, false, kRope>);
+    kernel<<<grid, kThreads, 0, stream>>>(tp);
   } else if (tp.rstd != nullptr && record) {
     tp.fmt == DType::int8 ? launch<true, true, Source::rmsnorm>(tp, grid, stream)
                           : launch<false, true, Source::rmsnorm>(tp, grid, stream);
@@ -588,6 +675,84 @@ void quantize_rmsnorm_tensorwise(const QuantizeArgs& a, const float* rstd, const
   set_source(tp);
   tp.amax = a.amax;
   const NvtxRange range("lpbench::cuda::quantize_rmsnorm_tensorwise");
+  launch_tiles(tp, stream);
+}
+
+namespace {
+
+// The tile kernel's source for RoPE's backward from the three parts as rope_parts takes them, or
+// why it cannot take them.
+std::string rope_source_of(const QuantizeArgs& a, const RopeArgs (&parts)[3], RopeSource& s) {
+  const RopeArgs& q = parts[0];
+  if (!q.rotate || !q.inverse || !parts[1].rotate || !parts[1].inverse || parts[2].rotate) {
+    return "dQ and dK rotated back, dV copied";
+  }
+  int64_t col = 0;
+  for (int p = 0; p < 3; ++p) {
+    const RopeArgs& r = parts[p];
+    if (r.head_dim != q.head_dim || kTile % q.head_dim != 0 || q.head_dim % 16 != 0 ||
+        r.batch != q.batch || r.seq != q.seq || r.heads <= 0 ||
+        (r.heads * r.head_dim) % kTile != 0) {
+      return "heads of 16, 32, 64 or 128 elements, each part's a multiple of 128 columns, one "
+             "batch and sequence";
+    }
+    if (r.in == nullptr || !quant::aligned(r.in, 16) || r.in_batch_stride % 8 != 0 ||
+        r.in_token_stride % 8 != 0 || r.in_head_stride % 8 != 0) {
+      return "16-byte aligned parts, strides multiples of 8";
+    }
+    s.in[p] = static_cast<const __nv_bfloat16*>(r.in);
+    s.batch_stride[p] = r.in_batch_stride;
+    s.token_stride[p] = r.in_token_stride;
+    s.head_stride[p] = r.in_head_stride;
+    col += r.heads * r.head_dim;
+    if (p == 0) s.q_end = col;
+    if (p == 1) s.k_end = col;
+  }
+  if (q.seq % kTile != 0 || a.rows != q.batch * q.seq || a.cols != col || a.ld != a.cols) {
+    return "sequences a multiple of 128 tokens, X [batch · seq, the parts' columns]";
+  }
+  if (q.cos == nullptr || q.sin == nullptr || !quant::aligned(q.cos, 16) ||
+      !quant::aligned(q.sin, 16) || parts[1].cos != q.cos || parts[1].sin != q.sin) {
+    return "one 16-byte aligned cos and sin table";
+  }
+  s.seq = q.seq;
+  s.head_dim = static_cast<int>(q.head_dim);
+  s.cos = q.cos;
+  s.sin = q.sin;
+  return "";
+}
+
+}  // namespace
+
+bool rope_backward_tensorwise_applies(const QuantizeArgs& a, const RopeArgs (&parts)[3]) {
+  RopeSource s{};
+  return !a.transpose && tensorwise_kernel_applies(a) && rope_source_of(a, parts, s).empty();
+}
+
+void quantize_rope_backward_tensorwise(const QuantizeArgs& a, const RopeArgs (&parts)[3],
+                                       cudaStream_t stream) {
+  RopeSource source{};
+  const std::string why = rope_source_of(a, parts, source);
+  LPBENCH_CUDA_REQUIRE(why.empty() && !a.transpose && tensorwise_kernel_applies(a),
+                       "quantize_rope_backward_tensorwise: the one-pass kernel does not apply (" +
+                           (why.empty() ? std::string("X's sides multiples of 128") : why) + ")");
+  LPBENCH_CUDA_REQUIRE(a.values != nullptr && a.values_t != nullptr,
+                       "quantize_rope_backward_tensorwise writes both layouts");
+  const auto set_source = [&](TensorwiseParams& tp) { tp.rope = source; };
+  if (a.history != nullptr) {
+    quantize_from_producer(a, "lpbench::cuda::quantize_rope_backward_tensorwise", set_source,
+                           stream);
+    return;
+  }
+  // Current scaling: the gradient's amax, which RoPE's backward found without writing it
+  // (RopeArgs::out).
+  LPBENCH_CUDA_REQUIRE(a.amax != nullptr,
+                       "quantize_rope_backward_tensorwise: the gradient's amax or an amax "
+                       "history is needed");
+  TensorwiseParams tp = tensorwise_params_of(a);
+  set_source(tp);
+  tp.amax = a.amax;
+  const NvtxRange range("lpbench::cuda::quantize_rope_backward_tensorwise");
   launch_tiles(tp, stream);
 }
 

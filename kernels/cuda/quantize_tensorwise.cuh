@@ -5,6 +5,7 @@
 // given its own kernel because the general tile kernel is issue-bound on it (docs/perf-log.md
 // §8, §19). quantize() calls it where it applies; nothing else should.
 #include "kernels/cuda/quantize.cuh"
+#include "kernels/cuda/rope.cuh"
 
 namespace lpbench::cuda {
 
@@ -48,6 +49,18 @@ void quantize_swiglu_backward_tensorwise(const QuantizeArgs& args, const void* d
 bool rmsnorm_tensorwise_applies(const QuantizeArgs& args, const float* weight);
 void quantize_rmsnorm_tensorwise(const QuantizeArgs& args, const float* rstd, const float* weight,
                                  cudaStream_t stream);
+
+// RoPE's backward into the gradient of the fused QKV product X [batch · seq, cols] (attention's
+// dQ and dK rotated back, dV copied: `parts`, as rope_parts takes them, their `out` unused)
+// quantized as the kernel computes it, both layouts: the bits of quantize(rope_parts' X), X never
+// written. Under delayed scaling (args.history with args.delayed) or by X's amax (args.amax),
+// which rope_parts finds without writing X (RopeArgs::out nullptr). Whether it applies: as
+// tensorwise_kernel_applies, heads of 16 to 128 elements dividing 128 and each part's heads a
+// multiple of 128 columns (a tile's columns are whole heads of one part), sequences of a multiple
+// of 128 tokens, 16-byte aligned parts and tables, strides multiples of 8.
+bool rope_backward_tensorwise_applies(const QuantizeArgs& args, const RopeArgs (&parts)[3]);
+void quantize_rope_backward_tensorwise(const QuantizeArgs& args, const RopeArgs (&parts)[3],
+                                       cudaStream_t stream);
 
 // The same kernel for square blocks of kb × kb (kb a multiple of 128: each tile in one block),
 // applying the inverse scales the general path's amax pass left in `inv_blocks` (laid out as the

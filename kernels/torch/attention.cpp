@@ -16,6 +16,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "kernels/cuda/rope.cuh"
+#include "kernels/torch/operand_diagnostics.h"
 #endif
 
 namespace lpbench::kernels {
@@ -138,13 +139,62 @@ at::Tensor sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, b
                                           /*enable_gqa=*/gqa);
 }
 
+#ifdef LPBENCH_CUDA_GLUE
+// The QKV product's dY quantized as its backward quantizes it (the forward's grad_consumer), in
+// RoPE's backward's place, from attention's dQ, dK and dV ([B, heads, T, D], as SDPA's backward
+// gives them): by the gradient's own amax, which RoPE's backward finds without writing the
+// gradient, or under the product's history. Returns the stand-in for the gradient (its values
+// never written), or undefined where nothing was launched: no consumer, the kernel does not take
+// these shapes, lines asked for, a sampled step's diagnostics (which read the gradient itself).
+at::Tensor quantized_gradient(AutogradContext* ctx, const variable_list& d_parts,
+                              const at::Tensor& cos, const at::Tensor& sin,
+                              const std::vector<int64_t>& sizes) {
+  const auto dy = ctx->saved_data.find("dy");
+  if (dy == ctx->saved_data.end() || ctx->saved_data["lines"].toBool() ||
+      !producer_quantization() || operand_diagnostics()) {
+    return {};
+  }
+  const InputQuantization input = from_saved(dy->second.toIntVector());
+  const at::Tensor dq = d_parts[0].transpose(1, 2);
+  const at::Tensor dk = d_parts[1].transpose(1, 2);
+  const at::Tensor dv = d_parts[2].transpose(1, 2);
+  const auto q = kernel_args(dq, dq, cos, sin, /*inverse=*/true, /*rotate=*/true, {});
+  const auto k = kernel_args(dk, dk, cos, sin, /*inverse=*/true, /*rotate=*/true, {});
+  const auto v = kernel_args(dv, dv, cos, sin, /*inverse=*/false, /*rotate=*/false, {});
+  if (!q || !k || !v) return {};
+  cuda::RopeArgs parts[] = {*q, *k, *v};
+  for (cuda::RopeArgs& p : parts)
+    p.out = nullptr;
+  const int64_t cols = sizes.back();
+  const int64_t rows = c10::multiply_integers(sizes) / cols;
+  if (!rope_backward_quantization_applies(parts, dq, rows, cols, input)) return {};
+  at::Tensor amax;
+  if (input.history == nullptr) {
+    const profiling::Range range("rope backward amax");
+    amax = new_amax(dq);
+    for (cuda::RopeArgs& p : parts)
+      p.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
+    cuda::rope_parts(parts, 3, stream_of(dq));
+  }
+  std::optional<std::pair<Quantized, Quantized>> quantized;
+  {
+    const profiling::Range range("rope backward quantized");
+    quantized = quantize_rope_backward_with_transpose(parts, dq, rows, cols, input, amax);
+  }
+  TORCH_CHECK(quantized, "causal_attention: RoPE's backward quantization applied, then did not");
+  at::Tensor stand_in = quantized_stand_in(sizes, dq.options());
+  remember_quantization(stand_in, input, std::move(quantized->first), std::move(quantized->second));
+  return stand_in;
+}
+#endif
+
 class CausalAttentionFunction : public torch::autograd::Function<CausalAttentionFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv_in, int64_t heads,
                             int64_t kv_heads, int64_t head_dim, const at::Tensor& cos,
                             const at::Tensor& sin, bool report_amax, bool int8_saved, bool qk_norm,
                             const at::Tensor& q_norm, const at::Tensor& k_norm, double eps,
-                            bool report_lines) {
+                            bool report_lines, const InputQuantization& grad_consumer) {
     const AttentionShape shape{heads, kv_heads, head_dim};
     const at::Tensor qkv = qkv_in.contiguous();
     const Heads h = split(qkv, shape);
@@ -157,6 +207,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     ctx->saved_data["lines"] = report_lines;
     ctx->saved_data["int8"] = int8_saved;
     ctx->saved_data["qk_norm"] = qk_norm;
+    if (grad_consumer.any()) ctx->saved_data["dy"] = to_saved(grad_consumer);
     if (qk_norm) {
       // Qwen3: q and k normalized and rotated out of qkv into a buffer of their own, which
       // attention reads; qkv stays as the projection wrote it, the norms' input for backward.
@@ -245,9 +296,21 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
       const profiling::Range range("sdpa backward");
       dqkv_parts = torch::autograd::grad({o}, {q, k, v}, {grad_o});
     }
-    const at::Tensor dqkv = at::empty(ctx->saved_data["qkv_sizes"].toIntVector(), grad.options());
-    const Heads d = split(dqkv, shape);
     const bool qk_norm = ctx->saved_data["qk_norm"].toBool();
+    const std::vector<int64_t> qkv_sizes = ctx->saved_data["qkv_sizes"].toIntVector();
+#ifdef LPBENCH_CUDA_GLUE
+    if (!qk_norm) {
+      const at::Tensor stand_in =
+          quantized_gradient(ctx, dqkv_parts, tables[0], tables[1], qkv_sizes);
+      if (stand_in.defined()) {
+        return {stand_in,     at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
+                at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
+                at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+      }
+    }
+#endif
+    const at::Tensor dqkv = at::empty(qkv_sizes, grad.options());
+    const Heads d = split(dqkv, shape);
     // Lines where RoPE's kernel writes all of dqkv (the per-head norms' backward reports none),
     // else the tensor's amax where asked for.
     const bool lines = ctx->saved_data["lines"].toBool() && dqkv.is_cuda() && !qk_norm;
@@ -277,7 +340,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     if (report_amax) remember_amax(dqkv, amax);
     return {dqkv,         at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
             at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), d_q_norm,
-            d_k_norm,     at::Tensor(), at::Tensor()};
+            d_k_norm,     at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -366,7 +429,8 @@ class RopeFunction : public torch::autograd::Function<RopeFunction> {
 
 at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
                             const at::Tensor& cos, const at::Tensor& sin, bool report_amax,
-                            bool int8_saved, const QkNorms& qk_norms, bool report_lines) {
+                            bool int8_saved, const QkNorms& qk_norms, bool report_lines,
+                            const InputQuantization& grad_consumer) {
   TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) == (shape.heads + 2 * shape.kv_heads) * shape.head_dim,
               "causal_attention: qkv ", qkv.sizes(), " does not hold ", shape.heads, "+2×",
               shape.kv_heads, " heads of ", shape.head_dim);
@@ -375,9 +439,10 @@ at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
   // Autograd takes no undefined tensor as an input: without the norms, empty stand-ins.
   const bool qk_norm = qk_norms.q.defined();
   const at::Tensor none = qk_norm ? at::Tensor() : at::empty({0}, cos.options());
-  return CausalAttentionFunction::apply(
-      qkv, shape.heads, shape.kv_heads, shape.head_dim, cos, sin, report_amax, int8_saved, qk_norm,
-      qk_norm ? qk_norms.q : none, qk_norm ? qk_norms.k : none, qk_norms.eps, report_lines);
+  return CausalAttentionFunction::apply(qkv, shape.heads, shape.kv_heads, shape.head_dim, cos, sin,
+                                        report_amax, int8_saved, qk_norm,
+                                        qk_norm ? qk_norms.q : none, qk_norm ? qk_norms.k : none,
+                                        qk_norms.eps, report_lines, grad_consumer);
 }
 
 at::Tensor qk_norm_attention_int8_saved(const at::Tensor& qkv, const AttentionShape& shape,

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "kernels/torch/quantize.h"
+
 // Causal self-attention on a fused QKV product, and the rotary embedding, as differentiable
 // operators: lpbench's RoPE kernel on the GPU (the reference elsewhere) and torch's scaled dot
 // product attention (on Hopper its cuDNN or flash backend).
@@ -28,6 +30,12 @@ struct AttentionShape {
 // quantization of it per row both ways (amax_registry.h's remember_line_amax), where RoPE's
 // kernel writes dqkv (not after per-head norms: their backward reports only the tensor's).
 //
+// `grad_consumer`: how the QKV product quantizes its dY (its backward's, kernels/torch/quantize.h):
+// on the GPU, RoPE's backward then writes that quantization in place of dqkv where its kernel
+// takes the shapes (heads of 16 to 128 elements dividing 128, the q and the k/v heads each a
+// multiple of 128 columns, sequences of a multiple of 128 tokens; not with per-head norms nor
+// lines), and the gradient it returns is a stand-in only that product's backward may read.
+//
 // `qk_norms` (Qwen3): RMSNorms over each head of q and of k (weights [head_dim] FP32), before
 // RoPE, in one pass with it (qk_norm_rope.h): q and k go normalized and rotated into a buffer of
 // their own, qkv is kept as the projection wrote it (the norms' input), and the backward also
@@ -39,7 +47,7 @@ struct QkNorms {
 at::Tensor causal_attention(const at::Tensor& qkv, const AttentionShape& shape,
                             const at::Tensor& cos, const at::Tensor& sin, bool report_amax = false,
                             bool int8_saved = false, const QkNorms& qk_norms = {},
-                            bool report_lines = false);
+                            bool report_lines = false, const InputQuantization& grad_consumer = {});
 
 // Qwen3's attention (per-head RMSNorms of q and k with weights q_norm and k_norm [head_dim],
 // then RoPE, then causal SDPA) under saved=int8: the same forward as composing rms_norm, rope

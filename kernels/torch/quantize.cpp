@@ -272,12 +272,15 @@ namespace {
 // Whether a producer may write `input`'s quantization of its output, from what it is given alone:
 // a history that has recorded (its first turn scales by the output's own amax), or the output's
 // own amax, tensorwise and rounding to nearest into a narrow format, BF16 on the GPU.
-bool producer_may_quantize(const at::Tensor& source, const InputQuantization& input) {
+bool scale_known_ahead(const InputQuantization& input) {
   const QuantSpec& spec = input.spec;
   const bool scaled = input.history != nullptr ? input.history->recorded() > 0 : input.own_amax;
-  return scaled && source.is_cuda() && source.scalar_type() == at::kBFloat16 && source.dim() >= 2 &&
-         source.is_contiguous() && spec.block_rows == 0 && spec.block_cols == 0 &&
+  return scaled && spec.block_rows == 0 && spec.block_cols == 0 &&
          spec.rounding == Rounding::nearest && spec.format != NumberFormat::bf16;
+}
+bool producer_may_quantize(const at::Tensor& source, const InputQuantization& input) {
+  return scale_known_ahead(input) && source.is_cuda() && source.scalar_type() == at::kBFloat16 &&
+         source.dim() >= 2 && source.is_contiguous();
 }
 
 // The kernel's arguments for the producer's output X [rows, cols], computed from `source` (rows
@@ -393,6 +396,31 @@ std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
 #endif
 }
 
+#ifdef LPBENCH_CUDA_GLUE
+bool rope_backward_quantization_applies(const cuda::RopeArgs (&parts)[3], const at::Tensor& like,
+                                        int64_t rows, int64_t cols,
+                                        const InputQuantization& input) {
+  if (!scale_known_ahead(input) || !like.is_cuda() || like.scalar_type() != at::kBFloat16) {
+    return false;
+  }
+  cuda::QuantizeArgs args = producer_args(like, rows, cols, cols, input.spec);
+  args.x = parts[0].in;
+  return cuda::rope_backward_tensorwise_applies(args, parts);
+}
+
+std::optional<std::pair<Quantized, Quantized>> quantize_rope_backward_with_transpose(
+    const cuda::RopeArgs (&parts)[3], const at::Tensor& like, int64_t rows, int64_t cols,
+    const InputQuantization& input, const at::Tensor& amax) {
+  if (!rope_backward_quantization_applies(parts, like, rows, cols, input)) return std::nullopt;
+  cuda::QuantizeArgs args = producer_args(like, rows, cols, cols, input.spec);
+  args.x = parts[0].in;
+  return quantize_in_producer(like, args, input, amax,
+                              [&parts](const cuda::QuantizeArgs& a, cudaStream_t stream) {
+                                cuda::quantize_rope_backward_tensorwise(a, parts, stream);
+                              });
+}
+#endif
+
 bool rmsnorm_quantization_applies(const at::Tensor& h, const at::Tensor& weight,
                                   const InputQuantization& input) {
 #ifdef LPBENCH_CUDA_GLUE
@@ -430,6 +458,22 @@ std::optional<std::pair<Quantized, Quantized>> quantize_rmsnorm_with_transpose(
   (void)amax;
   return std::nullopt;
 #endif
+}
+
+std::vector<int64_t> to_saved(const InputQuantization& q) {
+  return {reinterpret_cast<int64_t>(q.history),
+          static_cast<int64_t>(q.spec.format),
+          q.spec.block_rows,
+          q.spec.block_cols,
+          static_cast<int64_t>(q.spec.rounding),
+          q.own_amax ? 1 : 0};
+}
+
+InputQuantization from_saved(const std::vector<int64_t>& v) {
+  TORCH_CHECK(v.size() == 6, "from_saved: not an InputQuantization's saved form");
+  return {reinterpret_cast<AmaxHistory*>(v[0]),
+          {static_cast<NumberFormat>(v[1]), v[2], v[3], static_cast<Rounding>(v[4])},
+          v[5] != 0};
 }
 
 at::Tensor quantized_stand_in(at::IntArrayRef sizes, const at::TensorOptions& options) {

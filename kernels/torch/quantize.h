@@ -4,9 +4,14 @@
 
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "kernels/reference/quantize.h"
 #include "kernels/torch/amax_history.h"
+
+#ifdef LPBENCH_CUDA_GLUE
+#include "kernels/cuda/rope.cuh"
+#endif
 
 namespace lpbench::kernels {
 
@@ -88,6 +93,27 @@ bool rmsnorm_quantization_applies(const at::Tensor& h, const at::Tensor& weight,
 std::optional<std::pair<Quantized, Quantized>> quantize_rmsnorm_with_transpose(
     const at::Tensor& h, const at::Tensor& rstd, const at::Tensor& weight,
     const InputQuantization& input, const at::Tensor& amax = {});
+
+#ifdef LPBENCH_CUDA_GLUE
+// RoPE's backward into the gradient dY [rows, cols] of the fused QKV product (attention.h), the
+// QKV product's dY, quantized by `input` as one GPU kernel computes it from attention's dQ, dK
+// and dV (`parts`, as cuda::rope_parts takes them, their outputs unused; `like` is dQ, on their
+// device): the bits of quantize_with_transpose(that gradient, input.spec, input.history), the
+// history's turn taken; under input.own_amax scaled by `amax`, dY's amax as FP32 bits (int32 [1]
+// on that device), which rope_parts finds without writing dY (cuda::RopeArgs::out). None where
+// the kernel does not apply, taking no turn: rope_backward_quantization_applies says so
+// beforehand, so that the amax pass runs only where the kernel will.
+bool rope_backward_quantization_applies(const cuda::RopeArgs (&parts)[3], const at::Tensor& like,
+                                        int64_t rows, int64_t cols, const InputQuantization& input);
+std::optional<std::pair<Quantized, Quantized>> quantize_rope_backward_with_transpose(
+    const cuda::RopeArgs (&parts)[3], const at::Tensor& like, int64_t rows, int64_t cols,
+    const InputQuantization& input, const at::Tensor& amax = {});
+#endif
+
+// An InputQuantization carried through an autograd context's saved data (the history as an
+// address): a backward that quantizes its gradient for the product before it.
+std::vector<int64_t> to_saved(const InputQuantization& q);
+InputQuantization from_saved(const std::vector<int64_t>& saved);
 
 // What stands for a producer's output in autograd's graph where its consumer's quantization was
 // written in its place (remember_quantization): the output's shape over one element's storage,

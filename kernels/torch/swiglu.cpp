@@ -51,17 +51,6 @@ at::Tensor quantized_gradient(const at::Tensor& gu, const at::Tensor& d,
   return stand_in;
 }
 
-// A delayed InputQuantization through the autograd context: the history as an address, then
-// the spec.
-std::vector<int64_t> encode(const InputQuantization& q) {
-  return {reinterpret_cast<int64_t>(q.history), static_cast<int64_t>(q.spec.format),
-          q.spec.block_rows, q.spec.block_cols, static_cast<int64_t>(q.spec.rounding)};
-}
-InputQuantization decode(const std::vector<int64_t>& v) {
-  return {reinterpret_cast<AmaxHistory*>(v.at(0)),
-          {static_cast<NumberFormat>(v.at(1)), v.at(2), v.at(3), static_cast<Rounding>(v.at(4))}};
-}
-
 // What a kernel call reports of the [rows, cols] tensor it writes: each row's and column's amax
 // (`by_line`), the tensor's (`tensor`), or nothing. Made before the call, into `a`; remembered
 // for the written tensor after it.
@@ -99,7 +88,7 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
     ctx->saved_data["lines"] = lines_backward;
     ctx->saved_data["type"] = static_cast<int64_t>(gate_up.scalar_type());
 #ifdef LPBENCH_CUDA_GLUE
-    if (grad_consumer.history != nullptr) ctx->saved_data["dy"] = encode(grad_consumer);
+    if (grad_consumer.history != nullptr) ctx->saved_data["dy"] = to_saved(grad_consumer);
     if (on_kernel(gate_up)) {
       const at::Tensor gu = gate_up.contiguous();
       std::vector<int64_t> sizes = gu.sizes().vec();
@@ -150,7 +139,7 @@ class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
       const at::Tensor d = grads[0].contiguous();
       const auto dy = ctx->saved_data.find("dy");
       if (dy != ctx->saved_data.end() && !reads_blocks && !ctx->saved_data["lines"].toBool()) {
-        at::Tensor stand_in = quantized_gradient(gu, d, decode(dy->second.toIntVector()));
+        at::Tensor stand_in = quantized_gradient(gu, d, from_saved(dy->second.toIntVector()));
         if (stand_in.defined()) {
           return {stand_in,     at::Tensor(), at::Tensor(), at::Tensor(),
                   at::Tensor(), at::Tensor(), at::Tensor()};

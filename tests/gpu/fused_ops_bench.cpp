@@ -540,6 +540,93 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
 // twice, as §46's did), then the reference's ATen ops a chunk of 1024 tokens at a time (the path it
 // replaced on the GPU, the logits' gradient copied into one tensor as that path did). Bytes: the
 // logits read once and their gradient written once; what the kernel reads again is its own cost.
+// RoPE's backward writing the QKV product's quantized dY (§66), as the fused step runs it for a
+// model without per-head norms: the one-pass quantization of the written dQKV (after the "rope
+// backward (dq, dk; dv copied)" row, which writes it and its amax) by its amax and under a
+// history, against RoPE's backward finding the amax alone and the tile kernel computing dQKV from
+// SDPA's dq, dk and dv as it quantizes it, by that amax and under a history.
+void rope_backward_quantize(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
+  if (m.qk_norm) return;
+  const int64_t d = m.head_dim, nh = m.num_heads, nkv = m.num_kv_heads;
+  const int64_t width = (nh + 2 * nkv) * d;
+  const double one = 2.0 * tokens * width;  // dQKV in BF16
+  const auto dqkv = copies({tokens, width}, kBf16);
+  const auto dq = copies({nh, tokens, d}, kBf16), dk = copies({nkv, tokens, d}, kBf16);
+  const auto dv = copies({nkv, tokens, d}, kBf16);
+  const at::Tensor cos = torch::rand({tokens, d / 2}, kFloat),
+                   sin = torch::rand({tokens, d / 2}, kFloat);
+  std::vector<at::Tensor> q, qt;
+  for (int i = 0; i < kCopies; ++i) {
+    q.push_back(torch::empty({tokens, width}, kCuda.dtype(at::kChar)));
+    qt.push_back(torch::empty({tokens, width}, kCuda.dtype(at::kChar)));
+  }
+  const at::Tensor scales = torch::empty({2}, kFloat);
+  const at::Tensor amax = torch::zeros({1}, kCuda.dtype(at::kInt));
+  amax.fill_(0x41000000);  // 8.0, above max |x| of these N(0, 1) inputs
+  at::Tensor ring = torch::zeros({5}, kCuda.dtype(at::kInt));  // as producers_quantize's
+  ring.narrow(0, 2, 2).fill_(0x40800000);
+  const auto args = [&](int i, bool by_history) {
+    cuda::QuantizeArgs a;
+    a.x = dqkv[i].data_ptr();
+    a.rows = tokens;
+    a.cols = width;
+    a.ld = width;
+    a.values = q[i].data_ptr();
+    a.scales = scales.data_ptr<float>();
+    a.values_t = qt[i].data_ptr();
+    a.scales_t = scales.data_ptr<float>() + 1;
+    if (by_history) {
+      a.history = word(ring);
+      a.history_slots = 4;
+      a.history_current = 0;
+      a.delayed = true;
+    } else {
+      a.amax = word(amax);
+    }
+    return a;
+  };
+  // SDPA's gradients [1, heads, tokens, d] as the parts of RoPE's backward, writing nothing.
+  const auto parts = [&](int i, cuda::RopeArgs(&p)[3]) {
+    const at::Tensor* in[] = {&dq[i], &dk[i], &dv[i]};
+    const int64_t heads[] = {nh, nkv, nkv};
+    for (int k = 0; k < 3; ++k) {
+      p[k] = cuda::RopeArgs{};
+      p[k].in = in[k]->data_ptr();
+      p[k].batch = 1;
+      p[k].seq = tokens;
+      p[k].heads = heads[k];
+      p[k].head_dim = d;
+      p[k].in_token_stride = d;
+      p[k].in_head_stride = tokens * d;
+      p[k].cos = cos.data_ptr<float>();
+      p[k].sin = sin.data_ptr<float>();
+      p[k].inverse = p[k].rotate = k < 2;
+    }
+  };
+  b.row(m.name, "quantize dY_qkv (own amax, one pass)", 2 * one,
+        [&](int i) { cuda::quantize_tensorwise(args(i, false), nullptr); });
+  b.row(m.name, "quantize dY_qkv (delayed, one pass)", 2 * one,
+        [&](int i) { cuda::quantize_tensorwise(args(i, true), nullptr); });
+  const at::Tensor found = torch::zeros({1}, kCuda.dtype(at::kInt));
+  b.row(m.name, "rope backward, amax alone", one, [&](int i) {
+    cuda::RopeArgs p[3];
+    parts(i, p);
+    for (cuda::RopeArgs& r : p)
+      r.amax = word(found);
+    cuda::rope_parts(p, 3, nullptr);
+  });
+  for (const bool by_history : {false, true}) {
+    b.row(m.name,
+          by_history ? "quantize dY_qkv from dq, dk, dv (delayed)"
+                     : "quantize dY_qkv from dq, dk, dv (own amax)",
+          2 * one, [&](int i) {
+            cuda::RopeArgs p[3];
+            parts(i, p);
+            cuda::quantize_rope_backward_tensorwise(args(i, by_history), p, nullptr);
+          });
+  }
+}
+
 void output_loss(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   const int64_t vocab = m.vocab_size;
   const auto logits = copies({tokens, vocab}, kBf16);
@@ -688,6 +775,7 @@ int main(int argc, char** argv) {
     swiglu(b, *m, tokens);
     producers_quantize(b, *m, tokens);
     attention_side(b, *m, tokens);
+    rope_backward_quantize(b, *m, tokens);
     output_loss(b, *m, tokens);
   }
   std::printf("lowest: %.0f%% of the HBM peak (%s)\n", b.worst, b.worst_row.c_str());

@@ -3,7 +3,8 @@
 // delayed scaling, SwiGLU's backward (the gate/up product's dY) likewise, and the norms
 // (kernels::rms_norm, rms_norm_residual and add_rms_norm given their consumer) under delayed and
 // current scaling, each against its output followed by the tensorwise quantization it replaces; and
-// a fused decoder layer stepping to the same bits with the producers' quantization on and off.
+// a fused decoder layer stepping to the same bits with the producers' quantization on and off
+// (RoPE's backward among them; its kernel's own test is rope_quantize_test.cpp).
 // Skipped where torch sees no GPU.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -359,22 +360,28 @@ TEST(RmsNormQuantize, WritesItsOutputWhereItDoesNotQuantize) {
   EXPECT_TRUE(same_bytes(q.values, quantize_with_transpose(plain, spec, nullptr).first.values));
 }
 
-// A fused layer steps to the same output and gradients whether the norms and SwiGLU (forward and
-// backward) write their products' quantization or the products quantize their operands: under
-// delayed scaling (three steps, so that the second and third take the producers' path; the first is
-// the histories'), and under current scaling, where the norms do (by their output's own amax).
+// A fused layer steps to the same output and gradients whether the norms, SwiGLU (forward and
+// backward) and RoPE's backward write their products' quantization or the products quantize their
+// operands: under delayed scaling (three steps, so that the second and third take the producers'
+// path; the first is the histories'), and under current scaling, where the norms and RoPE's
+// backward do (by their output's own amax).
 TEST(ProducerQuantize, ALayerStepsToTheSameBitsWithTheProducersQuantizationOnOrOff) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  const std::pair<const char*, const char*> cases[] = {
-      {"int8-tensor:amax-history=4", "the attention norm, the MLP norm, SwiGLU, SwiGLU's backward"},
-      {"int8-tensor:dy=row,amax-history=4", "the attention norm, the MLP norm, SwiGLU"},
-      {"fp8-tensor:amax-history=4", "the attention norm, the MLP norm, SwiGLU, SwiGLU's backward"},
-      {"int8-tensor", "the attention norm, the MLP norm"},
-      {"int8-tensor:dy=row", "the attention norm, the MLP norm"},
-      {"fp8-tensor", "the attention norm, the MLP norm"}};
+  const std::string norms = "the attention norm, the MLP norm";
+  const std::string delayed = norms + ", SwiGLU, SwiGLU's backward, RoPE's backward";
+  const std::pair<const char*, std::string> cases[] = {
+      {"int8-tensor:amax-history=4", delayed},
+      {"int8-tensor:dy=row,amax-history=4", norms + ", SwiGLU"},
+      {"fp8-tensor:amax-history=4", delayed},
+      {"int8-tensor", norms + ", RoPE's backward"},
+      {"int8-tensor:dy=row", norms},
+      {"fp8-tensor", norms + ", RoPE's backward"}};
+  // The small model's heads of 64 at the layer's 256 tokens: RoPE's backward takes them.
+  ASSERT_TRUE(workloads::rope_backward_quantizes(workloads::builtin_model("small"),
+                                                 test_support::kLayerSeq));
   for (const auto& [recipe, producers] : cases) {
     SCOPED_TRACE(recipe);
-    EXPECT_EQ(workloads::quantizing_producers(parse_recipe(recipe), true, false), producers);
+    EXPECT_EQ(workloads::quantizing_producers(parse_recipe(recipe), true, false, true), producers);
     test_support::LayerStep step[2];
     for (const bool on : {false, true}) {
       set_producer_quantization(on);

@@ -15,6 +15,9 @@
 
 namespace lpbench::test_support {
 
+// The tokens of each of the layer's two sequences.
+constexpr int64_t kLayerSeq = 256;
+
 class GpuLayer {
  public:
   // Layer 0 of the small model under `recipe`, its parameters drawn after torch's seed `seed`.
@@ -53,7 +56,7 @@ class GpuLayer {
   }
 
  private:
-  static constexpr int64_t kSeq = 256;
+  static constexpr int64_t kSeq = kLayerSeq;
   static torch::Device gpu() { return {torch::kCUDA, 0}; }
   workloads::ModelConfig model_ = workloads::builtin_model("small");
   workloads::PrecisionPlan plan_;

@@ -496,22 +496,29 @@ TEST(Fusion, ProducersReportLineAmaxesForTheOperandsQuantizedPerRowBothWays) {
 // are) and by X's own amax, which it finds without writing X; SwiGLU under delayed scaling only.
 // Before an MoE's router and experts, which all read the MLP norm's output, that norm writes it.
 // SwiGLU's backward writes gate/up's dY quantized under the same conditions on dY (dgrad and
-// wgrad), under delayed scaling only, as SwiGLU; in a dense MLP only.
+// wgrad), under delayed scaling only, as SwiGLU; in a dense MLP only. RoPE's backward writes
+// QKV's dY under the same conditions, under either scaling, where its kernel takes the model's
+// attention (not after Qwen3's per-head norms).
 TEST(Fusion, ProducersQuantizeTheirProductsOperandOnlyWhereTheyCanMakeItsTensorwiseQuantization) {
-  const auto producers = [](const char* recipe, bool producer_amax = true, bool moe = false) {
-    return quantizing_producers(kernels::parse_recipe(recipe), producer_amax, moe);
+  const auto producers = [](const char* recipe, bool producer_amax = true, bool moe = false,
+                            bool rope_backward = true) {
+    return quantizing_producers(kernels::parse_recipe(recipe), producer_amax, moe, rope_backward);
   };
-  const std::string all = "the attention norm, the MLP norm, SwiGLU, SwiGLU's backward";
   const std::string norms = "the attention norm, the MLP norm";
+  const std::string all = norms + ", SwiGLU, SwiGLU's backward, RoPE's backward";
   EXPECT_EQ(producers("int8-tensor:amax-history=16"), all);
   EXPECT_EQ(producers("int8-tensor:dy=row,amax-history=16"), norms + ", SwiGLU");  // dY per row
   EXPECT_EQ(producers("fp8-tensor:amax-history=4"), all);
-  EXPECT_EQ(producers("int8-tensor:amax-history=16", true, true), "the attention norm, SwiGLU");
+  EXPECT_EQ(producers("int8-tensor:amax-history=16", true, true),
+            "the attention norm, SwiGLU, RoPE's backward");
+  EXPECT_EQ(producers("int8-tensor:amax-history=16", true, false, false),
+            norms + ", SwiGLU, SwiGLU's backward");
   EXPECT_EQ(producers("int8-tensor:amax-history=16", false), "");
-  EXPECT_EQ(producers("int8-tensor"), norms);
+  EXPECT_EQ(producers("int8-tensor"), norms + ", RoPE's backward");
+  EXPECT_EQ(producers("int8-tensor", true, false, false), norms);
   EXPECT_EQ(producers("int8-tensor:dy=row"), norms);
-  EXPECT_EQ(producers("fp8-tensor"), norms);
-  EXPECT_EQ(producers("int8-tensor", true, true), "the attention norm");
+  EXPECT_EQ(producers("fp8-tensor"), norms + ", RoPE's backward");
+  EXPECT_EQ(producers("int8-tensor", true, true), "the attention norm, RoPE's backward");
   EXPECT_EQ(producers("int8-tensor", false), "");
   EXPECT_EQ(producers("int8-tensor:dy-rounding=stochastic"), norms);  // X still to nearest
   EXPECT_EQ(producers("int8-tensor:hadamard=128"), "");               // X and dY rotated

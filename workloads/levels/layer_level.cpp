@@ -43,7 +43,8 @@ LayerLevel::LayerLevel(const ModelConfig& model, const kernels::Recipe& recipe,
       device, options.producer_amax && quantizes_by_own_amax(recipe),
       recipe.saved == kernels::SavedActivations::int8,
       producer_line_amax(recipe, options.producer_amax),
-      quantizing_producers(recipe, options.producer_amax, model.is_moe()));
+      quantizing_producers(recipe, options.producer_amax, model.is_moe(),
+                           rope_backward_quantizes(model, options.seq_len)));
 }
 
 StepOutput LayerLevel::step(int64_t /*index*/) {

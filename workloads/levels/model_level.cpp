@@ -105,7 +105,8 @@ ModelLevel::ModelLevel(const ModelConfig& model, const kernels::Recipe& recipe,
       device, options.producer_amax && quantizes_by_own_amax(recipe),
       recipe.saved == kernels::SavedActivations::int8,
       producer_line_amax(recipe, options.producer_amax),
-      quantizing_producers(recipe, options.producer_amax, model.is_moe()));
+      quantizing_producers(recipe, options.producer_amax, model.is_moe(),
+                           rope_backward_quantizes(model, options.seq_len)));
   if (options.fusion == Fusion::fused) {
     if (!decoder_->fusable_output()) {
       operators_ += "; output layer quantized: loss unfused";

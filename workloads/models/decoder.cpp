@@ -50,7 +50,8 @@ kernels::LineAmax producer_line_amax(const kernels::Recipe& recipe, bool produce
                                              use(GemmKind::wgrad, Side::lhs))};
 }
 
-std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_amax, bool moe) {
+std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_amax, bool moe,
+                                 bool rope_backward) {
   if (!producer_amax) return "";
   // SwiGLU quantizes its product's X under delayed scaling only (kernels::quantize.h says why).
   const auto quantizes = [&recipe](const char* product, bool delayed_only = false) {
@@ -65,11 +66,22 @@ std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_am
   if (quantizes("layers.0.attention.qkv")) add("the attention norm");
   if (!moe && quantizes("layers.0.mlp.gate_up")) add("the MLP norm");
   if (quantizes(moe ? "layers.0.moe.experts.0.down" : "layers.0.mlp.down", true)) add("SwiGLU");
-  // SwiGLU's backward quantizes the gate/up product's dY in the dense MLP, under delayed scaling.
-  const std::optional<kernels::Producible> dy = kernels::producible_dy(
-      kernels::decide(recipe, "layers.0.mlp.gate_up", kernels::ModuleKind::linear).gemms);
-  if (!moe && dy && dy->delayed) add("SwiGLU's backward");
+  // SwiGLU's backward quantizes the gate/up product's dY in the dense MLP, under delayed scaling;
+  // RoPE's backward the QKV product's, under either scaling, where its kernel takes the shapes.
+  const auto dy = [&recipe](const char* product) {
+    return kernels::producible_dy(
+        kernels::decide(recipe, product, kernels::ModuleKind::linear).gemms);
+  };
+  const std::optional<kernels::Producible> gate_up_dy = dy("layers.0.mlp.gate_up");
+  if (!moe && gate_up_dy && gate_up_dy->delayed) add("SwiGLU's backward");
+  if (rope_backward && dy("layers.0.attention.qkv")) add("RoPE's backward");
   return names;
+}
+
+bool rope_backward_quantizes(const ModelConfig& model, int64_t seq_len) {
+  const auto whole_tiles = [&model](int64_t heads) { return heads * model.head_dim % 128 == 0; };
+  return !model.qk_norm && 128 % model.head_dim == 0 && model.head_dim % 16 == 0 &&
+         whole_tiles(model.num_heads) && whole_tiles(model.num_kv_heads) && seq_len % 128 == 0;
 }
 
 kernels::LinearGemms PrecisionPlan::linear(const std::string& module) {
@@ -116,8 +128,9 @@ kernels::InputQuantization RecipeLinearImpl::input_quantization() const {
 kernels::InputQuantization RecipeLinearImpl::grad_quantization() const {
   if (!compute_.defined()) return {};
   const std::optional<kernels::Producible> dy = kernels::producible_dy(gemms_);
-  if (!dy || !dy->delayed) return {};
-  return {&histories_->dy, dy->spec};
+  if (!dy) return {};
+  if (dy->delayed) return {&histories_->dy, dy->spec};
+  return {nullptr, dy->spec, /*own_amax=*/true};
 }
 
 torch::Tensor RecipeLinearImpl::weight_wanting_amax() const {
@@ -186,7 +199,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const profiling::Range range("attention");
   const torch::Tensor o =
       ops_.attention(qkv_(x), shape_, cos, sin, q_norm_ ? q_norm_->weight() : torch::Tensor(),
-                     k_norm_ ? k_norm_->weight() : torch::Tensor(), q_norm_ ? q_norm_->eps() : 0.0);
+                     k_norm_ ? k_norm_->weight() : torch::Tensor(), q_norm_ ? q_norm_->eps() : 0.0,
+                     qkv_->grad_quantization());
   return out_(o);
 }
 

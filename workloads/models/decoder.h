@@ -38,12 +38,20 @@ bool quantizes_by_own_amax(const kernels::Recipe& recipe);
 kernels::LineAmax producer_line_amax(const kernels::Recipe& recipe, bool producer_amax);
 
 // The fused producers that, under `producer_amax`, write a product's quantized operand in its
-// place, as a run records them ("the attention norm, the MLP norm, SwiGLU, SwiGLU's backward";
-// empty for none): each whose product in the first layer, as the recipe decides it, takes
-// kernels::producible_x (the attention norm: QKV's X; the MLP norm: gate/up's, not where an MoE's
-// router and experts read it; SwiGLU: the down projection's, under delayed scaling only) or
-// kernels::producible_dy (SwiGLU's backward: gate/up's dY in a dense MLP, delayed scaling only).
-std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_amax, bool moe);
+// place, as a run records them ("the attention norm, the MLP norm, SwiGLU, SwiGLU's backward,
+// RoPE's backward"; empty for none): each whose product in the first layer, as the recipe decides
+// it, takes kernels::producible_x (the attention norm: QKV's X; the MLP norm: gate/up's, not where
+// an MoE's router and experts read it; SwiGLU: the down projection's, under delayed scaling only)
+// or kernels::producible_dy (SwiGLU's backward: gate/up's dY in a dense MLP, delayed scaling only;
+// RoPE's backward: QKV's dY, where `rope_backward` says its kernel takes the model's attention).
+std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_amax, bool moe,
+                                 bool rope_backward);
+
+// Whether RoPE's backward can write the QKV product's quantized dY for this model at `seq_len`
+// tokens (kernels::causal_attention): no per-head norms between (Qwen3's), heads of 16 to 128
+// elements dividing 128, the q and the k/v heads each a multiple of 128 columns, sequences of a
+// multiple of 128 tokens.
+bool rope_backward_quantizes(const ModelConfig& model, int64_t seq_len);
 
 // Decides, module by module, what a recipe does, and keeps the decisions for the store.
 class PrecisionPlan {

@@ -93,7 +93,8 @@ torch::Tensor Operators::swiglu(const torch::Tensor& gate_up,
 torch::Tensor Operators::attention(const torch::Tensor& qkv, const kernels::AttentionShape& s,
                                    const torch::Tensor& cos, const torch::Tensor& sin,
                                    const torch::Tensor& q_norm, const torch::Tensor& k_norm,
-                                   double eps) const {
+                                   double eps,
+                                   const kernels::InputQuantization& grad_consumer) const {
   const int64_t batch = qkv.size(0);
   const int64_t seq = qkv.size(1);
   if (fusion_ == Fusion::fused && q_norm.defined() && int8_saved_) {
@@ -101,7 +102,8 @@ torch::Tensor Operators::attention(const torch::Tensor& qkv, const kernels::Atte
   }
   if (fusion_ == Fusion::fused) {
     return kernels::causal_attention(qkv, s, cos, sin, producer_amax_, int8_saved_,
-                                     {q_norm, k_norm, eps}, lines_.backward);
+                                     {q_norm, k_norm, eps}, lines_.backward,
+                                     quantizing(grad_consumer));
   }
   const int64_t d = s.head_dim;
   torch::Tensor q = qkv.narrow(-1, 0, s.heads * d).view({batch, seq, s.heads, d});

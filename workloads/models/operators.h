@@ -75,10 +75,12 @@ class Operators {
                        const kernels::InputQuantization& grad_consumer = {}) const;
   // Causal attention of the fused QKV product [B, T, (H + 2·KV)·D] → [B, T, H·D]: RoPE on q and
   // k (after per-head norms, where q_norm and k_norm are given: Qwen3), then SDPA.
+  // `grad_consumer` (fused only): how the QKV product quantizes its dY, for RoPE's backward to
+  // write that quantization in the gradient's place where it can (kernels::causal_attention).
   torch::Tensor attention(const torch::Tensor& qkv, const kernels::AttentionShape& shape,
                           const torch::Tensor& cos, const torch::Tensor& sin,
-                          const torch::Tensor& q_norm, const torch::Tensor& k_norm,
-                          double eps) const;
+                          const torch::Tensor& q_norm, const torch::Tensor& k_norm, double eps,
+                          const kernels::InputQuantization& grad_consumer = {}) const;
 
  private:
   Fusion fusion_;

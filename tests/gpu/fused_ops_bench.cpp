@@ -615,16 +615,21 @@ void rope_backward_quantize(Bench& b, const workloads::ModelConfig& m, int64_t t
       r.amax = word(found);
     cuda::rope_parts(p, 3, nullptr);
   });
-  for (const bool by_history : {false, true}) {
-    b.row(m.name,
-          by_history ? "quantize dY_qkv from dq, dk, dv (delayed)"
-                     : "quantize dY_qkv from dq, dk, dv (own amax)",
-          2 * one, [&](int i) {
-            cuda::RopeArgs p[3];
-            parts(i, p);
-            cuda::quantize_rope_backward_tensorwise(args(i, by_history), p, nullptr);
-          });
+  // A CTA taking 1, 2 or 4 neighbouring tiles in turn (LPBENCH_ROPE_TILES, an experiment's knob).
+  for (const char* tiles : {"1", "2", "4"}) {
+    setenv("LPBENCH_ROPE_TILES", tiles, 1);
+    for (const bool by_history : {false, true}) {
+      b.row(m.name,
+            std::string("quantize dY_qkv from dq, dk, dv (") +
+                (by_history ? "delayed" : "own amax") + ", " + tiles + " a CTA)",
+            2 * one, [&](int i) {
+              cuda::RopeArgs p[3];
+              parts(i, p);
+              cuda::quantize_rope_backward_tensorwise(args(i, by_history), p, nullptr);
+            });
+    }
   }
+  unsetenv("LPBENCH_ROPE_TILES");
 }
 
 void output_loss(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {

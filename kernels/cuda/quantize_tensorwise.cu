@@ -23,12 +23,12 @@
 // amax the norm found without writing its output, which is then never written in BF16 nor read
 // back (docs/perf-log.md §59, §60, §61); and, in a kernel of its own, SwiGLU's gradient from
 // gate/up and the gradient of SwiGLU's output under delayed scaling
-// (quantize_swiglu_backward_tensorwise, §65).
+// (quantize_swiglu_backward_tensorwise, §65); and RoPE's backward, from attention's dQ, dK and
+// dV, likewise (quantize_rope_backward_tensorwise, §66).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
@@ -81,7 +81,6 @@ struct TensorwiseParams {
   // product [batch · seq, cols], computed from attention's dQ and dK (rotated back) and dV
   // (copied): `rope`.
   RopeSource rope;
-  int tiles_per_cta;     // RoPE's backward's tiles a CTA (1, 2 or 4, dividing the column tiles)
   const uint32_t* amax;  // max |x| as FP32 bits, on the device
   DType fmt;
   float fmax;
@@ -269,82 +268,72 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   // this launch begins: the CTAs that start first read them there rather than from DRAM before
   // the rest of X (and this launch's own writes) evict them.
   const int64_t r0 = static_cast<int64_t>(gridDim.y - 1 - blockIdx.y) * kTile;
-  // RoPE's backward takes `tiles_per_cta` neighbouring tiles of one row block in turn, the rest
-  // one: the later tiles find the token block's cos and sin in L1.
-  const int tiles = kSource == Source::rope_backward ? p.tiles_per_cta : 1;
-  const int64_t first_c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * tiles * kTile;
+  const int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
   const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
 
   const TileScale ts =
       p.inv_blocks != nullptr
-          ? TileScale{__ldg(p.inv_blocks + (r0 / p.kb) * p.inv_sr + (first_c0 / p.kb) * p.inv_sc),
-                      {}}
+          ? TileScale{__ldg(p.inv_blocks + (r0 / p.kb) * p.inv_sr + (c0 / p.kb) * p.inv_sc), {}}
           : tensor_scale<kRecord>(p, first_thread);
   const RingTurn turn = ts.turn;
   float inv = ts.inv;
+  // A NaN or Inf in X (a non-finite amax, a NaN inverse) makes every value 0: nothing is read,
+  // and 0 · 0 rounds to +0 in every format, as the reference's do; a record reads X all the
+  // same. (The record's test stays a run-time branch though it never skips there: with no branch
+  // before them, ptxas spread the loads among the first values' arithmetic, three in flight
+  // where the dynamic kernel keeps eight. That alone did not move the kernel's time, perf-log
+  // §54; it keeps the two kernels' loads the same.)
+  uint4 raw[kLoads];
+  const bool nonfinite = inv != inv;
+  if (kRecord ? nonfinite && p.amax_seen == nullptr && p.ring == nullptr : nonfinite) {
+    if constexpr (!kRecord) inv = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i)
+      raw[i] = make_uint4(0, 0, 0, 0);
+  } else if constexpr (kSource == Source::swiglu) {
+    load_swiglu(p, r0, c0, raw);
+  } else if constexpr (kSource == Source::rmsnorm) {
+    load_rmsnorm(p, r0, c0, raw);
+  } else if constexpr (kSource == Source::rope_backward) {
+    load_rope_backward(p, r0, c0, raw);
+  } else {
+    load(p.x, p.ld, r0, c0, raw);
+  }
+  const int col = load_col();
+  // Each load's format bytes from `quantize`, stored in X's layout and stashed for Xᵀ's.
+  const auto write = [&](auto quantize) {
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int r = load_row(i);
+      const uint2 q = quantize(raw[i]);
+      if constexpr (kWriteX) {
+        *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + c0 + col) = q;
+      }
+      if constexpr (kWriteT) stash(tile, r, col, q);
+    }
+  };
   uint32_t seen = 0;
-  for (int k = 0; k < tiles; ++k) {
-    const int64_t c0 = first_c0 + k * kTile;
-    if (k > 0) __syncthreads();  // the last tile's transposed store has read the stash
-    // A NaN or Inf in X (a non-finite amax, a NaN inverse) makes every value 0: nothing is read,
-    // and 0 · 0 rounds to +0 in every format, as the reference's do; a record reads X all the
-    // same. (The record's test stays a run-time branch though it never skips there: with no branch
-    // before them, ptxas spread the loads among the first values' arithmetic, three in flight
-    // where the dynamic kernel keeps eight. That alone did not move the kernel's time, perf-log
-    // §54; it keeps the two kernels' loads the same.)
-    uint4 raw[kLoads];
-    const bool nonfinite = inv != inv;
-    if (kRecord ? nonfinite && p.amax_seen == nullptr && p.ring == nullptr : nonfinite) {
-      if constexpr (!kRecord) inv = 0.0f;
-#pragma unroll
-      for (int i = 0; i < kLoads; ++i)
-        raw[i] = make_uint4(0, 0, 0, 0);
-    } else if constexpr (kSource == Source::swiglu) {
-      load_swiglu(p, r0, c0, raw);
-    } else if constexpr (kSource == Source::rmsnorm) {
-      load_rmsnorm(p, r0, c0, raw);
-    } else if constexpr (kSource == Source::rope_backward) {
-      load_rope_backward(p, r0, c0, raw);
+  if constexpr (kRecord) {
+    // This thread's max |x| first, which also says whether a NaN is among its values; each case
+    // its own loop, so that the common one tests no value. A non-finite amax (a NaN inverse)
+    // makes every value 0, as the reference's.
+    seen = loads_amax(raw);
+    if (nonfinite) {
+      write([](const uint4&) { return make_uint2(0u, 0u); });
+    } else if (seen <= quant::kInfBits) {
+      write([&](const uint4& v) {
+        return quantize8_saturating<kInt8, false>(v, inv, p.fmax, p.fmt);
+      });
     } else {
-      load(p.x, p.ld, r0, c0, raw);
+      write(
+          [&](const uint4& v) { return quantize8_saturating<kInt8, true>(v, inv, p.fmax, p.fmt); });
     }
-    const int col = load_col();
-    // Each load's format bytes from `quantize`, stored in X's layout and stashed for Xᵀ's.
-    const auto write = [&](auto quantize) {
-#pragma unroll
-      for (int i = 0; i < kLoads; ++i) {
-        const int r = load_row(i);
-        const uint2 q = quantize(raw[i]);
-        if constexpr (kWriteX) {
-          *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + c0 + col) = q;
-        }
-        if constexpr (kWriteT) stash(tile, r, col, q);
-      }
-    };
-    if constexpr (kRecord) {
-      // This thread's max |x| first, which also says whether a NaN is among its values; each case
-      // its own loop, so that the common one tests no value. A non-finite amax (a NaN inverse)
-      // makes every value 0, as the reference's.
-      const uint32_t mine = loads_amax(raw);
-      seen = max(seen, mine);
-      if (nonfinite) {
-        write([](const uint4&) { return make_uint2(0u, 0u); });
-      } else if (mine <= quant::kInfBits) {
-        write([&](const uint4& v) {
-          return quantize8_saturating<kInt8, false>(v, inv, p.fmax, p.fmt);
-        });
-      } else {
-        write([&](const uint4& v) {
-          return quantize8_saturating<kInt8, true>(v, inv, p.fmax, p.fmt);
-        });
-      }
-    } else {
-      write([&](const uint4& v) { return quantize8<kInt8>(v, inv, p.fmt); });
-    }
-    if constexpr (kWriteT) {
-      __syncthreads();
-      store_transposed(tile, p.values_t, p.rows, r0, c0);
-    }
+  } else {
+    write([&](const uint4& v) { return quantize8<kInt8>(v, inv, p.fmt); });
+  }
+  if constexpr (kWriteT) {
+    __syncthreads();
+    store_transposed(tile, p.values_t, p.rows, r0, c0);
   }
   if constexpr (kRecord) {
     report_amax_if_above(p.ring != nullptr ? p.ring + turn.current : p.amax_seen, seen);
@@ -499,11 +488,11 @@ TensorwiseParams params_of(const QuantizeArgs& a) {
 }
 
 void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
-  dim3 grid(static_cast<unsigned>(tp.cols / kTile), static_cast<unsigned>(tp.rows / kTile));
+  const dim3 grid(static_cast<unsigned>(tp.cols / kTile), static_cast<unsigned>(tp.rows / kTile));
   const bool record = tp.amax_seen != nullptr || tp.ring != nullptr;
-  // SwiGLU's output and gradient are quantized under delayed scaling only; a norm's output and
-  // RoPE's backward also by their own amax, which their kernel found (quantize_rmsnorm_tensorwise,
-  // quantize_rope_backward_tensorwise), recording nothing.
+  // SwiGLU's output and gradient and RoPE's backward are quantized under delayed scaling only; a
+  // norm's also by its own amax, which the norm found (quantize_rmsnorm_tensorwise), recording
+  // nothing.
   if (tp.d_out != nullptr) {
     // SwiGLU's gradient: a CTA a pair of tiles, both layouts.
     const dim3 pairs(grid.x / 2, grid.y);
@@ -514,17 +503,12 @@ void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
     tp.fmt == DType::int8 ? launch<true, true, Source::swiglu>(tp, grid, stream)
                           : launch<false, true, Source::swiglu>(tp, grid, stream);
   } else if (tp.rope.in[0] != nullptr) {
-    // RoPE's backward: both layouts always (quantize_rope_backward_tensorwise checks), and a
-    // CTA's tiles side by side.
-    grid.x /= tp.tiles_per_cta;
+    // RoPE's backward: both layouts (quantize_rope_backward_tensorwise checks).
     constexpr Source kRope = Source::rope_backward;
-    const auto kernel =
-        tp.fmt == DType::int8
-            ? (record ? quantize_tensorwise_kernel<true, true, true, true, kRope>
-                      : quantize_tensorwise_kernel<true, true, true, false, kRope>)
-            : (record ? quantize_tensorwise_kernel<false, true, true, true, kRope>
-                      : quantize_tensorwise_kernel<false, true, true, false, kRope>);
-    kernel<<<grid, kThreads, 0, stream>>>(tp);
+    tp.fmt == DType::int8 ? quantize_tensorwise_kernel<true, true, true, true, kRope>
+        <<<grid, kThreads, 0, stream>>>(tp)
+                          : quantize_tensorwise_kernel<false, true, true, true, kRope>
+        <<<grid, kThreads, 0, stream>>>(tp);
   } else if (tp.rstd != nullptr && record) {
     tp.fmt == DType::int8 ? launch<true, true, Source::rmsnorm>(tp, grid, stream)
                           : launch<false, true, Source::rmsnorm>(tp, grid, stream);
@@ -752,32 +736,9 @@ void quantize_rope_backward_tensorwise(const QuantizeArgs& a, const RopeArgs (&p
                            (why.empty() ? std::string("X's sides multiples of 128") : why) + ")");
   LPBENCH_CUDA_REQUIRE(a.values != nullptr && a.values_t != nullptr,
                        "quantize_rope_backward_tensorwise writes both layouts");
-  // Timing experiments only: LPBENCH_ROPE_TILES=1, 2 or 4 tiles a CTA (read at each launch).
-  const char* tiles_env = std::getenv("LPBENCH_ROPE_TILES");
-  int tiles = tiles_env != nullptr ? std::atoi(tiles_env) : 1;
-  const int64_t col_tiles = a.cols / kTile;
-  if (tiles != 2 && tiles != 4) tiles = 1;
-  while (col_tiles % tiles != 0)
-    tiles /= 2;
-  const auto set_source = [&](TensorwiseParams& tp) {
-    tp.rope = source;
-    tp.tiles_per_cta = tiles;
-  };
-  if (a.history != nullptr) {
-    quantize_from_producer(a, "lpbench::cuda::quantize_rope_backward_tensorwise", set_source,
-                           stream);
-    return;
-  }
-  // Current scaling: the gradient's amax, which RoPE's backward found without writing it
-  // (RopeArgs::out).
-  LPBENCH_CUDA_REQUIRE(a.amax != nullptr,
-                       "quantize_rope_backward_tensorwise: the gradient's amax or an amax "
-                       "history is needed");
-  TensorwiseParams tp = tensorwise_params_of(a);
-  set_source(tp);
-  tp.amax = a.amax;
-  const NvtxRange range("lpbench::cuda::quantize_rope_backward_tensorwise");
-  launch_tiles(tp, stream);
+  quantize_from_producer(
+      a, "lpbench::cuda::quantize_rope_backward_tensorwise",
+      [&](TensorwiseParams& tp) { tp.rope = source; }, stream);
 }
 
 }  // namespace lpbench::cuda

@@ -52,12 +52,14 @@ void quantize_rmsnorm_tensorwise(const QuantizeArgs& args, const float* rstd, co
 
 // RoPE's backward into the gradient of the fused QKV product X [batch · seq, cols] (attention's
 // dQ and dK rotated back, dV copied: `parts`, as rope_parts takes them, their `out` unused)
-// quantized as the kernel computes it, both layouts: the bits of quantize(rope_parts' X), X never
-// written. Under delayed scaling (args.history with args.delayed) or by X's amax (args.amax),
-// which rope_parts finds without writing X (RopeArgs::out nullptr). Whether it applies: as
-// tensorwise_kernel_applies, heads of 16 to 128 elements dividing 128 and each part's heads a
-// multiple of 128 columns (a tile's columns are whole heads of one part), sequences of a multiple
-// of 128 tokens, 16-byte aligned parts and tables, strides multiples of 8.
+// quantized as the kernel computes it, both layouts, under delayed scaling only: the bits of
+// quantize(rope_parts' X), X never written. Whether it applies: as tensorwise_kernel_applies,
+// heads of 16 to 128 elements dividing 128 and each part's heads a multiple of 128 columns (a
+// tile's columns are whole heads of one part), sequences of a multiple of 128 tokens, 16-byte
+// aligned parts and tables, strides multiples of 8; the launch also needs args.history with
+// args.delayed. (By the gradient's own amax, found by a pass of RoPE's backward that wrote
+// nothing, the pair ran as long as RoPE's backward and the one-pass quantization:
+// docs/perf-log.md §66.)
 bool rope_backward_tensorwise_applies(const QuantizeArgs& args, const RopeArgs (&parts)[3]);
 void quantize_rope_backward_tensorwise(const QuantizeArgs& args, const RopeArgs (&parts)[3],
                                        cudaStream_t stream);

@@ -115,14 +115,6 @@ __device__ __forceinline__ RopeItemAt rope_item_load(const RopeArgs& a, const Ro
 // That item rotated (or copied) and stored, folded into `amax`.
 __device__ __forceinline__ void rope_item_store(const RopeArgs& a, const RopeItemAt& at,
                                                 uint32_t& amax) {
-  if (a.out == nullptr) {
-    // The amax alone (RopeArgs::out): the values as a store would round them, folded, not stored.
-    rotate_or_copy(a, at.t, at.i, at.w1, at.w2, [&](const Bf16x8& y1, const Bf16x8& y2) {
-      pack_bf16x8(y1, amax);
-      pack_bf16x8(y2, amax);
-    });
-    return;
-  }
   auto* out = static_cast<__nv_bfloat16*>(a.out) + at.dst;
   rotate_or_copy(a, at.t, at.i, at.w1, at.w2, [&](const Bf16x8& y1, const Bf16x8& y2) {
     store_bf16x8(out, y1, amax);
@@ -296,9 +288,8 @@ __global__ void __launch_bounds__(kLineLanes* kLineWarps)
 }
 
 void check(const RopeArgs& a) {
-  LPBENCH_CUDA_REQUIRE(
-      a.in && (a.out || (a.amax && !a.line_amax)) && (!a.rotate || (a.cos && a.sin)),
-      "in, out (or the amax alone), and to rotate cos and sin, are needed");
+  LPBENCH_CUDA_REQUIRE(a.in && a.out && (!a.rotate || (a.cos && a.sin)),
+                       "in, out, and to rotate cos and sin, are needed");
   LPBENCH_CUDA_REQUIRE(a.batch > 0 && a.seq > 0 && a.heads > 0, "empty input");
   LPBENCH_CUDA_REQUIRE(a.head_dim % (2 * kBf16PerVector) == 0,
                        "head_dim must be a multiple of 16, got " + std::to_string(a.head_dim));
@@ -394,10 +385,9 @@ void rope_parts(const RopeArgs* parts, int count, cudaStream_t stream) {
   }
   for (int p = count; p < kRopeMaxParts; ++p)
     l.end[p] = static_cast<uint32_t>(items);
-  const NvtxRange range(parts[0].out == nullptr ? "lpbench rope_amax"
-                        : copy_only             ? "lpbench rope_copy"
-                        : inverse               ? "lpbench rope_backward"
-                                                : "lpbench rope_forward");
+  const NvtxRange range(copy_only ? "lpbench rope_copy"
+                        : inverse ? "lpbench rope_backward"
+                                  : "lpbench rope_forward");
   const auto kernel = count == 1 ? rope_kernel<1> : rope_kernel<kRopeMaxParts>;
   const int64_t needed = (items + kThreads - 1) / kThreads;
   const int64_t blocks =

@@ -19,10 +19,7 @@ namespace lpbench::cuda {
 // 16-byte aligned.
 struct RopeArgs {
   const void* in = nullptr;  // bf16
-  // bf16; nullptr with `amax` (rope_parts without line_amax): max |out| alone, out not written,
-  // for a quantization that computes RoPE's output again as it quantizes it
-  // (quantize_tensorwise.cuh's quantize_rope_backward_tensorwise).
-  void* out = nullptr;
+  void* out = nullptr;       // bf16
   int64_t batch = 0;
   int64_t seq = 0;
   int64_t heads = 0;

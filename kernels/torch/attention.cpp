@@ -140,12 +140,12 @@ at::Tensor sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, b
 }
 
 #ifdef LPBENCH_CUDA_GLUE
-// The QKV product's dY quantized as its backward quantizes it (the forward's grad_consumer), in
-// RoPE's backward's place, from attention's dQ, dK and dV ([B, heads, T, D], as SDPA's backward
-// gives them): by the gradient's own amax, which RoPE's backward finds without writing the
-// gradient, or under the product's history. Returns the stand-in for the gradient (its values
-// never written), or undefined where nothing was launched: no consumer, the kernel does not take
-// these shapes, lines asked for, a sampled step's diagnostics (which read the gradient itself).
+// The QKV product's dY quantized as its backward quantizes it (the forward's grad_consumer) under
+// its history, in RoPE's backward's place, from attention's dQ, dK and dV ([B, heads, T, D], as
+// SDPA's backward gives them). Returns the stand-in for the gradient (its values never written),
+// or undefined where nothing was launched: no consumer, a history's first turn, the kernel does
+// not take these shapes, lines asked for, a sampled step's diagnostics (which read the gradient
+// itself).
 at::Tensor quantized_gradient(AutogradContext* ctx, const variable_list& d_parts,
                               const at::Tensor& cos, const at::Tensor& sin,
                               const std::vector<int64_t>& sizes) {
@@ -162,24 +162,14 @@ at::Tensor quantized_gradient(AutogradContext* ctx, const variable_list& d_parts
   const auto k = kernel_args(dk, dk, cos, sin, /*inverse=*/true, /*rotate=*/true, {});
   const auto v = kernel_args(dv, dv, cos, sin, /*inverse=*/false, /*rotate=*/false, {});
   if (!q || !k || !v) return {};
-  cuda::RopeArgs parts[] = {*q, *k, *v};
-  for (cuda::RopeArgs& p : parts)
-    p.out = nullptr;
+  const cuda::RopeArgs parts[] = {*q, *k, *v};
   const int64_t cols = sizes.back();
   const int64_t rows = c10::multiply_integers(sizes) / cols;
   if (!rope_backward_quantization_applies(parts, dq, rows, cols, input)) return {};
-  at::Tensor amax;
-  if (input.history == nullptr) {
-    const profiling::Range range("rope backward amax");
-    amax = new_amax(dq);
-    for (cuda::RopeArgs& p : parts)
-      p.amax = reinterpret_cast<uint32_t*>(amax.data_ptr<int32_t>());
-    cuda::rope_parts(parts, 3, stream_of(dq));
-  }
   std::optional<std::pair<Quantized, Quantized>> quantized;
   {
     const profiling::Range range("rope backward quantized");
-    quantized = quantize_rope_backward_with_transpose(parts, dq, rows, cols, input, amax);
+    quantized = quantize_rope_backward_with_transpose(parts, dq, rows, cols, input);
   }
   TORCH_CHECK(quantized, "causal_attention: RoPE's backward quantization applied, then did not");
   at::Tensor stand_in = quantized_stand_in(sizes, dq.options());
@@ -207,7 +197,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     ctx->saved_data["lines"] = report_lines;
     ctx->saved_data["int8"] = int8_saved;
     ctx->saved_data["qk_norm"] = qk_norm;
-    if (grad_consumer.any()) ctx->saved_data["dy"] = to_saved(grad_consumer);
+    if (grad_consumer.history != nullptr) ctx->saved_data["dy"] = to_saved(grad_consumer);
     if (qk_norm) {
       // Qwen3: q and k normalized and rotated out of qkv into a buffer of their own, which
       // attention reads; qkv stays as the projection wrote it, the norms' input for backward.

@@ -30,11 +30,12 @@ struct AttentionShape {
 // quantization of it per row both ways (amax_registry.h's remember_line_amax), where RoPE's
 // kernel writes dqkv (not after per-head norms: their backward reports only the tensor's).
 //
-// `grad_consumer`: how the QKV product quantizes its dY (its backward's, kernels/torch/quantize.h):
-// on the GPU, RoPE's backward then writes that quantization in place of dqkv where its kernel
-// takes the shapes (heads of 16 to 128 elements dividing 128, the q and the k/v heads each a
-// multiple of 128 columns, sequences of a multiple of 128 tokens; not with per-head norms nor
-// lines), and the gradient it returns is a stand-in only that product's backward may read.
+// `grad_consumer`: how the QKV product quantizes its dY (its backward's, kernels/torch/quantize.h).
+// Under its history (delayed scaling), on the GPU, RoPE's backward then writes that quantization
+// in place of dqkv where its kernel takes the shapes (heads of 16 to 128 elements dividing 128,
+// the q and the k/v heads each a multiple of 128 columns, sequences of a multiple of 128 tokens;
+// not with per-head norms nor lines), and the gradient it returns is a stand-in only that
+// product's backward may read.
 //
 // `qk_norms` (Qwen3): RMSNorms over each head of q and of k (weights [head_dim] FP32), before
 // RoPE, in one pass with it (qk_norm_rope.h): q and k go normalized and rotated into a buffer of

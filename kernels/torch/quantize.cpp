@@ -400,7 +400,8 @@ std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
 bool rope_backward_quantization_applies(const cuda::RopeArgs (&parts)[3], const at::Tensor& like,
                                         int64_t rows, int64_t cols,
                                         const InputQuantization& input) {
-  if (!scale_known_ahead(input) || !like.is_cuda() || like.scalar_type() != at::kBFloat16) {
+  if (input.history == nullptr || !scale_known_ahead(input) || !like.is_cuda() ||
+      like.scalar_type() != at::kBFloat16) {
     return false;
   }
   cuda::QuantizeArgs args = producer_args(like, rows, cols, cols, input.spec);
@@ -410,11 +411,11 @@ bool rope_backward_quantization_applies(const cuda::RopeArgs (&parts)[3], const 
 
 std::optional<std::pair<Quantized, Quantized>> quantize_rope_backward_with_transpose(
     const cuda::RopeArgs (&parts)[3], const at::Tensor& like, int64_t rows, int64_t cols,
-    const InputQuantization& input, const at::Tensor& amax) {
+    const InputQuantization& input) {
   if (!rope_backward_quantization_applies(parts, like, rows, cols, input)) return std::nullopt;
   cuda::QuantizeArgs args = producer_args(like, rows, cols, cols, input.spec);
   args.x = parts[0].in;
-  return quantize_in_producer(like, args, input, amax,
+  return quantize_in_producer(like, args, input, {},
                               [&parts](const cuda::QuantizeArgs& a, cudaStream_t stream) {
                                 cuda::quantize_rope_backward_tensorwise(a, parts, stream);
                               });

@@ -99,15 +99,15 @@ std::optional<std::pair<Quantized, Quantized>> quantize_rmsnorm_with_transpose(
 // QKV product's dY, quantized by `input` as one GPU kernel computes it from attention's dQ, dK
 // and dV (`parts`, as cuda::rope_parts takes them, their outputs unused; `like` is dQ, on their
 // device): the bits of quantize_with_transpose(that gradient, input.spec, input.history), the
-// history's turn taken; under input.own_amax scaled by `amax`, dY's amax as FP32 bits (int32 [1]
-// on that device), which rope_parts finds without writing dY (cuda::RopeArgs::out). None where
-// the kernel does not apply, taking no turn: rope_backward_quantization_applies says so
-// beforehand, so that the amax pass runs only where the kernel will.
+// history's turn taken. Under delayed scaling only, as for SwiGLU's gradient (by the gradient's
+// own amax, the pass that finds it and this kernel took as long as RoPE's backward writing the
+// gradient and the one-pass quantization: docs/perf-log.md §66). None where the kernel does not
+// apply, taking no turn: rope_backward_quantization_applies says so beforehand.
 bool rope_backward_quantization_applies(const cuda::RopeArgs (&parts)[3], const at::Tensor& like,
                                         int64_t rows, int64_t cols, const InputQuantization& input);
 std::optional<std::pair<Quantized, Quantized>> quantize_rope_backward_with_transpose(
     const cuda::RopeArgs (&parts)[3], const at::Tensor& like, int64_t rows, int64_t cols,
-    const InputQuantization& input, const at::Tensor& amax = {});
+    const InputQuantization& input);
 #endif
 
 // An InputQuantization carried through an autograd context's saved data (the history as an

@@ -540,11 +540,11 @@ void attention_side(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
 // twice, as §46's did), then the reference's ATen ops a chunk of 1024 tokens at a time (the path it
 // replaced on the GPU, the logits' gradient copied into one tensor as that path did). Bytes: the
 // logits read once and their gradient written once; what the kernel reads again is its own cost.
-// RoPE's backward writing the QKV product's quantized dY (§66), as the fused step runs it for a
-// model without per-head norms: the one-pass quantization of the written dQKV (after the "rope
-// backward (dq, dk; dv copied)" row, which writes it and its amax) by its amax and under a
-// history, against RoPE's backward finding the amax alone and the tile kernel computing dQKV from
-// SDPA's dq, dk and dv as it quantizes it, by that amax and under a history.
+// RoPE's backward writing the QKV product's quantized dY under delayed scaling (§66), as the fused
+// step runs it for a model without per-head norms: the one-pass quantization of the written dQKV
+// (after the "rope backward, no amax" row, which writes it) under a history, against the tile
+// kernel computing dQKV from SDPA's dq, dk and dv as it quantizes it; and, for current scaling,
+// the one-pass quantization by the amax the backward reported.
 void rope_backward_quantize(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
   if (m.qk_norm) return;
   const int64_t d = m.head_dim, nh = m.num_heads, nkv = m.num_kv_heads;
@@ -585,12 +585,16 @@ void rope_backward_quantize(Bench& b, const workloads::ModelConfig& m, int64_t t
     }
     return a;
   };
-  // SDPA's gradients [1, heads, tokens, d] as the parts of RoPE's backward, writing nothing.
-  const auto parts = [&](int i, cuda::RopeArgs(&p)[3]) {
+  b.row(m.name, "quantize dY_qkv (own amax, one pass)", 2 * one,
+        [&](int i) { cuda::quantize_tensorwise(args(i, false), nullptr); });
+  b.row(m.name, "quantize dY_qkv (delayed, one pass)", 2 * one,
+        [&](int i) { cuda::quantize_tensorwise(args(i, true), nullptr); });
+  b.row(m.name, "quantize dY_qkv from dq, dk, dv (delayed)", 2 * one, [&](int i) {
+    // SDPA's gradients [1, heads, tokens, d] as the parts of RoPE's backward.
     const at::Tensor* in[] = {&dq[i], &dk[i], &dv[i]};
     const int64_t heads[] = {nh, nkv, nkv};
+    cuda::RopeArgs p[3];
     for (int k = 0; k < 3; ++k) {
-      p[k] = cuda::RopeArgs{};
       p[k].in = in[k]->data_ptr();
       p[k].batch = 1;
       p[k].seq = tokens;
@@ -602,34 +606,8 @@ void rope_backward_quantize(Bench& b, const workloads::ModelConfig& m, int64_t t
       p[k].sin = sin.data_ptr<float>();
       p[k].inverse = p[k].rotate = k < 2;
     }
-  };
-  b.row(m.name, "quantize dY_qkv (own amax, one pass)", 2 * one,
-        [&](int i) { cuda::quantize_tensorwise(args(i, false), nullptr); });
-  b.row(m.name, "quantize dY_qkv (delayed, one pass)", 2 * one,
-        [&](int i) { cuda::quantize_tensorwise(args(i, true), nullptr); });
-  const at::Tensor found = torch::zeros({1}, kCuda.dtype(at::kInt));
-  b.row(m.name, "rope backward, amax alone", one, [&](int i) {
-    cuda::RopeArgs p[3];
-    parts(i, p);
-    for (cuda::RopeArgs& r : p)
-      r.amax = word(found);
-    cuda::rope_parts(p, 3, nullptr);
+    cuda::quantize_rope_backward_tensorwise(args(i, true), p, nullptr);
   });
-  // A CTA taking 1, 2 or 4 neighbouring tiles in turn (LPBENCH_ROPE_TILES, an experiment's knob).
-  for (const char* tiles : {"1", "2", "4"}) {
-    setenv("LPBENCH_ROPE_TILES", tiles, 1);
-    for (const bool by_history : {false, true}) {
-      b.row(m.name,
-            std::string("quantize dY_qkv from dq, dk, dv (") +
-                (by_history ? "delayed" : "own amax") + ", " + tiles + " a CTA)",
-            2 * one, [&](int i) {
-              cuda::RopeArgs p[3];
-              parts(i, p);
-              cuda::quantize_rope_backward_tensorwise(args(i, by_history), p, nullptr);
-            });
-    }
-  }
-  unsetenv("LPBENCH_ROPE_TILES");
 }
 
 void output_loss(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {

@@ -1,15 +1,11 @@
-// RoPE's backward writing the QKV product's dY quantization in place of the gradient, on the GPU
-// (kernels::quantize_rope_backward_with_transpose and the amax-only RoPE before it): the bits of
-// the gradient as RoPE's backward writes it, followed by the tensorwise quantization it replaces,
-// under current scaling (the gradient's own amax) and delayed scaling (an amax history). The
-// layer-level twin, the fused layer stepping alike with the producers' quantization on and off, is
-// in producer_quantize_test.cpp. Skipped where torch sees no GPU.
+// RoPE's backward writing the QKV product's dY quantization in place of the gradient under delayed
+// scaling, on the GPU (kernels::quantize_rope_backward_with_transpose): the bits of the gradient as
+// RoPE's backward writes it, followed by the tensorwise quantization it replaces. The layer-level
+// twin, the fused layer stepping alike with the producers' quantization on and off, is in
+// producer_quantize_test.cpp. Skipped where torch sees no GPU.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <c10/cuda/CUDAStream.h>
-
-#include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
@@ -83,22 +79,10 @@ struct Gradients {
     }
   }
 
-  // The gradient's amax as RoPE's backward finds it without writing the gradient.
-  at::Tensor amax() const {
+  std::optional<std::pair<Quantized, Quantized>> quantized(const InputQuantization& input) const {
     cuda::RopeArgs p[3];
     parts(p);
-    const at::Tensor bits = torch::zeros({1}, torch::dtype(torch::kInt32).device(torch::kCUDA));
-    for (cuda::RopeArgs& a : p)
-      a.amax = reinterpret_cast<uint32_t*>(bits.data_ptr<int32_t>());
-    cuda::rope_parts(p, 3, c10::cuda::getCurrentCUDAStream().stream());
-    return bits;
-  }
-
-  std::optional<std::pair<Quantized, Quantized>> quantized(const InputQuantization& input,
-                                                           const at::Tensor& amax = {}) const {
-    cuda::RopeArgs p[3];
-    parts(p);
-    return quantize_rope_backward_with_transpose(p, q, rows(), cols(), input, amax);
+    return quantize_rope_backward_with_transpose(p, q, rows(), cols(), input);
   }
 };
 
@@ -113,44 +97,6 @@ std::string name_of(const Shape& s) {
   return std::to_string(s.batch) + "x" + std::to_string(s.seq) + ", heads " +
          std::to_string(s.heads) + "/" + std::to_string(s.kv_heads) + " of " +
          std::to_string(s.head_dim);
-}
-
-// By the gradient's own amax: the amax-only RoPE finds the written gradient's amax bit for bit,
-// and the kernel then makes the values and scales of both layouts of the written gradient
-// quantized, INT8 and E5M2, with an Inf and a NaN among the values too (every value 0, as the
-// reference's).
-TEST(RopeQuantize, ByItsOwnAmaxTheBackwardWritesTheBitsOfItsGradientThenTheQuantization) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  torch::manual_seed(41);
-  for (const Shape& s : kShapes) {
-    for (const NumberFormat format : {NumberFormat::int8, NumberFormat::fp8_e5m2}) {
-      for (const bool nonfinite : {false, true}) {
-        SCOPED_TRACE(name_of(s) + (format == NumberFormat::int8 ? ", int8" : ", fp8_e5m2") +
-                     (nonfinite ? ", an Inf and a NaN" : ""));
-        const QuantSpec spec{format, 0, 0};
-        Gradients g(s.batch, s.seq, s.heads, s.kv_heads, s.head_dim, 0.02);
-        if (nonfinite) {
-          g.k.select(0, 0).select(0, 3).select(0, 0).fill_(std::numeric_limits<float>::infinity());
-          g.v.select(0, 0).select(0, 5).select(0, 1).fill_(std::numeric_limits<float>::quiet_NaN());
-        }
-        const at::Tensor x = g.written();
-        const at::Tensor amax = g.amax();
-        const float found = c10::bit_cast<float>(amax.cpu().item<int32_t>());
-        if (nonfinite) {
-          EXPECT_TRUE(std::isnan(found));  // a NaN tops every other value
-        } else {
-          EXPECT_EQ(found, x.abs().max().to(at::kFloat).cpu().item<float>());
-        }
-        const auto [q, t] = quantize_with_transpose(x, spec);
-        const auto made = g.quantized({nullptr, spec, /*own_amax=*/true}, amax);
-        ASSERT_TRUE(made.has_value());
-        EXPECT_TRUE(same_bytes(made->first.values, q.values));
-        EXPECT_TRUE(same_bytes(made->second.values, t.values));
-        EXPECT_TRUE(same_bytes(made->first.scales, q.scales));
-        EXPECT_TRUE(same_bytes(made->second.scales, t.scales));
-      }
-    }
-  }
 }
 
 // Under a history: its first turn is scaled by the gradient's own amax, which the kernel does
@@ -197,28 +143,35 @@ TEST(RopeQuantize, UnderAHistoryTheBackwardWritesTheBitsOfItsGradientThenTheQuan
 }
 
 // Where the kernel does not take the shapes it says so beforehand and launches nothing: a
-// sequence off the 128 grid, heads of 96 elements, a q part whose heads end inside a tile; and a
-// spec it does not make (blocks, stochastic rounding) or no scale known ahead.
+// sequence off the 128 grid, heads of 96 elements, a q part whose heads end inside a tile; nor
+// a scale it does not make: the gradient's own amax (current scaling), a history's first turn,
+// blocks, stochastic rounding.
 TEST(RopeQuantize, AppliesOnlyWhereItsTileKernelTakesTheShapesAndTheScale) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const QuantSpec spec{NumberFormat::int8, 0, 0};
-  const InputQuantization own{nullptr, spec, /*own_amax=*/true};
+  AmaxHistory history(2);
+  quantize_with_transpose(
+      torch::randn({128, 128}, torch::dtype(torch::kBFloat16).device(torch::kCUDA)), spec,
+      &history);  // its first turn
+  AmaxHistory fresh(2);
+  const InputQuantization delayed{&history, spec};
   const auto applies = [](const Gradients& g, const InputQuantization& input) {
     cuda::RopeArgs p[3];
     g.parts(p);
     return rope_backward_quantization_applies(p, g.q, g.rows(), g.cols(), input);
   };
-  EXPECT_TRUE(applies(Gradients(2, 256, 4, 2, 128, 1.0), own));
-  EXPECT_TRUE(applies(Gradients(1, 128, 6, 2, 64, 1.0), own));
-  EXPECT_FALSE(applies(Gradients(2, 192, 4, 2, 128, 1.0), own));  // 192 tokens a sequence
-  EXPECT_FALSE(applies(Gradients(1, 256, 4, 2, 96, 1.0), own));   // heads of 96
-  EXPECT_FALSE(applies(Gradients(1, 256, 3, 2, 64, 1.0), own));   // q's 192 columns
-  EXPECT_FALSE(applies(Gradients(1, 256, 4, 2, 128, 1.0), {}));   // no scale known
-  EXPECT_FALSE(
-      applies(Gradients(1, 256, 4, 2, 128, 1.0), {nullptr, {NumberFormat::int8, 1, 0}, true}));
-  EXPECT_FALSE(applies(Gradients(1, 256, 4, 2, 128, 1.0),
-                       {nullptr, {NumberFormat::int8, 0, 0, Rounding::stochastic}, true}));
-  EXPECT_FALSE(Gradients(2, 192, 4, 2, 128, 1.0).quantized(own).has_value());
+  EXPECT_TRUE(applies(Gradients(2, 256, 4, 2, 128, 1.0), delayed));
+  EXPECT_TRUE(applies(Gradients(1, 128, 6, 2, 64, 1.0), delayed));
+  EXPECT_FALSE(applies(Gradients(2, 192, 4, 2, 128, 1.0), delayed));  // 192 tokens a sequence
+  EXPECT_FALSE(applies(Gradients(1, 256, 4, 2, 96, 1.0), delayed));   // heads of 96
+  EXPECT_FALSE(applies(Gradients(1, 256, 3, 2, 64, 1.0), delayed));   // q's 192 columns
+  const Gradients g(1, 256, 4, 2, 128, 1.0);
+  EXPECT_FALSE(applies(g, {nullptr, spec, /*own_amax=*/true}));
+  EXPECT_FALSE(applies(g, {&fresh, spec}));
+  EXPECT_FALSE(applies(g, {&history, {NumberFormat::int8, 1, 0}}));
+  EXPECT_FALSE(applies(g, {&history, {NumberFormat::int8, 0, 0, Rounding::stochastic}}));
+  EXPECT_FALSE(Gradients(2, 192, 4, 2, 128, 1.0).quantized(delayed).has_value());
+  EXPECT_EQ(history.recorded(), 1);  // no turn taken
 }
 
 }  // namespace

@@ -66,15 +66,16 @@ std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_am
   if (quantizes("layers.0.attention.qkv")) add("the attention norm");
   if (!moe && quantizes("layers.0.mlp.gate_up")) add("the MLP norm");
   if (quantizes(moe ? "layers.0.moe.experts.0.down" : "layers.0.mlp.down", true)) add("SwiGLU");
-  // SwiGLU's backward quantizes the gate/up product's dY in the dense MLP, under delayed scaling;
-  // RoPE's backward the QKV product's, under either scaling, where its kernel takes the shapes.
+  // SwiGLU's backward quantizes the gate/up product's dY in the dense MLP, and RoPE's backward the
+  // QKV product's where its kernel takes the shapes, both under delayed scaling.
   const auto dy = [&recipe](const char* product) {
     return kernels::producible_dy(
         kernels::decide(recipe, product, kernels::ModuleKind::linear).gemms);
   };
   const std::optional<kernels::Producible> gate_up_dy = dy("layers.0.mlp.gate_up");
   if (!moe && gate_up_dy && gate_up_dy->delayed) add("SwiGLU's backward");
-  if (rope_backward && dy("layers.0.attention.qkv")) add("RoPE's backward");
+  const std::optional<kernels::Producible> qkv_dy = dy("layers.0.attention.qkv");
+  if (rope_backward && qkv_dy && qkv_dy->delayed) add("RoPE's backward");
   return names;
 }
 
@@ -128,9 +129,8 @@ kernels::InputQuantization RecipeLinearImpl::input_quantization() const {
 kernels::InputQuantization RecipeLinearImpl::grad_quantization() const {
   if (!compute_.defined()) return {};
   const std::optional<kernels::Producible> dy = kernels::producible_dy(gemms_);
-  if (!dy) return {};
-  if (dy->delayed) return {&histories_->dy, dy->spec};
-  return {nullptr, dy->spec, /*own_amax=*/true};
+  if (!dy || !dy->delayed) return {};
+  return {&histories_->dy, dy->spec};
 }
 
 torch::Tensor RecipeLinearImpl::weight_wanting_amax() const {

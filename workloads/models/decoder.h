@@ -42,7 +42,7 @@ kernels::LineAmax producer_line_amax(const kernels::Recipe& recipe, bool produce
 // RoPE's backward"; empty for none): each whose product in the first layer, as the recipe decides
 // it, takes kernels::producible_x (the attention norm: QKV's X; the MLP norm: gate/up's, not where
 // an MoE's router and experts read it; SwiGLU: the down projection's, under delayed scaling only)
-// or kernels::producible_dy (SwiGLU's backward: gate/up's dY in a dense MLP, delayed scaling only;
+// or kernels::producible_dy under delayed scaling (SwiGLU's backward: gate/up's dY in a dense MLP;
 // RoPE's backward: QKV's dY, where `rope_backward` says its kernel takes the model's attention).
 std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_amax, bool moe,
                                  bool rope_backward);

@@ -269,15 +269,17 @@ std::pair<Quantized, Quantized> quantize_with_transpose(const at::Tensor& x, con
 #ifdef LPBENCH_CUDA_GLUE
 namespace {
 
-// Whether a producer may write `input`'s quantization of its output, from what it is given alone:
-// a history that has recorded (its first turn scales by the output's own amax), or the output's
-// own amax, tensorwise and rounding to nearest into a narrow format, BF16 on the GPU.
+// Whether `input`'s scale is known before the values are, for a producer to quantize as it
+// computes them: a history that has recorded (its first turn scales by the output's own amax), or
+// the output's own amax, tensorwise and rounding to nearest into a narrow format.
 bool scale_known_ahead(const InputQuantization& input) {
   const QuantSpec& spec = input.spec;
   const bool scaled = input.history != nullptr ? input.history->recorded() > 0 : input.own_amax;
   return scaled && spec.block_rows == 0 && spec.block_cols == 0 &&
          spec.rounding == Rounding::nearest && spec.format != NumberFormat::bf16;
 }
+// Whether a producer may write `input`'s quantization of its output, computed from `source`
+// (contiguous BF16 on the GPU).
 bool producer_may_quantize(const at::Tensor& source, const InputQuantization& input) {
   return scale_known_ahead(input) && source.is_cuda() && source.scalar_type() == at::kBFloat16 &&
          source.dim() >= 2 && source.is_contiguous();
@@ -397,24 +399,32 @@ std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
 }
 
 #ifdef LPBENCH_CUDA_GLUE
+namespace {
+
+// The tile kernel's arguments for RoPE's backward's dY [rows, cols], read from dQ's parts.
+cuda::QuantizeArgs rope_backward_args(const cuda::RopeArgs (&parts)[3], const at::Tensor& like,
+                                      int64_t rows, int64_t cols, const QuantSpec& spec) {
+  cuda::QuantizeArgs args = producer_args(like, rows, cols, cols, spec);
+  args.x = parts[0].in;
+  return args;
+}
+
+}  // namespace
+
 bool rope_backward_quantization_applies(const cuda::RopeArgs (&parts)[3], const at::Tensor& like,
                                         int64_t rows, int64_t cols,
                                         const InputQuantization& input) {
-  if (input.history == nullptr || !scale_known_ahead(input) || !like.is_cuda() ||
-      like.scalar_type() != at::kBFloat16) {
-    return false;
-  }
-  cuda::QuantizeArgs args = producer_args(like, rows, cols, cols, input.spec);
-  args.x = parts[0].in;
-  return cuda::rope_backward_tensorwise_applies(args, parts);
+  return input.history != nullptr && scale_known_ahead(input) && like.is_cuda() &&
+         like.scalar_type() == at::kBFloat16 &&
+         cuda::rope_backward_tensorwise_applies(
+             rope_backward_args(parts, like, rows, cols, input.spec), parts);
 }
 
 std::optional<std::pair<Quantized, Quantized>> quantize_rope_backward_with_transpose(
     const cuda::RopeArgs (&parts)[3], const at::Tensor& like, int64_t rows, int64_t cols,
     const InputQuantization& input) {
   if (!rope_backward_quantization_applies(parts, like, rows, cols, input)) return std::nullopt;
-  cuda::QuantizeArgs args = producer_args(like, rows, cols, cols, input.spec);
-  args.x = parts[0].in;
+  cuda::QuantizeArgs args = rope_backward_args(parts, like, rows, cols, input.spec);
   return quantize_in_producer(like, args, input, {},
                               [&parts](const cuda::QuantizeArgs& a, cudaStream_t stream) {
                                 cuda::quantize_rope_backward_tensorwise(a, parts, stream);

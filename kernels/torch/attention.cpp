@@ -165,13 +165,9 @@ at::Tensor quantized_gradient(AutogradContext* ctx, const variable_list& d_parts
   const cuda::RopeArgs parts[] = {*q, *k, *v};
   const int64_t cols = sizes.back();
   const int64_t rows = c10::multiply_integers(sizes) / cols;
-  if (!rope_backward_quantization_applies(parts, dq, rows, cols, input)) return {};
-  std::optional<std::pair<Quantized, Quantized>> quantized;
-  {
-    const profiling::Range range("rope backward quantized");
-    quantized = quantize_rope_backward_with_transpose(parts, dq, rows, cols, input);
-  }
-  TORCH_CHECK(quantized, "causal_attention: RoPE's backward quantization applied, then did not");
+  const profiling::Range range("rope backward quantized");
+  auto quantized = quantize_rope_backward_with_transpose(parts, dq, rows, cols, input);
+  if (!quantized) return {};
   at::Tensor stand_in = quantized_stand_in(sizes, dq.options());
   remember_quantization(stand_in, input, std::move(quantized->first), std::move(quantized->second));
   return stand_in;

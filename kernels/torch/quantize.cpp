@@ -9,6 +9,7 @@
 #include <optional>
 #include <utility>
 
+#include "kernels/cuda/rope_backward_tile.h"
 #include "kernels/torch/rounding_seed.h"
 
 #ifdef LPBENCH_CUDA_GLUE
@@ -398,6 +399,11 @@ std::optional<std::pair<Quantized, Quantized>> quantize_swiglu_with_transpose(
 #endif
 }
 
+bool rope_backward_quantization_takes(int64_t head_dim, int64_t q_heads, int64_t kv_heads,
+                                      int64_t seq) {
+  return cuda::rope_backward_tile_takes(head_dim, q_heads, kv_heads, kv_heads, seq);
+}
+
 #ifdef LPBENCH_CUDA_GLUE
 namespace {
 
@@ -472,19 +478,15 @@ std::optional<std::pair<Quantized, Quantized>> quantize_rmsnorm_with_transpose(
 }
 
 std::vector<int64_t> to_saved(const InputQuantization& q) {
-  return {reinterpret_cast<int64_t>(q.history),
-          static_cast<int64_t>(q.spec.format),
-          q.spec.block_rows,
-          q.spec.block_cols,
-          static_cast<int64_t>(q.spec.rounding),
-          q.own_amax ? 1 : 0};
+  TORCH_CHECK(q.history != nullptr && !q.own_amax, "to_saved: a history's quantization only");
+  return {reinterpret_cast<int64_t>(q.history), static_cast<int64_t>(q.spec.format),
+          q.spec.block_rows, q.spec.block_cols, static_cast<int64_t>(q.spec.rounding)};
 }
 
 InputQuantization from_saved(const std::vector<int64_t>& v) {
-  TORCH_CHECK(v.size() == 6, "from_saved: not an InputQuantization's saved form");
+  TORCH_CHECK(v.size() == 5, "from_saved: not an InputQuantization's saved form");
   return {reinterpret_cast<AmaxHistory*>(v[0]),
-          {static_cast<NumberFormat>(v[1]), v[2], v[3], static_cast<Rounding>(v[4])},
-          v[5] != 0};
+          {static_cast<NumberFormat>(v[1]), v[2], v[3], static_cast<Rounding>(v[4])}};
 }
 
 at::Tensor quantized_stand_in(at::IntArrayRef sizes, const at::TensorOptions& options) {

@@ -94,6 +94,12 @@ std::optional<std::pair<Quantized, Quantized>> quantize_rmsnorm_with_transpose(
     const at::Tensor& h, const at::Tensor& rstd, const at::Tensor& weight,
     const InputQuantization& input, const at::Tensor& amax = {});
 
+// Whether RoPE's backward quantization below takes these heads and sequences (what else it
+// needs: BF16 on the GPU, delayed scaling, attention's dQ, dK and dV as SDPA gives them), for
+// the workloads to say where it applies before any tensor exists.
+bool rope_backward_quantization_takes(int64_t head_dim, int64_t q_heads, int64_t kv_heads,
+                                      int64_t seq);
+
 #ifdef LPBENCH_CUDA_GLUE
 // RoPE's backward into the gradient dY [rows, cols] of the fused QKV product (attention.h), the
 // QKV product's dY, quantized by `input` as one GPU kernel computes it from attention's dQ, dK
@@ -110,8 +116,9 @@ std::optional<std::pair<Quantized, Quantized>> quantize_rope_backward_with_trans
     const InputQuantization& input);
 #endif
 
-// An InputQuantization carried through an autograd context's saved data (the history as an
-// address): a backward that quantizes its gradient for the product before it.
+// An InputQuantization under a history carried through an autograd context's saved data (the
+// history as an address): a backward that quantizes its gradient for the product before it
+// (under delayed scaling only: SwiGLU's and RoPE's backwards).
 std::vector<int64_t> to_saved(const InputQuantization& q);
 InputQuantization from_saved(const std::vector<int64_t>& saved);
 

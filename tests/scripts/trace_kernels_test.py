@@ -96,6 +96,20 @@ def main():
             failures.append(f"--timeline rows wrong: {rows}")
         elif not rows[1][-1] == "lpbench::wgmma_gemm":
             failures.append(f"--timeline launcher wrong: {rows[1]}")
+        # A quantization that computes its input from a producer's (SwiGLU's output, here) is
+        # counted apart from the quantization passes, since part of its time is the producer's.
+        fused = os.path.join(tmp, "fused.trace.json")
+        source = "(lpbench::cuda::(anonymous namespace)::Source)"
+        with open(fused, "w") as f:
+            json.dump({"traceEvents": [
+                kernel(f"void quantize_tensorwise_kernel<true, true, true, true, {source}0>(p)", 0, 50, 1),
+                kernel(f"void quantize_tensorwise_kernel<true, true, true, true, {source}1>(p)", 60, 30, 2),
+                kernel("void quantize_swiglu_backward_kernel<true>(p)", 100, 40, 3),
+            ]}, f)
+        families = run(script, fused, "--group").stdout
+        for line in ["0.070  58.3%      2  quantize in a producer", "0.050  41.7%      1  quantize"]:
+            if line not in families:
+                failures.append(f"producer families: missing {line!r} in {families!r}")
         missing = run(script, os.path.join(tmp, "absent.json"))
         if missing.returncode == 0 or "cannot read" not in missing.stderr:
             failures.append(f"an absent trace: exit {missing.returncode}, {missing.stderr!r}")

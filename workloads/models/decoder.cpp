@@ -6,6 +6,7 @@
 
 #include "kernels/profiling/range.h"
 #include "kernels/torch/embedding.h"
+#include "kernels/torch/quantize.h"
 #include "kernels/torch/quantized_linear.h"
 #include "kernels/torch/weight_amax.h"
 #include "workloads/models/checkpoint.h"
@@ -80,9 +81,8 @@ std::string quantizing_producers(const kernels::Recipe& recipe, bool producer_am
 }
 
 bool rope_backward_quantizes(const ModelConfig& model, int64_t seq_len) {
-  const auto whole_tiles = [&model](int64_t heads) { return heads * model.head_dim % 128 == 0; };
-  return !model.qk_norm && 128 % model.head_dim == 0 && model.head_dim % 16 == 0 &&
-         whole_tiles(model.num_heads) && whole_tiles(model.num_kv_heads) && seq_len % 128 == 0;
+  return !model.qk_norm && kernels::rope_backward_quantization_takes(
+                               model.head_dim, model.num_heads, model.num_kv_heads, seq_len);
 }
 
 kernels::LinearGemms PrecisionPlan::linear(const std::string& module) {

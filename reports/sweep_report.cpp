@@ -223,8 +223,9 @@ SweepTable sweep_table(const SweepReport& report) {
   }
   out.notes.push_back(
       "TFLOP/s: model FLOPs per step (6·N + 12·L·H·Q·T per token; per product for the gemm and "
-      "linear levels) over the median step; MFU on the BF16 basis (may exceed 50 % for INT8 and "
-      "FP8); roofline: each product at the peak of its own precision plus an estimate of the "
+      "linear levels) over the median step; MFU: that over the GPU's dense BF16 peak, for every "
+      "recipe (an INT8 or FP8 step can pass 100 %, since its products run above that peak); "
+      "roofline: each product at the peak of its own precision plus an estimate of the "
       "other bytes over bandwidth, over the measured time.");
   for (const std::string& note : throughput_notes)
     out.notes.push_back(note + ".");

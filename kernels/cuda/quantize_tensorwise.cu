@@ -29,7 +29,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
@@ -161,89 +160,15 @@ __device__ __forceinline__ void load_rmsnorm(const TensorwiseParams& p, int64_t 
   }
 }
 
-// Where a thread's value slot i sits in the tile once its source has filled it: load i's row
-// and columns (load_row(i), load_col()), unless `half` is set, for RoPE's rotated parts
-// (load_rope_backward): then the thread and its partner half a head away (the lanes that hold the
-// two halves of one row of one head) each compute both halves of four rows, the first lane rows
-// 0, 1, 4 and 5 of its loads, the second 2, 3, 6 and 7, in place of the slots that held them. A
-// slot i with bit 1 clear holds the row's first-half columns, with it set the second half's.
-struct TileSlots {
-  int half = 0;       // half a head, in columns; 0: slot i is load i
-  bool first = true;  // this lane loaded columns in the first half of its head
-  __device__ __forceinline__ int row(int i) const {
-    return half == 0 ? load_row(i) : load_row((i & ~2) + (first ? 0 : 2));
-  }
-  __device__ __forceinline__ int col(int i) const {
-    const int c = load_col();
-    return half == 0 ? c : (first ? c : c - half) + ((i & 2) != 0 ? half : 0);
-  }
-};
-
-// The thread's eight loads of RoPE's backward's tile at (r0, c0): the tile is whole heads of dQ,
-// dK or dV for 128 tokens of one sequence (its part the same for the whole CTA). dV's are copied
-// as `load` gives X's; dQ's and dK's are rotated back, each row's pair of halves by one of the two
-// lanes that loaded them (TileSlots): the lane sends the partner the half of the rows the partner
-// computes and takes the other half of its own rows, four shuffles of 16 bytes where trading
-// every row took eight, and reads the token's cos and sin for four rows where every lane read
-// them for eight (docs/perf-log.md §67: the tables were the kernel's extra load traffic).
-__device__ __forceinline__ TileSlots load_rope_backward(const TensorwiseParams& p, int64_t r0,
-                                                        int64_t c0, uint4 (&raw)[kLoads]) {
-  const RopeSource& s = p.rope;
-  // Each part's arguments selected by a branch on a constant index, so that they stay in the
-  // parameter bank (rope.cu says why).
-  const int part = c0 < s.q_end ? 0 : c0 < s.k_end ? 1 : 2;
-  const int64_t first_col = part == 0 ? 0 : part == 1 ? s.q_end : s.k_end;
-  const __nv_bfloat16* in = part == 0 ? s.in[0] : part == 1 ? s.in[1] : s.in[2];
-  const int64_t bs = part == 0   ? s.batch_stride[0]
-                     : part == 1 ? s.batch_stride[1]
-                                 : s.batch_stride[2];
-  const int64_t ts = part == 0   ? s.token_stride[0]
-                     : part == 1 ? s.token_stride[1]
-                                 : s.token_stride[2];
-  const int64_t hs = part == 0 ? s.head_stride[0] : part == 1 ? s.head_stride[1] : s.head_stride[2];
-  const int64_t b = r0 / s.seq;
-  const int64_t t0 = r0 - b * s.seq;
-  const int64_t col = c0 - first_col + load_col();  // in the part's columns
-  const int within = static_cast<int>(col % s.head_dim);
-  const __nv_bfloat16* head = in + b * bs + (col / s.head_dim) * hs + within;
-#pragma unroll
-  for (int i = 0; i < kLoads; ++i)
-    raw[i] = quant::load_vec(head + (t0 + load_row(i)) * ts);
-  if (part == 2) return {};
-  const TileSlots slots{s.head_dim / 2, within < s.head_dim / 2};
-  const int partner = slots.half / kBf16PerVector;  // lanes apart
-#pragma unroll
-  for (int j = 0; j < kLoads / 2; ++j) {
-    const int a = (j & 1) | ((j & 2) << 1);  // 0, 1, 4, 5: the first lane's rows
-    const uint4 send = slots.first ? raw[a + 2] : raw[a];
-    uint4 other;
-    other.x = __shfl_xor_sync(0xffffffffu, send.x, partner);
-    other.y = __shfl_xor_sync(0xffffffffu, send.y, partner);
-    other.z = __shfl_xor_sync(0xffffffffu, send.z, partner);
-    other.w = __shfl_xor_sync(0xffffffffu, send.w, partner);
-    const Bf16x8 x1 = unpack_bf16x8(slots.first ? raw[a] : other);
-    const Bf16x8 x2 = unpack_bf16x8(slots.first ? other : raw[a + 2]);
-    const int64_t table = (t0 + slots.row(a)) * slots.half + within % slots.half;
-    float c[kBf16PerVector];
-    float sn[kBf16PerVector];
-    load_float8(s.cos + table, c);
-    load_float8(s.sin + table, sn);
-    Bf16x8 out1;
-    Bf16x8 out2;
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e) {
-      out1.v[e] = rope_first(x1.v[e], x2.v[e], c[e], sn[e], /*inverse=*/true);
-      out2.v[e] = rope_second(x1.v[e], x2.v[e], c[e], sn[e], /*inverse=*/true);
-    }
-    raw[a] = pack_bf16x8(out1);
-    raw[a + 2] = pack_bf16x8(out2);
-  }
-  return slots;
-}
-
-// EXPERIMENT (perf-log §67): the version of §66, every lane rotating its own half of eight rows.
-__device__ __forceinline__ void load_rope_backward_rows(const TensorwiseParams& p, int64_t r0,
-                                                        int64_t c0, uint4 (&raw)[kLoads]) {
+// The thread's eight loads of RoPE's backward's tile at (r0, c0), as `load` gives X's: the tile
+// is whole heads of dQ, dK or dV for 128 tokens of one sequence (its part the same for the whole
+// CTA). dV's are copied; dQ's and dK's rotated back, each thread's eight values with the eight of
+// the thread whose columns are half a head away (the same row: lane ^ head_dim / 16), taken by
+// shuffles, and the token's cos and sin of those columns. (Each of the two lanes rotating both
+// halves of four rows, half the shuffles and table reads, ran 1–2 % faster at 124 registers:
+// docs/perf-log.md §67.)
+__device__ __forceinline__ void load_rope_backward(const TensorwiseParams& p, int64_t r0,
+                                                   int64_t c0, uint4 (&raw)[kLoads]) {
   const RopeSource& s = p.rope;
   // Each part's arguments selected by a branch on a constant index, so that they stay in the
   // parameter bank (rope.cu says why).
@@ -335,7 +260,7 @@ __device__ __forceinline__ TileScale tensor_scale(const TensorwiseParams& p, boo
 }
 
 // Where the kernel's X comes from: read, or computed from its producer's inputs.
-enum class Source { x, swiglu, rmsnorm, rope_backward, rope_backward_rows };
+enum class Source { x, swiglu, rmsnorm, rope_backward };
 
 // One 128×128 tile of X per CTA (quantize_byte_tile.cuh), X as kSource gives it.
 template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource = Source::x>
@@ -362,7 +287,6 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   // where the dynamic kernel keeps eight. That alone did not move the kernel's time, perf-log
   // §54; it keeps the two kernels' loads the same.)
   uint4 raw[kLoads];
-  TileSlots slots{};
   const bool nonfinite = inv != inv;
   if (kRecord ? nonfinite && p.amax_seen == nullptr && p.ring == nullptr : nonfinite) {
     if constexpr (!kRecord) inv = 0.0f;
@@ -374,18 +298,16 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   } else if constexpr (kSource == Source::rmsnorm) {
     load_rmsnorm(p, r0, c0, raw);
   } else if constexpr (kSource == Source::rope_backward) {
-    slots = load_rope_backward(p, r0, c0, raw);
-  } else if constexpr (kSource == Source::rope_backward_rows) {
-    load_rope_backward_rows(p, r0, c0, raw);
+    load_rope_backward(p, r0, c0, raw);
   } else {
     load(p.x, p.ld, r0, c0, raw);
   }
-  // Each slot's format bytes from `quantize`, stored in X's layout and stashed for Xᵀ's.
+  const int col = load_col();
+  // Each load's format bytes from `quantize`, stored in X's layout and stashed for Xᵀ's.
   const auto write = [&](auto quantize) {
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      const int r = slots.row(i);
-      const int col = slots.col(i);
+      const int r = load_row(i);
       const uint2 q = quantize(raw[i]);
       if constexpr (kWriteX) {
         *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + c0 + col) = q;
@@ -586,22 +508,10 @@ void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   } else if (tp.rope.in[0] != nullptr) {
     // RoPE's backward: both layouts (quantize_rope_backward_tensorwise checks).
     constexpr Source kRope = Source::rope_backward;
-    constexpr Source kRows = Source::rope_backward_rows;
-    static const bool rows = [] {
-      const char* v = std::getenv("LPBENCH_ROPE_PAIRS");
-      return v != nullptr && std::string(v) == "0";
-    }();
-    if (rows) {
-      tp.fmt == DType::int8 ? quantize_tensorwise_kernel<true, true, true, true, kRows>
-          <<<grid, kThreads, 0, stream>>>(tp)
-                            : quantize_tensorwise_kernel<false, true, true, true, kRows>
-          <<<grid, kThreads, 0, stream>>>(tp);
-    } else {
-      tp.fmt == DType::int8 ? quantize_tensorwise_kernel<true, true, true, true, kRope>
-          <<<grid, kThreads, 0, stream>>>(tp)
-                            : quantize_tensorwise_kernel<false, true, true, true, kRope>
-          <<<grid, kThreads, 0, stream>>>(tp);
-    }
+    tp.fmt == DType::int8 ? quantize_tensorwise_kernel<true, true, true, true, kRope>
+        <<<grid, kThreads, 0, stream>>>(tp)
+                          : quantize_tensorwise_kernel<false, true, true, true, kRope>
+        <<<grid, kThreads, 0, stream>>>(tp);
   } else if (tp.rstd != nullptr && record) {
     tp.fmt == DType::int8 ? launch<true, true, Source::rmsnorm>(tp, grid, stream)
                           : launch<false, true, Source::rmsnorm>(tp, grid, stream);

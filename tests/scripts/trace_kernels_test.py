@@ -110,6 +110,12 @@ def main():
         for line in ["0.070  58.3%      2  quantize in a producer", "0.050  41.7%      1  quantize"]:
             if line not in families:
                 failures.append(f"producer families: missing {line!r} in {families!r}")
+        # --against: the fused trace (120 us, all outside the GEMMs and attention) over the first
+        # trace, whose 100 us of quantization are all it has outside them.
+        against = run(script, fused, "--group", "--against", path).stdout
+        want = "outside the GEMMs and attention: 0.120 ms against the base's 0.100: +0.020 ms, 16.7 %"
+        if want not in against:
+            failures.append(f"--against: missing {want!r} in {against!r}")
         missing = run(script, os.path.join(tmp, "absent.json"))
         if missing.returncode == 0 or "cannot read" not in missing.stderr:
             failures.append(f"an absent trace: exit {missing.returncode}, {missing.stderr!r}")

@@ -29,7 +29,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
@@ -168,14 +167,8 @@ __device__ __forceinline__ void load_rmsnorm(const TensorwiseParams& p, int64_t 
 // shuffles, and the token's cos and sin of those columns. (Each of the two lanes rotating both
 // halves of four rows, half the shuffles and table reads, ran 1–2 % faster at 124 registers:
 // docs/perf-log.md §67.)
-struct RopeTile {
-  int part;    // 0, 1, 2: dQ, dK, dV
-  int64_t t0;  // the tile's first token in its sequence
-  int within;  // the thread's first column in its head
-};
-
-__device__ __forceinline__ RopeTile load_rope_backward(const TensorwiseParams& p, int64_t r0,
-                                                       int64_t c0, uint4 (&raw)[kLoads]) {
+__device__ __forceinline__ void load_rope_backward(const TensorwiseParams& p, int64_t r0,
+                                                   int64_t c0, uint4 (&raw)[kLoads]) {
   const RopeSource& s = p.rope;
   // Each part's arguments selected by a branch on a constant index, so that they stay in the
   // parameter bank (rope.cu says why).
@@ -197,16 +190,7 @@ __device__ __forceinline__ RopeTile load_rope_backward(const TensorwiseParams& p
 #pragma unroll
   for (int i = 0; i < kLoads; ++i)
     raw[i] = quant::load_vec(head + (t0 + load_row(i)) * ts);
-  return {part, t0, within};
-}
-
-// The loads of load_rope_backward rotated back where they are dQ's or dK's.
-__device__ __forceinline__ void rotate_rope_backward(const TensorwiseParams& p, const RopeTile& t,
-                                                     uint4 (&raw)[kLoads]) {
-  if (t.part == 2) return;
-  const RopeSource& s = p.rope;
-  const int64_t t0 = t.t0;
-  const int within = t.within;
+  if (part == 2) return;
   const int half = s.head_dim / 2;
   const bool first = within < half;
   const int partner = half / kBf16PerVector;  // lanes apart
@@ -276,7 +260,7 @@ __device__ __forceinline__ TileScale tensor_scale(const TensorwiseParams& p, boo
 }
 
 // Where the kernel's X comes from: read, or computed from its producer's inputs.
-enum class Source { x, swiglu, rmsnorm, rope_backward, rope_scale_first };
+enum class Source { x, swiglu, rmsnorm, rope_backward };
 
 // One 128×128 tile of X per CTA (quantize_byte_tile.cuh), X as kSource gives it.
 template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource = Source::x>
@@ -290,52 +274,33 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   const int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
   const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
 
-  // The thread's eight loads of X, as its source gives them.
-  uint4 raw[kLoads];
-  const auto load_source = [&] {
-    if constexpr (kSource == Source::swiglu) {
-      load_swiglu(p, r0, c0, raw);
-    } else if constexpr (kSource == Source::rmsnorm) {
-      load_rmsnorm(p, r0, c0, raw);
-    } else if constexpr (kSource == Source::rope_scale_first) {  // EXPERIMENT (§67)
-      rotate_rope_backward(p, load_rope_backward(p, r0, c0, raw), raw);
-    } else {
-      load(p.x, p.ld, r0, c0, raw);
-    }
-  };
-  // RoPE's backward (under a history only) issues its loads before the scale is found and rotates
-  // them after: under a history the scale is a chain of dependent loads (the ring's index, then
-  // its slots: amax_ring.cuh), which X's loads then wait beside, not behind; at three CTAs an SM
-  // this kernel hides that chain least (docs/perf-log.md §67). The other sources keep the scale
-  // first: loading first took the plain and SwiGLU's record kernels from 48 and 80 registers to
-  // 60 and 127, fewer CTAs an SM.
-  constexpr bool kLoadFirst = kSource == Source::rope_backward;
-  static_assert(!kLoadFirst || kRecord, "RoPE's backward is quantized under a history only");
-  RopeTile rope_tile{};
-  if constexpr (kLoadFirst) rope_tile = load_rope_backward(p, r0, c0, raw);
   const TileScale ts =
       p.inv_blocks != nullptr
           ? TileScale{__ldg(p.inv_blocks + (r0 / p.kb) * p.inv_sr + (c0 / p.kb) * p.inv_sc), {}}
           : tensor_scale<kRecord>(p, first_thread);
   const RingTurn turn = ts.turn;
   float inv = ts.inv;
-  if constexpr (kLoadFirst) rotate_rope_backward(p, rope_tile, raw);
   // A NaN or Inf in X (a non-finite amax, a NaN inverse) makes every value 0: nothing is read,
   // and 0 · 0 rounds to +0 in every format, as the reference's do; a record reads X all the
   // same. (The record's test stays a run-time branch though it never skips there: with no branch
   // before them, ptxas spread the loads among the first values' arithmetic, three in flight
   // where the dynamic kernel keeps eight. That alone did not move the kernel's time, perf-log
   // §54; it keeps the two kernels' loads the same.)
+  uint4 raw[kLoads];
   const bool nonfinite = inv != inv;
-  if constexpr (!kLoadFirst) {
-    if (kRecord ? nonfinite && p.amax_seen == nullptr && p.ring == nullptr : nonfinite) {
-      if constexpr (!kRecord) inv = 0.0f;
+  if (kRecord ? nonfinite && p.amax_seen == nullptr && p.ring == nullptr : nonfinite) {
+    if constexpr (!kRecord) inv = 0.0f;
 #pragma unroll
-      for (int i = 0; i < kLoads; ++i)
-        raw[i] = make_uint4(0, 0, 0, 0);
-    } else {
-      load_source();
-    }
+    for (int i = 0; i < kLoads; ++i)
+      raw[i] = make_uint4(0, 0, 0, 0);
+  } else if constexpr (kSource == Source::swiglu) {
+    load_swiglu(p, r0, c0, raw);
+  } else if constexpr (kSource == Source::rmsnorm) {
+    load_rmsnorm(p, r0, c0, raw);
+  } else if constexpr (kSource == Source::rope_backward) {
+    load_rope_backward(p, r0, c0, raw);
+  } else {
+    load(p.x, p.ld, r0, c0, raw);
   }
   const int col = load_col();
   // Each load's format bytes from `quantize`, stored in X's layout and stashed for Xᵀ's.
@@ -543,22 +508,10 @@ void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   } else if (tp.rope.in[0] != nullptr) {
     // RoPE's backward: both layouts (quantize_rope_backward_tensorwise checks).
     constexpr Source kRope = Source::rope_backward;
-    constexpr Source kFirst = Source::rope_scale_first;
-    static const bool scale_first = [] {  // EXPERIMENT (§67)
-      const char* v = std::getenv("LPBENCH_ROPE_LOAD_FIRST");
-      return v != nullptr && std::string(v) == "0";
-    }();
-    if (scale_first) {
-      tp.fmt == DType::int8 ? quantize_tensorwise_kernel<true, true, true, true, kFirst>
-          <<<grid, kThreads, 0, stream>>>(tp)
-                            : quantize_tensorwise_kernel<false, true, true, true, kFirst>
-          <<<grid, kThreads, 0, stream>>>(tp);
-    } else {
-      tp.fmt == DType::int8 ? quantize_tensorwise_kernel<true, true, true, true, kRope>
-          <<<grid, kThreads, 0, stream>>>(tp)
-                            : quantize_tensorwise_kernel<false, true, true, true, kRope>
-          <<<grid, kThreads, 0, stream>>>(tp);
-    }
+    tp.fmt == DType::int8 ? quantize_tensorwise_kernel<true, true, true, true, kRope>
+        <<<grid, kThreads, 0, stream>>>(tp)
+                          : quantize_tensorwise_kernel<false, true, true, true, kRope>
+        <<<grid, kThreads, 0, stream>>>(tp);
   } else if (tp.rstd != nullptr && record) {
     tp.fmt == DType::int8 ? launch<true, true, Source::rmsnorm>(tp, grid, stream)
                           : launch<false, true, Source::rmsnorm>(tp, grid, stream);

@@ -164,9 +164,10 @@ __device__ __forceinline__ void load_rmsnorm(const TensorwiseParams& p, int64_t 
 // is whole heads of dQ, dK or dV for 128 tokens of one sequence (its part the same for the whole
 // CTA). dV's are copied; dQ's and dK's rotated back, each thread's eight values with the eight of
 // the thread whose columns are half a head away (the same row: lane ^ head_dim / 16), taken by
-// shuffles, and the token's cos and sin of those columns. (Each of the two lanes rotating both
-// halves of four rows, half the shuffles and table reads, ran 1–2 % faster at 124 registers:
-// docs/perf-log.md §67.)
+// shuffles, and the token's cos and sin of those columns. (Tried, docs/perf-log.md §67: each of
+// the two lanes rotating both halves of four rows, half the shuffles and table reads, ran 1–2 %
+// faster at 124 registers; these loads issued before the history's scale is found, 30 % slower
+// at 86 registers, two CTAs an SM.)
 __device__ __forceinline__ void load_rope_backward(const TensorwiseParams& p, int64_t r0,
                                                    int64_t c0, uint4 (&raw)[kLoads]) {
   const RopeSource& s = p.rope;

@@ -29,12 +29,14 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/amax_ring.cuh"
 #include "kernels/cuda/bf16_vector.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/cp_async.cuh"
 #include "kernels/cuda/nvtx_range.cuh"
 #include "kernels/cuda/quantize_byte_tile.cuh"
 #include "kernels/cuda/quantize_math.cuh"
@@ -417,6 +419,107 @@ __global__ void __launch_bounds__(kThreads)
   report_amax_if_above(p.ring != nullptr ? p.ring + ts.turn.current : p.amax_seen, seen);
 }
 
+// RoPE's backward under a history (quantize_rope_backward_tensorwise), a tile a CTA: the tile of
+// dQ, dK or dV (whole heads of one part for 128 tokens, read through SDPA's strides) copied into
+// shared memory with cp.async, the history's scale found while those copies are in flight, then
+// each thread rotating pairs back from there: eight columns of the first half of a head and the
+// eight half a head away, which share the token's cos and sin, for a row of the tile in each of
+// four passes (dV's tiles are copied). The loads hold no registers, so the kernel fits four CTAs
+// an SM where the register loader (load_rope_backward: the tile in registers, partners by
+// shuffles) fit three at 75 registers and ran at 53 % of the HBM peak (docs/perf-log.md §66–§68).
+// Values, scales and record as quantize_tensorwise_kernel's under a history.
+template <bool kInt8>
+__global__ void __launch_bounds__(kThreads, 4) quantize_rope_backward_kernel(const TensorwiseParams p) {
+  constexpr int kVectorsPerRow = kTile / kBf16PerVector;  // 16
+  // 32 KiB of BF16, dynamic: with the byte tile and block_max's words the CTA holds 128 bytes
+  // more than a kernel's static 48 KiB.
+  extern __shared__ __align__(16) uint4 staged[];  // [kTile][kVectorsPerRow]
+  __shared__ __align__(16) uint32_t tile[kWords];
+  const int64_t r0 = static_cast<int64_t>(gridDim.y - 1 - blockIdx.y) * kTile;
+  const int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
+  const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
+  const RopeSource& s = p.rope;
+  // Each part's arguments selected by a branch on a constant index, so that they stay in the
+  // parameter bank (rope.cu says why).
+  const int part = c0 < s.q_end ? 0 : c0 < s.k_end ? 1 : 2;
+  {
+    const int64_t first_col = part == 0 ? 0 : part == 1 ? s.q_end : s.k_end;
+    const __nv_bfloat16* in = part == 0 ? s.in[0] : part == 1 ? s.in[1] : s.in[2];
+    const int64_t bs = part == 0   ? s.batch_stride[0]
+                       : part == 1 ? s.batch_stride[1]
+                                   : s.batch_stride[2];
+    const int64_t ts = part == 0   ? s.token_stride[0]
+                       : part == 1 ? s.token_stride[1]
+                                   : s.token_stride[2];
+    const int64_t hs =
+        part == 0 ? s.head_stride[0] : part == 1 ? s.head_stride[1] : s.head_stride[2];
+    const int64_t b = r0 / s.seq;
+    const int64_t col = c0 - first_col + load_col();  // in the part's columns
+    const __nv_bfloat16* head =
+        in + b * bs + (col / s.head_dim) * hs + col % s.head_dim + (r0 - b * s.seq) * ts;
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      cp_async16(smem_addr(&staged[load_row(i) * kVectorsPerRow + load_col() / kBf16PerVector]),
+                 head + load_row(i) * ts);
+    }
+    cp_async_commit();
+  }
+  const TileScale scale = tensor_scale<true>(p, first_thread);
+  // A NaN or Inf amax makes every value 0, as the reference's; the record reads them all the same.
+  const bool nonfinite = scale.inv != scale.inv;
+  // This thread's pair of column groups: group g of the row's eight in first halves of heads.
+  const int half = s.head_dim / 2;
+  const int g = static_cast<int>(threadIdx.x) % 8;
+  const int groups_per_half = half / kBf16PerVector;
+  const int within = (g % groups_per_half) * kBf16PerVector;  // in the head's first half
+  const int a = (g / groups_per_half) * s.head_dim + within;  // the first group's tile column
+  const int rp = static_cast<int>(threadIdx.x) / 8;
+  cp_async_wait<0>();
+  __syncthreads();
+  uint32_t seen = 0;
+#pragma unroll
+  for (int k = 0; k < kTile / 32; ++k) {
+    // A warp's four rows 32 apart, so that its stashes fill both halves of the banks.
+    const int r = (rp & 3) * 32 + (rp >> 2) * 4 + k;
+    uint4 v[2] = {staged[r * kVectorsPerRow + a / kBf16PerVector],
+                  staged[r * kVectorsPerRow + (a + half) / kBf16PerVector]};
+    if (part != 2) {
+      float c[kBf16PerVector];
+      float sn[kBf16PerVector];
+      const int64_t table = (r0 % s.seq + r) * half + within;
+      load_float8(s.cos + table, c);
+      load_float8(s.sin + table, sn);
+      const Bf16x8 x1 = unpack_bf16x8(v[0]);
+      const Bf16x8 x2 = unpack_bf16x8(v[1]);
+      Bf16x8 y1;
+      Bf16x8 y2;
+#pragma unroll
+      for (int e = 0; e < kBf16PerVector; ++e) {
+        y1.v[e] = rope_first(x1.v[e], x2.v[e], c[e], sn[e], /*inverse=*/true);
+        y2.v[e] = rope_second(x1.v[e], x2.v[e], c[e], sn[e], /*inverse=*/true);
+      }
+      v[0] = pack_bf16x8(y1);
+      v[1] = pack_bf16x8(y2);
+    }
+    // These values' max |x|, which also says whether a NaN is among them (quantize8_saturating).
+    const uint32_t mine = loads_amax(v);
+    seen = max(seen, mine);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int col = a + j * half;
+      const uint2 q = nonfinite ? make_uint2(0u, 0u)
+                      : mine <= quant::kInfBits
+                          ? quantize8_saturating<kInt8, false>(v[j], scale.inv, p.fmax, p.fmt)
+                          : quantize8_saturating<kInt8, true>(v[j], scale.inv, p.fmax, p.fmt);
+      *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + c0 + col) = q;
+      stash(tile, r, col, q);
+    }
+  }
+  __syncthreads();
+  store_transposed(tile, p.values_t, p.rows, r0, c0);
+  report_amax_if_above(p.ring + scale.turn.current, seen);
+}
+
 // max |x| of X into *amax (zeroed), as FP32 bits: thread t of a CTA owns one 16-byte column
 // vector of its strip and walks the CTA's rows, four loads in flight; one atomic a CTA.
 __global__ void __launch_bounds__(kThreads)
@@ -508,11 +611,35 @@ void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
                           : launch<false, true, Source::swiglu>(tp, grid, stream);
   } else if (tp.rope.in[0] != nullptr) {
     // RoPE's backward: both layouts (quantize_rope_backward_tensorwise checks).
+    static const bool staged = [] {
+      const char* v = std::getenv("LPBENCH_ROPE_STAGED");
+      return v == nullptr || v[0] != '0';
+    }();
     constexpr Source kRope = Source::rope_backward;
-    tp.fmt == DType::int8 ? quantize_tensorwise_kernel<true, true, true, true, kRope>
-        <<<grid, kThreads, 0, stream>>>(tp)
-                          : quantize_tensorwise_kernel<false, true, true, true, kRope>
-        <<<grid, kThreads, 0, stream>>>(tp);
+    if (staged) {
+      constexpr int kStaged = kTile * kTile * 2;  // the tile in BF16
+      // Past 48 KiB a CTA only by asking; the carveout asked as shared memory's largest, so that
+      // four CTAs (50 KiB each with the driver's 1 KiB) fit an SM.
+      static const bool asked = [] {
+        for (const void* k : {reinterpret_cast<const void*>(quantize_rope_backward_kernel<true>),
+                              reinterpret_cast<const void*>(quantize_rope_backward_kernel<false>)}) {
+          LPBENCH_CUDA_CHECK(
+              cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kStaged));
+          LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                  cudaSharedmemCarveoutMaxShared));
+        }
+        return true;
+      }();
+      (void)asked;
+      tp.fmt == DType::int8
+          ? quantize_rope_backward_kernel<true><<<grid, kThreads, kStaged, stream>>>(tp)
+          : quantize_rope_backward_kernel<false><<<grid, kThreads, kStaged, stream>>>(tp);
+    } else {
+      tp.fmt == DType::int8 ? quantize_tensorwise_kernel<true, true, true, true, kRope>
+          <<<grid, kThreads, 0, stream>>>(tp)
+                            : quantize_tensorwise_kernel<false, true, true, true, kRope>
+          <<<grid, kThreads, 0, stream>>>(tp);
+    }
   } else if (tp.rstd != nullptr && record) {
     tp.fmt == DType::int8 ? launch<true, true, Source::rmsnorm>(tp, grid, stream)
                           : launch<false, true, Source::rmsnorm>(tp, grid, stream);

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """scripts/trace-kernels on a small synthetic profiler trace: the kernel families (cuDNN's
 attention kernels name wgmma, and must not count as lpbench's INT8 GEMM), the sums, and --gaps
-(the span, the idle time, and the CPU operator that launched the kernel after each gap), and
+(the span, the idle time, and the CPU operator that launched the kernel after each gap),
+--against (a base trace named, or BF16's found in the store beside the trace), and
 --timeline (each kernel's start, the idle time before it, its lead over its launch, its launcher).
 
   trace_kernels_test.py REPO_ROOT
 """
 import json
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -105,17 +108,42 @@ def main():
                 kernel(f"void quantize_tensorwise_kernel<true, true, true, true, {source}0>(p)", 0, 50, 1),
                 kernel(f"void quantize_tensorwise_kernel<true, true, true, true, {source}1>(p)", 60, 30, 2),
                 kernel("void quantize_swiglu_backward_kernel<true>(p)", 100, 40, 3),
+                kernel("void lpbench::cuda::(anonymous namespace)::quantize_rope_backward_kernel<true>(p)",
+                       150, 30, 4),
             ]}, f)
         families = run(script, fused, "--group").stdout
-        for line in ["0.070  58.3%      2  quantize in a producer", "0.050  41.7%      1  quantize"]:
+        for line in ["0.100  66.7%      3  quantize in a producer", "0.050  33.3%      1  quantize"]:
             if line not in families:
                 failures.append(f"producer families: missing {line!r} in {families!r}")
-        # --against: the fused trace (120 us, all outside the GEMMs and attention) over the first
+        # --against: the fused trace (150 us, all outside the GEMMs and attention) over the first
         # trace, whose 100 us of quantization are all it has outside them.
         against = run(script, fused, "--group", "--against", path).stdout
-        want = "outside the GEMMs and attention: 0.120 ms against the base's 0.100: +0.020 ms, 16.7 %"
+        want = "outside the GEMMs and attention: 0.150 ms against the base's 0.100: +0.050 ms, 33.3 %"
         if want not in against:
             failures.append(f"--against: missing {want!r} in {against!r}")
+        # --against bf16: the BF16 run's trace of the same step and sweep, found in the database
+        # beside the traces (runs 1 and 2 in sweep 1; run 3 alone in sweep 2, with no BF16 run).
+        db = os.path.join(tmp, "s.db")
+        con = sqlite3.connect(db)
+        con.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, sweep_id INTEGER, recipe TEXT)")
+        con.executemany("INSERT INTO runs VALUES (?, ?, ?)",
+                        [(1, 1, "bf16"), (2, 1, "int8-tensor"), (3, 2, "int8-tensor")])
+        con.commit()
+        con.close()
+        for run_id, source in [(1, path), (2, fused), (3, fused)]:
+            shutil.copy(source, os.path.join(tmp, f"s-run{run_id}-step8.trace.json"))
+        twin = run(script, os.path.join(tmp, "s-run2-step8.trace.json"), "--group", "--against", "bf16")
+        if twin.returncode != 0 or want not in twin.stdout:
+            failures.append(f"--against bf16: exit {twin.returncode}, missing {want!r} in {twin.stdout!r}")
+        itself = run(script, os.path.join(tmp, "s-run1-step8.trace.json"), "--group", "--against", "bf16")
+        if itself.returncode != 0 or "outside the GEMMs" in itself.stdout:
+            failures.append(f"--against bf16 on BF16's own trace: exit {itself.returncode}, {itself.stdout!r}")
+        alone = run(script, os.path.join(tmp, "s-run3-step8.trace.json"), "--against", "bf16")
+        if alone.returncode == 0 or "has no BF16 trace of step 8" not in alone.stderr:
+            failures.append(f"--against bf16 without a BF16 run: exit {alone.returncode}, {alone.stderr!r}")
+        unnamed = run(script, path, "--against", "bf16")
+        if unnamed.returncode == 0 or "--against bf16 needs a trace named" not in unnamed.stderr:
+            failures.append(f"--against bf16 on an unnamed trace: exit {unnamed.returncode}, {unnamed.stderr!r}")
         missing = run(script, os.path.join(tmp, "absent.json"))
         if missing.returncode == 0 or "cannot read" not in missing.stderr:
             failures.append(f"an absent trace: exit {missing.returncode}, {missing.stderr!r}")

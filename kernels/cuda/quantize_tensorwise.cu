@@ -24,7 +24,7 @@
 // back (docs/perf-log.md §59, §60, §61); and, in a kernel of its own, SwiGLU's gradient from
 // gate/up and the gradient of SwiGLU's output under delayed scaling
 // (quantize_swiglu_backward_tensorwise, §65); and RoPE's backward, from attention's dQ, dK and
-// dV, likewise (quantize_rope_backward_tensorwise, §66).
+// dV, likewise, its tile staged in shared memory (quantize_rope_backward_tensorwise, §66, §68).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -162,65 +162,6 @@ __device__ __forceinline__ void load_rmsnorm(const TensorwiseParams& p, int64_t 
   }
 }
 
-// The thread's eight loads of RoPE's backward's tile at (r0, c0), as `load` gives X's: the tile
-// is whole heads of dQ, dK or dV for 128 tokens of one sequence (its part the same for the whole
-// CTA). dV's are copied; dQ's and dK's rotated back, each thread's eight values with the eight of
-// the thread whose columns are half a head away (the same row: lane ^ head_dim / 16), taken by
-// shuffles, and the token's cos and sin of those columns. (Tried, docs/perf-log.md §67: each of
-// the two lanes rotating both halves of four rows, half the shuffles and table reads, ran 1–2 %
-// faster at 124 registers; these loads issued before the history's scale is found, 30 % slower
-// at 86 registers, two CTAs an SM.)
-__device__ __forceinline__ void load_rope_backward(const TensorwiseParams& p, int64_t r0,
-                                                   int64_t c0, uint4 (&raw)[kLoads]) {
-  const RopeSource& s = p.rope;
-  // Each part's arguments selected by a branch on a constant index, so that they stay in the
-  // parameter bank (rope.cu says why).
-  const int part = c0 < s.q_end ? 0 : c0 < s.k_end ? 1 : 2;
-  const int64_t first_col = part == 0 ? 0 : part == 1 ? s.q_end : s.k_end;
-  const __nv_bfloat16* in = part == 0 ? s.in[0] : part == 1 ? s.in[1] : s.in[2];
-  const int64_t bs = part == 0   ? s.batch_stride[0]
-                     : part == 1 ? s.batch_stride[1]
-                                 : s.batch_stride[2];
-  const int64_t ts = part == 0   ? s.token_stride[0]
-                     : part == 1 ? s.token_stride[1]
-                                 : s.token_stride[2];
-  const int64_t hs = part == 0 ? s.head_stride[0] : part == 1 ? s.head_stride[1] : s.head_stride[2];
-  const int64_t b = r0 / s.seq;
-  const int64_t t0 = r0 - b * s.seq;
-  const int64_t col = c0 - first_col + load_col();  // in the part's columns
-  const int within = static_cast<int>(col % s.head_dim);
-  const __nv_bfloat16* head = in + b * bs + (col / s.head_dim) * hs + within;
-#pragma unroll
-  for (int i = 0; i < kLoads; ++i)
-    raw[i] = quant::load_vec(head + (t0 + load_row(i)) * ts);
-  if (part == 2) return;
-  const int half = s.head_dim / 2;
-  const bool first = within < half;
-  const int partner = half / kBf16PerVector;  // lanes apart
-#pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
-    uint4 other;
-    other.x = __shfl_xor_sync(0xffffffffu, raw[i].x, partner);
-    other.y = __shfl_xor_sync(0xffffffffu, raw[i].y, partner);
-    other.z = __shfl_xor_sync(0xffffffffu, raw[i].z, partner);
-    other.w = __shfl_xor_sync(0xffffffffu, raw[i].w, partner);
-    const int64_t table = (t0 + load_row(i)) * half + within % half;
-    float c[kBf16PerVector];
-    float sn[kBf16PerVector];
-    load_float8(s.cos + table, c);
-    load_float8(s.sin + table, sn);
-    const Bf16x8 mine = unpack_bf16x8(raw[i]);
-    const Bf16x8 theirs = unpack_bf16x8(other);
-    Bf16x8 out;
-#pragma unroll
-    for (int e = 0; e < kBf16PerVector; ++e) {
-      out.v[e] = first ? rope_first(mine.v[e], theirs.v[e], c[e], sn[e], /*inverse=*/true)
-                       : rope_second(theirs.v[e], mine.v[e], c[e], sn[e], /*inverse=*/true);
-    }
-    raw[i] = pack_bf16x8(out);
-  }
-}
-
 // What a CTA of a tensorwise quantization finds first: the inverse of the scale, from the amax
 // given or (kRecord, ring_amax) the history's, and the history's turn, if it records into one.
 // The first CTA's first thread writes the scales and moves the ring on.
@@ -263,7 +204,7 @@ __device__ __forceinline__ TileScale tensor_scale(const TensorwiseParams& p, boo
 }
 
 // Where the kernel's X comes from: read, or computed from its producer's inputs.
-enum class Source { x, swiglu, rmsnorm, rope_backward };
+enum class Source { x, swiglu, rmsnorm };
 
 // One 128×128 tile of X per CTA (quantize_byte_tile.cuh), X as kSource gives it.
 template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource = Source::x>
@@ -300,8 +241,6 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
     load_swiglu(p, r0, c0, raw);
   } else if constexpr (kSource == Source::rmsnorm) {
     load_rmsnorm(p, r0, c0, raw);
-  } else if constexpr (kSource == Source::rope_backward) {
-    load_rope_backward(p, r0, c0, raw);
   } else {
     load(p.x, p.ld, r0, c0, raw);
   }
@@ -424,12 +363,14 @@ __global__ void __launch_bounds__(kThreads)
 // shared memory with cp.async, the history's scale found while those copies are in flight, then
 // each thread rotating pairs back from there: eight columns of the first half of a head and the
 // eight half a head away, which share the token's cos and sin, for a row of the tile in each of
-// four passes (dV's tiles are copied). The loads hold no registers, so the kernel fits four CTAs
-// an SM where the register loader (load_rope_backward: the tile in registers, partners by
-// shuffles) fit three at 75 registers and ran at 53 % of the HBM peak (docs/perf-log.md §66–§68).
-// Values, scales and record as quantize_tensorwise_kernel's under a history.
-template <bool kInt8>
-__global__ void __launch_bounds__(kThreads, 4) quantize_rope_backward_kernel(const TensorwiseParams p) {
+// four passes (dV's tiles are copied). The copies hold no registers, so the kernel fits four
+// CTAs an SM (60 registers, 49 KiB of shared memory). Its first form loaded the tile into
+// registers as quantize_tensorwise_kernel does and met each value's partner by shuffles: 75
+// registers, three CTAs an SM, 53 % of the HBM peak where this runs at 63 % (docs/perf-log.md
+// §66–§68). Values, scales and record as quantize_tensorwise_kernel's under a history.
+template <bool kInt8, bool kEarlyTable>
+__global__ void __launch_bounds__(kThreads, 4)
+    quantize_rope_backward_kernel(const TensorwiseParams p) {
   constexpr int kVectorsPerRow = kTile / kBf16PerVector;  // 16
   // 32 KiB of BF16, dynamic: with the byte tile and block_max's words the CTA holds 128 bytes
   // more than a kernel's static 48 KiB.
@@ -451,8 +392,9 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_rope_backward_kernel(con
     const int64_t ts = part == 0   ? s.token_stride[0]
                        : part == 1 ? s.token_stride[1]
                                    : s.token_stride[2];
-    const int64_t hs =
-        part == 0 ? s.head_stride[0] : part == 1 ? s.head_stride[1] : s.head_stride[2];
+    const int64_t hs = part == 0   ? s.head_stride[0]
+                       : part == 1 ? s.head_stride[1]
+                                   : s.head_stride[2];
     const int64_t b = r0 / s.seq;
     const int64_t col = c0 - first_col + load_col();  // in the part's columns
     const __nv_bfloat16* head =
@@ -474,21 +416,29 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_rope_backward_kernel(con
   const int within = (g % groups_per_half) * kBf16PerVector;  // in the head's first half
   const int a = (g / groups_per_half) * s.head_dim + within;  // the first group's tile column
   const int rp = static_cast<int>(threadIdx.x) / 8;
+  // Pass k's row: a warp's four rows 32 apart, so that its stashes fill both halves of the banks.
+  const auto row = [&](int k) { return (rp & 3) * 32 + (rp >> 2) * 4 + k; };
+  const auto table = [&](int k) { return (r0 % s.seq + row(k)) * half + within; };
+  float c[kBf16PerVector];
+  float sn[kBf16PerVector];
+  if (kEarlyTable && part != 2) {
+    // The first pass's cos and sin asked for while the tile's copies are in flight.
+    load_float8(s.cos + table(0), c);
+    load_float8(s.sin + table(0), sn);
+  }
   cp_async_wait<0>();
   __syncthreads();
   uint32_t seen = 0;
 #pragma unroll
   for (int k = 0; k < kTile / 32; ++k) {
-    // A warp's four rows 32 apart, so that its stashes fill both halves of the banks.
-    const int r = (rp & 3) * 32 + (rp >> 2) * 4 + k;
+    const int r = row(k);
     uint4 v[2] = {staged[r * kVectorsPerRow + a / kBf16PerVector],
                   staged[r * kVectorsPerRow + (a + half) / kBf16PerVector]};
     if (part != 2) {
-      float c[kBf16PerVector];
-      float sn[kBf16PerVector];
-      const int64_t table = (r0 % s.seq + r) * half + within;
-      load_float8(s.cos + table, c);
-      load_float8(s.sin + table, sn);
+      if (!kEarlyTable || k > 0) {
+        load_float8(s.cos + table(k), c);
+        load_float8(s.sin + table(k), sn);
+      }
       const Bf16x8 x1 = unpack_bf16x8(v[0]);
       const Bf16x8 x2 = unpack_bf16x8(v[1]);
       Bf16x8 y1;
@@ -611,34 +561,35 @@ void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
                           : launch<false, true, Source::swiglu>(tp, grid, stream);
   } else if (tp.rope.in[0] != nullptr) {
     // RoPE's backward: both layouts (quantize_rope_backward_tensorwise checks).
-    static const bool staged = [] {
-      const char* v = std::getenv("LPBENCH_ROPE_STAGED");
+    static const bool early = [] {
+      const char* v = std::getenv("LPBENCH_ROPE_EARLY_TABLE");
       return v == nullptr || v[0] != '0';
     }();
-    constexpr Source kRope = Source::rope_backward;
-    if (staged) {
-      constexpr int kStaged = kTile * kTile * 2;  // the tile in BF16
-      // Past 48 KiB a CTA only by asking; the carveout asked as shared memory's largest, so that
-      // four CTAs (50 KiB each with the driver's 1 KiB) fit an SM.
-      static const bool asked = [] {
-        for (const void* k : {reinterpret_cast<const void*>(quantize_rope_backward_kernel<true>),
-                              reinterpret_cast<const void*>(quantize_rope_backward_kernel<false>)}) {
-          LPBENCH_CUDA_CHECK(
-              cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kStaged));
-          LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                                  cudaSharedmemCarveoutMaxShared));
-        }
-        return true;
-      }();
-      (void)asked;
+    constexpr int kStaged = kTile * kTile * 2;  // the tile in BF16
+    // Past 48 KiB a CTA only by asking; the carveout asked as shared memory's largest, so that
+    // four CTAs (50 KiB each with the driver's 1 KiB) fit an SM.
+    static const bool asked = [] {
+      for (const void* k :
+           {reinterpret_cast<const void*>(quantize_rope_backward_kernel<true, true>),
+            reinterpret_cast<const void*>(quantize_rope_backward_kernel<false, true>),
+            reinterpret_cast<const void*>(quantize_rope_backward_kernel<true, false>),
+            reinterpret_cast<const void*>(quantize_rope_backward_kernel<false, false>)}) {
+        LPBENCH_CUDA_CHECK(
+            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kStaged));
+        LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                cudaSharedmemCarveoutMaxShared));
+      }
+      return true;
+    }();
+    (void)asked;
+    if (early) {
       tp.fmt == DType::int8
-          ? quantize_rope_backward_kernel<true><<<grid, kThreads, kStaged, stream>>>(tp)
-          : quantize_rope_backward_kernel<false><<<grid, kThreads, kStaged, stream>>>(tp);
+          ? quantize_rope_backward_kernel<true, true><<<grid, kThreads, kStaged, stream>>>(tp)
+          : quantize_rope_backward_kernel<false, true><<<grid, kThreads, kStaged, stream>>>(tp);
     } else {
-      tp.fmt == DType::int8 ? quantize_tensorwise_kernel<true, true, true, true, kRope>
-          <<<grid, kThreads, 0, stream>>>(tp)
-                            : quantize_tensorwise_kernel<false, true, true, true, kRope>
-          <<<grid, kThreads, 0, stream>>>(tp);
+      tp.fmt == DType::int8
+          ? quantize_rope_backward_kernel<true, false><<<grid, kThreads, kStaged, stream>>>(tp)
+          : quantize_rope_backward_kernel<false, false><<<grid, kThreads, kStaged, stream>>>(tp);
     }
   } else if (tp.rstd != nullptr && record) {
     tp.fmt == DType::int8 ? launch<true, true, Source::rmsnorm>(tp, grid, stream)

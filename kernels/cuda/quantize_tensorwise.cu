@@ -29,7 +29,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
@@ -368,7 +367,7 @@ __global__ void __launch_bounds__(kThreads)
 // registers as quantize_tensorwise_kernel does and met each value's partner by shuffles: 75
 // registers, three CTAs an SM, 53 % of the HBM peak where this runs at 63 % (docs/perf-log.md
 // §66–§68). Values, scales and record as quantize_tensorwise_kernel's under a history.
-template <bool kInt8, bool kEarlyTable>
+template <bool kInt8>
 __global__ void __launch_bounds__(kThreads, 4)
     quantize_rope_backward_kernel(const TensorwiseParams p) {
   constexpr int kVectorsPerRow = kTile / kBf16PerVector;  // 16
@@ -419,13 +418,6 @@ __global__ void __launch_bounds__(kThreads, 4)
   // Pass k's row: a warp's four rows 32 apart, so that its stashes fill both halves of the banks.
   const auto row = [&](int k) { return (rp & 3) * 32 + (rp >> 2) * 4 + k; };
   const auto table = [&](int k) { return (r0 % s.seq + row(k)) * half + within; };
-  float c[kBf16PerVector];
-  float sn[kBf16PerVector];
-  if (kEarlyTable && part != 2) {
-    // The first pass's cos and sin asked for while the tile's copies are in flight.
-    load_float8(s.cos + table(0), c);
-    load_float8(s.sin + table(0), sn);
-  }
   cp_async_wait<0>();
   __syncthreads();
   uint32_t seen = 0;
@@ -435,10 +427,10 @@ __global__ void __launch_bounds__(kThreads, 4)
     uint4 v[2] = {staged[r * kVectorsPerRow + a / kBf16PerVector],
                   staged[r * kVectorsPerRow + (a + half) / kBf16PerVector]};
     if (part != 2) {
-      if (!kEarlyTable || k > 0) {
-        load_float8(s.cos + table(k), c);
-        load_float8(s.sin + table(k), sn);
-      }
+      float c[kBf16PerVector];
+      float sn[kBf16PerVector];
+      load_float8(s.cos + table(k), c);
+      load_float8(s.sin + table(k), sn);
       const Bf16x8 x1 = unpack_bf16x8(v[0]);
       const Bf16x8 x2 = unpack_bf16x8(v[1]);
       Bf16x8 y1;
@@ -561,19 +553,12 @@ void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
                           : launch<false, true, Source::swiglu>(tp, grid, stream);
   } else if (tp.rope.in[0] != nullptr) {
     // RoPE's backward: both layouts (quantize_rope_backward_tensorwise checks).
-    static const bool early = [] {
-      const char* v = std::getenv("LPBENCH_ROPE_EARLY_TABLE");
-      return v == nullptr || v[0] != '0';
-    }();
     constexpr int kStaged = kTile * kTile * 2;  // the tile in BF16
     // Past 48 KiB a CTA only by asking; the carveout asked as shared memory's largest, so that
     // four CTAs (50 KiB each with the driver's 1 KiB) fit an SM.
     static const bool asked = [] {
-      for (const void* k :
-           {reinterpret_cast<const void*>(quantize_rope_backward_kernel<true, true>),
-            reinterpret_cast<const void*>(quantize_rope_backward_kernel<false, true>),
-            reinterpret_cast<const void*>(quantize_rope_backward_kernel<true, false>),
-            reinterpret_cast<const void*>(quantize_rope_backward_kernel<false, false>)}) {
+      for (const void* k : {reinterpret_cast<const void*>(quantize_rope_backward_kernel<true>),
+                            reinterpret_cast<const void*>(quantize_rope_backward_kernel<false>)}) {
         LPBENCH_CUDA_CHECK(
             cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kStaged));
         LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
@@ -582,15 +567,9 @@ void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
       return true;
     }();
     (void)asked;
-    if (early) {
-      tp.fmt == DType::int8
-          ? quantize_rope_backward_kernel<true, true><<<grid, kThreads, kStaged, stream>>>(tp)
-          : quantize_rope_backward_kernel<false, true><<<grid, kThreads, kStaged, stream>>>(tp);
-    } else {
-      tp.fmt == DType::int8
-          ? quantize_rope_backward_kernel<true, false><<<grid, kThreads, kStaged, stream>>>(tp)
-          : quantize_rope_backward_kernel<false, false><<<grid, kThreads, kStaged, stream>>>(tp);
-    }
+    tp.fmt == DType::int8
+        ? quantize_rope_backward_kernel<true><<<grid, kThreads, kStaged, stream>>>(tp)
+        : quantize_rope_backward_kernel<false><<<grid, kThreads, kStaged, stream>>>(tp);
   } else if (tp.rstd != nullptr && record) {
     tp.fmt == DType::int8 ? launch<true, true, Source::rmsnorm>(tp, grid, stream)
                           : launch<false, true, Source::rmsnorm>(tp, grid, stream);

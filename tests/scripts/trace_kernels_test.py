@@ -139,7 +139,7 @@ def main():
         if itself.returncode != 0 or "outside the GEMMs" in itself.stdout:
             failures.append(f"--against bf16 on BF16's own trace: exit {itself.returncode}, {itself.stdout!r}")
         alone = run(script, os.path.join(tmp, "s-run3-step8.trace.json"), "--against", "bf16")
-        if alone.returncode == 0 or "has no BF16 trace of step 8" not in alone.stderr:
+        if alone.returncode == 0 or "has no BF16 trace of step 8" not in alone.stderr or alone.stdout:
             failures.append(f"--against bf16 without a BF16 run: exit {alone.returncode}, {alone.stderr!r}")
         unnamed = run(script, path, "--against", "bf16")
         if unnamed.returncode == 0 or "--against bf16 needs a trace named" not in unnamed.stderr:

@@ -414,8 +414,11 @@ __global__ void __launch_bounds__(kThreads, 4)
   const int groups_per_half = half / kBf16PerVector;
   const int within = (g % groups_per_half) * kBf16PerVector;  // in the head's first half
   const int a = (g / groups_per_half) * s.head_dim + within;  // the first group's tile column
+  // Eight threads a row, 32 rows a pass, four passes; pass k's row: a warp's four rows 32 apart,
+  // so that its stashes fill both halves of the banks.
+  constexpr int kPasses = kTile * 8 / kThreads;
+  static_assert(kPasses == 4 && kTile == 128, "the row mapping below is written for 4 × 32 rows");
   const int rp = static_cast<int>(threadIdx.x) / 8;
-  // Pass k's row: a warp's four rows 32 apart, so that its stashes fill both halves of the banks.
   const auto row = [&](int k) { return (rp & 3) * 32 + (rp >> 2) * 4 + k; };
   const auto table = [&](int k) { return (r0 % s.seq + row(k)) * half + within; };
   float c[kBf16PerVector];
@@ -430,7 +433,7 @@ __global__ void __launch_bounds__(kThreads, 4)
   __syncthreads();
   uint32_t seen = 0;
 #pragma unroll
-  for (int k = 0; k < kTile / 32; ++k) {
+  for (int k = 0; k < kPasses; ++k) {
     const int r = row(k);
     uint4 v[2] = {staged[r * kVectorsPerRow + a / kBf16PerVector],
                   staged[r * kVectorsPerRow + (a + half) / kBf16PerVector]};

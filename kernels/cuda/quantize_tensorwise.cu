@@ -29,6 +29,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
@@ -357,26 +358,91 @@ __global__ void __launch_bounds__(kThreads)
   report_amax_if_above(p.ring != nullptr ? p.ring + ts.turn.current : p.amax_seen, seen);
 }
 
-// RoPE's backward under a history (quantize_rope_backward_tensorwise), a tile a CTA: the tile of
-// dQ, dK or dV (whole heads of one part for 128 tokens, read through SDPA's strides) copied into
-// shared memory with cp.async, the history's scale found while those copies are in flight, then
-// each thread rotating pairs back from there: eight columns of the first half of a head and the
-// eight half a head away, which share the token's cos and sin, for a row of the tile in each of
-// four passes (dV's tiles are copied). The copies hold no registers, so the kernel fits four
-// CTAs an SM (60 registers, 49 KiB of shared memory). Its first form loaded the tile into
-// registers as quantize_tensorwise_kernel does and met each value's partner by shuffles: 75
-// registers, three CTAs an SM, 53 % of the HBM peak where this runs at 63 % (docs/perf-log.md
-// §66–§68). Values, scales and record as quantize_tensorwise_kernel's under a history.
-template <bool kInt8>
+// The tile of RoPE's backward quantization: 128 / kM tokens of one sequence × 128 · kM columns of
+// one part (whole heads of dQ, dK or dV), 16 K values as the one-pass kernel's 128 × 128, so that
+// its 32 KiB of BF16 fit the same shared memory. A thread's four passes take the four 128-column
+// slices of one token where kM is 4 (where every part's heads fill 512 columns: llama2-7b's,
+// Llama3.1-8B's), so that it reads its token's cos and sin, the same for every head, once; where
+// kM is 1, one slice of four tokens, reading them four times. (Two slices of two tokens spilled
+// 20 bytes on sm_80 under four CTAs an SM, and no seed model needs them.)
+template <int kM>
+struct RopeTile {
+  static_assert(kM == 1 || kM == 4, "four passes of 128 columns: 1 or 4 slices");
+  static constexpr int kRows = kTile / kM;
+  static constexpr int kCols = kTile * kM;
+  static constexpr int kVectorsPerRow = kCols / kBf16PerVector;
+  static constexpr int kWordsPerRow = kCols / 4;  // of the byte tile
+  static constexpr int kQuads = kRows / 4;        // row quads: the lanes of a transposing read
+  static constexpr int kLaneCols = 32 / kQuads;   // word columns a transposing read: kM
+  static constexpr int kPasses = 4;
+  static_assert(kTile * 8 / kThreads == kPasses, "eight threads a 128-column row slice");
+
+  // Pass k's slice and row for the thread of row group rp (threadIdx.x / 8).
+  __device__ static int slice(int k) { return k % kM; }
+  __device__ static int row(int rp, int k) { return rp + 32 * (k / kM); }
+
+  // Where the format byte word jw of row r sits: jw XOR-ed with the row's quad, placed above the
+  // word columns a transposing read's lanes share (kLaneCols), so that its lanes (kQuads row quads
+  // × kLaneCols word columns) touch 32 banks; and with the row's low bit in bank bit 4, so that
+  // a warp's stash of four rows (16 words each, pairs of eight columns) takes two wavefronts.
+  __device__ static int swizzle(int r) {
+    return (((r >> 2) & (kQuads - 1)) * kLaneCols) ^ ((r & 1) << 4);
+  }
+  // The eight bytes of row r, columns col..col+7 (col a multiple of 8): word col / 4 at
+  // (col / 4) ^ swizzle(r), and its pair's other word beside it, swapped where the swizzle's low
+  // bit says, so that the pair stays one aligned 8-byte store.
+  __device__ static void stash(uint32_t* tile, int r, int col, uint2 q) {
+    const int s = swizzle(r);
+    *reinterpret_cast<uint2*>(&tile[r * kWordsPerRow + ((col / 4) ^ (s & ~1))]) =
+        (s & 1) ? make_uint2(q.y, q.x) : q;
+  }
+  // Writes the stashed tile (after a __syncthreads) as rows c0..c0+kCols-1, columns
+  // r0..r0+kRows-1 of Xᵀ (`rows` bytes a row): each warp instruction kLaneCols · 4 rows of Xᵀ,
+  // kRows contiguous bytes each.
+  __device__ static void store_transposed(const uint32_t* tile, uint8_t* values_t, int64_t rows,
+                                          int64_t r0, int64_t c0) {
+    const int lane = static_cast<int>(threadIdx.x) & 31;
+    const int warp = static_cast<int>(threadIdx.x) >> 5;
+    const int quad = lane % kQuads;
+#pragma unroll
+    for (int k = 0; k < kWordsPerRow / (kWarps * kLaneCols); ++k) {
+      const int jw = (warp + kWarps * k) * kLaneCols + lane / kQuads;
+      uint32_t w[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int r = 4 * quad + q;
+        w[q] = tile[r * kWordsPerRow + (jw ^ swizzle(r))];
+      }
+      uint32_t cols[4];
+      transpose_bytes(w[0], w[1], w[2], w[3], cols);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        *reinterpret_cast<uint32_t*>(values_t + (c0 + 4 * jw + e) * rows + r0 + 4 * quad) = cols[e];
+      }
+    }
+  }
+};
+
+// RoPE's backward under a history (quantize_rope_backward_tensorwise), a tile a CTA
+// (RopeTile<kM>): the tile of dQ, dK or dV, read through SDPA's strides, copied into shared
+// memory with cp.async, the history's scale and the thread's first cos and sin found while those
+// copies are in flight, then each thread rotating pairs back from there: eight columns of the
+// first half of a head and the eight half a head away, which share the token's cos and sin, in
+// each of four passes (dV's tiles are copied). The copies hold no registers, so the kernel fits
+// four CTAs an SM. Its first form loaded a 128 × 128 tile into registers and met each value's
+// partner by shuffles (75 registers, three CTAs an SM, 53 % of the HBM peak); staged as here on
+// 128 tokens of one head it ran at 63 %, reading a token's tables once a pass (docs/perf-log.md
+// §66–§69). Values, scales and record as quantize_tensorwise_kernel's under a history.
+template <bool kInt8, int kM>
 __global__ void __launch_bounds__(kThreads, 4)
     quantize_rope_backward_kernel(const TensorwiseParams p) {
-  constexpr int kVectorsPerRow = kTile / kBf16PerVector;  // 16
+  using T = RopeTile<kM>;
   // 32 KiB of BF16, dynamic: with the byte tile and block_max's words the CTA holds 128 bytes
   // more than a kernel's static 48 KiB.
-  extern __shared__ __align__(16) uint4 staged[];  // [kTile][kVectorsPerRow]
+  extern __shared__ __align__(16) uint4 staged[];  // [T::kRows][T::kVectorsPerRow]
   __shared__ __align__(16) uint32_t tile[kWords];
-  const int64_t r0 = static_cast<int64_t>(gridDim.y - 1 - blockIdx.y) * kTile;
-  const int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
+  const int64_t r0 = static_cast<int64_t>(gridDim.y - 1 - blockIdx.y) * T::kRows;
+  const int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * T::kCols;
   const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
   const RopeSource& s = p.rope;
   // Each part's arguments selected by a branch on a constant index, so that they stay in the
@@ -395,37 +461,36 @@ __global__ void __launch_bounds__(kThreads, 4)
                        : part == 1 ? s.head_stride[1]
                                    : s.head_stride[2];
     const int64_t b = r0 / s.seq;
-    const int64_t col = c0 - first_col + load_col();  // in the part's columns
+    // Copy i of this thread: vector threadIdx.x + 256 · i of the tile, whose column is the same
+    // for every i (a row is 16 · kM vectors, a divisor of 256).
+    const int vector = static_cast<int>(threadIdx.x) % T::kVectorsPerRow;
+    const int first_row = static_cast<int>(threadIdx.x) / T::kVectorsPerRow;
+    constexpr int kRowStep = kThreads / T::kVectorsPerRow;
+    const int64_t col = c0 - first_col + vector * kBf16PerVector;  // in the part's columns
     const __nv_bfloat16* head =
         in + b * bs + (col / s.head_dim) * hs + col % s.head_dim + (r0 - b * s.seq) * ts;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      cp_async16(smem_addr(&staged[load_row(i) * kVectorsPerRow + load_col() / kBf16PerVector]),
-                 head + load_row(i) * ts);
+      const int r = first_row + i * kRowStep;
+      cp_async16(smem_addr(&staged[r * T::kVectorsPerRow + vector]), head + r * ts);
     }
     cp_async_commit();
   }
   const TileScale scale = tensor_scale<true>(p, first_thread);
   // A NaN or Inf amax makes every value 0, as the reference's; the record reads them all the same.
   const bool nonfinite = scale.inv != scale.inv;
-  // This thread's pair of column groups: group g of the row's eight in first halves of heads.
+  // This thread's pair of column groups: group g of a slice's eight in first halves of heads.
   const int half = s.head_dim / 2;
   const int g = static_cast<int>(threadIdx.x) % 8;
   const int groups_per_half = half / kBf16PerVector;
   const int within = (g % groups_per_half) * kBf16PerVector;  // in the head's first half
-  const int a = (g / groups_per_half) * s.head_dim + within;  // the first group's tile column
-  // Eight threads a row, 32 rows a pass, four passes; pass k's row: a warp's four rows 32 apart,
-  // so that its stashes fill both halves of the banks.
-  constexpr int kPasses = kTile * 8 / kThreads;
-  static_assert(kPasses == 4 && kTile == 128, "the row mapping below is written for 4 × 32 rows");
+  const int a = (g / groups_per_half) * s.head_dim + within;  // the first group's slice column
   const int rp = static_cast<int>(threadIdx.x) / 8;
-  const auto row = [&](int k) { return (rp & 3) * 32 + (rp >> 2) * 4 + k; };
-  const auto table = [&](int k) { return (r0 % s.seq + row(k)) * half + within; };
+  const auto table = [&](int k) { return (r0 % s.seq + T::row(rp, k)) * half + within; };
   float c[kBf16PerVector];
   float sn[kBf16PerVector];
   if (part != 2) {
-    // The first pass's cos and sin asked for while the tile's copies are in flight (1–1.5 %
-    // faster than after the barrier, docs/perf-log.md §68).
+    // The first token's cos and sin asked for while the tile's copies are in flight.
     load_float8(s.cos + table(0), c);
     load_float8(s.sin + table(0), sn);
   }
@@ -433,12 +498,13 @@ __global__ void __launch_bounds__(kThreads, 4)
   __syncthreads();
   uint32_t seen = 0;
 #pragma unroll
-  for (int k = 0; k < kPasses; ++k) {
-    const int r = row(k);
-    uint4 v[2] = {staged[r * kVectorsPerRow + a / kBf16PerVector],
-                  staged[r * kVectorsPerRow + (a + half) / kBf16PerVector]};
+  for (int k = 0; k < T::kPasses; ++k) {
+    const int r = T::row(rp, k);
+    const int slice_col = T::slice(k) * kTile;
+    const uint4* row = staged + r * T::kVectorsPerRow + slice_col / kBf16PerVector;
+    uint4 v[2] = {row[a / kBf16PerVector], row[(a + half) / kBf16PerVector]};
     if (part != 2) {
-      if (k > 0) {
+      if (k > 0 && T::slice(k) == 0) {  // the next token's
         load_float8(s.cos + table(k), c);
         load_float8(s.sin + table(k), sn);
       }
@@ -459,17 +525,17 @@ __global__ void __launch_bounds__(kThreads, 4)
     seen = max(seen, mine);
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      const int col = a + j * half;
+      const int col = slice_col + a + j * half;
       const uint2 q = nonfinite ? make_uint2(0u, 0u)
                       : mine <= quant::kInfBits
                           ? quantize8_saturating<kInt8, false>(v[j], scale.inv, p.fmax, p.fmt)
                           : quantize8_saturating<kInt8, true>(v[j], scale.inv, p.fmax, p.fmt);
       *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + c0 + col) = q;
-      stash(tile, r, col, q);
+      T::stash(tile, r, col, q);
     }
   }
   __syncthreads();
-  store_transposed(tile, p.values_t, p.rows, r0, c0);
+  T::store_transposed(tile, p.values_t, p.rows, r0, c0);
   report_amax_if_above(p.ring + scale.turn.current, seen);
 }
 
@@ -547,6 +613,51 @@ TensorwiseParams params_of(const QuantizeArgs& a) {
   return tp;
 }
 
+// The RoPE tile (RopeTile) of four slices where every part's heads fill them, else of one.
+int rope_tile_slices(const RopeSource& s, int64_t rows, int64_t cols) {
+  // Experiment only (perf-log §69's A/B): LPBENCH_ROPE_SLICES=1 takes 128 tokens of one head.
+  static const bool one = [] {
+    const char* v = std::getenv("LPBENCH_ROPE_SLICES");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  constexpr int64_t kWide = kTile * 4;
+  const bool wide = s.q_end % kWide == 0 && (s.k_end - s.q_end) % kWide == 0 &&
+                    (cols - s.k_end) % kWide == 0 && rows / (kTile / 4) <= 65535;
+  return wide && !one ? 4 : 1;
+}
+
+template <int kM>
+void launch_rope_backward(const TensorwiseParams& tp, cudaStream_t stream) {
+  constexpr int kStaged = kTile * kTile * 2;  // the tile in BF16
+  // Past 48 KiB a CTA only by asking; the carveout asked as shared memory's largest, so that
+  // four CTAs (50 KiB each with the driver's 1 KiB) fit an SM.
+  static const bool asked = [] {
+    for (const void* k :
+         {reinterpret_cast<const void*>(quantize_rope_backward_kernel<true, kM>),
+          reinterpret_cast<const void*>(quantize_rope_backward_kernel<false, kM>)}) {
+      LPBENCH_CUDA_CHECK(
+          cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kStaged));
+      LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                              cudaSharedmemCarveoutMaxShared));
+    }
+    return true;
+  }();
+  (void)asked;
+  const dim3 grid(static_cast<unsigned>(tp.cols / RopeTile<kM>::kCols),
+                  static_cast<unsigned>(tp.rows / RopeTile<kM>::kRows));
+  tp.fmt == DType::int8
+      ? quantize_rope_backward_kernel<true, kM><<<grid, kThreads, kStaged, stream>>>(tp)
+      : quantize_rope_backward_kernel<false, kM><<<grid, kThreads, kStaged, stream>>>(tp);
+}
+
+void launch_rope_backward(const TensorwiseParams& tp, cudaStream_t stream) {
+  if (rope_tile_slices(tp.rope, tp.rows, tp.cols) == 4) {
+    launch_rope_backward<4>(tp, stream);
+  } else {
+    launch_rope_backward<1>(tp, stream);
+  }
+}
+
 void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tp.cols / kTile), static_cast<unsigned>(tp.rows / kTile));
   const bool record = tp.amax_seen != nullptr || tp.ring != nullptr;
@@ -564,23 +675,7 @@ void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
                           : launch<false, true, Source::swiglu>(tp, grid, stream);
   } else if (tp.rope.in[0] != nullptr) {
     // RoPE's backward: both layouts (quantize_rope_backward_tensorwise checks).
-    constexpr int kStaged = kTile * kTile * 2;  // the tile in BF16
-    // Past 48 KiB a CTA only by asking; the carveout asked as shared memory's largest, so that
-    // four CTAs (50 KiB each with the driver's 1 KiB) fit an SM.
-    static const bool asked = [] {
-      for (const void* k : {reinterpret_cast<const void*>(quantize_rope_backward_kernel<true>),
-                            reinterpret_cast<const void*>(quantize_rope_backward_kernel<false>)}) {
-        LPBENCH_CUDA_CHECK(
-            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kStaged));
-        LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                                cudaSharedmemCarveoutMaxShared));
-      }
-      return true;
-    }();
-    (void)asked;
-    tp.fmt == DType::int8
-        ? quantize_rope_backward_kernel<true><<<grid, kThreads, kStaged, stream>>>(tp)
-        : quantize_rope_backward_kernel<false><<<grid, kThreads, kStaged, stream>>>(tp);
+    launch_rope_backward(tp, stream);
   } else if (tp.rstd != nullptr && record) {
     tp.fmt == DType::int8 ? launch<true, true, Source::rmsnorm>(tp, grid, stream)
                           : launch<false, true, Source::rmsnorm>(tp, grid, stream);

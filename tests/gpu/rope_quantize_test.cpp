@@ -90,8 +90,11 @@ struct Shape {
   int64_t batch, seq, heads, kv_heads, head_dim;
 };
 // llama-like heads of 128 with grouped k/v, and heads of 64 (the small model's), two of them a
-// tile's columns.
-const Shape kShapes[] = {{2, 256, 4, 2, 128}, {1, 128, 6, 2, 64}};
+// 128-column slice. The first two take the tile of 128 tokens × 128 columns (k's 256 columns, q's
+// 384); the last two, whose parts fill 512 columns each, the tile of 32 tokens × 512 columns,
+// whose threads rotate four heads of a token with one read of its cos and sin.
+const Shape kShapes[] = {
+    {2, 256, 4, 2, 128}, {1, 128, 6, 2, 64}, {2, 128, 8, 4, 128}, {1, 256, 8, 8, 64}};
 
 std::string name_of(const Shape& s) {
   return std::to_string(s.batch) + "x" + std::to_string(s.seq) + ", heads " +
@@ -162,6 +165,7 @@ TEST(RopeQuantize, AppliesOnlyWhereItsTileKernelTakesTheShapesAndTheScale) {
   };
   EXPECT_TRUE(applies(Gradients(2, 256, 4, 2, 128, 1.0), delayed));
   EXPECT_TRUE(applies(Gradients(1, 128, 6, 2, 64, 1.0), delayed));
+  EXPECT_TRUE(applies(Gradients(2, 128, 8, 4, 128, 1.0), delayed));
   EXPECT_FALSE(applies(Gradients(2, 192, 4, 2, 128, 1.0), delayed));  // 192 tokens a sequence
   EXPECT_FALSE(applies(Gradients(1, 256, 4, 2, 96, 1.0), delayed));   // heads of 96
   EXPECT_FALSE(applies(Gradients(1, 256, 3, 2, 64, 1.0), delayed));   // q's 192 columns

@@ -29,7 +29,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
@@ -448,6 +447,13 @@ __global__ void __launch_bounds__(kThreads, 4)
   // Each part's arguments selected by a branch on a constant index, so that they stay in the
   // parameter bank (rope.cu says why).
   const int part = c0 < s.q_end ? 0 : c0 < s.k_end ? 1 : 2;
+  // This thread's pair of column groups: group g of a slice's eight in first halves of heads.
+  const int half = s.head_dim / 2;
+  const int g = static_cast<int>(threadIdx.x) % 8;
+  const int groups_per_half = half / kBf16PerVector;
+  const int within = (g % groups_per_half) * kBf16PerVector;  // in the head's first half
+  const int a = (g / groups_per_half) * s.head_dim + within;  // the first group's slice column
+  const int rp = static_cast<int>(threadIdx.x) / 8;
   {
     const int64_t first_col = part == 0 ? 0 : part == 1 ? s.q_end : s.k_end;
     const __nv_bfloat16* in = part == 0 ? s.in[0] : part == 1 ? s.in[1] : s.in[2];
@@ -461,31 +467,29 @@ __global__ void __launch_bounds__(kThreads, 4)
                        : part == 1 ? s.head_stride[1]
                                    : s.head_stride[2];
     const int64_t b = r0 / s.seq;
-    // Copy i of this thread: vector threadIdx.x + 256 · i of the tile, whose column is the same
-    // for every i (a row is 16 · kM vectors, a divisor of 256).
-    const int vector = static_cast<int>(threadIdx.x) % T::kVectorsPerRow;
-    const int first_row = static_cast<int>(threadIdx.x) / T::kVectorsPerRow;
-    constexpr int kRowStep = kThreads / T::kVectorsPerRow;
-    const int64_t col = c0 - first_col + vector * kBf16PerVector;  // in the part's columns
-    const __nv_bfloat16* head =
-        in + b * bs + (col / s.head_dim) * hs + col % s.head_dim + (r0 - b * s.seq) * ts;
+    const __nv_bfloat16* tile_rows = in + b * bs + (r0 - b * s.seq) * ts;
+    const int head_shift = __ffs(s.head_dim) - 1;  // heads of 16, 32, 64 or 128 elements
+    // The 16 bytes at row r, column col of the tile, in the part's head.
+    const auto source = [&](int r, int col) {
+      const int64_t pc = c0 - first_col + col;
+      return tile_rows + (pc >> head_shift) * hs + (pc & (s.head_dim - 1)) + r * ts;
+    };
+    // Each thread copies the values it rotates, pass k's two vectors a commit group, so that
+    // it waits for its own copies alone: no barrier, and pass k begins as soon as its pair has
+    // landed (docs/perf-log.md §69).
 #pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      const int r = first_row + i * kRowStep;
-      cp_async16(smem_addr(&staged[r * T::kVectorsPerRow + vector]), head + r * ts);
+    for (int k = 0; k < T::kPasses; ++k) {
+      const int r = T::row(rp, k);
+      const int col = T::slice(k) * kTile + a;
+      uint4* row = staged + r * T::kVectorsPerRow;
+      cp_async16(smem_addr(&row[col / kBf16PerVector]), source(r, col));
+      cp_async16(smem_addr(&row[(col + half) / kBf16PerVector]), source(r, col + half));
+      cp_async_commit();
     }
-    cp_async_commit();
   }
   const TileScale scale = tensor_scale<true>(p, first_thread);
   // A NaN or Inf amax makes every value 0, as the reference's; the record reads them all the same.
   const bool nonfinite = scale.inv != scale.inv;
-  // This thread's pair of column groups: group g of a slice's eight in first halves of heads.
-  const int half = s.head_dim / 2;
-  const int g = static_cast<int>(threadIdx.x) % 8;
-  const int groups_per_half = half / kBf16PerVector;
-  const int within = (g % groups_per_half) * kBf16PerVector;  // in the head's first half
-  const int a = (g / groups_per_half) * s.head_dim + within;  // the first group's slice column
-  const int rp = static_cast<int>(threadIdx.x) / 8;
   const auto table = [&](int k) { return (r0 % s.seq + T::row(rp, k)) * half + within; };
   float c[kBf16PerVector];
   float sn[kBf16PerVector];
@@ -494,11 +498,14 @@ __global__ void __launch_bounds__(kThreads, 4)
     load_float8(s.cos + table(0), c);
     load_float8(s.sin + table(0), sn);
   }
-  cp_async_wait<0>();
-  __syncthreads();
   uint32_t seen = 0;
 #pragma unroll
   for (int k = 0; k < T::kPasses; ++k) {
+    static_assert(T::kPasses == 4, "a wait for each pass's commit group");
+    if (k == 0) cp_async_wait<3>();
+    if (k == 1) cp_async_wait<2>();
+    if (k == 2) cp_async_wait<1>();
+    if (k == 3) cp_async_wait<0>();
     const int r = T::row(rp, k);
     const int slice_col = T::slice(k) * kTile;
     const uint4* row = staged + r * T::kVectorsPerRow + slice_col / kBf16PerVector;
@@ -615,15 +622,10 @@ TensorwiseParams params_of(const QuantizeArgs& a) {
 
 // The RoPE tile (RopeTile) of four slices where every part's heads fill them, else of one.
 int rope_tile_slices(const RopeSource& s, int64_t rows, int64_t cols) {
-  // Experiment only (perf-log §69's A/B): LPBENCH_ROPE_SLICES=1 takes 128 tokens of one head.
-  static const bool one = [] {
-    const char* v = std::getenv("LPBENCH_ROPE_SLICES");
-    return v != nullptr && std::string(v) == "1";
-  }();
   constexpr int64_t kWide = kTile * 4;
   const bool wide = s.q_end % kWide == 0 && (s.k_end - s.q_end) % kWide == 0 &&
                     (cols - s.k_end) % kWide == 0 && rows / (kTile / 4) <= 65535;
-  return wide && !one ? 4 : 1;
+  return wide ? 4 : 1;
 }
 
 template <int kM>

@@ -24,7 +24,8 @@
 // back (docs/perf-log.md §59, §60, §61); and, in a kernel of its own, SwiGLU's gradient from
 // gate/up and the gradient of SwiGLU's output under delayed scaling
 // (quantize_swiglu_backward_tensorwise, §65); and RoPE's backward, from attention's dQ, dK and
-// dV, likewise, its tile staged in shared memory (quantize_rope_backward_tensorwise, §66, §68).
+// dV, likewise, its tile staged in shared memory (quantize_rope_backward_tensorwise, §66, §68,
+// §69).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -429,9 +430,10 @@ struct RopeTile {
 // first half of a head and the eight half a head away, which share the token's cos and sin, in
 // each of four passes (dV's tiles are copied). The copies hold no registers, so the kernel fits
 // four CTAs an SM. Its first form loaded a 128 × 128 tile into registers and met each value's
-// partner by shuffles (75 registers, three CTAs an SM, 53 % of the HBM peak); staged as here on
-// 128 tokens of one head it ran at 63 %, reading a token's tables once a pass (docs/perf-log.md
-// §66–§69). Values, scales and record as quantize_tensorwise_kernel's under a history.
+// partner by shuffles (75 registers, three CTAs an SM, 53 % of the HBM peak at llama2-7b); staged
+// on 128 tokens of one head, reading a token's tables in each pass, 64 %; on 32 tokens of four
+// heads, reading them once, 67 % (docs/perf-log.md §66–§69). Values, scales and record as
+// quantize_tensorwise_kernel's under a history.
 template <bool kInt8, int kM>
 __global__ void __launch_bounds__(kThreads, 4)
     quantize_rope_backward_kernel(const TensorwiseParams p) {
@@ -474,9 +476,9 @@ __global__ void __launch_bounds__(kThreads, 4)
       const int64_t pc = c0 - first_col + col;
       return tile_rows + (pc >> head_shift) * hs + (pc & (s.head_dim - 1)) + r * ts;
     };
-    // Each thread copies the values it rotates, pass k's two vectors a commit group, so that
-    // it waits for its own copies alone: no barrier, and pass k begins as soon as its pair has
-    // landed (docs/perf-log.md §69).
+    // Each thread copies the values it rotates, pass k's two vectors a commit group, and waits
+    // for its own copies alone: no barrier of the CTA before the passes. (That measured the same
+    // as the tile copied a half-warp a row behind a barrier, docs/perf-log.md §69.)
 #pragma unroll
     for (int k = 0; k < T::kPasses; ++k) {
       const int r = T::row(rp, k);

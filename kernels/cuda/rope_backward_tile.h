@@ -1,8 +1,9 @@
 #pragma once
 
 // The heads and sequences that the tile kernel computing RoPE's backward as it quantizes the
-// gradient (quantize_rope_backward_tensorwise, quantize_tensorwise.cu) takes: a 128 × 128 tile
-// holds whole heads of one of dQ, dK and dV for 128 tokens of one sequence. Plain C++, so that
+// gradient (quantize_rope_backward_tensorwise, quantize_tensorwise.cu) takes: a tile holds whole
+// heads of one of dQ, dK and dV, 128 columns for 128 tokens of one sequence (512 columns for 32
+// tokens where every part's heads fill 512: the kernel chooses). Plain C++, so that
 // the workloads can say where the kernel applies without CUDA (kernels/torch/quantize.h).
 #include <cstdint>
 

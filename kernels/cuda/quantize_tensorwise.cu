@@ -622,12 +622,12 @@ TensorwiseParams params_of(const QuantizeArgs& a) {
   return tp;
 }
 
-// The RoPE tile (RopeTile) of four slices where every part's heads fill them, else of one.
-int rope_tile_slices(const RopeSource& s, int64_t rows, int64_t cols) {
+// Whether RoPE's backward takes the tile of four slices (RopeTile<4>): every part's heads fill
+// them, and the grid's rows fit.
+bool rope_tile_is_wide(const RopeSource& s, int64_t rows, int64_t cols) {
   constexpr int64_t kWide = kTile * 4;
-  const bool wide = s.q_end % kWide == 0 && (s.k_end - s.q_end) % kWide == 0 &&
-                    (cols - s.k_end) % kWide == 0 && rows / (kTile / 4) <= 65535;
-  return wide ? 4 : 1;
+  return s.q_end % kWide == 0 && (s.k_end - s.q_end) % kWide == 0 &&
+         (cols - s.k_end) % kWide == 0 && rows / (kTile / 4) <= 65535;
 }
 
 template <int kM>
@@ -655,7 +655,7 @@ void launch_rope_backward(const TensorwiseParams& tp, cudaStream_t stream) {
 }
 
 void launch_rope_backward(const TensorwiseParams& tp, cudaStream_t stream) {
-  if (rope_tile_slices(tp.rope, tp.rows, tp.cols) == 4) {
+  if (rope_tile_is_wide(tp.rope, tp.rows, tp.cols)) {
     launch_rope_backward<4>(tp, stream);
   } else {
     launch_rope_backward<1>(tp, stream);

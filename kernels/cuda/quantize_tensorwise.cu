@@ -30,6 +30,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
@@ -41,6 +42,7 @@
 #include "kernels/cuda/quantize_byte_tile.cuh"
 #include "kernels/cuda/quantize_math.cuh"
 #include "kernels/cuda/quantize_tensorwise.cuh"
+#include "kernels/cuda/resident_grid.cuh"
 #include "kernels/cuda/rmsnorm_math.cuh"
 #include "kernels/cuda/rope_backward_tile.h"
 #include "kernels/cuda/rope_math.cuh"
@@ -206,6 +208,49 @@ __device__ __forceinline__ TileScale tensor_scale(const TensorwiseParams& p, boo
 // Where the kernel's X comes from: read, or computed from its producer's inputs.
 enum class Source { x, swiglu, rmsnorm };
 
+// A tile of X in the thread's registers (its eight loads, `load`'s mapping) quantized: its format
+// bytes stored in X's layout and stashed for Xᵀ's (the caller stores those after a barrier), and
+// under a record its max |x| folded into `seen`. `nonfinite`: the inverse is NaN (a non-finite
+// amax), and every value is 0, as the reference's.
+template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord>
+__device__ __forceinline__ void quantize_loads(const TensorwiseParams& p, uint32_t* tile,
+                                               int64_t r0, int64_t c0, const uint4 (&raw)[kLoads],
+                                               float inv, bool nonfinite, uint32_t& seen) {
+  const int col = load_col();
+  // Each load's format bytes from `quantize`, stored in X's layout and stashed for Xᵀ's.
+  const auto write = [&](auto quantize) {
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int r = load_row(i);
+      const uint2 q = quantize(raw[i]);
+      if constexpr (kWriteX) {
+        *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + c0 + col) = q;
+      }
+      if constexpr (kWriteT) stash(tile, r, col, q);
+    }
+  };
+  if constexpr (kRecord) {
+    // This thread's max |x| first, which also says whether a NaN is among its values; each case
+    // its own loop, so that the common one tests no value. A non-finite amax (a NaN inverse)
+    // makes every value 0, as the reference's.
+    const uint32_t mine = loads_amax(raw);
+    seen = max(seen, mine);
+    if (nonfinite) {
+      write([](const uint4&) { return make_uint2(0u, 0u); });
+    } else if (mine <= quant::kInfBits) {
+      write([&](const uint4& v) {
+        return quantize8_saturating<kInt8, false>(v, inv, p.fmax, p.fmt);
+      });
+    } else {
+      write(
+          [&](const uint4& v) { return quantize8_saturating<kInt8, true>(v, inv, p.fmax, p.fmt); });
+    }
+  } else {
+    (void)nonfinite;  // the caller zeroed the values and the inverse
+    write([&](const uint4& v) { return quantize8<kInt8>(v, inv, p.fmt); });
+  }
+}
+
 // One 128×128 tile of X per CTA (quantize_byte_tile.cuh), X as kSource gives it.
 template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource = Source::x>
 __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
@@ -244,44 +289,82 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   } else {
     load(p.x, p.ld, r0, c0, raw);
   }
-  const int col = load_col();
-  // Each load's format bytes from `quantize`, stored in X's layout and stashed for Xᵀ's.
-  const auto write = [&](auto quantize) {
-#pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      const int r = load_row(i);
-      const uint2 q = quantize(raw[i]);
-      if constexpr (kWriteX) {
-        *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + c0 + col) = q;
-      }
-      if constexpr (kWriteT) stash(tile, r, col, q);
-    }
-  };
   uint32_t seen = 0;
-  if constexpr (kRecord) {
-    // This thread's max |x| first, which also says whether a NaN is among its values; each case
-    // its own loop, so that the common one tests no value. A non-finite amax (a NaN inverse)
-    // makes every value 0, as the reference's.
-    seen = loads_amax(raw);
-    if (nonfinite) {
-      write([](const uint4&) { return make_uint2(0u, 0u); });
-    } else if (seen <= quant::kInfBits) {
-      write([&](const uint4& v) {
-        return quantize8_saturating<kInt8, false>(v, inv, p.fmax, p.fmt);
-      });
-    } else {
-      write(
-          [&](const uint4& v) { return quantize8_saturating<kInt8, true>(v, inv, p.fmax, p.fmt); });
-    }
-  } else {
-    write([&](const uint4& v) { return quantize8<kInt8>(v, inv, p.fmt); });
-  }
+  quantize_loads<kInt8, kWriteX, kWriteT, kRecord>(p, tile, r0, c0, raw, inv, nonfinite, seen);
   if constexpr (kWriteT) {
     __syncthreads();
     store_transposed(tile, p.values_t, p.rows, r0, c0);
   }
   if constexpr (kRecord) {
     report_amax_if_above(p.ring != nullptr ? p.ring + turn.current : p.amax_seen, seen);
+  }
+}
+
+// The same quantization of a plain X by one scale for the whole tensor, as a walk: a resident
+// wave of CTAs (four an SM), each taking tiles blockIdx.x, + gridDim.x, ... from X's end, whose
+// threads copy the next tile's vectors into shared memory (cp.async, a thread its own eight, so
+// that no barrier is needed before it reads them back) while they quantize the one before. The
+// scale, and under a history its ring, are read once a CTA, under the first tile's copies.
+// Why: a CTA a tile ran a 4096 × 4096 X as one full wave of five CTAs an SM and a partial one of
+// 364 CTAs, at 62–67 % of the HBM peak where a copy of its bytes reaches 74 %; ncu put half of
+// its warps' stalls on the loads and its achieved occupancy at 52 % (docs/perf-log.md §70).
+constexpr int kWalkCtasPerSm = 4;
+constexpr int kWalkStagedBytes = kLoads * kThreads * 16;  // a tile of BF16: 32 KiB
+
+template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord>
+__global__ void __launch_bounds__(kThreads, kWalkCtasPerSm)
+    quantize_tensorwise_walk_kernel(const TensorwiseParams p) {
+  extern __shared__ __align__(16) uint4 staged[];  // [kLoads][kThreads]
+  __shared__ __align__(16) uint32_t tile[kWords];
+  const int64_t tiles_x = p.cols / kTile;
+  const int64_t tiles = tiles_x * (p.rows / kTile);
+  const int tid = static_cast<int>(threadIdx.x);
+  // Tile k of the walk, counted from X's end as the CTA-a-tile kernel takes them (its comment
+  // says why).
+  const auto origin = [&](int64_t k, int64_t& r0, int64_t& c0) {
+    const int64_t back = tiles - 1 - k;
+    r0 = back / tiles_x * kTile;
+    c0 = back % tiles_x * kTile;
+  };
+  const auto copy = [&](int64_t k) {
+    int64_t r0, c0;
+    origin(k, r0, c0);
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i)
+      cp_async16(smem_addr(&staged[i * kThreads + tid]),
+                 p.x + (r0 + load_row(i)) * p.ld + c0 + load_col());
+    cp_async_commit();
+  };
+  int64_t k = blockIdx.x;
+  copy(k);
+  const TileScale ts = tensor_scale<kRecord>(p, blockIdx.x == 0 && tid == 0);
+  const float inv_given = ts.inv;
+  const bool nonfinite = inv_given != inv_given;
+  // As the CTA-a-tile kernel: without a record, a non-finite amax makes every value 0 · 0.
+  const bool zero = kRecord ? nonfinite && p.amax_seen == nullptr && p.ring == nullptr : nonfinite;
+  const float inv = !kRecord && nonfinite ? 0.0f : inv_given;
+  uint32_t seen = 0;
+  for (; k < tiles; k += gridDim.x) {
+    cp_async_wait<0>();
+    uint4 raw[kLoads];
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i)
+      raw[i] = zero ? make_uint4(0, 0, 0, 0) : staged[i * kThreads + tid];
+    int64_t r0, c0;
+    origin(k, r0, c0);
+    quantize_loads<kInt8, kWriteX, kWriteT, kRecord>(p, tile, r0, c0, raw, inv, nonfinite, seen);
+    // The next tile's copies go into the slots this thread read, once the values read from them
+    // have been used: a later cp.async is not ordered after an earlier load of its slot, and
+    // nothing else makes the load complete first.
+    if (k + gridDim.x < tiles) copy(k + gridDim.x);
+    if constexpr (kWriteT) {
+      __syncthreads();
+      store_transposed(tile, p.values_t, p.rows, r0, c0);
+      __syncthreads();  // the stash is read before the next tile's bytes go into it
+    }
+  }
+  if constexpr (kRecord) {
+    report_amax_if_above(p.ring != nullptr ? p.ring + ts.turn.current : p.amax_seen, seen);
   }
 }
 
@@ -583,8 +666,47 @@ __global__ void __launch_bounds__(kThreads)
   report_amax(amax, m);
 }
 
+// The walk of a plain X by one scale (quantize_tensorwise_walk_kernel): a resident wave, four
+// CTAs an SM, at most one a tile.
+template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord>
+void launch_walk(const TensorwiseParams& tp, cudaStream_t stream) {
+  const auto* kernel = reinterpret_cast<const void*>(
+      quantize_tensorwise_walk_kernel<kInt8, kWriteX, kWriteT, kRecord>);
+  // Four CTAs of 48 KiB (with the driver's 1 KiB, 49) fit only with shared memory's largest
+  // carveout, which the occupancy below then counts.
+  static const bool asked = [&] {
+    LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                            cudaSharedmemCarveoutMaxShared));
+    return true;
+  }();
+  (void)asked;
+  const int64_t tiles = tp.rows / kTile * (tp.cols / kTile);
+  const int64_t blocks = resident_blocks(kernel, kThreads, kWalkStagedBytes, tiles);
+  quantize_tensorwise_walk_kernel<kInt8, kWriteX, kWriteT, kRecord>
+      <<<static_cast<unsigned>(blocks), kThreads, kWalkStagedBytes, stream>>>(tp);
+}
+
+// Experiment knob for this session's A/B (LPBENCH_QUANTIZE_WALK=0: the CTA-a-tile kernel).
+bool walk_wanted() {
+  static const bool wanted = [] {
+    const char* v = std::getenv("LPBENCH_QUANTIZE_WALK");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return wanted;
+}
+
 template <bool kInt8, bool kRecord, Source kSource = Source::x>
 void launch(const TensorwiseParams& tp, dim3 grid, cudaStream_t stream) {
+  if (kSource == Source::x && tp.inv_blocks == nullptr && walk_wanted()) {
+    if (tp.values != nullptr && tp.values_t != nullptr) {
+      launch_walk<kInt8, true, true, kRecord>(tp, stream);
+    } else if (tp.values != nullptr) {
+      launch_walk<kInt8, true, false, kRecord>(tp, stream);
+    } else {
+      launch_walk<kInt8, false, true, kRecord>(tp, stream);
+    }
+    return;
+  }
   if (tp.values != nullptr && tp.values_t != nullptr) {
     quantize_tensorwise_kernel<kInt8, true, true, kRecord, kSource>
         <<<grid, kThreads, 0, stream>>>(tp);

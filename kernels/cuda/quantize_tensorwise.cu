@@ -208,6 +208,13 @@ __device__ __forceinline__ TileScale tensor_scale(const TensorwiseParams& p, boo
 // Where the kernel's X comes from: read, or computed from its producer's inputs.
 enum class Source { x, swiglu, rmsnorm };
 
+// Four floats from shared memory, read where the call stands (volatile: not hoisted or merged).
+__device__ __forceinline__ void lds_f4(uint32_t addr, float& a, float& b, float& c, float& d) {
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(a), "=f"(b), "=f"(c), "=f"(d)
+               : "r"(addr));
+}
+
 // A tile of X in the thread's registers (its eight loads, `load`'s mapping) quantized: its format
 // bytes stored in X's layout and stashed for Xᵀ's (the caller stores those after a barrier), and
 // under a record its max |x| folded into `seen`. `nonfinite`: the inverse is NaN (a non-finite
@@ -300,22 +307,33 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   }
 }
 
-// The same quantization of a plain X by one scale for the whole tensor, as a walk: a resident
-// wave of CTAs (four an SM), each taking tiles blockIdx.x, + gridDim.x, ... from X's end, whose
-// threads copy the next tile's vectors into shared memory (cp.async, a thread its own eight, so
-// that no barrier is needed before it reads them back) while they quantize the one before. The
-// scale, and under a history its ring, are read once a CTA, under the first tile's copies.
+// The same quantization by one scale for the whole tensor, of a plain X or of a norm's output
+// from h (kSource), as a walk: a resident wave of CTAs (four an SM, a norm's three), each taking
+// tiles
+// blockIdx.x, + gridDim.x, ... from X's end, whose threads copy the next tile's vectors into
+// shared memory (cp.async, a thread its own eight, so that no barrier is needed before it reads
+// them back) while they quantize the one before. The scale, and under a history its ring, are
+// read once a CTA, under the first tile's copies. A norm's tile also brings its 128 rows' inverse
+// RMS and its 128 columns' weights, a word a thread, into one of two buffers, read by all threads
+// after a barrier.
 // Why: a CTA a tile ran a 4096 × 4096 X as one full wave of five CTAs an SM and a partial one of
 // 364 CTAs, at 62–67 % of the HBM peak where a copy of its bytes reaches 74 %; ncu put half of
 // its warps' stalls on the loads and its achieved occupancy at 52 % (docs/perf-log.md §70).
-constexpr int kWalkCtasPerSm = 4;
+// A norm's walk holds its tile's weights beside the values, and spilled 8–24 bytes under four.
+template <Source kSource>
+constexpr int kWalkCtasPerSm = kSource == Source::rmsnorm ? 3 : 4;
 constexpr int kWalkStagedBytes = kLoads * kThreads * 16;  // a tile of BF16: 32 KiB
 
-template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord>
-__global__ void __launch_bounds__(kThreads, kWalkCtasPerSm)
+template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource>
+__global__ void __launch_bounds__(kThreads, kWalkCtasPerSm<kSource>)
     quantize_tensorwise_walk_kernel(const TensorwiseParams p) {
+  static_assert(kSource == Source::x || kSource == Source::rmsnorm, "no walk for this source");
+  constexpr bool kNorm = kSource == Source::rmsnorm;
+  static_assert(!kNorm || kThreads == 2 * kTile,
+                "a norm's tile: a row's rstd or a column's weight a thread");
   extern __shared__ __align__(16) uint4 staged[];  // [kLoads][kThreads]
   __shared__ __align__(16) uint32_t tile[kWords];
+  __shared__ float norm_terms[kNorm ? 2 : 1][kNorm ? 2 * kTile : 1];  // [buffer][rstd | weight]
   const int64_t tiles_x = p.cols / kTile;
   const int64_t tiles = tiles_x * (p.rows / kTile);
   const int tid = static_cast<int>(threadIdx.x);
@@ -326,17 +344,23 @@ __global__ void __launch_bounds__(kThreads, kWalkCtasPerSm)
     r0 = back / tiles_x * kTile;
     c0 = back % tiles_x * kTile;
   };
-  const auto copy = [&](int64_t k) {
+  const auto copy = [&](int64_t k, int buffer) {
     int64_t r0, c0;
     origin(k, r0, c0);
 #pragma unroll
     for (int i = 0; i < kLoads; ++i)
       cp_async16(smem_addr(&staged[i * kThreads + tid]),
                  p.x + (r0 + load_row(i)) * p.ld + c0 + load_col());
+    if constexpr (kNorm) {
+      cp_async4(smem_addr(&norm_terms[buffer][tid]),
+                tid < kTile ? p.rstd + r0 + tid : p.norm_weight + c0 + (tid - kTile));
+    } else {
+      (void)buffer;
+    }
     cp_async_commit();
   };
   int64_t k = blockIdx.x;
-  copy(k);
+  copy(k, 0);
   const TileScale ts = tensor_scale<kRecord>(p, blockIdx.x == 0 && tid == 0);
   const float inv_given = ts.inv;
   const bool nonfinite = inv_given != inv_given;
@@ -344,19 +368,47 @@ __global__ void __launch_bounds__(kThreads, kWalkCtasPerSm)
   const bool zero = kRecord ? nonfinite && p.amax_seen == nullptr && p.ring == nullptr : nonfinite;
   const float inv = !kRecord && nonfinite ? 0.0f : inv_given;
   uint32_t seen = 0;
-  for (; k < tiles; k += gridDim.x) {
+  for (int buffer = 0; k < tiles; k += gridDim.x, buffer ^= 1) {
     cp_async_wait<0>();
+    // A norm's terms were copied by other threads. The buffer the next tile's go into was last
+    // read in the tile before, by threads that have all passed this barrier.
+    if constexpr (kNorm) __syncthreads();
     uint4 raw[kLoads];
 #pragma unroll
     for (int i = 0; i < kLoads; ++i)
-      raw[i] = zero ? make_uint4(0, 0, 0, 0) : staged[i * kThreads + tid];
+      raw[i] = staged[i * kThreads + tid];
+    if (zero) {
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i)
+        raw[i] = make_uint4(0, 0, 0, 0);
+    } else if constexpr (kNorm) {
+      {
+        const float* rstd = norm_terms[buffer];
+        const uint32_t w = smem_addr(norm_terms[buffer] + kTile + load_col());
+#pragma unroll
+        for (int i = 0; i < kLoads; ++i) {
+          const Bf16x8 h = unpack_bf16x8(raw[i]);
+          const float r = rstd[load_row(i)];
+          // The weights read again for each load (volatile): held across the eight, they
+          // spilled under three CTAs an SM.
+          float wv[kBf16PerVector];
+          lds_f4(w, wv[0], wv[1], wv[2], wv[3]);
+          lds_f4(w + 16, wv[4], wv[5], wv[6], wv[7]);
+          Bf16x8 out;
+#pragma unroll
+          for (int e = 0; e < kBf16PerVector; ++e)
+            out.v[e] = rmsnorm_value(h.v[e], r, wv[e]);
+          raw[i] = pack_bf16x8(out);
+        }
+      }
+    }
     int64_t r0, c0;
     origin(k, r0, c0);
     quantize_loads<kInt8, kWriteX, kWriteT, kRecord>(p, tile, r0, c0, raw, inv, nonfinite, seen);
     // The next tile's copies go into the slots this thread read, once the values read from them
     // have been used: a later cp.async is not ordered after an earlier load of its slot, and
     // nothing else makes the load complete first.
-    if (k + gridDim.x < tiles) copy(k + gridDim.x);
+    if (k + gridDim.x < tiles) copy(k + gridDim.x, buffer ^ 1);
     if constexpr (kWriteT) {
       __syncthreads();
       store_transposed(tile, p.values_t, p.rows, r0, c0);
@@ -666,13 +718,12 @@ __global__ void __launch_bounds__(kThreads)
   report_amax(amax, m);
 }
 
-// The walk of a plain X by one scale (quantize_tensorwise_walk_kernel): a resident wave, four
-// CTAs an SM, at most one a tile.
-template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord>
+// The walk (quantize_tensorwise_walk_kernel): a resident wave, at most a CTA a tile.
+template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource>
 void launch_walk(const TensorwiseParams& tp, cudaStream_t stream) {
   const auto* kernel = reinterpret_cast<const void*>(
-      quantize_tensorwise_walk_kernel<kInt8, kWriteX, kWriteT, kRecord>);
-  // Four CTAs of 48 KiB (with the driver's 1 KiB, 49) fit only with shared memory's largest
+      quantize_tensorwise_walk_kernel<kInt8, kWriteX, kWriteT, kRecord, kSource>);
+  // Four CTAs of 48 KiB (49 with the driver's 1 KiB) fit only with shared memory's largest
   // carveout, which the occupancy below then counts.
   static const bool asked = [&] {
     LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
@@ -680,9 +731,11 @@ void launch_walk(const TensorwiseParams& tp, cudaStream_t stream) {
     return true;
   }();
   (void)asked;
+  // Past 48 KiB with the static part (a record's block maximum, a norm's terms) only by asking.
+  allow_dynamic_shared_memory(kernel, kWalkStagedBytes);
   const int64_t tiles = tp.rows / kTile * (tp.cols / kTile);
   const int64_t blocks = resident_blocks(kernel, kThreads, kWalkStagedBytes, tiles);
-  quantize_tensorwise_walk_kernel<kInt8, kWriteX, kWriteT, kRecord>
+  quantize_tensorwise_walk_kernel<kInt8, kWriteX, kWriteT, kRecord, kSource>
       <<<static_cast<unsigned>(blocks), kThreads, kWalkStagedBytes, stream>>>(tp);
 }
 
@@ -697,15 +750,17 @@ bool walk_wanted() {
 
 template <bool kInt8, bool kRecord, Source kSource = Source::x>
 void launch(const TensorwiseParams& tp, dim3 grid, cudaStream_t stream) {
-  if (kSource == Source::x && tp.inv_blocks == nullptr && walk_wanted()) {
-    if (tp.values != nullptr && tp.values_t != nullptr) {
-      launch_walk<kInt8, true, true, kRecord>(tp, stream);
-    } else if (tp.values != nullptr) {
-      launch_walk<kInt8, true, false, kRecord>(tp, stream);
-    } else {
-      launch_walk<kInt8, false, true, kRecord>(tp, stream);
+  if constexpr (kSource == Source::x || kSource == Source::rmsnorm) {
+    if (tp.inv_blocks == nullptr && walk_wanted()) {
+      if (tp.values != nullptr && tp.values_t != nullptr) {
+        launch_walk<kInt8, true, true, kRecord, kSource>(tp, stream);
+      } else if (tp.values != nullptr) {
+        launch_walk<kInt8, true, false, kRecord, kSource>(tp, stream);
+      } else {
+        launch_walk<kInt8, false, true, kRecord, kSource>(tp, stream);
+      }
+      return;
     }
-    return;
   }
   if (tp.values != nullptr && tp.values_t != nullptr) {
     quantize_tensorwise_kernel<kInt8, true, true, kRecord, kSource>

@@ -208,11 +208,13 @@ __device__ __forceinline__ TileScale tensor_scale(const TensorwiseParams& p, boo
 // Where the kernel's X comes from: read, or computed from its producer's inputs.
 enum class Source { x, swiglu, rmsnorm };
 
-// Four floats from shared memory, read where the call stands (volatile: not hoisted or merged).
+// Four floats from shared memory, read where the call stands (volatile, and a compiler memory
+// barrier: not hoisted above the barrier that makes them whole, nor merged with another read).
 __device__ __forceinline__ void lds_f4(uint32_t addr, float& a, float& b, float& c, float& d) {
   asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
                : "=f"(a), "=f"(b), "=f"(c), "=f"(d)
-               : "r"(addr));
+               : "r"(addr)
+               : "memory");
 }
 
 // A tile of X in the thread's registers (its eight loads, `load`'s mapping) quantized: its format
@@ -382,7 +384,7 @@ __global__ void __launch_bounds__(kThreads, kWalkCtasPerSm<kSource>)
       for (int i = 0; i < kLoads; ++i)
         raw[i] = make_uint4(0, 0, 0, 0);
     } else if constexpr (kNorm) {
-      {
+      {  // y = h · rstd · w, rounded to BF16 as the norm stores it
         const float* rstd = norm_terms[buffer];
         const uint32_t w = smem_addr(norm_terms[buffer] + kTile + load_col());
 #pragma unroll

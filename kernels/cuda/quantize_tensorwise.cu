@@ -30,7 +30,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
@@ -208,15 +207,6 @@ __device__ __forceinline__ TileScale tensor_scale(const TensorwiseParams& p, boo
 // Where the kernel's X comes from: read, or computed from its producer's inputs.
 enum class Source { x, swiglu, rmsnorm };
 
-// Four floats from shared memory, read where the call stands (volatile, and a compiler memory
-// barrier: not hoisted above the barrier that makes them whole, nor merged with another read).
-__device__ __forceinline__ void lds_f4(uint32_t addr, float& a, float& b, float& c, float& d) {
-  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(a), "=f"(b), "=f"(c), "=f"(d)
-               : "r"(addr)
-               : "memory");
-}
-
 // A tile of X in the thread's registers (its eight loads, `load`'s mapping) quantized: its format
 // bytes stored in X's layout and stashed for Xᵀ's (the caller stores those after a barrier), and
 // under a record its max |x| folded into `seen`. `nonfinite`: the inverse is NaN (a non-finite
@@ -309,33 +299,23 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   }
 }
 
-// The same quantization by one scale for the whole tensor, of a plain X or of a norm's output
-// from h (kSource), as a walk: a resident wave of CTAs (four an SM, a norm's three), each taking
-// tiles
-// blockIdx.x, + gridDim.x, ... from X's end, whose threads copy the next tile's vectors into
-// shared memory (cp.async, a thread its own eight, so that no barrier is needed before it reads
-// them back) while they quantize the one before. The scale, and under a history its ring, are
-// read once a CTA, under the first tile's copies. A norm's tile also brings its 128 rows' inverse
-// RMS and its 128 columns' weights, a word a thread, into one of two buffers, read by all threads
-// after a barrier.
+// The same quantization of a plain X by one scale for the whole tensor, as a walk: a resident
+// wave of CTAs (four an SM), each taking tiles blockIdx.x, + gridDim.x, ... from X's end, whose
+// threads copy the next tile's vectors into shared memory (cp.async, a thread its own eight, so
+// that no barrier is needed before it reads them back) while they quantize the one before. The
+// scale, and under a history its ring, are read once a CTA, under the first tile's copies.
 // Why: a CTA a tile ran a 4096 × 4096 X as one full wave of five CTAs an SM and a partial one of
 // 364 CTAs, at 62–67 % of the HBM peak where a copy of its bytes reaches 74 %; ncu put half of
-// its warps' stalls on the loads and its achieved occupancy at 52 % (docs/perf-log.md §70).
-// A norm's walk holds its tile's weights beside the values, and spilled 8–24 bytes under four.
-template <Source kSource>
-constexpr int kWalkCtasPerSm = kSource == Source::rmsnorm ? 3 : 4;
+// its warps' stalls on the loads and its achieved occupancy at 52 %. The walk took it to 67–69 %;
+// it is launched only where it was faster (launch_walk; docs/perf-log.md §70).
+constexpr int kWalkCtasPerSm = 4;
 constexpr int kWalkStagedBytes = kLoads * kThreads * 16;  // a tile of BF16: 32 KiB
 
-template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource>
-__global__ void __launch_bounds__(kThreads, kWalkCtasPerSm<kSource>)
+template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord>
+__global__ void __launch_bounds__(kThreads, kWalkCtasPerSm)
     quantize_tensorwise_walk_kernel(const TensorwiseParams p) {
-  static_assert(kSource == Source::x || kSource == Source::rmsnorm, "no walk for this source");
-  constexpr bool kNorm = kSource == Source::rmsnorm;
-  static_assert(!kNorm || kThreads == 2 * kTile,
-                "a norm's tile: a row's rstd or a column's weight a thread");
   extern __shared__ __align__(16) uint4 staged[];  // [kLoads][kThreads]
   __shared__ __align__(16) uint32_t tile[kWords];
-  __shared__ float norm_terms[kNorm ? 2 : 1][kNorm ? 2 * kTile : 1];  // [buffer][rstd | weight]
   const int64_t tiles_x = p.cols / kTile;
   const int64_t tiles = tiles_x * (p.rows / kTile);
   const int tid = static_cast<int>(threadIdx.x);
@@ -346,23 +326,17 @@ __global__ void __launch_bounds__(kThreads, kWalkCtasPerSm<kSource>)
     r0 = back / tiles_x * kTile;
     c0 = back % tiles_x * kTile;
   };
-  const auto copy = [&](int64_t k, int buffer) {
+  const auto copy = [&](int64_t k) {
     int64_t r0, c0;
     origin(k, r0, c0);
 #pragma unroll
     for (int i = 0; i < kLoads; ++i)
       cp_async16(smem_addr(&staged[i * kThreads + tid]),
                  p.x + (r0 + load_row(i)) * p.ld + c0 + load_col());
-    if constexpr (kNorm) {
-      cp_async4(smem_addr(&norm_terms[buffer][tid]),
-                tid < kTile ? p.rstd + r0 + tid : p.norm_weight + c0 + (tid - kTile));
-    } else {
-      (void)buffer;
-    }
     cp_async_commit();
   };
   int64_t k = blockIdx.x;
-  copy(k, 0);
+  copy(k);
   const TileScale ts = tensor_scale<kRecord>(p, blockIdx.x == 0 && tid == 0);
   const float inv_given = ts.inv;
   const bool nonfinite = inv_given != inv_given;
@@ -370,47 +344,19 @@ __global__ void __launch_bounds__(kThreads, kWalkCtasPerSm<kSource>)
   const bool zero = kRecord ? nonfinite && p.amax_seen == nullptr && p.ring == nullptr : nonfinite;
   const float inv = !kRecord && nonfinite ? 0.0f : inv_given;
   uint32_t seen = 0;
-  for (int buffer = 0; k < tiles; k += gridDim.x, buffer ^= 1) {
+  for (; k < tiles; k += gridDim.x) {
     cp_async_wait<0>();
-    // A norm's terms were copied by other threads. The buffer the next tile's go into was last
-    // read in the tile before, by threads that have all passed this barrier.
-    if constexpr (kNorm) __syncthreads();
     uint4 raw[kLoads];
 #pragma unroll
     for (int i = 0; i < kLoads; ++i)
-      raw[i] = staged[i * kThreads + tid];
-    if (zero) {
-#pragma unroll
-      for (int i = 0; i < kLoads; ++i)
-        raw[i] = make_uint4(0, 0, 0, 0);
-    } else if constexpr (kNorm) {
-      {  // y = h · rstd · w, rounded to BF16 as the norm stores it
-        const float* rstd = norm_terms[buffer];
-        const uint32_t w = smem_addr(norm_terms[buffer] + kTile + load_col());
-#pragma unroll
-        for (int i = 0; i < kLoads; ++i) {
-          const Bf16x8 h = unpack_bf16x8(raw[i]);
-          const float r = rstd[load_row(i)];
-          // The weights read again for each load (volatile): held across the eight, they
-          // spilled under three CTAs an SM.
-          float wv[kBf16PerVector];
-          lds_f4(w, wv[0], wv[1], wv[2], wv[3]);
-          lds_f4(w + 16, wv[4], wv[5], wv[6], wv[7]);
-          Bf16x8 out;
-#pragma unroll
-          for (int e = 0; e < kBf16PerVector; ++e)
-            out.v[e] = rmsnorm_value(h.v[e], r, wv[e]);
-          raw[i] = pack_bf16x8(out);
-        }
-      }
-    }
+      raw[i] = zero ? make_uint4(0, 0, 0, 0) : staged[i * kThreads + tid];
     int64_t r0, c0;
     origin(k, r0, c0);
     quantize_loads<kInt8, kWriteX, kWriteT, kRecord>(p, tile, r0, c0, raw, inv, nonfinite, seen);
     // The next tile's copies go into the slots this thread read, once the values read from them
     // have been used: a later cp.async is not ordered after an earlier load of its slot, and
     // nothing else makes the load complete first.
-    if (k + gridDim.x < tiles) copy(k + gridDim.x, buffer ^ 1);
+    if (k + gridDim.x < tiles) copy(k + gridDim.x);
     if constexpr (kWriteT) {
       __syncthreads();
       store_transposed(tile, p.values_t, p.rows, r0, c0);
@@ -720,49 +666,43 @@ __global__ void __launch_bounds__(kThreads)
   report_amax(amax, m);
 }
 
-// The walk (quantize_tensorwise_walk_kernel): a resident wave, at most a CTA a tile.
-template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource>
-void launch_walk(const TensorwiseParams& tp, cudaStream_t stream) {
-  const auto* kernel = reinterpret_cast<const void*>(
-      quantize_tensorwise_walk_kernel<kInt8, kWriteX, kWriteT, kRecord, kSource>);
-  // Four CTAs of 48 KiB (49 with the driver's 1 KiB) fit only with shared memory's largest
-  // carveout, which the occupancy below then counts.
+// The walk (quantize_tensorwise_walk_kernel) where X has at most two tiles for each CTA of its
+// resident wave (a 4096 × 4096 X: 1024 tiles, 528 CTAs). There it ran 3 % faster than a CTA a
+// tile by a given amax and 8 % faster under a history; on larger X (2.9 to 14 tiles a CTA) it ran
+// up to 11 % slower, one tile in flight a CTA moving less than a CTA a tile does at five an SM
+// (docs/perf-log.md §70). Returns whether it launched.
+template <bool kInt8, bool kRecord>
+bool launch_walk(const TensorwiseParams& tp, cudaStream_t stream) {
+  using Kernel = void (*)(TensorwiseParams);
+  const Kernel both = quantize_tensorwise_walk_kernel<kInt8, true, true, kRecord>;
+  const Kernel x_only = quantize_tensorwise_walk_kernel<kInt8, true, false, kRecord>;
+  const Kernel t_only = quantize_tensorwise_walk_kernel<kInt8, false, true, kRecord>;
+  // Four CTAs of 48 KiB and more (a record's block maximum takes the static part past 16, and the
+  // whole past the 48 KiB a launch may have without asking) fit an SM only with shared memory's
+  // largest carveout, which the occupancy then counts.
   static const bool asked = [&] {
-    LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                            cudaSharedmemCarveoutMaxShared));
+    for (const Kernel k : {both, x_only, t_only}) {
+      const auto* f = reinterpret_cast<const void*>(k);
+      LPBENCH_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                              cudaSharedmemCarveoutMaxShared));
+      allow_dynamic_shared_memory(f, kWalkStagedBytes);
+    }
     return true;
   }();
   (void)asked;
-  // Past 48 KiB with the static part (a record's block maximum, a norm's terms) only by asking.
-  allow_dynamic_shared_memory(kernel, kWalkStagedBytes);
+  const Kernel kernel = tp.values == nullptr ? t_only : tp.values_t == nullptr ? x_only : both;
   const int64_t tiles = tp.rows / kTile * (tp.cols / kTile);
-  const int64_t blocks = resident_blocks(kernel, kThreads, kWalkStagedBytes, tiles);
-  quantize_tensorwise_walk_kernel<kInt8, kWriteX, kWriteT, kRecord, kSource>
-      <<<static_cast<unsigned>(blocks), kThreads, kWalkStagedBytes, stream>>>(tp);
-}
-
-// Experiment knob for this session's A/B (LPBENCH_QUANTIZE_WALK=0: the CTA-a-tile kernel).
-bool walk_wanted() {
-  static const bool wanted = [] {
-    const char* v = std::getenv("LPBENCH_QUANTIZE_WALK");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return wanted;
+  const int64_t resident =
+      resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, kWalkStagedBytes, tiles);
+  if (tiles > 2 * resident) return false;
+  kernel<<<static_cast<unsigned>(resident), kThreads, kWalkStagedBytes, stream>>>(tp);
+  return true;
 }
 
 template <bool kInt8, bool kRecord, Source kSource = Source::x>
 void launch(const TensorwiseParams& tp, dim3 grid, cudaStream_t stream) {
-  if constexpr (kSource == Source::x || kSource == Source::rmsnorm) {
-    if (tp.inv_blocks == nullptr && walk_wanted()) {
-      if (tp.values != nullptr && tp.values_t != nullptr) {
-        launch_walk<kInt8, true, true, kRecord, kSource>(tp, stream);
-      } else if (tp.values != nullptr) {
-        launch_walk<kInt8, true, false, kRecord, kSource>(tp, stream);
-      } else {
-        launch_walk<kInt8, false, true, kRecord, kSource>(tp, stream);
-      }
-      return;
-    }
+  if constexpr (kSource == Source::x) {
+    if (tp.inv_blocks == nullptr && launch_walk<kInt8, kRecord>(tp, stream)) return;
   }
   if (tp.values != nullptr && tp.values_t != nullptr) {
     quantize_tensorwise_kernel<kInt8, true, true, kRecord, kSource>

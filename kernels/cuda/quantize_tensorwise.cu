@@ -25,7 +25,9 @@
 // gate/up and the gradient of SwiGLU's output under delayed scaling
 // (quantize_swiglu_backward_tensorwise, §65); and RoPE's backward, from attention's dQ, dK and
 // dV, likewise, its tile staged in shared memory (quantize_rope_backward_tensorwise, §66, §68,
-// §69).
+// §69). A plain X of at most two tiles for each CTA of a resident wave is quantized as a walk of
+// that wave instead, each CTA's next tile copied into shared memory while it quantizes the one
+// before (quantize_tensorwise_walk_kernel, §70).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

@@ -370,11 +370,13 @@ TEST_F(GpuKernels, QuantizeEdgeShapesEveryGranularityFormatAndLayout) {
 // both from one pass, against the reference and against the tile kernel it replaces; with a
 // producer's amax as well as its own amax pass; every format; a leading dimension past the
 // columns; values half way between two steps, a NaN and an Inf.
+// The shapes: one tile; a few, one a CTA of the walk; 4096 × 4096, whose 1024 tiles a GPU of 132
+// SMs walks two a CTA (its 528 resident CTAs); 4096 × 11008, past two a CTA, a CTA a tile.
 TEST_F(GpuKernels, TensorwiseKernelMatchesTheReferenceAndTheTileKernel) {
   const auto opts = torch::TensorOptions().device(torch::kCUDA);
   int64_t seed = 9000;
-  for (auto [rows, cols] :
-       std::vector<std::pair<int64_t, int64_t>>{{128, 128}, {384, 256}, {4096, 11008}}) {
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
+           {128, 128}, {384, 256}, {4096, 4096}, {4096, 11008}}) {
     for (int64_t ld : {cols, cols + 8}) {
       torch::manual_seed(++seed);
       const at::Tensor x = random_matrix(rows, cols, DType::bf16, ld);

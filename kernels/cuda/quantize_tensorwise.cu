@@ -679,8 +679,8 @@ bool launch_walk(const TensorwiseParams& tp, cudaStream_t stream) {
   const Kernel both = quantize_tensorwise_walk_kernel<kInt8, true, true, kRecord>;
   const Kernel x_only = quantize_tensorwise_walk_kernel<kInt8, true, false, kRecord>;
   const Kernel t_only = quantize_tensorwise_walk_kernel<kInt8, false, true, kRecord>;
-  // Four CTAs of 48 KiB and more (a record's block maximum takes the static part past 16, and the
-  // whole past the 48 KiB a launch may have without asking) fit an SM only with shared memory's
+  // Four CTAs of 48 KiB and more (a record's block maximum takes the static part past 16 KiB, and
+  // the whole past the 48 KiB a launch may have without asking) fit an SM only with shared memory's
   // largest carveout, which the occupancy then counts.
   static const bool asked = [&] {
     for (const Kernel k : {both, x_only, t_only}) {

@@ -32,7 +32,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/amax.cuh"
@@ -118,25 +117,20 @@ __global__ void advance_ring_kernel(uint32_t* ring, int64_t slots) {
   ring[slots] = static_cast<uint32_t>(ring_turn(ring, slots).next);
 }
 
-// Loads first .. first + N - 1 of the thread's eight of SwiGLU's output tile at (r0, c0), as
-// `load` maps them: the gate's and the up projection's loads in flight at once, then each value
-// computed and rounded to BF16 in the registers X's loads fill. The tile kernel takes the tile
-// in two halves of four (kSwigluLoads) so that a half's gate and up fit beside each other in
-// the registers of four CTAs an SM.
-constexpr int kSwigluLoads = kLoads / 2;
-
-template <int N>
+// The thread's eight loads of SwiGLU's output tile at (r0, c0), as `load` gives X's: the gate's
+// and the up projection's sixteen loads in flight at once, then each value computed and rounded
+// to BF16 in the registers X's loads fill.
 __device__ __forceinline__ void load_swiglu(const TensorwiseParams& p, int64_t r0, int64_t c0,
-                                            int first, uint4 (&raw)[N]) {
-  uint4 up[N];
+                                            uint4 (&raw)[kLoads]) {
+  uint4 up[kLoads];
 #pragma unroll
-  for (int i = 0; i < N; ++i) {
-    const __nv_bfloat16* gate = p.x + (r0 + load_row(first + i)) * p.ld + c0 + load_col();
+  for (int i = 0; i < kLoads; ++i) {
+    const __nv_bfloat16* gate = p.x + (r0 + load_row(i)) * p.ld + c0 + load_col();
     raw[i] = quant::load_vec(gate);
     up[i] = quant::load_vec(gate + p.up_offset);
   }
 #pragma unroll
-  for (int i = 0; i < N; ++i) {
+  for (int i = 0; i < kLoads; ++i) {
     const Bf16x8 g = unpack_bf16x8(raw[i]);
     const Bf16x8 u = unpack_bf16x8(up[i]);
     Bf16x8 out;
@@ -215,21 +209,20 @@ __device__ __forceinline__ TileScale tensor_scale(const TensorwiseParams& p, boo
 // Where the kernel's X comes from: read, or computed from its producer's inputs.
 enum class Source { x, swiglu, rmsnorm };
 
-// Loads first .. first + N - 1 of a tile of X in the thread's registers (`load`'s mapping; all
-// eight by default) quantized: their format bytes stored in X's layout and stashed for Xᵀ's (the
-// caller stores those after a barrier), and under a record their max |x| folded into `seen`.
-// `nonfinite`: the inverse is NaN (a non-finite amax), and every value is 0, as the reference's.
-template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, int N = kLoads>
+// A tile of X in the thread's registers (its eight loads, `load`'s mapping) quantized: its format
+// bytes stored in X's layout and stashed for Xᵀ's (the caller stores those after a barrier), and
+// under a record its max |x| folded into `seen`. `nonfinite`: the inverse is NaN (a non-finite
+// amax), and every value is 0, as the reference's.
+template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord>
 __device__ __forceinline__ void quantize_loads(const TensorwiseParams& p, uint32_t* tile,
-                                               int64_t r0, int64_t c0, const uint4 (&raw)[N],
-                                               float inv, bool nonfinite, uint32_t& seen,
-                                               int first = 0) {
+                                               int64_t r0, int64_t c0, const uint4 (&raw)[kLoads],
+                                               float inv, bool nonfinite, uint32_t& seen) {
   const int col = load_col();
   // Each load's format bytes from `quantize`, stored in X's layout and stashed for Xᵀ's.
   const auto write = [&](auto quantize) {
 #pragma unroll
-    for (int i = 0; i < N; ++i) {
-      const int r = load_row(first + i);
+    for (int i = 0; i < kLoads; ++i) {
+      const int r = load_row(i);
       const uint2 q = quantize(raw[i]);
       if constexpr (kWriteX) {
         *reinterpret_cast<uint2*>(p.values + (r0 + r) * p.cols + c0 + col) = q;
@@ -259,10 +252,9 @@ __device__ __forceinline__ void quantize_loads(const TensorwiseParams& p, uint32
   }
 }
 
-// One 128×128 tile of X per CTA (quantize_byte_tile.cuh), X as kSource gives it: the body of
-// the tile kernels below.
-template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource>
-__device__ __forceinline__ void quantize_tile(const TensorwiseParams& p) {
+// One 128×128 tile of X per CTA (quantize_byte_tile.cuh), X as kSource gives it.
+template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource = Source::x>
+__global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
   __shared__ __align__(16) uint32_t tile[kWords];
   // The tiles are taken from X's end to its start. The kernel that wrote X (a norm, SwiGLU,
   // RoPE's backward) walked it from start to end, so its last rows are what L2 still holds when
@@ -284,38 +276,22 @@ __device__ __forceinline__ void quantize_tile(const TensorwiseParams& p) {
   // before them, ptxas spread the loads among the first values' arithmetic, three in flight
   // where the dynamic kernel keeps eight. That alone did not move the kernel's time, perf-log
   // §54; it keeps the two kernels' loads the same.)
+  uint4 raw[kLoads];
   const bool nonfinite = inv != inv;
-  const bool zero = kRecord ? nonfinite && p.amax_seen == nullptr && p.ring == nullptr : nonfinite;
-  uint32_t seen = 0;
-  if constexpr (kSource == Source::swiglu) {
-    // In halves (load_swiglu says why).
+  if (kRecord ? nonfinite && p.amax_seen == nullptr && p.ring == nullptr : nonfinite) {
+    if constexpr (!kRecord) inv = 0.0f;
 #pragma unroll
-    for (int first = 0; first < kLoads; first += kSwigluLoads) {
-      uint4 raw[kSwigluLoads];
-      if (zero) {
-#pragma unroll
-        for (int i = 0; i < kSwigluLoads; ++i)
-          raw[i] = make_uint4(0, 0, 0, 0);
-      } else {
-        load_swiglu(p, r0, c0, first, raw);
-      }
-      quantize_loads<kInt8, kWriteX, kWriteT, kRecord, kSwigluLoads>(p, tile, r0, c0, raw, inv,
-                                                                     nonfinite, seen, first);
-    }
+    for (int i = 0; i < kLoads; ++i)
+      raw[i] = make_uint4(0, 0, 0, 0);
+  } else if constexpr (kSource == Source::swiglu) {
+    load_swiglu(p, r0, c0, raw);
+  } else if constexpr (kSource == Source::rmsnorm) {
+    load_rmsnorm(p, r0, c0, raw);
   } else {
-    uint4 raw[kLoads];
-    if (zero) {
-      if constexpr (!kRecord) inv = 0.0f;
-#pragma unroll
-      for (int i = 0; i < kLoads; ++i)
-        raw[i] = make_uint4(0, 0, 0, 0);
-    } else if constexpr (kSource == Source::rmsnorm) {
-      load_rmsnorm(p, r0, c0, raw);
-    } else {
-      load(p.x, p.ld, r0, c0, raw);
-    }
-    quantize_loads<kInt8, kWriteX, kWriteT, kRecord>(p, tile, r0, c0, raw, inv, nonfinite, seen);
+    load(p.x, p.ld, r0, c0, raw);
   }
+  uint32_t seen = 0;
+  quantize_loads<kInt8, kWriteX, kWriteT, kRecord>(p, tile, r0, c0, raw, inv, nonfinite, seen);
   if constexpr (kWriteT) {
     __syncthreads();
     store_transposed(tile, p.values_t, p.rows, r0, c0);
@@ -323,20 +299,6 @@ __device__ __forceinline__ void quantize_tile(const TensorwiseParams& p) {
   if constexpr (kRecord) {
     report_amax_if_above(p.ring != nullptr ? p.ring + turn.current : p.amax_seen, seen);
   }
-}
-
-template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource = Source::x>
-__global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
-  quantize_tile<kInt8, kWriteX, kWriteT, kRecord, kSource>(p);
-}
-
-// SwiGLU's output, under a history: the tile kernel held to four CTAs an SM (64 registers) by
-// taking its tile in halves (load_swiglu), where whole it took 80 and three CTAs an SM, its warps'
-// issue slots 68 % busy and its scheduler without an eligible warp 28 % of cycles (Nsight
-// Compute, docs/perf-log.md §71). A bound of four on the whole tile spilled 144–200 bytes.
-template <bool kInt8, bool kWriteX, bool kWriteT, Source kSource>
-__global__ void __launch_bounds__(kThreads, 4) quantize_producer_kernel(const TensorwiseParams p) {
-  quantize_tile<kInt8, kWriteX, kWriteT, true, kSource>(p);
 }
 
 // The same quantization of a plain X by one scale for the whole tensor, as a walk: a resident
@@ -416,8 +378,8 @@ __global__ void __launch_bounds__(kThreads, kWalkCtasPerSm)
 // other; each output's X layout is stored from registers and its bytes stashed in its own tile
 // for Xᵀ's. Numerics and record as quantize_tensorwise_kernel's under a history, values as
 // swiglu.cu's backward stores them.
-template <bool kInt8, int kPart>
-__global__ void __launch_bounds__(kThreads, kPart == 2 ? 4 : 3)
+template <bool kInt8>
+__global__ void __launch_bounds__(kThreads)
     quantize_swiglu_backward_kernel(const TensorwiseParams p) {
   __shared__ __align__(16) uint32_t tiles[2][kWords];
   const int64_t inner = p.up_offset;
@@ -428,10 +390,10 @@ __global__ void __launch_bounds__(kThreads, kPart == 2 ? 4 : 3)
   // A NaN or Inf amax makes every value 0, as the reference's; the record reads them all the same.
   const bool nonfinite = ts.inv != ts.inv;
   const int col = load_col();
-  constexpr int kHalf = kPart;
+  constexpr int kHalf = kLoads / 2;
   uint32_t seen = 0;
 #pragma unroll
-  for (int h = 0; h < kLoads / kHalf; ++h) {
+  for (int h = 0; h < 2; ++h) {
     uint4 gate[kHalf];
     uint4 up[kHalf];
     uint4 d[kHalf];
@@ -739,44 +701,20 @@ bool launch_walk(const TensorwiseParams& tp, cudaStream_t stream) {
   return true;
 }
 
-// EXPERIMENT (taken out after measuring): LPBENCH_SWIGLU_WHOLE=1 runs SwiGLU's quantizations as
-// before, three CTAs an SM.
-bool swiglu_whole() {
-  static const bool whole = [] {
-    const char* v = std::getenv("LPBENCH_SWIGLU_WHOLE");
-    return v != nullptr && v[0] == '1';
-  }();
-  return whole;
-}
-
-// The tile kernel of X's layouts (kWriteX, kWriteT) for X from kSource.
-template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource>
-void launch_tile(const TensorwiseParams& tp, dim3 grid, cudaStream_t stream) {
-  if constexpr (kSource == Source::swiglu) {
-    static_assert(kRecord, "SwiGLU's output is quantized here under a history only");
-    if (swiglu_whole()) {
-      quantize_tensorwise_kernel<kInt8, kWriteX, kWriteT, kRecord, kSource>
-          <<<grid, kThreads, 0, stream>>>(tp);
-      return;
-    }
-    quantize_producer_kernel<kInt8, kWriteX, kWriteT, kSource><<<grid, kThreads, 0, stream>>>(tp);
-  } else {
-    quantize_tensorwise_kernel<kInt8, kWriteX, kWriteT, kRecord, kSource>
-        <<<grid, kThreads, 0, stream>>>(tp);
-  }
-}
-
 template <bool kInt8, bool kRecord, Source kSource = Source::x>
 void launch(const TensorwiseParams& tp, dim3 grid, cudaStream_t stream) {
   if constexpr (kSource == Source::x) {
     if (tp.inv_blocks == nullptr && launch_walk<kInt8, kRecord>(tp, stream)) return;
   }
   if (tp.values != nullptr && tp.values_t != nullptr) {
-    launch_tile<kInt8, true, true, kRecord, kSource>(tp, grid, stream);
+    quantize_tensorwise_kernel<kInt8, true, true, kRecord, kSource>
+        <<<grid, kThreads, 0, stream>>>(tp);
   } else if (tp.values != nullptr) {
-    launch_tile<kInt8, true, false, kRecord, kSource>(tp, grid, stream);
+    quantize_tensorwise_kernel<kInt8, true, false, kRecord, kSource>
+        <<<grid, kThreads, 0, stream>>>(tp);
   } else {
-    launch_tile<kInt8, false, true, kRecord, kSource>(tp, grid, stream);
+    quantize_tensorwise_kernel<kInt8, false, true, kRecord, kSource>
+        <<<grid, kThreads, 0, stream>>>(tp);
   }
 }
 
@@ -854,15 +792,9 @@ void launch_tiles(const TensorwiseParams& tp, cudaStream_t stream) {
   if (tp.d_out != nullptr) {
     // SwiGLU's gradient: a CTA a pair of tiles, both layouts.
     const dim3 pairs(grid.x / 2, grid.y);
-    if (swiglu_whole()) {
-      tp.fmt == DType::int8
-          ? quantize_swiglu_backward_kernel<true, 4><<<pairs, kThreads, 0, stream>>>(tp)
-          : quantize_swiglu_backward_kernel<false, 4><<<pairs, kThreads, 0, stream>>>(tp);
-    } else {
-      tp.fmt == DType::int8
-          ? quantize_swiglu_backward_kernel<true, 2><<<pairs, kThreads, 0, stream>>>(tp)
-          : quantize_swiglu_backward_kernel<false, 2><<<pairs, kThreads, 0, stream>>>(tp);
-    }
+    tp.fmt == DType::int8
+        ? quantize_swiglu_backward_kernel<true><<<pairs, kThreads, 0, stream>>>(tp)
+        : quantize_swiglu_backward_kernel<false><<<pairs, kThreads, 0, stream>>>(tp);
   } else if (tp.up_offset > 0) {
     tp.fmt == DType::int8 ? launch<true, true, Source::swiglu>(tp, grid, stream)
                           : launch<false, true, Source::swiglu>(tp, grid, stream);

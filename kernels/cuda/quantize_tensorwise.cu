@@ -264,19 +264,23 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   const int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
   const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
 
+  // X's loads go out first, and the scale (under a history: the ring's slots and their maximum)
+  // is found while they are in flight; found first, it held every CTA's loads back by its own
+  // round trips (docs/perf-log.md §71).
+  uint4 raw[kLoads];
+  if constexpr (kSource == Source::rmsnorm) {
+    load_rmsnorm(p, r0, c0, raw);
+  } else if constexpr (kSource == Source::x) {
+    load(p.x, p.ld, r0, c0, raw);
+  }
   const TileScale ts =
       p.inv_blocks != nullptr
           ? TileScale{__ldg(p.inv_blocks + (r0 / p.kb) * p.inv_sr + (c0 / p.kb) * p.inv_sc), {}}
           : tensor_scale<kRecord>(p, first_thread);
   const RingTurn turn = ts.turn;
   float inv = ts.inv;
-  // A NaN or Inf in X (a non-finite amax, a NaN inverse) makes every value 0: nothing is read,
-  // and 0 · 0 rounds to +0 in every format, as the reference's do; a record reads X all the
-  // same. (The record's test stays a run-time branch though it never skips there: with no branch
-  // before them, ptxas spread the loads among the first values' arithmetic, three in flight
-  // where the dynamic kernel keeps eight. That alone did not move the kernel's time, perf-log
-  // §54; it keeps the two kernels' loads the same.)
-  uint4 raw[kLoads];
+  // A NaN or Inf in X (a non-finite amax, a NaN inverse) makes every value 0 (0 · 0 rounds to
+  // +0 in every format, as the reference's do); a record keeps X's values, to fold their max.
   const bool nonfinite = inv != inv;
   if (kRecord ? nonfinite && p.amax_seen == nullptr && p.ring == nullptr : nonfinite) {
     if constexpr (!kRecord) inv = 0.0f;
@@ -285,10 +289,6 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
       raw[i] = make_uint4(0, 0, 0, 0);
   } else if constexpr (kSource == Source::swiglu) {
     load_swiglu(p, r0, c0, raw);
-  } else if constexpr (kSource == Source::rmsnorm) {
-    load_rmsnorm(p, r0, c0, raw);
-  } else {
-    load(p.x, p.ld, r0, c0, raw);
   }
   uint32_t seen = 0;
   quantize_loads<kInt8, kWriteX, kWriteT, kRecord>(p, tile, r0, c0, raw, inv, nonfinite, seen);

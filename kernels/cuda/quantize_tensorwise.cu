@@ -264,15 +264,13 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   const int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
   const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
 
-  // X's loads go out first, and the scale (under a history: the ring's slots and their maximum)
-  // is found while they are in flight; found first, it held every CTA's loads back by its own
-  // round trips (docs/perf-log.md §71).
+  // A plain X's loads go out first, and the scale (under a history: the ring's slots and their
+  // maximum) is found while they are in flight: found first, its round trips held every CTA's
+  // loads back, and X_down, dY_qkv and dY_gate_up ran 0.3–3.5 % slower. A norm's X from h ran
+  // 1–2 % slower with its loads first (64 registers against 48 under a record, four CTAs an SM
+  // against five), so it finds its scale first as before (docs/perf-log.md §71).
   uint4 raw[kLoads];
-  if constexpr (kSource == Source::rmsnorm) {
-    load_rmsnorm(p, r0, c0, raw);
-  } else if constexpr (kSource == Source::x) {
-    load(p.x, p.ld, r0, c0, raw);
-  }
+  if constexpr (kSource == Source::x) load(p.x, p.ld, r0, c0, raw);
   const TileScale ts =
       p.inv_blocks != nullptr
           ? TileScale{__ldg(p.inv_blocks + (r0 / p.kb) * p.inv_sr + (c0 / p.kb) * p.inv_sc), {}}
@@ -280,7 +278,11 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   const RingTurn turn = ts.turn;
   float inv = ts.inv;
   // A NaN or Inf in X (a non-finite amax, a NaN inverse) makes every value 0 (0 · 0 rounds to
-  // +0 in every format, as the reference's do); a record keeps X's values, to fold their max.
+  // +0 in every format, as the reference's do): a producer's inputs are then not read, a plain
+  // X's loads are dropped; a record keeps X's values, to fold their max. (For the producers the
+  // record's test stays a run-time branch though it never skips there: with no branch before
+  // them, ptxas spread the loads among the first values' arithmetic, three in flight where the
+  // dynamic kernel keeps eight; perf-log §54.)
   const bool nonfinite = inv != inv;
   if (kRecord ? nonfinite && p.amax_seen == nullptr && p.ring == nullptr : nonfinite) {
     if constexpr (!kRecord) inv = 0.0f;
@@ -289,6 +291,8 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
       raw[i] = make_uint4(0, 0, 0, 0);
   } else if constexpr (kSource == Source::swiglu) {
     load_swiglu(p, r0, c0, raw);
+  } else if constexpr (kSource == Source::rmsnorm) {
+    load_rmsnorm(p, r0, c0, raw);
   }
   uint32_t seen = 0;
   quantize_loads<kInt8, kWriteX, kWriteT, kRecord>(p, tile, r0, c0, raw, inv, nonfinite, seen);

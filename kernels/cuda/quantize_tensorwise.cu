@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/amax.cuh"
 #include "kernels/cuda/amax_ring.cuh"
@@ -252,18 +253,11 @@ __device__ __forceinline__ void quantize_loads(const TensorwiseParams& p, uint32
   }
 }
 
-// One 128×128 tile of X per CTA (quantize_byte_tile.cuh), X as kSource gives it.
-template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource = Source::x>
-__global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
-  __shared__ __align__(16) uint32_t tile[kWords];
-  // The tiles are taken from X's end to its start. The kernel that wrote X (a norm, SwiGLU,
-  // RoPE's backward) walked it from start to end, so its last rows are what L2 still holds when
-  // this launch begins: the CTAs that start first read them there rather than from DRAM before
-  // the rest of X (and this launch's own writes) evict them.
-  const int64_t r0 = static_cast<int64_t>(gridDim.y - 1 - blockIdx.y) * kTile;
-  const int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
-  const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
-
+// The 128×128 tile of X at (r0, c0) quantized by a CTA (quantize_byte_tile.cuh), X as kSource
+// gives it; `first_thread` writes the scales (and moves a ring on).
+template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource>
+__device__ __forceinline__ void quantize_tile(const TensorwiseParams& p, uint32_t* tile, int64_t r0,
+                                              int64_t c0, bool first_thread) {
   // A plain X's loads go out first, and the scale (under a history: the ring's slots and their
   // maximum) is found while they are in flight: found first, its round trips held every CTA's
   // loads back, and X_down, dY_qkv and dY_gate_up ran 0.3–3.5 % slower. A norm's X from h ran
@@ -303,6 +297,53 @@ __global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const Ten
   if constexpr (kRecord) {
     report_amax_if_above(p.ring != nullptr ? p.ring + turn.current : p.amax_seen, seen);
   }
+}
+
+// One tile of X per CTA, X as kSource gives it.
+template <bool kInt8, bool kWriteX, bool kWriteT, bool kRecord, Source kSource = Source::x>
+__global__ void __launch_bounds__(kThreads) quantize_tensorwise_kernel(const TensorwiseParams p) {
+  __shared__ __align__(16) uint32_t tile[kWords];
+  // The tiles are taken from X's end to its start. The kernel that wrote X (a norm, SwiGLU,
+  // RoPE's backward) walked it from start to end, so its last rows are what L2 still holds when
+  // this launch begins: the CTAs that start first read them there rather than from DRAM before
+  // the rest of X (and this launch's own writes) evict them.
+  const int64_t r0 = static_cast<int64_t>(gridDim.y - 1 - blockIdx.y) * kTile;
+  const int64_t c0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
+  const bool first_thread = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
+  quantize_tile<kInt8, kWriteX, kWriteT, kRecord, kSource>(p, tile, r0, c0, first_thread);
+}
+
+// Several plain tensors, each by a given amax of its own, in one launch (the batch of
+// quantize_tensorwise_batch): tensor i's tiles are blocks first_tile[i] to first_tile[i + 1] - 1,
+// in the order quantize_tensorwise_kernel takes them.
+constexpr int kBatchMax = 8;
+struct TensorwiseBatch {
+  TensorwiseParams t[kBatchMax];
+  int64_t first_tile[kBatchMax + 1];
+  int count;
+};
+// Within the 4 KiB of parameters a kernel may take on every CUDA 12 driver.
+static_assert(sizeof(TensorwiseBatch) <= 4096);
+
+// (INT8 at five CTAs an SM, as the single kernel runs; FP8 at three: with no bound ptxas held its
+// sm_80 instance, whose conversions are emulated, to 64 registers and spilled.)
+template <bool kInt8, bool kWriteX, bool kWriteT>
+__global__ void __launch_bounds__(kThreads, kInt8 ? 5 : 3)
+    quantize_tensorwise_batch_kernel(const __grid_constant__ TensorwiseBatch b) {
+  __shared__ __align__(16) uint32_t tile[kWords];
+  const auto block = static_cast<int64_t>(blockIdx.x);
+  int i = 0;
+  while (i + 1 < b.count && b.first_tile[i + 1] <= block)
+    ++i;
+  const TensorwiseParams& p = b.t[i];
+  // 32-bit: a launch has fewer than 2³¹ tiles (and a 64-bit division is a call that spills).
+  const auto k = static_cast<uint32_t>(block - b.first_tile[i]);
+  const auto tiles_x = static_cast<uint32_t>(p.cols / kTile);
+  const uint32_t ty = k / tiles_x;
+  const int64_t r0 = (p.rows / kTile - 1 - ty) * kTile;
+  const int64_t c0 = static_cast<int64_t>(tiles_x - 1 - (k - ty * tiles_x)) * kTile;
+  quantize_tile<kInt8, kWriteX, kWriteT, false, Source::x>(p, tile, r0, c0,
+                                                           k == 0 && threadIdx.x == 0);
 }
 
 // The same quantization of a plain X by one scale for the whole tensor, as a walk: a resident
@@ -906,6 +947,58 @@ void quantize_tensorwise(const QuantizeArgs& a, cudaStream_t stream) {
   }
   launch_tiles(tp, stream);
   advance_ring(tp, stream);
+}
+
+bool tensorwise_batch_takes(const QuantizeArgs& a) {
+  return tensorwise_kernel_applies(a) && a.amax != nullptr && !a.delayed && a.history == nullptr &&
+         a.amax_seen == nullptr && !a.tile_kernel;
+}
+
+void quantize_tensorwise_batch(const std::vector<QuantizeArgs>& calls, cudaStream_t stream) {
+  for (const QuantizeArgs& a : calls) {
+    LPBENCH_CUDA_REQUIRE(tensorwise_batch_takes(a),
+                         "quantize_tensorwise_batch: a call the one-pass kernel does not take by "
+                         "a given amax (BF16, sides multiples of 128, no history)");
+  }
+  const NvtxRange range("lpbench::cuda::quantize_tensorwise_batch");
+  // One launch for each run of up to kBatchMax calls of one format and the same layouts, which
+  // are one instance of the kernel.
+  std::vector<bool> taken(calls.size(), false);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (taken[i]) continue;
+    const TensorwiseParams lead = tensorwise_params_of(calls[i]);
+    const auto alike = [&](const TensorwiseParams& tp) {
+      return tp.fmt == lead.fmt && (tp.values == nullptr) == (lead.values == nullptr) &&
+             (tp.values_t == nullptr) == (lead.values_t == nullptr);
+    };
+    TensorwiseBatch b{};
+    int64_t tiles = 0;
+    for (size_t j = i; j < calls.size() && b.count < kBatchMax; ++j) {
+      TensorwiseParams tp = tensorwise_params_of(calls[j]);
+      if (taken[j] || !alike(tp)) continue;
+      tp.amax = calls[j].amax;
+      b.t[b.count] = tp;
+      b.first_tile[b.count] = tiles;
+      tiles += tp.rows / kTile * (tp.cols / kTile);
+      ++b.count;
+      taken[j] = true;
+    }
+    b.first_tile[b.count] = tiles;
+    LPBENCH_CUDA_REQUIRE(tiles < (int64_t{1} << 31), "quantize_tensorwise_batch: too many tiles");
+    const auto grid = static_cast<unsigned>(tiles);
+    const bool int8 = lead.fmt == DType::int8;
+    if (lead.values != nullptr && lead.values_t != nullptr) {
+      int8 ? quantize_tensorwise_batch_kernel<true, true, true><<<grid, kThreads, 0, stream>>>(b)
+           : quantize_tensorwise_batch_kernel<false, true, true><<<grid, kThreads, 0, stream>>>(b);
+    } else if (lead.values != nullptr) {
+      int8 ? quantize_tensorwise_batch_kernel<true, true, false><<<grid, kThreads, 0, stream>>>(b)
+           : quantize_tensorwise_batch_kernel<false, true, false><<<grid, kThreads, 0, stream>>>(b);
+    } else {
+      int8 ? quantize_tensorwise_batch_kernel<true, false, true><<<grid, kThreads, 0, stream>>>(b)
+           : quantize_tensorwise_batch_kernel<false, false, true><<<grid, kThreads, 0, stream>>>(b);
+    }
+    LPBENCH_CUDA_CHECK_LAUNCH();
+  }
 }
 
 bool swiglu_tensorwise_applies(const QuantizeArgs& a) {

@@ -3,7 +3,10 @@
 // The one-pass tensorwise quantization of a BF16 matrix whose sides are multiples of 128: the
 // training step's common case (int8-tensor and fp8-tensor quantize every X, W and dY this way),
 // given its own kernel because the general tile kernel is issue-bound on it (docs/perf-log.md
-// §8, §19). quantize() calls it where it applies; nothing else should.
+// §8, §19). quantize() calls it where it applies, and a QuantizationBatch several calls at once
+// (kernels/torch/quantization_batch.h); nothing else should.
+#include <vector>
+
 #include "kernels/cuda/quantize.cuh"
 #include "kernels/cuda/rope.cuh"
 
@@ -17,6 +20,15 @@ bool tensorwise_kernel_applies(const QuantizeArgs& args);
 
 // Launches it, after an amax pass into args.workspace where args.amax is not given.
 void quantize_tensorwise(const QuantizeArgs& args, cudaStream_t stream);
+
+// Several calls, each as quantize_tensorwise would make it by its given amax, in one launch for up
+// to eight of one format and the same layouts: a layer's weights, whose amaxes AdamW or one
+// amax pass found before (kernels/torch/weight_amax.h). Their tails and launch gaps are one
+// instead of four, and the host queues one kernel at the step's start, where the GPU waits on it
+// (docs/perf-log.md §72). The calls must not read what another writes. Whether a call may go in:
+// tensorwise_kernel_applies, a given amax, no history or record.
+bool tensorwise_batch_takes(const QuantizeArgs& args);
+void quantize_tensorwise_batch(const std::vector<QuantizeArgs>& calls, cudaStream_t stream);
 
 // SwiGLU's output X = silu(gate) · up quantized as the kernel computes it from the gate/up
 // product, both layouts as asked, under delayed scaling only (the scale must be known before the

@@ -21,6 +21,7 @@
 #include "kernels/cuda/quantize_row_pair.cuh"
 #include "kernels/cuda/quantize_tensorwise.cuh"
 #include "kernels/torch/amax_registry.h"
+#include "kernels/torch/quantization_batch.h"
 #endif
 
 namespace lpbench::kernels {
@@ -186,6 +187,15 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
   args.stochastic = spec.rounding == Rounding::stochastic;
   args.seed = seed;
   if (turn) take_turn_in(args, *turn);
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(input.device().index()).stream();
+  // By an amax known already, inside a QuantizationBatch: gathered, to be launched with the rest.
+  QuantizationBatch* const batch = QuantizationBatch::open();
+  if (batch != nullptr && amax && cuda::tensorwise_batch_takes(args)) {
+    std::vector<at::Tensor> alive{input, *amax, q.values, q.scales};
+    if (t) alive.insert(alive.end(), {t->values, t->scales});
+    batch->gather(args, stream, std::move(alive));
+    return {std::move(q), std::move(t)};
+  }
   const size_t scratch = cuda::quantize_workspace_bytes(args);
   at::Tensor workspace;
   if (!amax && !turn && scratch == sizeof(int32_t)) {
@@ -205,7 +215,7 @@ std::pair<Quantized, std::optional<Quantized>> quantize_cuda(const at::Tensor& x
     workspace = at::empty({static_cast<int64_t>(scratch)}, input.options().dtype(at::kByte));
     args.workspace = workspace.data_ptr();
   }
-  cuda::quantize(args, c10::cuda::getCurrentCUDAStream(input.device().index()).stream());
+  cuda::quantize(args, stream);
   return {std::move(q), std::move(t)};
 }
 #endif

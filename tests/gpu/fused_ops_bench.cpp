@@ -1,9 +1,9 @@
 // fused_ops_bench: the memory-bound kernels of one decoder layer's fused training step (RMSNorm
 // with and without the residual, each way; SwiGLU each way; RoPE of q and k and its backward, or
 // Qwen3's per-head norms with RoPE; the output layer's softmax cross-entropy; the producers'
-// quantizations under delayed scaling beside the launches they replace), each timed alone at
-// a seed model's shapes and set against the HBM rate its bytes allow: the figure issue 22 asks to
-// be ≥ 70 % for every non-GEMM kernel.
+// quantizations under delayed scaling beside the launches they replace; a layer's weights quantized
+// in one launch and in four), each timed alone at a seed model's shapes and set against the HBM
+// rate its bytes allow: the figure issue 22 asks to be ≥ 70 % for every non-GEMM kernel.
 //
 // Bytes are the ones the operator must move: its BF16 inputs read once and its outputs written
 // once. What a kernel moves beyond them (the norm backwards' FP32 partial rows of the weight
@@ -27,6 +27,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/check.cuh"
@@ -299,6 +300,56 @@ void producers_quantize(Bench& b, const workloads::ModelConfig& m, int64_t token
   b.row(m.name, "quantize dY_gate_up from gate/up, d_out (delayed)", 5 * one_inner, [&](int i) {
     cuda::quantize_swiglu_backward_tensorwise(gradient(i, gu[i], true), out[i].data_ptr(), nullptr);
   });
+}
+
+// A layer's four dense weights (fused QKV, the output projection, fused gate/up, down) quantized
+// both ways by amaxes known already (AdamW's or the layer's one amax pass), as the layer's
+// start runs them: in one launch (quantize_tensorwise_batch), and as four launches beside it.
+// Bytes: each weight read in BF16 and written in both INT8 layouts.
+void weights_quantize(Bench& b, const workloads::ModelConfig& m) {
+  const int64_t h = m.hidden_size, inner = m.intermediate_size;
+  const int64_t q = m.num_heads * m.head_dim, kv = m.num_kv_heads * m.head_dim;
+  const std::vector<std::pair<int64_t, int64_t>> shapes{
+      {q + 2 * kv, h}, {h, q}, {2 * inner, h}, {h, inner}};
+  std::vector<std::vector<at::Tensor>> w;  // [weight][copy]
+  std::vector<at::Tensor> out, out_t;
+  double bytes = 0;
+  for (const auto& [rows, cols] : shapes) {
+    w.push_back(copies({rows, cols}, kBf16));
+    out.push_back(torch::empty({rows, cols}, kCuda.dtype(at::kChar)));
+    out_t.push_back(torch::empty({cols, rows}, kCuda.dtype(at::kChar)));
+    bytes += 4.0 * static_cast<double>(rows * cols);
+  }
+  const at::Tensor scales = torch::empty({2 * static_cast<int64_t>(shapes.size())}, kFloat);
+  const at::Tensor amax = torch::zeros({1}, kCuda.dtype(at::kInt));
+  amax.fill_(0x41000000);  // 8.0, above max |x| of these N(0, 1) weights
+  const auto calls = [&](int i) {
+    std::vector<cuda::QuantizeArgs> all;
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      cuda::QuantizeArgs a;
+      a.x = w[k][i].data_ptr();
+      a.rows = shapes[k].first;
+      a.cols = shapes[k].second;
+      a.ld = a.cols;
+      a.values = out[k].data_ptr();
+      a.values_t = out_t[k].data_ptr();
+      a.scales = scales.data_ptr<float>() + 2 * k;
+      a.scales_t = a.scales + 1;
+      a.amax = word(amax);
+      all.push_back(a);
+    }
+    return all;
+  };
+  const std::vector<cuda::QuantizeArgs> by_copy[kCopies] = {calls(0), calls(1)};
+  b.row(m.name, "quantize W x4 (given amax, one launch)", bytes,
+        [&](int i) { cuda::quantize_tensorwise_batch(by_copy[i], nullptr); });
+  b.row(
+      m.name, "quantize W x4 (given amax, 4 launches)", bytes,
+      [&](int i) {
+        for (const cuda::QuantizeArgs& a : by_copy[i])
+          cuda::quantize_tensorwise(a, nullptr);
+      },
+      /*alternative=*/true);
 }
 
 void swiglu(Bench& b, const workloads::ModelConfig& m, int64_t tokens) {
@@ -757,6 +808,7 @@ int main(int argc, char** argv) {
     norms(b, *m, tokens);
     swiglu(b, *m, tokens);
     producers_quantize(b, *m, tokens);
+    weights_quantize(b, *m);
     attention_side(b, *m, tokens);
     rope_backward_quantize(b, *m, tokens);
     output_loss(b, *m, tokens);

@@ -4,13 +4,15 @@
 // forward finds its weights' amaxes together steps to the bits it steps to with every
 // quantization finding its own; and the zeroed slots producers report their amaxes into
 // (new_amax), eagerly and under a CUDA graph, among them the amax passes of tensorwise
-// quantizations no producer reported for. Skipped where torch sees no GPU.
+// quantizations no producer reported for; and a QuantizationBatch's gathered quantizations of
+// weights by their amaxes. Skipped where torch sees no GPU.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "kernels/recipe.h"
 #include "kernels/reference/quantize.h"
 #include "kernels/torch/amax_registry.h"
+#include "kernels/torch/quantization_batch.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/weight_amax.h"
 #include "tests/support/gpu_layer.h"
@@ -170,6 +173,91 @@ TEST(WeightAmaxOnGpu, ALayerStepsToTheSameBitsWithItsWeightsAmaxesFoundTogether)
     }
     test_support::expect_same_layer_step(step[0], step[1]);
   }
+}
+
+// Inside a QuantizationBatch the tensorwise quantizations by a remembered amax are gathered, and
+// launched when it closes, eight at most a launch and one launch a format and set of layouts; each
+// is then the reference's quantization, bit for bit: both layouts, one or the other, a transposed
+// call, zeros, and a NaN's or an Inf's tensor (every value 0). The calls it does not take (off the
+// 128 grid, no amax remembered) are launched as they come, and are the reference's too.
+TEST(QuantizationBatchOnGpu, GatheredQuantizationsAreTheReferencesBits) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const auto bf16 = torch::dtype(torch::kBFloat16).device(torch::kCUDA, 0);
+  torch::manual_seed(17);
+  std::vector<at::Tensor> tensors;
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{256, 384},
+                                                             {128, 128},
+                                                             {512, 256},
+                                                             {384, 1024},
+                                                             {128, 640},
+                                                             {640, 128},
+                                                             {256, 256},
+                                                             {128, 256},
+                                                             {256, 128},
+                                                             {384, 384}}) {
+    // Scales 1000 times apart: a tile scaled by another tensor's amax would show.
+    const double scale = tensors.size() % 2 == 0 ? 1000.0 : 0.01;
+    tensors.push_back(torch::randn(shape, bf16) * scale);
+  }
+  tensors[6].zero_();
+  tensors[7].view({-1})[1234] = std::numeric_limits<float>::quiet_NaN();
+  tensors[8].view({-1})[4321] = -std::numeric_limits<float>::infinity();
+  const at::Tensor off_grid = torch::randn({100, 128}, bf16);
+  const ScopedAmaxes amaxes([&] {
+    std::vector<at::Tensor> all = tensors;
+    all.push_back(off_grid);
+    return all;
+  }());
+  const at::Tensor unremembered = torch::randn({256, 128}, bf16) * 3.0;
+
+  struct Call {
+    at::Tensor x;
+    QuantSpec spec;
+    int layouts;  // 0: both, 1: x's only, 2: a transposed call (xᵀ's)
+    std::pair<Quantized, std::optional<Quantized>> out;
+  };
+  std::vector<Call> calls;
+  const QuantSpec int8{NumberFormat::int8, 0, 0};
+  const QuantSpec fp8{NumberFormat::fp8_e4m3, 0, 0};
+  for (size_t i = 0; i < tensors.size(); ++i)
+    calls.push_back({tensors[i], int8, 0, {}});  // ten: two launches
+  calls.push_back({tensors[0], fp8, 0, {}});     // another format: a launch of its own
+  calls.push_back({tensors[3], fp8, 0, {}});
+  calls.push_back({tensors[1], int8, 1, {}});  // x's layout only: another instance
+  calls.push_back({tensors[2], int8, 2, {}});  // xᵀ's only
+  calls.push_back({tensors[4], int8, 2, {}});
+  calls.push_back({off_grid, int8, 0, {}});      // not taken: launched at once
+  calls.push_back({unremembered, int8, 0, {}});  // not taken: finds its amax
+  int64_t gathered = 0;
+  {
+    QuantizationBatch batch;
+    for (Call& c : calls) {
+      if (c.layouts == 0) {
+        auto [q, t] = quantize_with_transpose(c.x, c.spec);
+        c.out = {std::move(q), std::move(t)};
+      } else {
+        c.out = {quantize(c.x, c.spec, c.layouts == 2), std::nullopt};
+      }
+    }
+    gathered = batch.gathered();
+  }
+  EXPECT_EQ(gathered, static_cast<int64_t>(calls.size()) - 2);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Call& c = calls[i];
+    const at::Tensor source = c.layouts == 2 ? c.x.t() : c.x;
+    const Quantized ref = reference::quantize(source.cpu(), c.spec);
+    EXPECT_TRUE(c.out.first.scales.cpu().equal(ref.scales)) << "call " << i;
+    EXPECT_TRUE(c.out.first.values.cpu().equal(ref.values)) << "call " << i;
+    if (c.layouts == 0) {
+      ASSERT_TRUE(c.out.second.has_value()) << "call " << i;
+      EXPECT_TRUE(c.out.second->scales.cpu().equal(ref.scales)) << "call " << i;
+      EXPECT_TRUE(c.out.second->values.cpu().equal(ref.values.t().contiguous())) << "call " << i;
+    }
+  }
+  // A NaN's and an Inf's tensor quantize to zeros; the others hold values.
+  EXPECT_EQ(calls[7].out.first.values.cpu().ne(0).sum().item<int64_t>(), 0);
+  EXPECT_EQ(calls[8].out.first.values.cpu().ne(0).sum().item<int64_t>(), 0);
+  EXPECT_GT(calls[9].out.first.values.cpu().ne(0).sum().item<int64_t>(), 0);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // kernels/torch/weight_amax.h on the CPU (its reference path; tests/gpu/weight_amax_test.cpp holds
 // the kernel to the same oracle): one call's amaxes, the scope that remembers them for a layer's
-// forward and forgets them after, and which recipes' forwards would take a weight's amax.
+// forward and forgets them after, which recipes' forwards would take a weight's amax, and a
+// QuantizationBatch, which on the CPU gathers nothing.
 #include <c10/util/bit_cast.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -10,6 +11,8 @@
 
 #include "kernels/recipe.h"
 #include "kernels/torch/amax_registry.h"
+#include "kernels/torch/quantization_batch.h"
+#include "kernels/torch/quantize.h"
 #include "kernels/torch/quantized_linear.h"
 #include "kernels/torch/weight_amax.h"
 
@@ -100,6 +103,21 @@ TEST(WeightAmax, TheRecipesWhoseForwardTakesAWeightsAmax) {
   EXPECT_FALSE(takes("int8-row"));
   EXPECT_FALSE(takes("int8-block"));
   EXPECT_FALSE(takes("int8-tensor:amax-history=16"));
+}
+
+// On the CPU a QuantizationBatch gathers nothing: each quantization is the reference's as it
+// comes, inside the scope as outside, though the tensor's amax is remembered.
+TEST(QuantizationBatch, GathersNothingOnTheCpu) {
+  const at::Tensor w = torch::randn({128, 256}).to(at::kBFloat16) * 5.0;
+  const QuantSpec spec{NumberFormat::int8, 0, 0};
+  const ScopedAmaxes amaxes({w});
+  QuantizationBatch batch;
+  const auto [q, t] = quantize_with_transpose(w, spec);
+  EXPECT_EQ(batch.gathered(), 0);
+  const Quantized ref = reference::quantize(w, spec);
+  EXPECT_TRUE(q.values.equal(ref.values));
+  EXPECT_TRUE(q.scales.equal(ref.scales));
+  EXPECT_TRUE(t.values.equal(ref.values.t().contiguous()));
 }
 
 }  // namespace

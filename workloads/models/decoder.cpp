@@ -6,6 +6,7 @@
 
 #include "kernels/profiling/range.h"
 #include "kernels/torch/embedding.h"
+#include "kernels/torch/quantization_batch.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/quantized_linear.h"
 #include "kernels/torch/weight_amax.h"
@@ -294,8 +295,10 @@ ResidualStream DecoderLayerImpl::forward_stream(const ResidualStream& in, const 
   // Then every dense product's weight quantization, before the norm: the GPU works on them
   // (~0.2 ms at llama2-7b) while the host prepares the ops up to the first product, where it
   // idled 242–278 µs of an eager INT8 step (docs/perf-log.md §61, §63). The same bits as each
-  // product's own; each forward reads and drops its own.
+  // product's own; each forward reads and drops its own. Those by an amax known already go in one
+  // launch (kernels::QuantizationBatch: 3 launches fewer a layer, docs/perf-log.md §72).
   if (in.h.is_cuda()) {
+    const kernels::QuantizationBatch batch;
     for (RecipeLinearImpl* linear : dense_linears())
       linear->prequantize_weight(torch::GradMode::is_enabled());
   }

@@ -19,13 +19,14 @@ namespace lpbench::kernels {
 // known (a weight's, which AdamW or a layer's ScopedAmaxes remembered: weight_amax.h) are
 // gathered instead, and launched together when it closes, one kernel for up to eight of a format
 // (kernels/cuda/quantize_tensorwise.cuh: quantize_tensorwise_batch). The same bits as launched one
-// by one. A layer opens one around its weights' quantizations at its start, where the GPU waits
-// on the host's launches (docs/perf-log.md §72).
+// by one. A layer opens one around its weights' quantizations at its start: 10 µs less kernel
+// time a layer step at llama2-7b (docs/perf-log.md §72).
 //
 // What a gathered call returns holds its values only once the batch has closed: nothing inside
-// the scope may read it. Other quantizations (a history's, an amax to find, another kernel's) are
-// launched as they come. A scope left by an exception launches nothing it gathered. On the CPU,
-// or in a build without CUDA, it gathers nothing.
+// the scope may read it, and the GPU starts none of them before then. Other quantizations (a
+// history's, an amax to find, another kernel's) are launched as they come. A scope left by an
+// exception launches nothing it gathered. On the CPU, or in a build without CUDA, it gathers
+// nothing.
 class QuantizationBatch {
  public:
   QuantizationBatch();

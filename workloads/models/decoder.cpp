@@ -296,7 +296,7 @@ ResidualStream DecoderLayerImpl::forward_stream(const ResidualStream& in, const 
   // (~0.2 ms at llama2-7b) while the host prepares the ops up to the first product, where it
   // idled 242–278 µs of an eager INT8 step (docs/perf-log.md §61, §63). The same bits as each
   // product's own; each forward reads and drops its own. Those by an amax known already go in one
-  // launch (kernels::QuantizationBatch: 3 launches fewer a layer, docs/perf-log.md §72).
+  // launch (kernels::QuantizationBatch: 10 µs and 3 launches fewer a layer, docs/perf-log.md §72).
   if (in.h.is_cuda()) {
     const kernels::QuantizationBatch batch;
     for (RecipeLinearImpl* linear : dense_linears())

@@ -24,6 +24,7 @@
 #include "kernels/torch/quantization_batch.h"
 #include "kernels/torch/quantize.h"
 #include "kernels/torch/weight_amax.h"
+#include "tests/support/bit_compare.h"
 #include "tests/support/gpu_layer.h"
 #include "workloads/models/decoder.h"
 
@@ -175,12 +176,6 @@ TEST(WeightAmaxOnGpu, ALayerStepsToTheSameBitsWithItsWeightsAmaxesFoundTogether)
   }
 }
 
-// Scales equal where finite or infinite and NaN in the same places (a NaN's bits may differ).
-bool same_scales(const at::Tensor& got, const at::Tensor& want) {
-  const at::Tensor g = got.cpu();
-  return g.isnan().equal(want.isnan()) && g.nan_to_num(0.0).equal(want.nan_to_num(0.0));
-}
-
 // Inside a QuantizationBatch the tensorwise quantizations by a remembered amax are gathered, and
 // launched when it closes, eight at most a launch and one launch a format and set of layouts; each
 // is then the reference's quantization, bit for bit: both layouts, one or the other, a transposed
@@ -252,11 +247,11 @@ TEST(QuantizationBatchOnGpu, GatheredQuantizationsAreTheReferencesBits) {
     const Call& c = calls[i];
     const at::Tensor source = c.layouts == 2 ? c.x.t() : c.x;
     const Quantized ref = reference::quantize(source.cpu(), c.spec);
-    EXPECT_TRUE(same_scales(c.out.first.scales, ref.scales)) << "call " << i;
+    EXPECT_TRUE(test_support::same_scales(ref.scales, c.out.first.scales)) << "call " << i;
     EXPECT_TRUE(c.out.first.values.cpu().equal(ref.values)) << "call " << i;
     if (c.layouts == 0) {
       ASSERT_TRUE(c.out.second.has_value()) << "call " << i;
-      EXPECT_TRUE(same_scales(c.out.second->scales, ref.scales)) << "call " << i;
+      EXPECT_TRUE(test_support::same_scales(ref.scales, c.out.second->scales)) << "call " << i;
       EXPECT_TRUE(c.out.second->values.cpu().equal(ref.values.t().contiguous())) << "call " << i;
     }
   }
